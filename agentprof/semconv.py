@@ -1,0 +1,67 @@
+"""Attribute and span-name constants: OpenTelemetry GenAI semantic conventions v1.41 plus ``agentprof.*``.
+
+Kept as plain strings (not imported from ``opentelemetry.semconv._incubating``, which is deprecated) so the
+names agentprof writes stay fixed whatever OTel release is installed.
+"""
+
+from __future__ import annotations
+
+# --- GenAI semantic conventions (v1.41) -------------------------------------------------------------
+OPERATION_NAME = "gen_ai.operation.name"
+PROVIDER_NAME = "gen_ai.provider.name"
+REQUEST_MODEL = "gen_ai.request.model"
+REQUEST_STREAM = "gen_ai.request.stream"
+RESPONSE_MODEL = "gen_ai.response.model"
+RESPONSE_ID = "gen_ai.response.id"
+RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+RESPONSE_TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"
+USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+USAGE_CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+USAGE_REASONING_OUTPUT_TOKENS = "gen_ai.usage.reasoning.output_tokens"
+CONVERSATION_ID = "gen_ai.conversation.id"
+AGENT_NAME = "gen_ai.agent.name"
+AGENT_ID = "gen_ai.agent.id"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_TYPE = "gen_ai.tool.type"
+TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"  # opt-in content
+TOOL_CALL_RESULT = "gen_ai.tool.call.result"  # opt-in content
+INPUT_MESSAGES = "gen_ai.input.messages"  # opt-in content
+OUTPUT_MESSAGES = "gen_ai.output.messages"  # opt-in content
+ERROR_TYPE = "error.type"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+
+OP_CHAT = "chat"
+OP_EXECUTE_TOOL = "execute_tool"
+OP_INVOKE_AGENT = "invoke_agent"
+
+# --- agentprof's own attributes ----------------------------------------------------------------------
+KIND = "agentprof.kind"  # agent | model | tool | parse | orchestration | wait
+SESSION_ID = "agentprof.session.id"
+PARENT_SESSION_ID = "agentprof.session.parent_id"
+SESSION_ROLE = "agentprof.session.role"  # main | subagent | compaction | attempt
+TIMING = "agentprof.timing"  # measured | derived | unknown
+CPU_NS = "agentprof.cpu_ns"  # CPU time (thread or child process) spent inside the span
+PROMPT_BLOCK_HASHES = "agentprof.prompt.block_hashes"  # list[int] signed int64, chained xxh3_64
+PROMPT_TOKENS = "agentprof.prompt.tokens"  # tokens the hashes were computed over (tail included)
+PROMPT_SEGMENTS = "agentprof.prompt.segments"  # JSON string: [{kind, role, tokens, hash}]
+WAIT_REASON = "agentprof.wait.reason"  # user | permission | idle | sleep | retry
+PARSE_BYTES = "agentprof.parse.bytes"
+SUBPROCESS_ARGS = "agentprof.subprocess.args"  # opt-in content
+SUBPROCESS_RETURNCODE = "agentprof.subprocess.returncode"
+
+
+def model_span_name(model: str | None) -> str:
+    """``chat {model}`` (or plain ``chat``) as the conventions name an inference span."""
+    return f"{OP_CHAT} {model}" if model else OP_CHAT
+
+
+def tool_span_name(tool: str) -> str:
+    return f"{OP_EXECUTE_TOOL} {tool}"
+
+
+def agent_span_name(agent: str | None) -> str:
+    return f"{OP_INVOKE_AGENT} {agent}" if agent else OP_INVOKE_AGENT

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Set everything up and run the whole test suite: .venv with the test extras, a headless Chromium for the
+# HTML-report tests (Debian's package, when run as root and not yet installed), then ruff and pytest.
+# Extra arguments go to pytest, e.g. scripts/test.sh -k capture
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup_env.sh test
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing Debian chromium for the browser tests..."
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null) \
+    || echo "warning: could not install chromium; browser tests will be skipped"
+fi
+if [ -x scripts/setup_lmcache.sh ] && [ "${AGENTPROF_SKIP_LMCACHE:-0}" != "1" ]; then
+  scripts/setup_lmcache.sh || echo "warning: lmcache environment unavailable; its cross-check test will be skipped"
+fi
+.venv/bin/python -m ruff check agentprof tests scripts examples
+exec .venv/bin/python -m pytest -q "$@"
