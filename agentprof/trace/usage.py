@@ -1,0 +1,182 @@
+"""Token-usage normalizer: every provider's usage fields onto the trace model's OTel meaning.
+
+Trace model: ``input_tokens`` counts *all* input tokens (cached included); ``cache_read_tokens`` and
+``cache_write_tokens`` are subsets of it; ``reasoning_tokens`` is a subset of ``output_tokens``.
+
+Provider conventions handled:
+
+- OpenAI chat completions: ``prompt_tokens`` ⊇ ``prompt_tokens_details.cached_tokens`` (subset semantics).
+- OpenAI Responses / Codex: ``input_tokens`` ⊇ ``input_tokens_details.cached_tokens`` / ``cached_input_tokens``.
+- Anthropic: ``input_tokens`` excludes ``cache_read_input_tokens`` and ``cache_creation_input_tokens``
+  (additive semantics), so input = sum of the three.
+- Gemini: ``promptTokenCount`` ⊇ ``cachedContentTokenCount``; ``thoughtsTokenCount`` is *in addition to*
+  ``candidatesTokenCount``.
+- OpenInference ``llm.token_count.*``; OTel ``gen_ai.usage.*`` (current and legacy names).
+
+Impossible values are reported in ``Usage.problems`` (for the trace's diagnostics), never silently used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Usage:
+    input_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    convention: str = "unknown"
+    problems: list[str] = field(default_factory=list)
+
+    def as_columns(self) -> dict[str, int | None]:
+        return {
+            "input_tokens": self.input_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "output_tokens": self.output_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+        }
+
+
+def to_mapping(obj: Any) -> dict[str, Any]:
+    """Usage objects from SDKs (pydantic models) or plain dicts, as a plain dict."""
+    if obj is None:
+        return {}
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump()
+        except Exception:
+            pass
+    return {k: getattr(obj, k) for k in dir(obj) if not k.startswith("_") and not callable(getattr(obj, k, None))}
+
+
+def _int(v: Any) -> int | None:
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return int(v)
+    if isinstance(v, str):
+        try:
+            return int(float(v))
+        except ValueError:
+            return None
+    return None
+
+
+def _get(d: Mapping[str, Any], *path: str) -> Any:
+    cur: Any = d
+    for p in path:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(p)
+    return cur
+
+
+def _check(u: Usage) -> Usage:
+    for name, v in u.as_columns().items():
+        if v is not None and v < 0:
+            u.problems.append(f"negative {name} ({v})")
+    if u.input_tokens is not None:
+        cached = (u.cache_read_tokens or 0) + (u.cache_write_tokens or 0)
+        if u.cache_read_tokens is not None and u.cache_read_tokens > u.input_tokens:
+            u.problems.append(f"cache read {u.cache_read_tokens} exceeds input {u.input_tokens}")
+        elif cached > u.input_tokens:
+            u.problems.append(f"cache read + write {cached} exceeds input {u.input_tokens} (double counting?)")
+    if u.reasoning_tokens is not None and u.output_tokens is not None and u.reasoning_tokens > u.output_tokens:
+        u.problems.append(f"reasoning {u.reasoning_tokens} exceeds output {u.output_tokens}")
+    return u
+
+
+def normalize_usage(raw: Any, provider: str | None = None) -> Usage:
+    """Map one provider usage record (dict or SDK object) to the trace model's meaning.
+
+    ``provider`` (``openai``, ``anthropic``, ``gemini``, …) disambiguates records whose keys are shared
+    between conventions (``input_tokens`` is additive for Anthropic, inclusive for OpenAI Responses).
+    """
+    d = to_mapping(raw)
+    if not d:
+        return Usage()
+    prov = (provider or "").lower()
+
+    # OTel GenAI (already normalized) and legacy names
+    if any(k.startswith("gen_ai.usage.") for k in d):
+        inp = _int(d.get("gen_ai.usage.input_tokens", d.get("gen_ai.usage.prompt_tokens")))
+        read = _int(d.get("gen_ai.usage.cache_read.input_tokens", d.get("gen_ai.usage.cache_read_input_tokens")))
+        write = _int(d.get("gen_ai.usage.cache_creation.input_tokens", d.get("gen_ai.usage.cache_creation_input_tokens")))
+        conv = "otel"
+        if "gen_ai.usage.cache_read.input_tokens" not in d and "gen_ai.usage.cache_read_input_tokens" in d and \
+                prov == "anthropic" and inp is not None:
+            # legacy instrumentations copied Anthropic's additive input_tokens
+            inp += (read or 0) + (write or 0)
+            conv = "otel-legacy-anthropic"
+        return _check(Usage(inp, read, write,
+                            _int(d.get("gen_ai.usage.output_tokens", d.get("gen_ai.usage.completion_tokens"))),
+                            _int(d.get("gen_ai.usage.reasoning.output_tokens")), conv))
+
+    # OpenInference
+    if any(k.startswith("llm.token_count.") for k in d):
+        return _check(Usage(
+            _int(d.get("llm.token_count.prompt")),
+            _int(d.get("llm.token_count.prompt_details.cache_read")),
+            _int(d.get("llm.token_count.prompt_details.cache_write")),
+            _int(d.get("llm.token_count.completion")),
+            _int(d.get("llm.token_count.completion_details.reasoning")),
+            "openinference",
+        ))
+
+    # Gemini
+    if "promptTokenCount" in d or "prompt_token_count" in d:
+        def g(camel: str, snake: str) -> int | None:
+            return _int(d.get(camel, d.get(snake)))
+        cand, thoughts = g("candidatesTokenCount", "candidates_token_count"), g("thoughtsTokenCount", "thoughts_token_count")
+        out = None if cand is None and thoughts is None else (cand or 0) + (thoughts or 0)
+        return _check(Usage(g("promptTokenCount", "prompt_token_count"),
+                            g("cachedContentTokenCount", "cached_content_token_count"), None, out, thoughts, "gemini"))
+
+    # OpenAI chat completions (also LiteLLM / OpenRouter responses)
+    if "prompt_tokens" in d:
+        inp = _int(d.get("prompt_tokens"))
+        read = _int(_get(d, "prompt_tokens_details", "cached_tokens"))
+        write = _int(_get(d, "prompt_tokens_details", "cache_write_tokens"))
+        conv = "openai-chat"
+        # LiteLLM in front of Anthropic adds Anthropic's own fields next to prompt_tokens
+        a_read, a_write = _int(d.get("cache_read_input_tokens")), _int(d.get("cache_creation_input_tokens"))
+        if a_read is not None and read is None:
+            read = a_read
+        if a_write is not None and write is None:
+            write = a_write
+        if (a_read is not None or a_write is not None) and inp is not None:
+            conv = "litellm-anthropic"
+            if (read or 0) + (write or 0) > inp:
+                # prompt_tokens held only the uncached part (Anthropic's additive input_tokens)
+                inp += (read or 0) + (write or 0)
+                conv = "litellm-anthropic-additive"
+        return _check(Usage(inp, read, write, _int(d.get("completion_tokens")),
+                            _int(_get(d, "completion_tokens_details", "reasoning_tokens")), conv))
+
+    # Anthropic messages
+    if prov == "anthropic" or "cache_read_input_tokens" in d or "cache_creation_input_tokens" in d:
+        base = _int(d.get("input_tokens"))
+        read, write = _int(d.get("cache_read_input_tokens")), _int(d.get("cache_creation_input_tokens"))
+        inp = None if base is None and read is None and write is None else (base or 0) + (read or 0) + (write or 0)
+        return _check(Usage(inp, read, write, _int(d.get("output_tokens")), None, "anthropic"))
+
+    # OpenAI Responses API / Codex token_count
+    if "input_tokens" in d or "output_tokens" in d:
+        read = _int(_get(d, "input_tokens_details", "cached_tokens"))
+        if read is None:
+            read = _int(d.get("cached_input_tokens"))
+        reasoning = _int(_get(d, "output_tokens_details", "reasoning_tokens"))
+        if reasoning is None:
+            reasoning = _int(d.get("reasoning_output_tokens"))
+        return _check(Usage(_int(d.get("input_tokens")), read, None, _int(d.get("output_tokens")), reasoning,
+                            "openai-responses"))
+    return Usage()
