@@ -1,0 +1,1 @@
+"""The bundled demo: a loopback model server, a small coding agent and repository, and ``agentprof demo``."""
