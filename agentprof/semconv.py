@@ -48,10 +48,13 @@ CPU_NS = "agentprof.cpu_ns"  # CPU time (thread or child process) spent inside t
 PROMPT_BLOCK_HASHES = "agentprof.prompt.block_hashes"  # list[int] signed int64, chained xxh3_64
 PROMPT_TOKENS = "agentprof.prompt.tokens"  # tokens the hashes were computed over (tail included)
 PROMPT_SEGMENTS = "agentprof.prompt.segments"  # JSON string: [{kind, role, tokens, hash}]
-WAIT_REASON = "agentprof.wait.reason"  # user | permission | idle | sleep | retry
+WAIT_REASON = "agentprof.wait.reason"  # user | permission | idle | sleep | retry | think (imported gaps)
 PARSE_BYTES = "agentprof.parse.bytes"
 SUBPROCESS_ARGS = "agentprof.subprocess.args"  # opt-in content
 SUBPROCESS_RETURNCODE = "agentprof.subprocess.returncode"
+STREAM_CHUNKS = "agentprof.stream.chunks"  # chunks/events received by a streamed model call
+INCOMPLETE = "agentprof.incomplete"  # span closed when its session ended (stream not consumed, process not waited)
+HTTP_STATUS_CODE = "http.response.status_code"
 
 
 def model_span_name(model: str | None) -> str:

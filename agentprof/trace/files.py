@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -18,38 +17,11 @@ import polars as pl
 from agentprof.errors import AgentprofError, TraceFormatError
 from agentprof.trace.records import records_from_spans, spans_from_records
 from agentprof.trace.schema import Diagnostic, Trace, TraceMeta, validate
+from agentprof.trace.writer import FORMAT_NAME, FORMAT_VERSION
+from agentprof.trace.writer import JsonlTraceWriter as JsonlTraceWriter  # re-export
 
-FORMAT_NAME = "agentprof-trace"
-FORMAT_VERSION = 1
 _PARQUET_META_KEY = "agentprof.meta"
 _PARQUET_DIAG_KEY = "agentprof.diagnostics"
-
-
-class JsonlTraceWriter:
-    """Append-only JSONL trace writer: each record is one ``write`` of a full line, flushed immediately,
-    so a process killed at any moment leaves every completed record readable."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._lock = threading.Lock()
-
-    def write(self, record: dict[str, Any]) -> None:
-        line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
-        with self._lock:
-            if self._fd < 0:
-                raise ValueError("trace writer is closed")
-            os.write(self._fd, line)
-
-    def write_meta(self, meta: TraceMeta) -> None:
-        self.write({"record": "meta", "format": FORMAT_NAME, "version": FORMAT_VERSION, **meta.to_dict()})
-
-    def close(self) -> None:
-        with self._lock:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
 
 
 def _check_span(rec: dict[str, Any]) -> str | None:

@@ -11,9 +11,12 @@ Provider conventions handled:
   (additive semantics), so input = sum of the three.
 - Gemini: ``promptTokenCount`` ⊇ ``cachedContentTokenCount``; ``thoughtsTokenCount`` is *in addition to*
   ``candidatesTokenCount``.
-- OpenInference ``llm.token_count.*``; OTel ``gen_ai.usage.*`` (current and legacy names).
+- OpenInference ``llm.token_count.*``; OTel ``gen_ai.usage.*`` (current and legacy names); OpenLLMetry
+  ``llm.usage.*``. Legacy and OpenLLMetry inputs smaller than their own cached part are read as additive.
 
-Impossible values are reported in ``Usage.problems`` (for the trace's diagnostics), never silently used.
+Impossible values are reported in ``Usage.problems`` (for the trace's diagnostics) and dropped by
+``Usage.usable()``, never silently used. :func:`resolve_streamed_output` picks the real output count of a
+response logged several times while streaming (Claude Code's placeholder ``output_tokens``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,21 @@ class Usage:
     reasoning_tokens: int | None = None
     convention: str = "unknown"
     problems: list[str] = field(default_factory=list)
+
+    def usable(self) -> Usage:
+        """A copy without the values named in ``problems`` (what goes into the span table)."""
+        u = Usage(**{k: v for k, v in self.__dict__.items() if k != "problems"}, problems=list(self.problems))
+        for name, v in u.as_columns().items():
+            if v is not None and v < 0:
+                setattr(u, name, None)
+        if u.input_tokens is not None:
+            if u.cache_read_tokens is not None and u.cache_read_tokens > u.input_tokens:
+                u.cache_read_tokens = None
+            if u.cache_write_tokens is not None and (u.cache_read_tokens or 0) + u.cache_write_tokens > u.input_tokens:
+                u.cache_write_tokens = None
+        if u.reasoning_tokens is not None and u.output_tokens is not None and u.reasoning_tokens > u.output_tokens:
+            u.reasoning_tokens = None
+        return u
 
     def as_columns(self) -> dict[str, int | None]:
         return {
@@ -108,18 +126,36 @@ def normalize_usage(raw: Any, provider: str | None = None) -> Usage:
 
     # OTel GenAI (already normalized) and legacy names
     if any(k.startswith("gen_ai.usage.") for k in d):
-        inp = _int(d.get("gen_ai.usage.input_tokens", d.get("gen_ai.usage.prompt_tokens")))
+        inp = _int(d.get("gen_ai.usage.input_tokens", d.get("gen_ai.usage.prompt_tokens",
+                                                              d.get("llm.usage.prompt_tokens"))))
         read = _int(d.get("gen_ai.usage.cache_read.input_tokens", d.get("gen_ai.usage.cache_read_input_tokens")))
         write = _int(d.get("gen_ai.usage.cache_creation.input_tokens", d.get("gen_ai.usage.cache_creation_input_tokens")))
         conv = "otel"
-        if "gen_ai.usage.cache_read.input_tokens" not in d and "gen_ai.usage.cache_read_input_tokens" in d and \
-                prov == "anthropic" and inp is not None:
-            # legacy instrumentations copied Anthropic's additive input_tokens
+        legacy = "gen_ai.usage.cache_read.input_tokens" not in d and "gen_ai.usage.cache_creation.input_tokens" \
+            not in d and ("gen_ai.usage.cache_read_input_tokens" in d or "gen_ai.usage.cache_creation_input_tokens" in d)
+        if legacy and inp is not None and (read or 0) + (write or 0) > inp:
+            # legacy names (OpenLLMetry before it summed them) may carry Anthropic's additive input_tokens;
+            # an input smaller than its own cached part can only be additive. When it is not smaller the
+            # record is read as inclusive (OTel meaning), whatever the provider.
             inp += (read or 0) + (write or 0)
             conv = "otel-legacy-anthropic"
-        return _check(Usage(inp, read, write,
-                            _int(d.get("gen_ai.usage.output_tokens", d.get("gen_ai.usage.completion_tokens"))),
-                            _int(d.get("gen_ai.usage.reasoning.output_tokens")), conv))
+        out = _int(d.get("gen_ai.usage.output_tokens", d.get("gen_ai.usage.completion_tokens")))
+        if out is None:
+            out = _int(d.get("llm.usage.completion_tokens"))
+        return _check(Usage(inp, read, write, out, _int(d.get("gen_ai.usage.reasoning.output_tokens",
+                                                                d.get("gen_ai.usage.reasoning_tokens"))), conv))
+
+    # OpenLLMetry's own names (llm.usage.*), used alone by older Traceloop instrumentations
+    if "llm.usage.prompt_tokens" in d or "llm.usage.completion_tokens" in d:
+        inp = _int(d.get("llm.usage.prompt_tokens"))
+        read = _int(d.get("llm.usage.cache_read_input_tokens"))
+        write = _int(d.get("llm.usage.cache_creation_input_tokens"))
+        conv = "openllmetry"
+        if inp is not None and (read or 0) + (write or 0) > inp:
+            inp += (read or 0) + (write or 0)
+            conv = "openllmetry-additive"
+        return _check(Usage(inp, read, write, _int(d.get("llm.usage.completion_tokens")),
+                            _int(d.get("llm.usage.reasoning_tokens")), conv))
 
     # OpenInference
     if any(k.startswith("llm.token_count.") for k in d):
@@ -180,3 +216,41 @@ def normalize_usage(raw: Any, provider: str | None = None) -> Usage:
         return _check(Usage(_int(d.get("input_tokens")), read, None, _int(d.get("output_tokens")), reasoning,
                             "openai-responses"))
     return Usage()
+
+
+@dataclass
+class StreamedOutput:
+    """The output token count chosen for a response logged several times while it streamed."""
+
+    output_tokens: int | None
+    reported: int | None
+    source: str  # "final" | "only" | "estimate" | "none"
+    problems: list[str] = field(default_factory=list)
+
+
+def resolve_streamed_output(reports: list[int | None], visible_tokens: int | None = None,
+                            tolerance: float = 0.7) -> StreamedOutput:
+    """Pick the real ``output_tokens`` of one response from the values its log records carry.
+
+    Some agents (Claude Code) write one record per content block, each with a copy of ``usage``; all but the
+    last hold the count known when the block was written (a streaming placeholder, often 1–10). Records of one
+    response that disagree mean placeholders: the largest (final) value is used. A final value smaller than
+    the tokens of the visible output (text, tool calls) is impossible: it is reported and replaced by that
+    visible-token count, a lower bound (``source == "estimate"``). ``visible_tokens`` usually comes from
+    another tokenizer than the model's, so only values below ``tolerance`` × visible are called impossible.
+    """
+    vals = [v for v in (_int(r) for r in reports) if v is not None]
+    if not vals:
+        if visible_tokens:
+            return StreamedOutput(visible_tokens, None, "estimate", ["no output_tokens recorded"])
+        return StreamedOutput(None, None, "none")
+    final = max(vals)
+    problems: list[str] = []
+    source = "only" if len(set(vals)) == 1 else "final"
+    if final < 0:
+        return StreamedOutput(None, final, "none", [f"negative output_tokens ({final})"])
+    if visible_tokens is not None and final < tolerance * visible_tokens:
+        problems.append(f"output_tokens {final} is a streaming placeholder: the visible output alone is "
+                        f"{visible_tokens} tokens")
+        return StreamedOutput(visible_tokens, final, "estimate", problems)
+    return StreamedOutput(final, final, source, problems)

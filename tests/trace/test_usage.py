@@ -44,3 +44,40 @@ def test_impossible_values_are_flagged():
     assert any("exceeds input" in p for p in u.problems)
     n = normalize_usage({"prompt_tokens": -1, "completion_tokens": 3})
     assert any("negative" in p for p in n.problems)
+
+
+def test_legacy_and_openllmetry_names():
+    # legacy gen_ai names carrying Anthropic's additive input (smaller than its own cached part)
+    u = normalize_usage({"gen_ai.usage.prompt_tokens": 3, "gen_ai.usage.cache_read_input_tokens": 9000,
+                         "gen_ai.usage.cache_creation_input_tokens": 500, "gen_ai.usage.completion_tokens": 20},
+                        provider="anthropic")
+    assert (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.output_tokens) == (9503, 9000, 500, 20)
+    assert u.convention == "otel-legacy-anthropic" and not u.problems
+    # already inclusive (newer OpenLLMetry sums them): kept as is
+    i = normalize_usage({"gen_ai.usage.prompt_tokens": 9503, "gen_ai.usage.cache_read_input_tokens": 9000},
+                        provider="anthropic")
+    assert i.input_tokens == 9503 and not i.problems
+    o = normalize_usage({"llm.usage.prompt_tokens": 100, "llm.usage.completion_tokens": 7})
+    assert (o.input_tokens, o.output_tokens, o.convention) == (100, 7, "openllmetry")
+
+
+def test_usable_drops_only_the_impossible_values():
+    u = normalize_usage({"prompt_tokens": 10, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 50},
+                         "completion_tokens_details": {"reasoning_tokens": 9}})
+    assert len(u.problems) == 2
+    c = u.usable()
+    assert (c.input_tokens, c.cache_read_tokens, c.output_tokens, c.reasoning_tokens) == (10, None, 5, None)
+    n = normalize_usage({"prompt_tokens": -4, "completion_tokens": 3}).usable()
+    assert n.input_tokens is None and n.output_tokens == 3
+
+
+def test_streamed_output_placeholders():
+    from agentprof.trace.usage import resolve_streamed_output
+
+    r = resolve_streamed_output([10, 10, 10, 441], visible_tokens=120)
+    assert (r.output_tokens, r.source, r.problems) == (441, "final", [])
+    p = resolve_streamed_output([2, 2], visible_tokens=5000)
+    assert p.output_tokens == 5000 and p.source == "estimate" and p.reported == 2 and p.problems
+    ok = resolve_streamed_output([90], visible_tokens=100)  # within the other-tokenizer tolerance
+    assert (ok.output_tokens, ok.source) == (90, "only")
+    assert resolve_streamed_output([None]).source == "none"

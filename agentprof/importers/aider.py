@@ -1,0 +1,107 @@
+"""Aider's ``.aider.llm.history``: every request as ``TO LLM <time>`` followed by the verbatim prompt, one
+``ROLE text`` line per line and ``-------`` between messages, then ``LLM RESPONSE <time>`` and the reply.
+
+Mapping (see ``docs/IMPORTING.md``): each request is a ``model`` span from its ``TO LLM`` to its
+``LLM RESPONSE`` time (both recorded, second resolution: ``measured``; local time without a zone, read as
+UTC). The prompt is the verbatim message list. The file has no token counts, no model name and no tool
+events; the gap before each request is a ``wait`` (``user``, inferred: it also holds edits being applied).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import xxhash
+
+from agentprof import semconv as sc
+from agentprof.importers.context import ImportContext
+from agentprof.importers.jsonl import read_bytes
+from agentprof.importers.spans import SpanBuilder
+from agentprof.importers.timestamps import iso_to_ns
+from agentprof.trace.prompt import openai_chat_segments
+from agentprof.trace.schema import Trace, TraceMeta
+
+FORMAT = "aider"
+_HEADER = re.compile(r"^(TO LLM|LLM RESPONSE) (\S+)\s*$")
+_ROLE = re.compile(r"^(SYSTEM|USER|ASSISTANT|TOOL|FUNCTION)(?: (.*))?$")
+_SEP = "-------"
+
+
+def _parse(path: Path, ctx: ImportContext) -> list[dict[str, Any]]:
+    """Requests as ``{start, end, line, messages, response}``."""
+    text = read_bytes(path).decode("utf-8", errors="replace")
+    reqs: list[dict[str, Any]] = []
+    cur: dict[str, Any] | None = None
+    section = None  # "prompt" | "response"
+    msg: dict[str, Any] | None = None
+    for n, line in enumerate(text.split("\n"), start=1):
+        h = _HEADER.match(line)
+        if h:
+            ts = iso_to_ns(h.group(2))
+            if ts is None:
+                ctx.bad(str(path), n, f"{h.group(1)} time {h.group(2)!r} is not an ISO 8601 time")
+            if h.group(1) == "TO LLM":
+                cur = {"start": ts, "end": None, "line": n, "messages": [], "response": []}
+                reqs.append(cur)
+                section, msg = "prompt", None
+            else:
+                if cur is None or cur["end"] is not None:
+                    ctx.bad(str(path), n, "LLM RESPONSE without a TO LLM request before it")
+                    section = None
+                    continue
+                cur["end"] = ts
+                section, msg = "response", None
+            continue
+        if line == _SEP or (not line and section is None):
+            msg = None
+            continue
+        if section is None or cur is None:
+            ctx.bad(str(path), n, "text outside a TO LLM / LLM RESPONSE block (not an Aider LLM history?)")
+            continue
+        r = _ROLE.match(line)
+        if r is None:
+            if not line:
+                continue
+            ctx.bad(str(path), n, "line does not start with SYSTEM, USER or ASSISTANT")
+            continue
+        role, body = r.group(1).lower(), r.group(2) or ""
+        target = cur["messages"] if section == "prompt" else cur["response"]
+        if msg is None or msg["role"] != role or msg is not (target[-1] if target else None):
+            msg = {"role": role, "lines": []}
+            target.append(msg)
+        msg["lines"].append(body)
+    if not reqs and not ctx.skip_bad_lines:
+        from agentprof.errors import TraceFormatError
+
+        raise TraceFormatError(str(path), 1, "no 'TO LLM <time>' request found (not an Aider LLM history)")
+    return reqs
+
+
+def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
+    """Import one Aider LLM history file (one session)."""
+    path = Path(paths[0])
+    reqs = _parse(path, ctx)
+    sid = f"aider:{path.parent.name or 'history'}"
+    b = SpanBuilder(FORMAT, f"{path.name}\x1f{xxhash.xxh3_64_hexdigest(read_bytes(path))}", ctx)
+    b.session(sid, agent_name="aider", attributes={"agentprof.source.path": str(path),
+                                                   "agentprof.time_zone": "local time read as UTC"})
+    prev_end: int | None = None
+    fper = ctx.fingerprinter()
+    for k, r in enumerate(reqs):
+        messages = [{"role": m["role"], "content": "\n".join(m["lines"])} for m in r["messages"]]
+        fp = fper.fingerprint(openai_chat_segments(messages)) if messages else None
+        if prev_end is not None and r["start"] is not None and r["start"] > prev_end:
+            b.add(sid, "wait", "wait user", key=("wait", k), start_ns=prev_end, end_ns=r["start"], timing="measured",
+                  attributes={sc.WAIT_REASON: "user", "agentprof.wait.inferred":
+                              "gap between a response and the next request (also holds applying edits)"})
+        b.add_model_call(sid, model=None, provider=None, fingerprint=fp, path=str(path), line=r["line"],
+                         key=("call", k), start_ns=r["start"], end_ns=r["end"],
+                         timing="measured" if r["start"] is not None and r["end"] is not None else "unknown",
+                         attributes={"agentprof.source.line": r["line"],
+                                     "agentprof.response_messages": len(r["response"])})
+        prev_end = r["end"] if r["end"] is not None else prev_end
+    meta = TraceMeta(source_format=FORMAT, sources=[str(path)], extra={"time_zone": "local time read as UTC"})
+    return Trace(meta, b.finish(), [])

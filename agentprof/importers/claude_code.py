@@ -1,0 +1,555 @@
+"""Claude Code session logs: ``~/.claude/projects/<project>/<session>.jsonl`` plus
+``<session>/subagents/agent-*.jsonl`` (sub-agents and the compaction call).
+
+Mapping (see ``docs/IMPORTING.md``):
+
+- sessions: the main file is one session; each ``system/compact_boundary`` starts a new segment (child session,
+  role ``compaction``); each sub-agent file (and inline ``isSidechain`` chains of older versions) is a child
+  session (role ``subagent``) under the tool call that started it (``toolUseResult.agentId``);
+- model calls: assistant records grouped by ``message.id`` (one record per content block). Start = the record
+  the first block points to (``parentUuid``: the tool result or prompt that triggered the request), end = the
+  last block: ``derived``, as the log has no request-start time and the interval includes CLI pre-processing.
+  ``message.model`` is read per call. ``output_tokens`` is resolved over the message's records (streaming
+  placeholders, see :func:`agentprof.trace.usage.resolve_streamed_output`);
+- prompts: the ``parentUuid`` chain from the call's first block back to the root, user/assistant records only,
+  blocks of one message merged, parallel tool results restored. System prompt and tool definitions are not
+  logged, so hashes cover the messages only;
+- tools: ``tool_use`` -> ``tool_result``; start = first ``PreToolUse`` hook record or end − ``durationMs``
+  (measured), else the ``tool_use`` block time (derived); a rejected tool is a ``permission`` wait;
+- waits: the gap before each prompt the user typed (``user``), before a background-task notification
+  (``idle``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import xxhash
+
+from agentprof import semconv as sc
+from agentprof.importers.context import ImportContext
+from agentprof.importers.jsonl import iter_records, read_bytes
+from agentprof.importers.providers import provider_for_model
+from agentprof.importers.spans import SpanBuilder
+from agentprof.importers.timestamps import iso_to_ns
+from agentprof.trace.prompt import Segment, anthropic_segments, canonical_json, content_text
+from agentprof.trace.schema import Trace, TraceMeta
+from agentprof.trace.usage import Usage, normalize_usage, resolve_streamed_output
+
+FORMAT = "claude-code"
+_KNOWN = {"user", "assistant", "system", "progress", "summary", "file-history-snapshot", "queue-operation",
+          "custom-title", "attachment", "tag", "agent-name"}
+_REJECTED = ("The user doesn't want to proceed with this tool use", "User rejected tool use")
+_NOT_PROMPTS = ("[Request interrupted by user", "<task-notification>")
+
+
+@dataclass
+class _Rec:
+    """One log record with what the importer needs from it."""
+
+    line: int
+    file: str
+    raw: dict[str, Any]
+    ts: int | None
+    session: str = ""
+
+    @property
+    def type(self) -> str:
+        return self.raw.get("type", "")
+
+    @property
+    def uuid(self) -> str | None:
+        return self.raw.get("uuid")
+
+    @property
+    def parent(self) -> str | None:
+        return self.raw.get("parentUuid")
+
+    @property
+    def content(self) -> Any:
+        msg = self.raw.get("message")
+        return msg.get("content") if isinstance(msg, dict) else None
+
+
+@dataclass
+class _File:
+    path: str
+    recs: list[_Rec] = field(default_factory=list)
+    agent_id: str | None = None
+    session_id: str | None = None
+
+
+def _session_id_of(path: Path) -> tuple[str | None, str | None]:
+    """``(sessionId, agentId)`` from the first records of a file (cheap: reads a few lines)."""
+    try:
+        with path.open("rb") as f:
+            for _ in range(50):
+                line = f.readline(1 << 22)
+                if not line:
+                    break
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and isinstance(rec.get("sessionId"), str):
+                    return rec["sessionId"], rec.get("agentId")
+    except OSError:
+        pass
+    return None, None
+
+
+def group(files: Sequence[Path]) -> list[list[Path]]:
+    """Group files by Claude Code session: the main ``<id>.jsonl`` first, then its sub-agent files."""
+    groups: dict[str, list[tuple[int, str, Path]]] = {}
+    for f in files:
+        sid, agent = _session_id_of(f)
+        key = sid or str(f)
+        rank = 0 if (f.stem == sid or (sid and not agent)) else 1
+        groups.setdefault(key, []).append((rank, str(f), f))
+    return [[f for _, _, f in sorted(v)] for _, v in sorted(groups.items(), key=lambda kv: min(str(x[2]) for x in kv[1]))]
+
+
+def _read_file(path: Path, ctx: ImportContext) -> _File:
+    out = _File(str(path))
+    for line, raw in iter_records(path, ctx, "Claude Code session"):
+        t = raw.get("type")
+        if not isinstance(t, str):
+            ctx.bad(out.path, line, "record without a string 'type' (not a Claude Code session record)")
+            continue
+        if t not in _KNOWN:
+            ctx.unknown(out.path, line, repr(t))
+            continue
+        if t in ("user", "assistant"):
+            msg = raw.get("message")
+            if not isinstance(msg, dict):
+                ctx.bad(out.path, line, f"{t} record: 'message' must be an object, got {type(msg).__name__}")
+                continue
+            c = msg.get("content")
+            if t == "assistant" and not isinstance(c, list):
+                ctx.bad(out.path, line, f"assistant record: message.content must be a list, got {type(c).__name__}")
+                continue
+            if t == "user" and not isinstance(c, (list, str)):
+                ctx.bad(out.path, line, f"user record: message.content must be a string or list, got "
+                        f"{type(c).__name__}")
+                continue
+            if isinstance(c, list) and not all(isinstance(b, dict) for b in c):
+                ctx.bad(out.path, line, f"{t} record: content blocks must be objects")
+                continue
+            u = msg.get("usage")
+            if u is not None and not isinstance(u, dict):
+                ctx.bad(out.path, line, f"assistant record: message.usage must be an object, got {type(u).__name__}")
+                continue
+        ts_raw = raw.get("timestamp")
+        ts = iso_to_ns(ts_raw)
+        if ts_raw is not None and ts is None:
+            ctx.bad(out.path, line, f"timestamp {str(ts_raw)[:40]!r} is not an ISO 8601 time")
+            continue
+        if out.session_id is None and isinstance(raw.get("sessionId"), str):
+            out.session_id = raw["sessionId"]
+        if out.agent_id is None and isinstance(raw.get("agentId"), str):
+            out.agent_id = raw["agentId"]
+        out.recs.append(_Rec(line, out.path, raw, ts))
+    return out
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def _user_text(rec: _Rec) -> str | None:
+    """The text of a user record that is a typed prompt (not a tool result or a meta message)."""
+    if rec.raw.get("isMeta") or rec.raw.get("isCompactSummary") or rec.raw.get("toolUseResult") is not None:
+        return None
+    blocks = _blocks(rec.content)
+    if not blocks or any(b.get("type") == "tool_result" for b in blocks):
+        return None
+    return "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+
+
+class _Importer:
+    def __init__(self, files: list[_File], ctx: ImportContext, main_path: Path) -> None:
+        self.files = files
+        self.ctx = ctx
+        main = files[0]
+        self.sid = main.session_id or Path(main.path).stem
+        digest = xxhash.xxh3_64_hexdigest(read_bytes(main_path))
+        self.b = SpanBuilder(FORMAT, f"{self.sid}\x1f{digest}", ctx)
+        self.by_uuid: dict[str, _Rec] = {}
+        self.tool_results: dict[str, tuple[_Rec, dict[str, Any]]] = {}
+        self.pre_hooks: dict[str, int] = {}
+        self.tool_spans: dict[str, str] = {}          # tool_use id -> span id
+        self.tool_session: dict[str, str] = {}        # tool_use id -> session id
+        self.agent_tool: dict[str, str] = {}          # agentId -> tool_use id
+        self.tool_use_rec: dict[str, _Rec] = {}       # tool_use id -> assistant record
+        self.seg_cache: dict[tuple[str, ...], list[Segment]] = {}
+        self.version: str | None = None
+        self.fingerprinters: dict[str, Any] = {}
+
+    # ---------------------------------------------------------------- indexing
+    def index(self) -> None:
+        for f in self.files:
+            for r in f.recs:
+                if r.uuid:
+                    self.by_uuid.setdefault(r.uuid, r)
+                if self.version is None and isinstance(r.raw.get("version"), str):
+                    self.version = r.raw["version"]
+                if r.type == "assistant":
+                    for b in _blocks(r.content):
+                        if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                            self.tool_use_rec.setdefault(b["id"], r)
+                elif r.type == "user":
+                    for b in _blocks(r.content):
+                        if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
+                            self.tool_results.setdefault(b["tool_use_id"], (r, b))
+                    tur = r.raw.get("toolUseResult")
+                    if isinstance(tur, dict) and isinstance(tur.get("agentId"), str):
+                        for b in _blocks(r.content):
+                            if b.get("type") == "tool_result":
+                                self.agent_tool.setdefault(tur["agentId"], b.get("tool_use_id"))
+                elif r.type == "progress":
+                    data = r.raw.get("data") or {}
+                    tid = r.raw.get("toolUseID")
+                    if isinstance(data, dict) and data.get("hookEvent") == "PreToolUse" and isinstance(tid, str) \
+                            and r.ts is not None:
+                        self.pre_hooks[tid] = min(self.pre_hooks.get(tid, r.ts), r.ts)
+
+    def assign_sessions(self) -> list[tuple[str, dict[str, Any]]]:
+        """Give every record its session; returns ``(session_id, declaration kwargs)`` in order."""
+        decl: list[tuple[str, dict[str, Any]]] = []
+        main = self.files[0]
+        seg = 0
+        cur = self.sid
+        decl.append((cur, {"role": "main" if main.agent_id is None else "subagent"}))
+        side_root: dict[str, str] = {}
+        for r in main.recs:
+            if r.type == "system" and r.raw.get("subtype") == "compact_boundary":
+                seg += 1
+                meta = r.raw.get("compactMetadata") or {}
+                prev = cur
+                cur = f"{self.sid}/compact-{seg}"
+                decl.append((cur, {"role": "compaction", "parent_session_id": self.sid, "attributes": {
+                    "agentprof.compaction.trigger": meta.get("trigger") if isinstance(meta, dict) else None,
+                    "agentprof.compaction.pre_tokens": meta.get("preTokens") if isinstance(meta, dict) else None,
+                    "agentprof.compaction.previous_session": prev}}))
+            if r.raw.get("isSidechain") and main.agent_id is None:
+                root = self._sidechain_root(r, side_root)
+                sess = f"{self.sid}/sidechain-{root[:8]}"
+                if not any(s == sess for s, _ in decl):
+                    decl.append((sess, {"role": "subagent", "parent_session_id": cur}))
+                r.session = sess
+            else:
+                r.session = cur
+        for f in self.files[1:]:
+            aid = f.agent_id or Path(f.path).stem
+            sess = f"{self.sid}/agent-{aid}"
+            parent = None
+            tool = self.agent_tool.get(aid)
+            first_parent = next((r.parent for r in f.recs if r.parent), None)
+            if tool and tool in self.tool_use_rec and self.tool_use_rec[tool].session:
+                parent = self.tool_use_rec[tool].session
+            elif first_parent and first_parent in self.by_uuid and self.by_uuid[first_parent].session:
+                parent = self.by_uuid[first_parent].session
+            kind = "compact" if aid.startswith("acompact") else None
+            decl.append((sess, {"role": "subagent", "parent_session_id": parent or self.sid,
+                                "attributes": {sc.AGENT_ID: aid, "agentprof.subagent.type": kind}}))
+            for r in f.recs:
+                r.session = sess
+        return decl
+
+    def _sidechain_root(self, r: _Rec, memo: dict[str, str]) -> str:
+        path = []
+        cur: _Rec | None = r
+        root = r.uuid or str(r.line)
+        while cur is not None:
+            if cur.uuid in memo:
+                root = memo[cur.uuid]
+                break
+            path.append(cur.uuid)
+            nxt = self.by_uuid.get(cur.parent) if cur.parent else None
+            if nxt is None or not nxt.raw.get("isSidechain"):
+                root = cur.uuid or root
+                break
+            cur = nxt
+        for u in path:
+            if u:
+                memo[u] = root
+        return root
+
+    # ---------------------------------------------------------------- prompts
+    def _chain(self, first: _Rec) -> list[_Rec]:
+        out: list[_Rec] = []
+        seen: set[str] = set()
+        cur = self.by_uuid.get(first.parent) if first.parent else None
+        while cur is not None and cur.uuid not in seen:
+            seen.add(cur.uuid or "")
+            if cur.type in ("user", "assistant"):
+                out.append(cur)
+            cur = self.by_uuid.get(cur.parent) if cur.parent else None
+        out.reverse()
+        return out
+
+    def _messages(self, chain: list[_Rec], before: int | None) -> list[tuple[tuple[str, ...], str, list]]:
+        """``(key, role, blocks)`` per API message: blocks of one assistant message merged, consecutive user
+        records merged, tool results of parallel tool calls (off the chain) restored."""
+        msgs: list[tuple[list[str], str, list[dict[str, Any]]]] = []
+        for r in chain:
+            if r.type == "assistant":
+                if (r.raw.get("message") or {}).get("model") == "<synthetic>":
+                    continue
+                mid = (r.raw.get("message") or {}).get("id")
+                if msgs and msgs[-1][1] == "assistant" and msgs[-1][0] and msgs[-1][0][0] == f"m:{mid}":
+                    msgs[-1][2].extend(_blocks(r.content))
+                    msgs[-1][0].append(r.uuid or "")
+                else:
+                    msgs.append(([f"m:{mid}", r.uuid or ""], "assistant", list(_blocks(r.content))))
+            else:
+                blocks = _blocks(r.content)
+                if msgs and msgs[-1][1] == "user":
+                    msgs[-1][2].extend(blocks)
+                    msgs[-1][0].append(r.uuid or "")
+                else:
+                    msgs.append(([r.uuid or ""], "user", list(blocks)))
+        # restore missing tool results (parallel tool calls: only one result lies on the chain)
+        for i, (_key, role, blocks) in enumerate(msgs):
+            if role != "assistant":
+                continue
+            ids = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
+            if not ids or i + 1 >= len(msgs) or msgs[i + 1][1] != "user":
+                continue
+            nxt = msgs[i + 1]
+            have = {b.get("tool_use_id") for b in nxt[2] if b.get("type") == "tool_result"}
+            missing = [t for t in ids if t not in have and t in self.tool_results]
+            if not missing:
+                continue
+            add = []
+            for t in missing:
+                rec, blk = self.tool_results[t]
+                if before is None or rec.ts is None or rec.ts <= before:
+                    add.append(blk)
+                    nxt[0].append(f"r:{t}")
+            order = {t: k for k, t in enumerate(ids)}
+            results = sorted([b for b in nxt[2] if b.get("type") == "tool_result"] + add,
+                             key=lambda b: order.get(b.get("tool_use_id"), len(order)))
+            others = [b for b in nxt[2] if b.get("type") != "tool_result"]
+            nxt[2][:] = results + others
+        return [(tuple(k), role, blocks) for k, role, blocks in msgs]
+
+    def _segments(self, msgs: list[tuple[tuple[str, ...], str, list]]) -> list[Segment]:
+        segs: list[Segment] = []
+        for key, role, blocks in msgs:
+            hit = self.seg_cache.get(key)
+            if hit is None:
+                hit = anthropic_segments(None, [{"role": role, "content": blocks}])
+                self.seg_cache[key] = hit
+            segs.extend(hit)
+        return segs
+
+    # ---------------------------------------------------------------- spans
+    def run(self) -> Trace:
+        self.index()
+        decl = self.assign_sessions()
+        recs_by_session: dict[str, list[_Rec]] = {}
+        for f in self.files:
+            for r in f.recs:
+                recs_by_session.setdefault(r.session, []).append(r)
+        for sess, kw in decl:
+            rs = [r.ts for r in recs_by_session.get(sess, []) if r.ts is not None]
+            attrs = dict(kw.pop("attributes", None) or {})
+            durs = [r.raw.get("durationMs") for r in recs_by_session.get(sess, [])
+                    if r.type == "system" and r.raw.get("subtype") == "turn_duration"]
+            attrs["agentprof.claude_code.turn_duration_ms"] = sum(d for d in durs if isinstance(d, (int, float))) \
+                if durs else None
+            attrs["agentprof.source.version"] = self.version
+            self.b.session(sess, agent_name="claude-code", start_ns=min(rs) if rs else None,
+                           end_ns=max(rs) if rs else None, attributes=attrs, **kw)
+        for sess, kw in decl:
+            self._session_spans(sess, recs_by_session.get(sess, []), waits=kw.get("role") != "subagent")
+        # sub-agent sessions hang under the tool call that ran them
+        for f in self.files[1:]:
+            aid = f.agent_id or Path(f.path).stem
+            tool = self.agent_tool.get(aid)
+            sess = f"{self.sid}/agent-{aid}"
+            if tool and tool in self.tool_spans:
+                self.b.set_session_parent(sess, self.tool_spans[tool])
+            else:
+                self.b.set_session_parent(sess, self.b.agent_span_id(self.b.cols["parent_session_id"][
+                    self.b.sessions[sess].agent_row] or self.sid))
+        for sess, kw in decl:
+            if kw.get("role") in ("compaction",) or sess.startswith(f"{self.sid}/sidechain-"):
+                parent = self.b.cols["parent_session_id"][self.b.sessions[sess].agent_row]
+                if parent in self.b.sessions:
+                    self.b.set_session_parent(sess, self.b.agent_span_id(parent))
+        meta = TraceMeta(source_format=FORMAT, sources=[f.path for f in self.files],
+                         extra={"agent_version": self.version} if self.version else {})
+        return Trace(meta, self.b.finish(), [])
+
+    def _session_spans(self, sess: str, recs: list[_Rec], waits: bool) -> None:
+        calls: dict[str, list[_Rec]] = {}
+        order: list[str] = []
+        for r in recs:
+            if r.type == "assistant":
+                msg = r.raw["message"]
+                key = str(msg.get("id") or r.raw.get("requestId") or r.uuid or r.line)
+                if key not in calls:
+                    calls[key] = []
+                    order.append(key)
+                calls[key].append(r)
+        for key in order:
+            self._model_call(sess, key, calls[key])
+        if waits:  # a sub-agent's prompts come from its parent agent, not from a person
+            self._waits(sess, recs)
+
+    def _model_call(self, sess: str, key: str, blocks: list[_Rec]) -> None:
+        first, _last = blocks[0], blocks[-1]
+        msg = first.raw["message"]
+        model = msg.get("model")
+        trigger = self.by_uuid.get(first.parent) if first.parent else None
+        start = trigger.ts if trigger is not None and trigger.ts is not None and first.ts is not None and \
+            trigger.ts <= first.ts else first.ts
+        end = max((r.ts for r in blocks if r.ts is not None), default=None)
+        if model == "<synthetic>":
+            if not any(r.raw.get("isApiErrorMessage") for r in blocks):
+                return
+            self.b.add(sess, "model", sc.model_span_name(None), key=("call", key), start_ns=start, end_ns=end,
+                       timing="derived", status="error", error_type="api_error",
+                       attributes={"agentprof.source.line": first.line})
+            return
+        # usage: the final record of the message carries the final counts
+        usages = [r.raw["message"].get("usage") for r in blocks]
+        final = max((u for u in usages if isinstance(u, dict)), key=lambda u: u.get("output_tokens") or 0,
+                    default=None)
+        usage = normalize_usage(final, provider="anthropic") if final else None
+        hasher = self.ctx.prompt_hasher()
+        visible = 0
+        content: list[dict[str, Any]] = []
+        for r in blocks:
+            content.extend(_blocks(r.content))
+        for b in content:
+            if b.get("type") == "text":
+                visible += len(hasher.tokens(str(b.get("text", ""))))
+            elif b.get("type") == "tool_use":
+                visible += len(hasher.tokens(f"{b.get('name', '')} {canonical_json(b.get('input', {}))}"))
+        out = resolve_streamed_output([u.get("output_tokens") if isinstance(u, dict) else None for u in usages],
+                                      visible_tokens=visible or None)
+        attrs: dict[str, Any] = {sc.RESPONSE_ID: msg.get("id"), "agentprof.source.line": first.line,
+                                 "agentprof.usage.output_tokens_source": out.source,
+                                 "agentprof.timing.start": "trigger record (parentUuid of the first block)"}
+        if out.source == "estimate":
+            attrs["agentprof.usage.output_tokens_reported"] = out.reported
+        if final and isinstance(final.get("cache_creation"), dict):
+            cc = final["cache_creation"]
+            attrs["agentprof.usage.cache_write_5m"] = cc.get("ephemeral_5m_input_tokens")
+            attrs["agentprof.usage.cache_write_1h"] = cc.get("ephemeral_1h_input_tokens")
+        stop = next((r.raw["message"].get("stop_reason") for r in reversed(blocks)
+                     if r.raw["message"].get("stop_reason")), None)
+        if stop:
+            attrs[sc.RESPONSE_FINISH_REASONS] = [stop]
+        fp = None
+        chain = self._chain(first)
+        if chain:
+            fper = self.fingerprinters.get(sess)
+            if fper is None:
+                fper = self.fingerprinters[sess] = self.ctx.fingerprinter()
+            fp = fper.fingerprint(self._segments(self._messages(chain, start)))
+        if usage is None and out.output_tokens is not None:
+            usage = Usage(output_tokens=out.output_tokens, convention="anthropic")
+        if usage is not None:
+            usage.output_tokens = out.output_tokens
+        for problem in out.problems:
+            self.ctx.note("usage_placeholder", f"{problem}; the visible-output count is used (a lower bound)",
+                          first.file, first.line)
+        sid = self.b.add_model_call(sess, model=model, provider=provider_for_model(model) or "anthropic",
+                                    usage=usage, fingerprint=fp, path=first.file, line=first.line,
+                                    key=("call", key), start_ns=start, end_ns=end, timing="derived", stream=True,
+                                    attributes=attrs)
+        for r in blocks:
+            for b in _blocks(r.content):
+                if b.get("type") == "tool_use":
+                    self._tool(sess, r, b, sid)
+
+    def _tool(self, sess: str, rec: _Rec, block: dict[str, Any], model_span: str) -> None:
+        tid = block.get("id")
+        if not isinstance(tid, str) or tid in self.tool_spans:
+            return
+        name = str(block.get("name") or "tool")
+        res = self.tool_results.get(tid)
+        attrs: dict[str, Any] = {sc.TOOL_CALL_ID: tid, sc.TOOL_NAME: name, "agentprof.source.line": rec.line,
+                                 "agentprof.tool.requested_by": model_span}
+        status, err = "ok", None
+        start, end, timing = rec.ts, None, "derived"
+        if res is None:
+            self.tool_session[tid] = sess
+            self.tool_spans[tid] = self.b.add(sess, "tool", sc.tool_span_name(name), key=("tool", tid),
+                                              start_ns=start, timing="unknown", status="error",
+                                              error_type="no_result", attributes=attrs)
+            return
+        rrec, rblock = res
+        end = rrec.ts
+        tur = rrec.raw.get("toolUseResult")
+        text = content_text(rblock.get("content"))
+        rejected = (isinstance(tur, str) and tur.startswith(_REJECTED[1])) or text.startswith(_REJECTED[0])
+        if rejected:
+            w = self.b.add(sess, "wait", "wait permission", key=("perm", tid), start_ns=rec.ts, end_ns=end,
+                           timing="derived", attributes={sc.WAIT_REASON: "permission", sc.TOOL_CALL_ID: tid,
+                                                         "agentprof.wait.outcome": "rejected"})
+            attrs["agentprof.tool.permission_wait"] = w
+            self.tool_session[tid] = sess
+            self.tool_spans[tid] = self.b.add(sess, "tool", sc.tool_span_name(name), key=("tool", tid),
+                                              start_ns=end, end_ns=end, timing="derived", status="error",
+                                              error_type="rejected", attributes=attrs)
+            return
+        dur = None
+        if isinstance(tur, dict):
+            dur = tur.get("durationMs", tur.get("totalDurationMs"))
+            if tur.get("interrupted"):
+                status, err = "error", "interrupted"
+            if tur.get("backgroundTaskId"):
+                attrs["agentprof.tool.background_task"] = tur.get("backgroundTaskId")
+            if isinstance(tur.get("agentId"), str):
+                attrs[sc.AGENT_ID] = tur["agentId"]
+        if rblock.get("is_error") and status == "ok":
+            status, err = "error", "tool_error"
+        if isinstance(dur, (int, float)) and not isinstance(dur, bool) and end is not None:
+            start, timing = end - int(dur * 1_000_000), "measured"
+        elif tid in self.pre_hooks and end is not None and self.pre_hooks[tid] <= end:
+            start, timing = self.pre_hooks[tid], "measured"
+        self.tool_session[tid] = sess
+        self.tool_spans[tid] = self.b.add(sess, "tool", sc.tool_span_name(name), key=("tool", tid), start_ns=start,
+                                          end_ns=end, timing=timing, status=status, error_type=err,
+                                          attributes=attrs)
+
+    def _waits(self, sess: str, recs: list[_Rec]) -> None:
+        queued: list[tuple[int, str]] = []
+        for f in self.files:
+            for r in f.recs:
+                if r.type == "queue-operation" and r.raw.get("operation") == "enqueue" and r.ts is not None:
+                    queued.append((r.ts, str(r.raw.get("content", ""))))
+        prev: int | None = None
+        for r in recs:
+            if r.ts is None or r.type in ("queue-operation", "file-history-snapshot"):
+                continue
+            if r.type == "user" and prev is not None and r.ts > prev:
+                text = _user_text(r)
+                if text is not None and not text.startswith(_NOT_PROMPTS[0]):
+                    reason = "idle" if text.lstrip().startswith(_NOT_PROMPTS[1]) else "user"
+                    end = r.ts
+                    q = [t for t, c in queued if prev < t <= r.ts and c.strip() and c.strip() in text]
+                    if q:
+                        end = min(q)  # typed while the agent was busy: the wait ended when it was queued
+                    if end > prev:
+                        self.b.add(sess, "wait", f"wait {reason}", key=("wait", r.uuid or r.line), start_ns=prev,
+                                   end_ns=end, timing="measured",
+                                   attributes={sc.WAIT_REASON: reason, "agentprof.source.line": r.line})
+            prev = r.ts if prev is None else max(prev, r.ts)
+
+
+def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
+    """Import one Claude Code session: its main file first, then its sub-agent files."""
+    files = [_read_file(Path(p), ctx) for p in paths]
+    return _Importer(files, ctx, Path(paths[0])).run()

@@ -1,0 +1,80 @@
+"""``agentprof import``: read agent logs (or agentprof traces) and write one agentprof trace."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from agentprof.importers.detect import FORMATS
+
+
+@click.command("import", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--from", "fmt", type=click.Choice(["auto", *FORMATS]), default="auto", show_default=True,
+              help="Input format; auto detects it per file.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the trace here (.parquet, or .jsonl for agentprof JSONL).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.option("--skip-bad-lines", is_flag=True, help="Skip unreadable records (counted) instead of stopping.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar on stderr (default: when stderr is a terminal).")
+def import_cmd(paths: tuple[str, ...], fmt: str, output: str | None, as_json: bool, skip_bad_lines: bool,
+               progress: bool | None) -> None:
+    """Import the traces agents already leave behind into one agentprof trace.
+
+    PATH is a file or a folder (searched recursively): Claude Code sessions (~/.claude/projects/<project>/,
+    sub-agent files included), Codex rollouts (~/.codex/sessions/), OpenHands completion logs,
+    mini-swe-agent and SWE-agent trajectories, Aider .aider.llm.history, kv-cache-tester traces, OTLP JSON
+    (collector file exporter) or agentprof traces.
+
+    \b
+    Examples:
+      agentprof import ~/.claude/projects/-home-me-myrepo/ -o traces/claude.parquet
+      agentprof import ~/.codex/sessions/ --json
+      agentprof import kv-cache-tester/traces/ --from kv-cache-tester -o traces/kvct.parquet
+    """
+    from agentprof.importers import load_any
+    from agentprof.importers.summary import summarize
+    from agentprof.trace.files import write
+
+    show = sys.stderr.isatty() if progress is None else progress
+    trace = load_any(list(paths), fmt=fmt, skip_bad_lines=skip_bad_lines, progress=show)
+    if output:
+        write(trace, output)
+    summary = summarize(trace)
+    if output:
+        summary["output"] = output
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    _print_human(summary)
+
+
+def _print_human(s: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    t = Table(show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column(justify="right")
+    t.add_row("format", s["format"])
+    t.add_row("files", f"{s['files']:,}")
+    t.add_row("sessions", f"{s['sessions']:,}")
+    t.add_row("model calls", f"{s['model_calls']:,} ({s['prompts_hashed']:,} prompts hashed)")
+    t.add_row("tool calls", f"{s['tool_calls']:,}")
+    t.add_row("waits", f"{s['waits']:,}")
+    t.add_row("input tokens", f"{s['input_tokens']:,} (cache read {s['cache_read_tokens']:,}, "
+              f"cache write {s['cache_write_tokens']:,})")
+    t.add_row("output tokens", f"{s['output_tokens']:,}")
+    if s["diagnostics"]:
+        t.add_row("diagnostics", ", ".join(f"{k} {v}" for k, v in s["diagnostics"].items()))
+    if s["skipped"]:
+        t.add_row("skipped", f"{s['skipped']} bad line(s)/file(s)")
+    console.print(t)
+    if "output" in s:
+        console.print(f"wrote {s['output']}")
+    else:
+        console.print("[dim](nothing written; add -o FILE.parquet to save the trace)[/dim]")

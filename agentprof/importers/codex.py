@@ -1,0 +1,341 @@
+"""OpenAI Codex CLI rollouts: ``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``.
+
+Mapping (see ``docs/IMPORTING.md``):
+
+- one rollout -> one session; a ``compacted`` record starts a new segment (child session, role ``compaction``)
+  whose history is the compaction's ``replacement_history`` (or its summary message);
+- model calls: each ``event_msg/token_count`` with usage closes one call (``last_token_usage``, OpenAI subset
+  semantics). Start = the record before the call's first output item (the input that triggered it), end =
+  the ``token_count`` record: ``derived``. Rollouts without ``token_count`` close a call when the next input
+  arrives. The model comes from the latest ``turn_context``; ``task_complete.time_to_first_token_ms`` becomes
+  the first call's TTFT;
+- prompts: ``base_instructions`` + every response item logged before the call's first output item (user
+  turns logged only as ``event_msg/user_message`` are inserted as user messages). Tool definitions are not
+  logged;
+- tools: ``function_call``/``custom_tool_call``/``local_shell_call`` -> their output. ``exec_command_end``
+  ``duration`` and ``custom_tool_call_output`` ``metadata.duration_seconds`` give measured spans ending at the
+  record; otherwise call -> output (derived). ``web_search_call`` runs inside the model call (an attribute);
+- waits: ``task_complete`` (or the last record) -> next turn's user message (``user``); approval requests ->
+  the next event of the same call (``permission``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import xxhash
+
+from agentprof import semconv as sc
+from agentprof.importers.context import ImportContext
+from agentprof.importers.jsonl import iter_records, read_bytes
+from agentprof.importers.providers import provider_for_model
+from agentprof.importers.spans import SpanBuilder
+from agentprof.importers.timestamps import iso_to_ns
+from agentprof.trace.prompt import Segment, content_text, responses_segments
+from agentprof.trace.schema import Trace, TraceMeta
+from agentprof.trace.usage import normalize_usage
+
+FORMAT = "codex"
+_TOP = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
+_OUTPUT_ITEMS = {"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call",
+                 "image_generation_call", "tool_search_call"}
+_INPUT_ITEMS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output",
+                "tool_search_output"}
+_TOOL_CALLS = {"function_call", "custom_tool_call", "local_shell_call"}
+_APPROVALS = {"exec_approval_request", "apply_patch_approval_request", "request_permissions"}
+
+
+def _is_output(item: dict[str, Any]) -> bool:
+    t = item.get("type")
+    if t == "message":
+        return item.get("role") == "assistant"
+    return t in _OUTPUT_ITEMS
+
+
+def _duration(v: Any) -> float | None:
+    """``{secs, nanos}`` or seconds as a number."""
+    if isinstance(v, dict):
+        s, n = v.get("secs", 0), v.get("nanos", 0)
+        if isinstance(s, (int, float)) and isinstance(n, (int, float)):
+            return float(s) + float(n) / 1e9
+        return None
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    return None
+
+
+def _output_metadata_duration(output: Any) -> float | None:
+    """``metadata.duration_seconds`` of a tool output serialized as JSON (apply_patch, older shell tool)."""
+    if not isinstance(output, str) or not output.startswith("{"):
+        return None
+    try:
+        obj = json.loads(output)
+    except ValueError:
+        return None
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return _duration(meta.get("duration_seconds")) if isinstance(meta, dict) else None
+
+
+class _Importer:
+    def __init__(self, path: Path, ctx: ImportContext) -> None:
+        self.path = str(path)
+        self.ctx = ctx
+        self.recs: list[tuple[int, int | None, dict[str, Any]]] = []
+        for line, rec in iter_records(path, ctx, "Codex rollout"):
+            t = rec.get("type")
+            if "payload" not in rec:
+                if line == 1 and "id" in rec and "timestamp" in rec:  # pre-2025 rollouts: bare session header
+                    rec = {"timestamp": rec.get("timestamp"), "type": "session_meta", "payload": rec}
+                elif rec.get("record_type") == "state":
+                    continue
+                elif isinstance(t, str) and (t in _OUTPUT_ITEMS or t in _INPUT_ITEMS or t == "message"):
+                    rec = {"timestamp": rec.get("timestamp"), "type": "response_item", "payload": rec}
+                else:
+                    ctx.bad(self.path, line, "record without 'type' and 'payload' (not a Codex rollout record)")
+                    continue
+            t = rec.get("type")
+            if t not in _TOP:
+                ctx.unknown(self.path, line, repr(t))
+                continue
+            if not isinstance(rec.get("payload"), dict):
+                ctx.bad(self.path, line, f"{t} record: 'payload' must be an object, got "
+                        f"{type(rec.get('payload')).__name__}")
+                continue
+            ts_raw = rec.get("timestamp")
+            ts = iso_to_ns(ts_raw)
+            if ts_raw is not None and ts is None:
+                ctx.bad(self.path, line, f"timestamp {str(ts_raw)[:40]!r} is not an ISO 8601 time")
+                continue
+            self.recs.append((line, ts, rec))
+        meta = next((r["payload"] for _, _, r in self.recs if r["type"] == "session_meta"), {})
+        self.sid = str(meta.get("id") or path.stem)
+        self.b = SpanBuilder(FORMAT, f"{self.sid}\x1f{xxhash.xxh3_64_hexdigest(read_bytes(path))}", ctx)
+        bi = meta.get("base_instructions", meta.get("instructions"))
+        self.instructions = content_text(bi.get("text") if isinstance(bi, dict) else bi) if bi else ""
+        self.version = meta.get("cli_version")
+        self.provider = meta.get("model_provider")
+        self.meta = meta
+
+    def run(self) -> Trace:
+        recs = self.recs
+        has_token_counts = any(r["type"] == "event_msg" and r["payload"].get("type") == "token_count" and
+                               r["payload"].get("info") for _, _, r in recs)
+        times = [ts for _, ts, _ in recs if ts is not None]
+        created = iso_to_ns(self.meta.get("timestamp"))
+        if created is not None:
+            times.append(created)
+        sess = self.sid
+        seg = 0
+        self.b.session(sess, agent_name="codex", start_ns=min(times) if times else None,
+                       end_ns=max(times) if times else None,
+                       attributes={"agentprof.source.version": self.version, "agentprof.codex.originator":
+                                   self.meta.get("originator"), "agentprof.source.path": self.path})
+        seg_bounds: dict[str, list[int]] = {sess: []}
+        sys_segs = responses_segments(self.instructions, []) if self.instructions else []
+        history: list[dict[str, Any]] = []
+        hist_segs: list[list[Segment]] = []
+        model: str | None = None
+        call: dict[str, Any] | None = None
+        pending_user: str | None = None
+        turn_users: list[str] = []
+        prev_ts: int | None = None
+        last_tc_total: Any = None
+        tools: dict[str, dict[str, Any]] = {}
+        turn_first_call: str | None = None
+        turn_idle_from: int | None = created  # the session opened; the first prompt is typed after that
+        approvals: dict[str, int] = {}
+        fper = self.ctx.fingerprinter()
+
+        def push(item: dict[str, Any]) -> None:
+            history.append(item)
+            hist_segs.append(responses_segments(None, [item]))
+
+        def open_call(ts_trigger: int | None, line: int) -> dict[str, Any]:
+            nonlocal pending_user
+            if pending_user is not None:
+                push({"type": "message", "role": "user", "content": [{"type": "input_text", "text": pending_user}],
+                      "agentprof.synthetic": True})
+                pending_user = None
+            return {"start": ts_trigger, "prompt_len": len(history), "line": line, "outputs": [], "web": 0,
+                    "end": None}
+
+        def close_call(c: dict[str, Any], ts: int | None, usage_raw: Any, line: int) -> str:
+            nonlocal turn_first_call
+            segs = list(sys_segs)
+            for s in hist_segs[:c["prompt_len"]]:
+                segs.extend(s)
+            fp = fper.fingerprint(segs) if segs else None
+            usage = normalize_usage(usage_raw, provider="openai") if usage_raw else None
+            attrs = {"agentprof.source.line": c["line"], "agentprof.timing.start":
+                     "record before the first output item"}
+            if c["web"]:
+                attrs["agentprof.codex.web_search_calls"] = c["web"]
+            sid = self.b.add_model_call(
+                sess, model=model, provider=self.provider or provider_for_model(model), usage=usage,
+                fingerprint=fp, path=self.path, line=line, key=("call", c["line"], line),
+                start_ns=c["start"], end_ns=ts, timing="derived", stream=True, attributes=attrs)
+            if turn_first_call is None:
+                turn_first_call = sid
+            return sid
+
+        for line, ts, rec in recs:
+            t, p = rec["type"], rec["payload"]
+            try:
+                if t == "session_meta":
+                    pass
+                elif t == "turn_context":
+                    model = p.get("model") or model
+                elif t == "compacted":
+                    if call is not None:
+                        close_call(call, prev_ts, None, line)
+                        call = None
+                    seg += 1
+                    prev_sess = sess
+                    sess = f"{self.sid}/compact-{seg}"
+                    self.b.session(sess, role="compaction", parent_session_id=self.sid, agent_name="codex",
+                                   parent_span_id=self.b.agent_span_id(self.sid), start_ns=ts,
+                                   attributes={"agentprof.compaction.previous_session": prev_sess})
+                    seg_bounds[sess] = []
+                    history.clear()
+                    hist_segs.clear()
+                    repl = p.get("replacement_history")
+                    if isinstance(repl, list):
+                        for item in repl:
+                            if isinstance(item, dict):
+                                push(item)
+                    elif p.get("message"):
+                        push({"type": "message", "role": "user",
+                              "content": [{"type": "input_text", "text": str(p.get("message"))}]})
+                elif t == "response_item":
+                    it = p.get("type")
+                    if it not in _OUTPUT_ITEMS and it not in _INPUT_ITEMS and it != "message":
+                        self.ctx.unknown(self.path, line, f"response_item {it!r}")
+                    if _is_output(p):
+                        if call is None:
+                            call = open_call(prev_ts, line)
+                        call["outputs"].append(p)
+                        if it == "web_search_call":
+                            call["web"] += 1
+                        if it in _TOOL_CALLS:
+                            cid = str(p.get("call_id") or p.get("id") or f"{line}")
+                            tools.setdefault(cid, {"name": p.get("name") or ("shell" if it == "local_shell_call"
+                                                                              else it), "start": ts, "line": line,
+                                                   "sess": sess, "kind": it})
+                        push(p)
+                    else:
+                        if p.get("type") == "message" and p.get("role") == "user":
+                            text = content_text(p.get("content"))
+                            turn_users.append(text)
+                            if pending_user is not None and pending_user.strip() in text:
+                                pending_user = None
+                        if call is not None and not has_token_counts and call["outputs"]:
+                            close_call(call, prev_ts, None, line)
+                            call = None
+                        push(p)
+                        if it in _INPUT_ITEMS:
+                            cid = str(p.get("call_id") or "")
+                            info = tools.get(cid)
+                            if info is not None:
+                                info["out"] = ts
+                                info["out_line"] = line
+                                d = _output_metadata_duration(p.get("output"))
+                                if d is not None:
+                                    info.setdefault("duration", d)
+                                    info.setdefault("duration_end", ts)
+                elif t == "event_msg":
+                    et = p.get("type")
+                    if et == "token_count":
+                        info = p.get("info")
+                        if isinstance(info, dict) and info.get("last_token_usage") is not None:
+                            total = info.get("total_token_usage")
+                            if total is not None and total == last_tc_total:
+                                pass  # repeated report of the same call
+                            else:
+                                last_tc_total = total
+                                c = call if call is not None else open_call(prev_ts, line)
+                                close_call(c, ts, info.get("last_token_usage"), line)
+                                call = None
+                    elif et == "user_message":
+                        msg = p.get("message")
+                        if isinstance(msg, str) and not any(msg.strip() in u for u in turn_users[-3:]):
+                            pending_user = msg
+                        if turn_idle_from is not None and ts is not None and ts > turn_idle_from:
+                            self.b.add(sess, "wait", "wait user", key=("wait", line), start_ns=turn_idle_from,
+                                       end_ns=ts, timing="measured", attributes={sc.WAIT_REASON: "user",
+                                                                                 "agentprof.source.line": line})
+                        turn_idle_from = None
+                    elif et == "task_started":
+                        turn_first_call = None
+                        turn_users = []
+                    elif et in ("task_complete", "turn_aborted"):
+                        if call is not None and not has_token_counts:
+                            close_call(call, prev_ts, None, line)
+                            call = None
+                        ttft = p.get("time_to_first_token_ms")
+                        if turn_first_call is not None and isinstance(ttft, (int, float)):
+                            self._set_ttft(turn_first_call, ttft / 1000.0)
+                        turn_idle_from = ts
+                    elif et == "exec_command_end":
+                        cid = str(p.get("call_id") or "")
+                        d = _duration(p.get("duration"))
+                        if cid in tools and d is not None:
+                            tools[cid]["duration"] = d
+                            tools[cid]["duration_end"] = ts
+                            if isinstance(p.get("exit_code"), int) and p["exit_code"] != 0:
+                                tools[cid]["exit_code"] = p["exit_code"]
+                    elif et in _APPROVALS:
+                        cid = str(p.get("call_id") or p.get("id") or line)
+                        if ts is not None:
+                            approvals[cid] = ts
+                    if et not in _APPROVALS:
+                        cid = str(p.get("call_id") or "")
+                        if cid in approvals and ts is not None:
+                            start = approvals.pop(cid)
+                            self.b.add(sess, "wait", "wait permission", key=("perm", cid), start_ns=start,
+                                       end_ns=ts, timing="measured",
+                                       attributes={sc.WAIT_REASON: "permission", sc.TOOL_CALL_ID: cid})
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                self.ctx.bad(self.path, line, f"{t} record has unexpected content ({type(e).__name__}: {e})")
+                continue
+            if ts is not None:
+                prev_ts = ts if prev_ts is None else max(prev_ts, ts)
+        if call is not None:
+            close_call(call, prev_ts, None, call["line"])
+        for cid, info in tools.items():
+            self._tool_span(cid, info)
+        meta = TraceMeta(source_format=FORMAT, sources=[self.path],
+                         extra={"agent_version": self.version} if self.version else {})
+        return Trace(meta, self.b.finish(), [])
+
+    def _set_ttft(self, span_id: str, ttft_s: float) -> None:
+        cols = self.b.cols
+        i = len(cols["span_id"]) - 1 - cols["span_id"][::-1].index(span_id)
+        cols["ttft_s"][i] = ttft_s
+
+    def _tool_span(self, cid: str, info: dict[str, Any]) -> None:
+        name = str(info["name"])
+        attrs: dict[str, Any] = {sc.TOOL_CALL_ID: cid, sc.TOOL_NAME: name, "agentprof.source.line": info["line"]}
+        status, err = "ok", None
+        if "exit_code" in info:
+            status, err = "error", f"exit_code {info['exit_code']}"
+            attrs["agentprof.tool.exit_code"] = info["exit_code"]
+        if info.get("duration") is not None and info.get("duration_end") is not None:
+            end = info["duration_end"]
+            start, timing = end - int(round(info["duration"] * 1e9)), "measured"
+            if info.get("out") is not None:
+                attrs["agentprof.tool.output_returned_ns"] = info["out"]
+        elif info.get("out") is not None:
+            start, end, timing = info["start"], info["out"], "derived"
+        else:
+            start, end, timing = info["start"], None, "unknown"
+            status, err = "error", "no_result"
+        self.b.add(info["sess"], "tool", sc.tool_span_name(name), key=("tool", cid), start_ns=start, end_ns=end,
+                   timing=timing, status=status, error_type=err, attributes=attrs)
+
+
+def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
+    """Import one Codex rollout file."""
+    return _Importer(Path(paths[0]), ctx).run()

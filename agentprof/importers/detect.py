@@ -1,0 +1,82 @@
+"""Recognize an input file's format from its name and first bytes (``--from auto``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+FORMATS = ("agentprof", "claude-code", "codex", "openhands", "mini-swe-agent", "swe-agent", "aider",
+           "kv-cache-tester", "otlp-json")
+"""Every format ``agentprof import --from`` accepts (besides ``auto``)."""
+
+UNKNOWN = "unknown"
+_HEAD = 1 << 16
+_WHOLE_LIMIT = 64 << 20
+_CODEX_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
+_CC_TYPES = {"user", "assistant", "system", "progress", "summary", "file-history-snapshot", "queue-operation",
+             "custom-title", "attachment"}
+_KVCT_HEAD = re.compile(rb'^\{\s*"(id|models|block_size|hash_id_scope|tool_tokens|system_tokens|requests)"\s*:')
+
+
+def classify(obj: Any) -> str:
+    """Format of one parsed JSON object: a whole document or the first record of a JSONL log."""
+    if not isinstance(obj, dict):
+        return UNKNOWN
+    if obj.get("record") == "meta" and obj.get("format") == "agentprof-trace":
+        return "agentprof"
+    if "resourceSpans" in obj:
+        return "otlp-json"
+    if "requests" in obj and ("block_size" in obj or "hash_id_scope" in obj or "models" in obj):
+        return "kv-cache-tester"
+    t = obj.get("type")
+    if t in _CODEX_TYPES and "payload" in obj:
+        return "codex"
+    if "payload" not in obj and "id" in obj and "timestamp" in obj and ("instructions" in obj or "git" in obj):
+        return "codex"  # rollouts before 2025: a bare session header line
+    if t in _CC_TYPES and ("sessionId" in obj or "parentUuid" in obj or "uuid" in obj or t in
+                           ("summary", "file-history-snapshot", "queue-operation")):
+        return "claude-code"
+    if "messages" in obj and "response" in obj:
+        return "openhands"
+    fmt = str(obj.get("trajectory_format", ""))
+    info = obj.get("info") if isinstance(obj.get("info"), dict) else {}
+    if fmt.startswith("mini-swe-agent") or ("messages" in obj and ("mini_version" in info or "config" in info)):
+        return "mini-swe-agent"
+    if "trajectory" in obj and ("history" in obj or "info" in obj):
+        return "swe-agent"
+    return UNKNOWN
+
+
+def detect_format(path: str | Path) -> str:
+    """One of :data:`FORMATS`, or ``"unknown"`` for a file no importer reads."""
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            head = f.read(_HEAD)
+    except OSError:
+        return UNKNOWN
+    if head.startswith(b"PAR1"):
+        return "agentprof"
+    stripped = head.lstrip()
+    if stripped.startswith(b"TO LLM ") or p.name.endswith(".llm.history"):
+        return "aider"
+    if not stripped.startswith(b"{"):
+        return UNKNOWN
+    if _KVCT_HEAD.match(stripped) and b'"requests"' in head and (b'"hash_ids"' in head or b'"block_size"' in head):
+        return "kv-cache-tester"
+    try:
+        with p.open("rb") as f:
+            first = f.readline(_WHOLE_LIMIT)
+        fmt = classify(json.loads(first))
+        if fmt != UNKNOWN:
+            return fmt
+    except (OSError, ValueError):
+        pass
+    try:
+        if p.stat().st_size > _WHOLE_LIMIT:
+            return UNKNOWN
+        return classify(json.loads(p.read_bytes()))
+    except (OSError, ValueError):
+        return UNKNOWN

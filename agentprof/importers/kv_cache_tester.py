@@ -1,0 +1,381 @@
+"""kv-cache-tester traces (``callanjfox/kv-cache-tester`` ``traces/*.json``): anonymised Claude Code sessions
+as per-request 64-token block hash ids plus timing, no text.
+
+Mapping (see ``docs/IMPORTING.md``):
+
+- one trace file -> one session (``id``); each ``type: "subagent"`` entry -> a child session (role
+  ``subagent``) whose requests are timed from the sub-agent's own start ``t``;
+- each request -> a ``model`` span: start = ``t`` (seconds from the conversation start; the files carry no
+  absolute time, so the epoch is the conversation start), end = start + ``api_time`` (measured), ``ttft``,
+  ``type`` ``"s"`` = streamed; ``in``/``out`` -> input/output tokens (cache counts are not in the format);
+- ``hash_ids`` -> ``block_hashes`` as they are (``prompt_tokens_hashed`` = ``in``). With
+  ``hash_id_scope: "local"`` the ids are numbered per trace, so the trace's namespace (31 bits of
+  ``xxh3_64(id)``) goes into the high 32 bits: ``id == h & 0xFFFFFFFF`` and ids of different traces never
+  collide. ``"global"`` ids are kept unchanged;
+- ``think_time`` -> a ``wait`` span (reason ``think``) ending at the request: the time between the previous
+  response and this request, which holds tool execution, permission prompts and user think time that the
+  format does not separate.
+
+The common case (files without sub-agents) is parsed by polars' JSON reader straight into Arrow lists, close to
+raw JSON-parse speed; files with sub-agents, and files polars rejects (to locate the error), go through
+``json``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import xxhash
+
+from agentprof import semconv as sc
+from agentprof.errors import TraceFormatError
+from agentprof.importers.context import ImportContext
+from agentprof.importers.jsonl import read_bytes
+from agentprof.importers.providers import provider_for_model
+from agentprof.trace.schema import SCHEMA, Trace, TraceMeta
+
+FORMAT = "kv-cache-tester"
+HASH_SCHEME = "kv-cache-tester"
+_NS = 1_000_000_000
+_SUBAGENT = re.compile(rb'"type"\s*:\s*"subagent"')
+
+_REQUEST = pl.Struct({
+    "t": pl.Float64, "type": pl.Utf8, "model": pl.Utf8, "in": pl.Int64, "out": pl.Int64,
+    "hash_ids": pl.List(pl.Int64), "input_types": pl.List(pl.Utf8), "output_types": pl.List(pl.Utf8),
+    "stop": pl.Utf8, "api_time": pl.Float64, "think_time": pl.Float64, "ttft": pl.Float64,
+})
+_FILE = {
+    "id": pl.Utf8, "models": pl.List(pl.Utf8), "block_size": pl.Int64, "hash_id_scope": pl.Utf8,
+    "tool_tokens": pl.Int64, "system_tokens": pl.Int64, "requests": pl.List(_REQUEST),
+}
+# flat request table: one row per request of every session
+_FLAT = {
+    "sess": pl.Int64, "idx": pl.Int64, "t": pl.Float64, "type": pl.Utf8, "model": pl.Utf8, "in": pl.Int64,
+    "out": pl.Int64, "hash_ids": pl.List(pl.Int64), "input_types": pl.List(pl.Utf8),
+    "output_types": pl.List(pl.Utf8), "stop": pl.Utf8, "api_time": pl.Float64, "think_time": pl.Float64,
+    "ttft": pl.Float64,
+}
+
+
+def _namespace(trace_name: str) -> int:
+    return (xxhash.xxh3_64_intdigest(trace_name.encode()) & 0x7FFF_FFFF) or 1
+
+
+class _Sessions:
+    """Per-session facts (one row per session), gathered before the vectorized span build."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.notes: list[tuple[str, str]] = []
+
+    def add(self, **kw: Any) -> int:
+        self.rows.append(kw)
+        return len(self.rows) - 1
+
+
+def _check_type(value: Any, kinds: tuple[type, ...], where: str, path: str, what: str) -> None:
+    if value is None or isinstance(value, bool) or not isinstance(value, kinds):
+        got = "missing" if value is None else f"{type(value).__name__} {json.dumps(value)[:40]}"
+        raise TraceFormatError(path, None, f"{where}: expected {what}, got {got}")
+
+
+def _python_file(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat: list[dict[str, Any]],
+                 trace_id: str) -> None:
+    """Parse one file with ``json``, checking every field, and append its sessions and requests."""
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise TraceFormatError(path, e.lineno, f"not valid JSON ({e.msg} at column {e.colno}); "
+                               "expected a kv-cache-tester trace") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("requests"), list):
+        raise TraceFormatError(path, 1, "not a kv-cache-tester trace: expected an object with a 'requests' list")
+    name = doc.get("id") if isinstance(doc.get("id"), str) else Path(path).stem
+    scope = doc.get("hash_id_scope") or "local"
+    ns = _namespace(name) if scope == "local" else 0
+
+    def walk(entry: dict[str, Any], where: str, session_id: str, parent: int | None, base: float, depth: int,
+             agent_id: str | None) -> None:
+        s = sessions.add(trace_id=trace_id, file_no=file_no, path=path, session_id=session_id, parent=parent,
+                         base=base, ns=ns, name=name, scope=scope, block_size=doc.get("block_size"),
+                         tool_tokens=entry.get("tool_tokens"), system_tokens=entry.get("system_tokens"),
+                         models=entry.get("models"), agent_id=agent_id, subagent_type=entry.get("subagent_type"),
+                         depth=depth)
+        n_sub = 0
+        n_req = 0
+        for i, r in enumerate(entry.get("requests") or []):
+            w = f"{where}requests[{i}]"
+            if not isinstance(r, dict):
+                raise TraceFormatError(path, None, f"{w}: expected an object, got {type(r).__name__}")
+            if r.get("type") == "subagent":
+                n_sub += 1
+                _check_type(r.get("t", 0.0), (int, float), f"{w}.t", path, "seconds (a number)")
+                if not isinstance(r.get("requests"), list):
+                    raise TraceFormatError(path, None, f"{w}.requests: expected a list of requests")
+                aid = str(r.get("agent_id") or n_sub)
+                walk(r, f"{w}.", f"{session_id}/sa{n_sub}-{aid}", s, base + float(r.get("t") or 0.0), depth + 1,
+                     aid)
+                continue
+            _check_type(r.get("t"), (int, float), f"{w}.t", path, "seconds (a number)")
+            _check_type(r.get("in"), (int,), f"{w}.in", path, "an input token count (integer)")
+            ids = r.get("hash_ids")
+            if not isinstance(ids, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in ids):
+                raise TraceFormatError(path, None, f"{w}.hash_ids: expected a list of integer block ids")
+            for key, kinds, what in (("out", (int,), "an integer"), ("api_time", (int, float), "a number"),
+                                     ("think_time", (int, float), "a number"), ("ttft", (int, float), "a number")):
+                if r.get(key) is not None:
+                    _check_type(r.get(key), kinds, f"{w}.{key}", path, what)
+            flat.append({"sess": s, "idx": n_req, **{k: r.get(k) for k in _FLAT if k not in ("sess", "idx")}})
+            n_req += 1
+
+    walk(doc, "", name, None, 0.0, 0, None)
+
+
+def _polars_files(items: list[tuple[str, bytes, int, str]], sessions: _Sessions) -> pl.DataFrame | None:
+    """Parse sub-agent-free files in one polars call; ``None`` if polars rejects the batch."""
+    buf = b"\n".join(raw if b"\n" not in raw.strip() else json.dumps(json.loads(raw)).encode()
+                     for _, raw, _, _ in items)
+    try:
+        df = pl.read_ndjson(io.BytesIO(buf), schema=_FILE)
+    except Exception:  # polars raises several error types for malformed JSON or mistyped fields
+        return None
+    if df.height != len(items):
+        return None
+    meta = df.select("id", "hash_id_scope", "block_size", "tool_tokens", "system_tokens", "models").to_dicts()
+    first_sess = len(sessions.rows)
+    for (path, _raw, file_no, trace_id), m in zip(items, meta, strict=False):
+        name = m["id"] or Path(path).stem
+        scope = m["hash_id_scope"] or "local"
+        sessions.add(trace_id=trace_id, file_no=file_no, path=path, session_id=name, parent=None, base=0.0,
+                     ns=_namespace(name) if scope == "local" else 0, name=name, scope=scope,
+                     block_size=m["block_size"], tool_tokens=m["tool_tokens"], system_tokens=m["system_tokens"],
+                     models=m["models"], agent_id=None, subagent_type=None, depth=0)
+    flat = (df.select(pl.int_range(first_sess, first_sess + df.height, dtype=pl.Int64).alias("sess"), "requests")
+            .explode("requests").filter(pl.col("requests").is_not_null()).unnest("requests")
+            .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("sess").alias("idx")))
+    return flat.select(list(_FLAT))
+
+
+def _validate_flat(flat: pl.DataFrame, sessions: _Sessions) -> None:
+    """Required request fields present (polars turns missing fields into nulls)."""
+    for col, what in (("t", "seconds (a number)"), ("in", "an input token count"), ("hash_ids", "a list of block ids")):
+        bad = flat.filter(pl.col(col).is_null())
+        if bad.height:
+            row = bad.row(0, named=True)
+            s = sessions.rows[row["sess"]]
+            raise TraceFormatError(s["path"], None, f"requests[{row['idx']}].{col}: expected {what}, got missing")
+
+
+def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
+    """Import kv-cache-tester trace files into one trace (each file its own ``trace_id``)."""
+    sessions = _Sessions()
+    py_flat: list[dict[str, Any]] = []
+    batch: list[tuple[str, bytes, int, str]] = []
+    frames: list[pl.DataFrame] = []
+    for file_no, p in enumerate(paths):
+        raw = read_bytes(p)
+        trace_id = xxhash.xxh3_128_hexdigest(raw)
+        if b"subagent" in raw and _SUBAGENT.search(raw):
+            try:
+                _python_file(str(p), raw, file_no, sessions, py_flat, trace_id)
+            except TraceFormatError as e:
+                _skip_or_raise(ctx, e)
+        else:
+            batch.append((str(p), raw, file_no, trace_id))
+    if batch:
+        flat = _polars_files(batch, sessions)
+        if flat is None:  # locate the problem file by file
+            ok: list[tuple[str, bytes, int, str]] = []
+            for item in batch:
+                probe = _Sessions()
+                try:
+                    _python_file(item[0], item[1], item[2], probe, [], item[3])
+                    ok.append(item)
+                except TraceFormatError as e:
+                    _skip_or_raise(ctx, e)
+            flat = _polars_files(ok, sessions) if ok else None
+        if flat is not None:
+            frames.append(flat)
+    if py_flat:  # json-path sessions were numbered first
+        frames.insert(0, pl.DataFrame(py_flat, schema=_FLAT, strict=False))
+    flat = pl.concat(frames) if frames else pl.DataFrame(schema=_FLAT)
+    _validate_flat(flat, sessions)
+    spans = _build_spans(flat, sessions)
+    for path, msg in sessions.notes:
+        ctx.note("hash_id_range", msg, path)
+    block_sizes = {s["block_size"] for s in sessions.rows if s["block_size"]}
+    if len(block_sizes) > 1:
+        ctx.note("mixed_block_size", f"kv-cache-tester files use block sizes {sorted(block_sizes)}; "
+                 "meta.block_size is the first")
+    meta = TraceMeta(source_format=FORMAT, tokenizer="provider (kv-cache-tester hash_ids)", tokenizer_exact=True,
+                     block_size=min(block_sizes) if block_sizes else 64, sources=[str(p) for p in paths],
+                     extra={"hash_scheme": HASH_SCHEME, "time_origin": "conversation start (epoch 0)",
+                            "hash_id_namespacing": "local scope: id | (xxh3_64(trace id) & 0x7fffffff) << 32"})
+    return Trace(meta, spans, [])
+
+
+def _skip_or_raise(ctx: ImportContext, e: TraceFormatError) -> None:
+    if not ctx.skip_bad_lines:
+        raise TraceFormatError(e.path, e.line, f"{e.reason}; use --skip-bad-lines to import the rest")
+    ctx.skipped_lines += 1
+    ctx.note("bad_file", f"{e.reason} (file skipped)", e.path, e.line)
+
+
+def _hex_ids(prefix: int, sess: Sequence[int], idx: Sequence[int]) -> list[str]:
+    return [f"{prefix:02x}{s:06x}{i:08x}" for s, i in zip(sess, idx, strict=False)]
+
+
+def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
+    """Vectorized span table: one agent span per session, a model span per request, a wait per think gap."""
+    srows = sessions.rows
+    n_s = len(srows)
+    if n_s == 0:
+        return pl.DataFrame(schema=SCHEMA)
+    # session-local ordinal (unique within a trace file) keeps span ids short and deterministic
+    local: list[int] = []
+    counters: dict[str, int] = {}
+    for s in srows:
+        local.append(counters.get(s["trace_id"], 0))
+        counters[s["trace_id"]] = local[-1] + 1
+    sess_df = pl.DataFrame({
+        "sess": list(range(n_s)),
+        "trace_id": [s["trace_id"] for s in srows],
+        "session_id": [s["session_id"] for s in srows],
+        "parent_session_id": [srows[s["parent"]]["session_id"] if s["parent"] is not None else None for s in srows],
+        "base_ns": [int(round(s["base"] * _NS)) for s in srows],
+        "ns": [s["ns"] << 32 for s in srows],
+        "agent_span": [f"01{local[i]:06x}{0:08x}" for i in range(n_s)],
+        "parent_agent_span": [f"01{local[s['parent']]:06x}{0:08x}" if s["parent"] is not None else None
+                              for s in srows],
+        "local": local,
+    }, schema={"sess": pl.Int64, "trace_id": pl.Utf8, "session_id": pl.Utf8, "parent_session_id": pl.Utf8,
+               "base_ns": pl.Int64, "ns": pl.Int64, "agent_span": pl.Utf8, "parent_agent_span": pl.Utf8,
+               "local": pl.Int64})
+    # ids that do not fit 32 bits cannot be namespaced: keep them as they are
+    wide = (flat.group_by("sess").agg(pl.col("hash_ids").list.max().max().alias("mx"),
+                                      pl.col("hash_ids").list.min().min().alias("mn"))
+            .filter((pl.col("mx") >= 1 << 32) | (pl.col("mn") < 0)).get_column("sess").to_list())
+    if wide:
+        sess_df = sess_df.with_columns(pl.when(pl.col("sess").is_in(wide)).then(0).otherwise(pl.col("ns"))
+                                       .alias("ns"))
+        for i in wide:
+            sessions.notes.append((srows[i]["path"], "hash_ids outside 0..2^32-1: local ids kept without the "
+                                   "trace namespace (they may collide with other traces' ids)"))
+    # sessions are numbered 0..n-1 and ``flat`` is ordered by (sess, idx): gather, no join or sort needed
+    sess_idx = flat.get_column("sess")
+    f = flat.with_columns(sess_df.get_column(c).gather(sess_idx).alias(c) for c in sess_df.columns if c != "sess")
+    start = pl.col("base_ns") + (pl.col("t") * _NS).round().cast(pl.Int64)
+    f = f.with_columns(start.alias("start_ns"))
+    next_start = pl.col("start_ns").shift(-1).over("sess")
+    f = f.with_columns(
+        pl.when(pl.col("api_time").is_not_null())
+        .then(pl.col("start_ns") + (pl.col("api_time") * _NS).round().cast(pl.Int64))
+        .otherwise(next_start).alias("end_ns"),
+        pl.when(pl.col("api_time").is_not_null()).then(pl.lit("measured")).otherwise(pl.lit("derived"))
+        .alias("timing"),
+    )
+    models = f.get_column("model").unique().drop_nulls().to_list()
+    prov = {m: provider_for_model(m) for m in models}
+    sess_list = f.get_column("local").to_list()
+    idx_list = f.get_column("idx").to_list()
+    attrs: list[str | None] = []
+    for it, ot, stop in zip(f.get_column("input_types").to_list(), f.get_column("output_types").to_list(),
+                            f.get_column("stop").to_list(), strict=False):
+        a: dict[str, Any] = {}
+        if it:
+            a["agentprof.kvct.input_types"] = it
+        if ot:
+            a["agentprof.kvct.output_types"] = ot
+        if stop:
+            a[sc.RESPONSE_FINISH_REASONS] = [stop]
+        attrs.append(json.dumps(a, sort_keys=True, separators=(",", ":")) if a else None)
+    model_spans = pl.DataFrame({
+        "trace_id": f.get_column("trace_id"),
+        "span_id": _hex_ids(2, sess_list, idx_list),
+        "parent_id": f.get_column("agent_span"),
+        "session_id": f.get_column("session_id"),
+        "parent_session_id": f.get_column("parent_session_id"),
+        "kind": pl.repeat("model", f.height, eager=True, dtype=pl.Utf8),
+        "name": f.select(pl.when(pl.col("model").is_not_null()).then(pl.lit("chat ") + pl.col("model"))
+                         .otherwise(pl.lit("chat"))).to_series(),
+        "start_ns": f.get_column("start_ns"),
+        "end_ns": f.get_column("end_ns"),
+        "timing": f.get_column("timing"),
+        "provider": f.get_column("model").replace_strict(prov, default=None, return_dtype=pl.Utf8),
+        "model": f.get_column("model"),
+        "input_tokens": f.get_column("in"),
+        "output_tokens": f.get_column("out"),
+        "ttft_s": f.get_column("ttft"),
+        "stream": f.select(pl.col("type").replace_strict({"s": True, "n": False}, default=None,
+                                                          return_dtype=pl.Boolean)).to_series(),
+        "status": pl.repeat("ok", f.height, eager=True, dtype=pl.Utf8),
+        "block_hashes": f.select(pl.when(pl.col("ns") != 0).then(pl.col("hash_ids") + pl.col("ns"))
+                                 .otherwise(pl.col("hash_ids"))).to_series(),
+        "prompt_tokens_hashed": f.get_column("in"),
+        "attributes": pl.Series(attrs, dtype=pl.Utf8),
+        "_sess": f.get_column("sess"), "_order": (f.get_column("idx") * 2 + 1),
+    })
+    w = f.filter(pl.col("think_time").is_not_null() & (pl.col("think_time") > 0))
+    wait_attrs = json.dumps({sc.WAIT_REASON: "think", "agentprof.wait.includes": "tool execution, permission "
+                             "prompts and user think time (not separated by kv-cache-tester)"}, sort_keys=True,
+                            separators=(",", ":"))
+    wait_spans = pl.DataFrame({
+        "trace_id": w.get_column("trace_id"),
+        "span_id": _hex_ids(3, w.get_column("local").to_list(), w.get_column("idx").to_list()),
+        "parent_id": w.get_column("agent_span"),
+        "session_id": w.get_column("session_id"),
+        "parent_session_id": w.get_column("parent_session_id"),
+        "kind": pl.repeat("wait", w.height, eager=True, dtype=pl.Utf8),
+        "name": pl.repeat("wait think", w.height, eager=True, dtype=pl.Utf8),
+        "start_ns": w.get_column("start_ns") - (w.get_column("think_time") * _NS).round().cast(pl.Int64),
+        "end_ns": w.get_column("start_ns"),
+        "timing": pl.repeat("measured", w.height, eager=True, dtype=pl.Utf8),
+        "status": pl.repeat("ok", w.height, eager=True, dtype=pl.Utf8),
+        "attributes": pl.repeat(wait_attrs, w.height, eager=True, dtype=pl.Utf8),
+        "_sess": w.get_column("sess"), "_order": w.get_column("idx") * 2,
+    })
+    ext = (pl.concat([model_spans.select("_sess", "start_ns", "end_ns"), wait_spans.select("_sess", "start_ns",
+                                                                                          "end_ns")])
+           .group_by("_sess").agg(pl.col("start_ns").min().alias("lo"),
+                                  pl.max_horizontal(pl.col("end_ns").max(), pl.col("start_ns").max()).alias("hi")))
+    ext_map = {r[0]: (r[1], r[2]) for r in ext.iter_rows()}
+    # a parent session's extent includes its sub-agents
+    for i in sorted(range(n_s), key=lambda i: -srows[i]["depth"]):
+        p = srows[i]["parent"]
+        if p is not None and i in ext_map:
+            lo, hi = ext_map[i]
+            plo, phi = ext_map.get(p, (lo, hi))
+            ext_map[p] = (min(plo, lo), max(phi, hi))
+    agent_rows = []
+    for i, s in enumerate(srows):
+        lo, hi = ext_map.get(i, (None, None))
+        base_ns = int(round(s["base"] * _NS))
+        a = {sc.SESSION_ROLE: "subagent" if s["parent"] is not None else "main",
+             "agentprof.prompt.tool_tokens": s["tool_tokens"], "agentprof.prompt.system_tokens": s["system_tokens"],
+             "agentprof.kvct.models": s["models"], "agentprof.kvct.hash_id_scope": s["scope"],
+             sc.AGENT_ID: s["agent_id"], "agentprof.subagent.type": s["subagent_type"],
+             "agentprof.source.path": s["path"]}
+        agent_rows.append({
+            "trace_id": s["trace_id"], "span_id": f"01{local[i]:06x}{0:08x}",
+            "parent_id": f"01{local[s['parent']]:06x}{0:08x}" if s["parent"] is not None else None,
+            "session_id": s["session_id"],
+            "parent_session_id": srows[s["parent"]]["session_id"] if s["parent"] is not None else None,
+            "kind": "agent", "name": sc.agent_span_name("claude-code" if s["parent"] is None else
+                                                        (s["subagent_type"] or "subagent")),
+            "start_ns": min(base_ns, lo) if lo is not None else base_ns, "end_ns": hi if hi is not None else base_ns,
+            "timing": "measured", "status": "ok",
+            "attributes": json.dumps({k: v for k, v in a.items() if v is not None}, sort_keys=True,
+                                     separators=(",", ":")),
+            "_sess": i, "_order": -1,
+        })
+    agent_spans = pl.DataFrame(agent_rows, schema={**{k: SCHEMA[k] for k in agent_rows[0] if k in SCHEMA},
+                                                   "_sess": pl.Int64, "_order": pl.Int64})
+    # row order: every agent span, then the model and wait spans in request order (deterministic, no sort)
+    out = pl.concat([agent_spans, model_spans, wait_spans], how="diagonal_relaxed")
+    cols = [pl.col(c).cast(t) if c in out.columns else pl.lit(None, dtype=t).alias(c) for c, t in SCHEMA.items()]
+    return out.select(cols)

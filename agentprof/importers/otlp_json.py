@@ -1,0 +1,229 @@
+"""OTLP JSON files (the OpenTelemetry Collector's file exporter: one ``ExportTraceServiceRequest`` per line,
+or one pretty-printed request) with spans from the official GenAI instrumentation, OpenLLMetry or
+OpenInference, and agentprof's own exports.
+
+Mapping (see ``docs/IMPORTING.md``): span kind from ``agentprof.kind``, else ``gen_ai.operation.name``
+(``chat``/``text_completion``/``generate_content``/``embeddings`` -> model, ``execute_tool`` -> tool,
+``invoke_agent`` -> agent), ``openinference.span.kind`` (LLM, TOOL, AGENT, …), ``traceloop.span.kind`` and
+``llm.request.type``; anything else is ``orchestration``. Usage goes through the token normalizer (current
+and legacy ``gen_ai.usage.*``, ``llm.usage.*``, ``llm.token_count.*``). Sessions from
+``agentprof.session.id``, ``gen_ai.conversation.id``, ``session.id`` (inherited down the span tree), else the
+trace; a session without an agent span gets one (``derived``), an agent span nested in another agent starts a
+sub-agent session. Spans exported by agentprof come back unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agentprof import semconv as sc
+from agentprof.errors import TraceFormatError
+from agentprof.importers.context import ImportContext
+from agentprof.importers.jsonl import iter_records, read_bytes
+from agentprof.trace.otlp import META_ATTRIBUTE, span_records
+from agentprof.trace.records import spans_from_records
+from agentprof.trace.schema import Diagnostic, Trace, TraceMeta
+from agentprof.trace.usage import normalize_usage
+
+FORMAT = "otlp-json"
+_MODEL_OPS = {"chat", "text_completion", "generate_content", "completion", "embeddings", "responses"}
+_OI_KINDS = {"LLM": "model", "EMBEDDING": "model", "TOOL": "tool", "AGENT": "agent"}
+_TL_KINDS = {"tool": "tool", "agent": "agent", "workflow": "agent"}
+_SESSION_KEYS = (sc.SESSION_ID, sc.CONVERSATION_ID, "session.id", "traceloop.association.properties.session_id",
+                 "langfuse.session.id")
+_USAGE_PREFIXES = ("gen_ai.usage.", "llm.usage.", "llm.token_count.")
+
+
+def classify(name: str, attrs: dict[str, Any]) -> str:
+    """The agentprof span kind of a foreign span."""
+    k = attrs.get(sc.KIND)
+    if k in ("agent", "model", "tool", "parse", "orchestration", "wait"):
+        return k
+    op = attrs.get(sc.OPERATION_NAME)
+    if op in _MODEL_OPS:
+        return "model"
+    if op == sc.OP_EXECUTE_TOOL:
+        return "tool"
+    if op in (sc.OP_INVOKE_AGENT, "create_agent"):
+        return "agent"
+    oi = attrs.get("openinference.span.kind")
+    if isinstance(oi, str) and oi.upper() in _OI_KINDS:
+        return _OI_KINDS[oi.upper()]
+    tl = attrs.get("traceloop.span.kind")
+    if isinstance(tl, str) and tl in _TL_KINDS:
+        return _TL_KINDS[tl]
+    if attrs.get("llm.request.type") in ("chat", "completion", "embedding") or \
+            any(key.startswith(_USAGE_PREFIXES) for key in attrs):
+        return "model"
+    first = name.split(" ", 1)[0]
+    if first in _MODEL_OPS or name.endswith((".chat", ".completion", ".messages", ".responses")):
+        return "model"
+    if first == sc.OP_EXECUTE_TOOL:
+        return "tool"
+    if first == sc.OP_INVOKE_AGENT:
+        return "agent"
+    return "orchestration"
+
+
+def _read_requests(path: Path, ctx: ImportContext) -> list[tuple[int, dict[str, Any]]]:
+    raw = read_bytes(path)
+    first = raw.lstrip().split(b"\n", 1)[0]
+    try:
+        json.loads(first)
+        return list(iter_records(path, ctx, "OTLP JSON"))
+    except ValueError:
+        pass
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError:
+        return list(iter_records(path, ctx, "OTLP JSON"))  # raises or skips with the line located
+    if not isinstance(doc, dict):
+        raise TraceFormatError(str(path), 1, "expected an OTLP ExportTraceServiceRequest object")
+    return [(1, doc)]
+
+
+def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
+    """Import one OTLP JSON file."""
+    path = Path(paths[0])
+    own: list[dict[str, Any]] = []
+    foreign: list[tuple[dict[str, Any], str | None, int]] = []
+    meta_d: dict[str, Any] | None = None
+    for line, req in _read_requests(path, ctx):
+        if "resourceSpans" not in req:
+            ctx.bad(str(path), line, "not an OTLP ExportTraceServiceRequest (no 'resourceSpans')")
+            continue
+        try:
+            recs = list(span_records(req))
+        except (ValueError, TypeError, AttributeError) as e:
+            ctx.bad(str(path), line, f"malformed OTLP request ({e})")
+            continue
+        for rec, res_attrs, scope in recs:
+            if META_ATTRIBUTE in res_attrs:
+                if meta_d is None:
+                    try:
+                        meta_d = json.loads(res_attrs[META_ATTRIBUTE])
+                    except (TypeError, ValueError):
+                        meta_d = {}
+                own.append(rec)
+            else:
+                foreign.append((rec, scope, line))
+    records = own + _foreign_records(foreign, ctx, str(path))
+    diags: list[Diagnostic] = []
+    if meta_d is not None and not foreign:
+        d = dict(meta_d)
+        for item in d.pop("diagnostics", []) or []:
+            diags.append(Diagnostic(**item) if isinstance(item, dict) else Diagnostic("note", str(item)))
+        meta = TraceMeta.from_dict(d)
+        meta.sources = [str(path)]
+    else:
+        meta = TraceMeta(source_format=FORMAT, sources=[str(path)])
+    return Trace(meta, spans_from_records(records), diags)
+
+
+def _foreign_records(items: list[tuple[dict[str, Any], str | None, int]], ctx: ImportContext,
+                     path: str) -> list[dict[str, Any]]:
+    """Kinds, sessions, normalized usage and agent spans for spans from other instrumentations."""
+    if not items:
+        return []
+    by_id: dict[tuple[str, str], dict[str, Any]] = {}
+    for rec, scope, _line in items:
+        rec["kind"] = classify(rec["name"], rec["attributes"])
+        if scope:
+            rec["attributes"].setdefault("otel.scope.name", scope)
+        by_id[(rec["trace_id"], rec["span_id"])] = rec
+    sessions: dict[tuple[str, str], str] = {}
+    parent_session: dict[str, str | None] = {}
+    roles: dict[str, str] = {}
+
+    def session_of(rec: dict[str, Any], depth: int = 0) -> str:
+        key = (rec["trace_id"], rec["span_id"])
+        if key in sessions:
+            return sessions[key]
+        a = rec["attributes"]
+        explicit = next((str(a[k]) for k in _SESSION_KEYS if a.get(k)), None)
+        parent = by_id.get((rec["trace_id"], rec["parent_id"])) if rec["parent_id"] else None
+        psess = session_of(parent, depth + 1) if parent is not None and depth < 1000 else None
+        if explicit:
+            s = explicit
+        elif rec["kind"] == "agent" and parent is not None and psess is not None and \
+                _has_agent_ancestor(parent, by_id):
+            s = f"{psess}/{rec['span_id']}"
+            roles[s] = "subagent"
+        else:
+            s = psess or rec["trace_id"]
+        if s != psess and psess is not None:
+            parent_session.setdefault(s, psess)
+        sessions[key] = s
+        return s
+
+    for rec, _scope, _line in items:
+        session_of(rec)
+    out: list[dict[str, Any]] = []
+    agents: dict[str, dict[str, Any]] = {}
+    for rec, _scope, line in items:
+        s = sessions[(rec["trace_id"], rec["span_id"])]
+        a = rec["attributes"]
+        rec["session_id"] = s
+        rec["parent_session_id"] = parent_session.get(s)
+        if rec["kind"] == "agent" and s not in agents:
+            agents[s] = rec
+            a.setdefault(sc.SESSION_ROLE, roles.get(s, "subagent" if parent_session.get(s) else "main"))
+        if rec["kind"] == "model":
+            provider = a.get(sc.PROVIDER_NAME) or a.get("gen_ai.system") or a.get("llm.provider") or \
+                a.get("llm.system")
+            usage = normalize_usage({k: v for k, v in a.items() if k.startswith(_USAGE_PREFIXES)},
+                                    provider=str(provider) if provider else None)
+            clean = usage.usable()
+            for col, v in clean.as_columns().items():
+                rec[col] = v
+            if provider and "provider" not in rec:
+                rec["provider"] = str(provider).lower()
+            model = a.get(sc.RESPONSE_MODEL) or a.get(sc.REQUEST_MODEL) or a.get("llm.model_name") or \
+                a.get("llm.response.model") or a.get("llm.request.model")
+            if model:
+                rec["model"] = model
+            for problem in usage.problems:
+                ctx.note("impossible_usage", f"{problem} (value dropped)", path, line, rec["span_id"])
+        if rec["start_ns"] is not None and rec["end_ns"] is not None:
+            rec["timing"] = "measured"
+        out.append(rec)
+    # a session without an agent span gets one covering its spans
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    for rec in out:
+        by_session.setdefault(rec["session_id"], []).append(rec)
+    synth: list[dict[str, Any]] = []
+    for s, recs in by_session.items():
+        if s in agents:
+            continue
+        starts = [r["start_ns"] for r in recs if r["start_ns"] is not None]
+        ends = [r["end_ns"] for r in recs if r["end_ns"] is not None]
+        tid = recs[0]["trace_id"]
+        import xxhash
+
+        sid = xxhash.xxh3_64_hexdigest(f"{tid}\x1fagent\x1f{s}".encode())
+        ids = {r["span_id"] for r in recs}
+        outer = next((r["parent_id"] for r in recs if r["parent_id"] and r["parent_id"] not in ids), None)
+        for r in recs:
+            if not r["parent_id"] or r["parent_id"] not in ids and r["parent_id"] == outer:
+                r["parent_id"] = sid
+        synth.append({"record": "span", "trace_id": tid, "span_id": sid, "parent_id": outer, "name":
+                      sc.agent_span_name(None), "kind": "agent", "start_ns": min(starts) if starts else None,
+                      "end_ns": max(ends) if ends else None, "timing": "derived", "status": "ok",
+                      "session_id": s, "parent_session_id": parent_session.get(s),
+                      "attributes": {sc.SESSION_ROLE: roles.get(s, "subagent" if parent_session.get(s) else "main"),
+                                     "agentprof.synthesized": "no agent span in the source"}})
+    return synth + out
+
+
+def _has_agent_ancestor(rec: dict[str, Any], by_id: dict[tuple[str, str], dict[str, Any]]) -> bool:
+    cur: dict[str, Any] | None = rec
+    for _ in range(1000):
+        if cur is None:
+            return False
+        if cur["kind"] == "agent":
+            return True
+        cur = by_id.get((cur["trace_id"], cur["parent_id"])) if cur["parent_id"] else None
+    return False

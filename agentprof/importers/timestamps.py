@@ -1,0 +1,47 @@
+"""Timestamps found in agent logs (ISO 8601 strings, epoch seconds) as epoch nanoseconds."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+_ISO = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?$")
+
+
+def iso_to_ns(value: object) -> int | None:
+    """``2026-02-11T20:36:45.693Z`` (up to nanosecond digits) to epoch ns; ``None`` when unreadable.
+
+    A timestamp without an offset is read as UTC (Aider writes local time without a zone).
+    """
+    if not isinstance(value, str):
+        return None
+    m = _ISO.match(value.strip())
+    if not m:
+        return None
+    date, clock, frac, tz = m.groups()
+    if tz in (None, "Z"):
+        tz = "+00:00"
+    elif ":" not in tz:
+        tz = tz[:3] + ":" + tz[3:]
+    try:
+        dt = datetime.fromisoformat(f"{date}T{clock}{tz}")
+    except ValueError:
+        return None
+    ns = int(dt.astimezone(timezone.utc).timestamp()) * 1_000_000_000
+    if frac:
+        ns += int(frac.ljust(9, "0"))
+    return ns
+
+
+def epoch_s_to_ns(value: object) -> int | None:
+    """Epoch seconds (int or float, as JSON numbers) to ns."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(round(value * 1_000_000_000))
+
+
+def seconds_to_ns(value: object) -> int | None:
+    """A duration in seconds to ns (``None`` for missing or non-numeric)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(round(value * 1_000_000_000))

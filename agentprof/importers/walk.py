@@ -1,0 +1,101 @@
+"""Turn the paths a user gives (files and folders, recursively) into import groups: which files, in which
+format, belong together (a Claude Code session and its sub-agent files; an OpenHands per-call folder)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from agentprof.errors import AgentprofError, TraceFormatError
+from agentprof.importers.context import ImportContext
+from agentprof.importers.detect import FORMATS, UNKNOWN, detect_format
+
+_TRACE_SUFFIXES = (".jsonl", ".json", ".traj", ".parquet", ".history", ".ndjson")
+
+
+def _walk(root: Path) -> list[Path]:
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "node_modules")
+        for name in sorted(filenames):
+            if name.endswith(_TRACE_SUFFIXES):
+                out.append(Path(dirpath) / name)
+    return out
+
+
+def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext) -> list[tuple[str, Path]]:
+    """``(format, file)`` for every input file, in a deterministic order; folders are searched recursively.
+
+    A file named on the command line that is not of the format asked for (``fmt`` other than ``auto``) is an
+    error; in folders, files of other formats are skipped and counted.
+    """
+    if fmt != "auto" and fmt not in FORMATS:
+        raise AgentprofError(f"unknown format {fmt!r} (expected auto or one of {', '.join(FORMATS)})")
+    found: list[tuple[str, Path]] = []
+    seen: set[Path] = set()
+    skipped: list[str] = []
+    for given in paths:
+        p = Path(given).expanduser()
+        if not p.exists():
+            raise AgentprofError(f"{p}: no such file or folder")
+        if p.is_dir():
+            files = _walk(p)
+            explicit = False
+        else:
+            files = [p]
+            explicit = True
+        for f in files:
+            key = f.resolve()
+            if key in seen:
+                continue
+            seen.add(key)
+            detected = detect_format(f)
+            if fmt == "auto":
+                if detected == UNKNOWN:
+                    if explicit:
+                        raise TraceFormatError(str(f), None, "cannot tell which agent wrote this file; pass "
+                                               f"--from ({', '.join(FORMATS)})")
+                    skipped.append(str(f))
+                    continue
+                found.append((detected, f))
+            elif detected == fmt or (explicit and detected == UNKNOWN):
+                found.append((fmt, f))
+            elif explicit:
+                raise TraceFormatError(str(f), 1, f"not a {fmt} file (it looks like {detected}); "
+                                       "use --from auto or the right --from")
+            elif detected != UNKNOWN:
+                skipped.append(str(f))
+    if skipped:
+        shown = ", ".join(skipped[:3]) + (f" and {len(skipped) - 3} more" if len(skipped) > 3 else "")
+        ctx.note("skipped_files", f"{len(skipped)} file(s) in the given folders are not {fmt if fmt != 'auto' else 'a known trace format'}: {shown}")
+    if not found:
+        raise AgentprofError("no trace files found in " + ", ".join(str(p) for p in paths) +
+                             (f" (looking for {fmt})" if fmt != "auto" else ""))
+    return found
+
+
+def group(found: list[tuple[str, Path]]) -> list[tuple[str, list[Path]]]:
+    """Import groups in a deterministic order: per format, the files that make one import unit."""
+    from agentprof.importers import claude_code
+
+    by_fmt: dict[str, list[Path]] = {}
+    for fmt, f in found:
+        by_fmt.setdefault(fmt, []).append(f)
+    groups: list[tuple[str, list[Path]]] = []
+    for fmt in FORMATS:
+        files = sorted(by_fmt.get(fmt, []), key=str)
+        if not files:
+            continue
+        if fmt == "kv-cache-tester":
+            groups.append((fmt, files))
+        elif fmt == "claude-code":
+            groups.extend((fmt, g) for g in claude_code.group(files))
+        elif fmt == "openhands":
+            by_dir: dict[Path, list[Path]] = {}
+            for f in files:
+                by_dir.setdefault(f.parent, []).append(f)
+            groups.extend((fmt, by_dir[d]) for d in sorted(by_dir, key=str))
+        else:
+            groups.extend((fmt, [f]) for f in files)
+    return groups

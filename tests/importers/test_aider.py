@@ -1,0 +1,39 @@
+"""Aider LLM history: verbatim prompts, measured call times and the architect/editor alternation."""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+import polars as pl
+from importer_helpers import SAMPLES, imported, kinds, late_prefix_shares
+
+from agentprof.importers.timestamps import iso_to_ns
+
+HISTORY = SAMPLES / "aider" / ".aider.llm.history"
+
+
+def test_calls_and_measured_times():
+    text = HISTORY.read_text()
+    starts = [iso_to_ns(t) for t in re.findall(r"^TO LLM (\S+)$", text, re.M)]
+    ends = [iso_to_ns(t) for t in re.findall(r"^LLM RESPONSE (\S+)$", text, re.M)]
+    assert len(starts) == len(ends) == 33
+    tr = imported("aider")
+    assert kinds(tr.spans)["model"] == 33
+    m = tr.spans.filter(pl.col("kind") == "model").sort("start_ns")
+    assert m.get_column("start_ns").to_list() == starts and m.get_column("end_ns").to_list() == ends
+    assert set(m.get_column("timing").unique()) == {"measured"}
+    assert m.get_column("input_tokens").null_count() == 33  # the file has no token counts
+    assert kinds(tr.spans)["wait"] == sum(1 for a, b in zip(ends, starts[1:], strict=False) if b > a)
+
+
+def test_architect_mode_alternation_shows_low_prefix_share():
+    """traces.md: median 0.2 % against the previous call (two prompt streams alternate)."""
+    m = imported("aider").spans.filter(pl.col("kind") == "model").sort("start_ns")
+    shares = late_prefix_shares(m.get_column("block_hashes").to_list())
+    assert statistics.median(shares) < 0.05
+    # the two streams really alternate: many late calls share more with the call two back
+    bh = m.get_column("block_hashes").to_list()
+    from agentprof.trace.hashing import common_prefix_blocks
+    two_back = [common_prefix_blocks(bh[i - 2], bh[i]) / len(bh[i]) for i in range(11, len(bh))]
+    assert sum(1 for a, b in zip(two_back, shares, strict=False) if a > b) >= len(shares) // 3

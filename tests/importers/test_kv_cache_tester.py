@@ -1,0 +1,213 @@
+"""kv-cache-tester traces: counts, tokens, hash ids, timing and sub-agents against the raw files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+
+import polars as pl
+import pytest
+from importer_helpers import SAMPLES, imported
+
+from agentprof.errors import TraceFormatError
+from agentprof.importers import load_any
+
+KVCT = SAMPLES / "kv-cache-tester"
+
+
+def _raw(name: str) -> dict:
+    return json.loads((KVCT / name).read_text())
+
+
+def test_every_sample_file_counts_and_tokens():
+    tr = imported("kv-cache-tester")
+    df = tr.spans
+    files = sorted(KVCT.glob("*.json"))
+    assert df.get_column("session_id").n_unique() == len(files) == 19
+    for f in files:
+        raw = json.loads(f.read_text())
+        reqs = [r for r in raw["requests"] if r.get("type") != "subagent"]
+        m = df.filter((pl.col("session_id") == raw["id"]) & (pl.col("kind") == "model"))
+        assert m.height == len(reqs)
+        assert m.get_column("input_tokens").sum() == sum(r["in"] for r in reqs)
+        assert m.get_column("output_tokens").sum() == sum(r["out"] for r in reqs)
+        # the files' own totals agree (they have no sub-agents)
+        assert m.get_column("input_tokens").sum() == raw["totals"]["parent_tokens"]["input"]
+        waits = df.filter((pl.col("session_id") == raw["id"]) & (pl.col("kind") == "wait"))
+        assert waits.height == sum(1 for r in reqs if (r.get("think_time") or 0) > 0)
+        assert df.filter((pl.col("session_id") == raw["id"]) & (pl.col("kind") == "tool")).height == 0
+    assert tr.meta.block_size == 64 and tr.meta.extra["hash_scheme"] == "kv-cache-tester"
+
+
+def test_hash_ids_map_directly_to_block_hashes():
+    tr = imported("kv-cache-tester")
+    raw = _raw("trace_0062.json")
+    m = tr.spans.filter((pl.col("session_id") == "trace_0062") & (pl.col("kind") == "model")).sort("start_ns")
+    for r, hashes, hashed in zip(raw["requests"], m.get_column("block_hashes").to_list(),
+                                 m.get_column("prompt_tokens_hashed").to_list(), strict=False):
+        assert [h & 0xFFFFFFFF for h in hashes] == r["hash_ids"]  # local ids, trace namespace in the high bits
+        assert len({h >> 32 for h in hashes}) <= 1
+        assert hashed == r["in"]
+
+
+def test_local_ids_of_different_traces_do_not_collide():
+    tr = imported("kv-cache-tester")
+    m = tr.spans.filter(pl.col("kind") == "model")
+    firsts = m.group_by("session_id").agg(pl.col("block_hashes").first().list.first())
+    raw_first = {json.loads(f.read_text())["id"]: json.loads(f.read_text())["requests"][0]["hash_ids"][0]
+                 for f in KVCT.glob("*.json")}
+    assert len(set(raw_first.values())) == 1  # every trace numbers its blocks from 1 ...
+    assert firsts.get_column("block_hashes").n_unique() == 19  # ... but imported ids stay apart
+
+
+def test_conversation_hit_rate_as_kv_cache_tester_defines_it():
+    """kv-cache-tester's per-conversation hit rate (normalize_trace) from imported hashes equals the raw one."""
+    tr = imported("kv-cache-tester")
+
+    def rate(lists: list[list[int]]) -> float:
+        hits = total = 0
+        for i, ids in enumerate(lists):
+            if i == 0:
+                total += len(ids)
+                continue
+            prev = set(lists[i - 1])
+            for h in ids:
+                total += 1
+                if h in prev:
+                    hits += 1
+                else:
+                    break
+        return hits / total
+
+    rates = []
+    for f in sorted(KVCT.glob("*.json")):
+        raw = json.loads(f.read_text())
+        m = tr.spans.filter((pl.col("session_id") == raw["id"]) & (pl.col("kind") == "model")).sort("start_ns")
+        ours = rate(m.get_column("block_hashes").to_list())
+        assert ours == pytest.approx(rate([r["hash_ids"] for r in raw["requests"]]))
+        rates.append(ours)
+    # the repo README reports a median of 96 % over its 739 traces; these 19 are a spread subset of them
+    assert 0.90 <= statistics.median(rates) <= 1.0
+
+
+def test_timing_from_t_api_time_ttft_and_think_time():
+    tr = imported("kv-cache-tester")
+    raw = _raw("trace_0062.json")
+    m = tr.spans.filter((pl.col("session_id") == "trace_0062") & (pl.col("kind") == "model")).sort("start_ns")
+    rows = m.select("start_ns", "end_ns", "ttft_s", "stream", "timing").to_dicts()
+    assert sum(1 for r in raw["requests"] if "api_time" in r) > 0
+    for k, (r, row) in enumerate(zip(raw["requests"], rows, strict=False)):
+        assert row["start_ns"] == round(r["t"] * 1e9)
+        if "api_time" in r:
+            assert row["end_ns"] == round(r["t"] * 1e9) + round(r["api_time"] * 1e9)
+            assert row["timing"] == "measured"
+        else:  # no duration recorded: ends when the next request starts, at the latest
+            nxt = raw["requests"][k + 1]["t"] if k + 1 < len(raw["requests"]) else None
+            assert row["end_ns"] == (round(nxt * 1e9) if nxt is not None else None)
+            assert row["timing"] == "derived"
+        assert row["stream"] is (r["type"] == "s")
+        assert row["ttft_s"] == r.get("ttft")
+    w = tr.spans.filter((pl.col("session_id") == "trace_0062") & (pl.col("kind") == "wait")).sort("start_ns")
+    thinks = [r for r in raw["requests"] if r.get("think_time")]
+    assert w.height == len(thinks)
+    got = w.select(((pl.col("end_ns") - pl.col("start_ns")) / 1e9).alias("s"), "end_ns", "attributes").to_dicts()
+    for r, row in zip(thinks, got, strict=False):
+        assert row["s"] == pytest.approx(r["think_time"])
+        assert row["end_ns"] == round(r["t"] * 1e9)
+        assert json.loads(row["attributes"])["agentprof.wait.reason"] == "think"
+
+
+def _with_subagent(tmp_path, scope: str = "local"):
+    """A real trace with two of its own requests replayed as a sub-agent entry (docs' nested format)."""
+    raw = _raw("trace_0121.json")
+    raw["hash_id_scope"] = scope
+    sub_reqs = [dict(r, t=r["t"] - raw["requests"][2]["t"]) for r in raw["requests"][2:4]]
+    entry = {"t": 50.0, "type": "subagent", "agent_id": "agent-7", "subagent_type": "Explore",
+             "models": raw["models"], "tool_tokens": 1000, "system_tokens": 200, "requests": sub_reqs}
+    raw["requests"] = raw["requests"][:5] + [entry] + raw["requests"][5:]
+    p = tmp_path / "trace_sub.json"
+    p.write_text(json.dumps(raw))
+    return p, raw, entry
+
+
+def test_subagent_entries_become_child_sessions_timed_from_their_start(tmp_path):
+    p, raw, entry = _with_subagent(tmp_path)
+    tr = load_any(p)
+    df = tr.spans
+    parent = raw["id"]
+    child = f"{parent}/sa1-agent-7"
+    assert set(df.get_column("session_id").unique()) == {parent, child}
+    cm = df.filter((pl.col("session_id") == child) & (pl.col("kind") == "model")).sort("start_ns")
+    assert cm.height == 2
+    assert cm.get_column("start_ns").to_list() == [round((entry["t"] + r["t"]) * 1e9) for r in entry["requests"]]
+    agent = df.filter((pl.col("session_id") == child) & (pl.col("kind") == "agent")).row(0, named=True)
+    parent_agent = df.filter((pl.col("session_id") == parent) & (pl.col("kind") == "agent")).row(0, named=True)
+    assert agent["parent_session_id"] == parent and agent["parent_id"] == parent_agent["span_id"]
+    attrs = json.loads(agent["attributes"])
+    assert attrs["agentprof.session.role"] == "subagent" and attrs["agentprof.prompt.tool_tokens"] == 1000
+    pm = df.filter((pl.col("session_id") == parent) & (pl.col("kind") == "model"))
+    assert pm.height == len(raw["requests"]) - 1
+    # sub-agents share the parent's local id namespace
+    assert {h >> 32 for h in cm.get_column("block_hashes").explode().to_list()} == \
+        {h >> 32 for h in pm.get_column("block_hashes").explode().to_list()}
+
+
+def test_python_and_polars_paths_agree(tmp_path):
+    """Files with sub-agents take the json path; the same requests must give the same spans either way."""
+    p, raw, _entry = _with_subagent(tmp_path)
+    plain = dict(raw, requests=[r for r in raw["requests"] if r.get("type") != "subagent"])
+    q = tmp_path / "plain.json"
+    q.write_text(json.dumps(plain))
+    a = load_any(p).spans.filter(pl.col("session_id") == raw["id"]).drop("trace_id", "attributes")
+    b = load_any(q).spans.filter(pl.col("session_id") == raw["id"]).drop("trace_id", "attributes")
+    a = a.filter(pl.col("kind") != "agent").drop("parent_id")
+    b = b.filter(pl.col("kind") != "agent").drop("parent_id")
+    assert a.equals(b)
+
+
+def test_global_scope_ids_are_kept_unchanged(tmp_path):
+    raw = _raw("trace_0180.json")
+    raw["hash_id_scope"] = "global"
+    p = tmp_path / "g.json"
+    p.write_text(json.dumps(raw))
+    m = load_any(p).spans.filter(pl.col("kind") == "model").sort("start_ns")
+    assert m.get_column("block_hashes").to_list() == [r["hash_ids"] for r in raw["requests"]]
+
+
+def test_pretty_printed_files_import_like_compact_ones(tmp_path):
+    raw = _raw("trace_0180.json")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "t.json").write_text(json.dumps(raw))
+    (tmp_path / "b" / "t.json").write_text(json.dumps(raw, indent=2))
+    a = load_any(tmp_path / "a").spans.drop("trace_id", "attributes")
+    b = load_any(tmp_path / "b").spans.drop("trace_id", "attributes")
+    assert a.equals(b)
+
+
+def test_truncated_file_is_located_and_skippable(tmp_path):
+    shutil.copy(KVCT / "trace_0001.json", tmp_path / "good.json")
+    data = (KVCT / "trace_0180.json").read_bytes()
+    (tmp_path / "cut.json").write_bytes(data[: len(data) // 2])
+    with pytest.raises(TraceFormatError) as e:
+        load_any(tmp_path, fmt="kv-cache-tester")
+    assert "cut.json" in str(e.value) and "not valid JSON" in str(e.value)
+    tr = load_any(tmp_path, fmt="kv-cache-tester", skip_bad_lines=True)
+    assert tr.spans.get_column("session_id").unique().to_list() == ["trace_0001"]
+    assert [d.kind for d in tr.diagnostics if d.kind in ("bad_file", "skipped_lines")] == ["bad_file",
+                                                                                          "skipped_lines"]
+
+
+def test_wrong_types_name_the_request_and_field(tmp_path):
+    raw = _raw("trace_0180.json")
+    raw["requests"][3]["in"] = "many"
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(raw))
+    with pytest.raises(TraceFormatError, match=r"t\.json.*requests\[3\]\.in: expected an input token count"):
+        load_any(p)
+    raw = _raw("trace_0180.json")
+    del raw["requests"][2]["hash_ids"]
+    p.write_text(json.dumps(raw))
+    with pytest.raises(TraceFormatError, match=r"requests\[2\]\.hash_ids"):
+        load_any(p)

@@ -1,0 +1,76 @@
+"""OpenHands per-call completion logs: attempts, calls, tools, tokens, exact prompts with cache markers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import polars as pl
+from importer_helpers import SAMPLES, imported, kinds, median_late_share
+
+from agentprof.importers import load_any
+
+FOLDER = SAMPLES / "openhands" / "django__django-10554"
+
+
+def _docs():
+    return sorted((json.loads(f.read_text()) for f in FOLDER.glob("*.json")), key=lambda d: d["timestamp"])
+
+
+def test_attempts_calls_tools_and_tokens():
+    docs = _docs()
+    sizes = [len(d["messages"]) for d in docs]
+    restarts = [i for i in range(1, len(sizes)) if sizes[i] < sizes[i - 1]]
+    assert restarts == [5]  # 5 + 35 calls (traces.md)
+    tr = imported("openhands/django__django-10554")
+    assert kinds(tr.spans, "django__django-10554")["model"] == 5
+    assert kinds(tr.spans, "django__django-10554/attempt-2")["model"] == 35
+    agent = tr.spans.filter(pl.col("session_id") == "django__django-10554/attempt-2").filter(
+        pl.col("kind") == "agent").row(0, named=True)
+    assert json.loads(agent["attributes"])["agentprof.session.role"] == "attempt"
+    assert agent["parent_session_id"] == "django__django-10554"
+    m = tr.spans.filter(pl.col("kind") == "model")
+    usages = [d["response"]["usage"] for d in docs]
+    assert m.get_column("input_tokens").sum() == sum(u["prompt_tokens"] for u in usages)
+    assert m.get_column("output_tokens").sum() == sum(u["completion_tokens"] for u in usages)
+    assert m.get_column("cache_read_tokens").sum() == sum(u.get("cache_read_input_tokens") or 0 for u in usages)
+    # calls without cache fields stay unknown (null), not zero
+    assert m.get_column("cache_read_tokens").null_count() == sum(1 for u in usages if "cache_read_input_tokens" not in u)
+    n_tools = sum(len(d["response"]["choices"][0]["message"].get("tool_calls") or []) for d in docs)
+    assert kinds(tr.spans)["tool"] == n_tools
+    assert set(m.get_column("timing").unique()) == {"derived"}
+
+
+def test_prompt_band_and_cache_control_markers(tmp_path):
+    tr = imported("openhands/django__django-10554")
+    m2 = tr.spans.filter((pl.col("kind") == "model") & (pl.col("session_id") == "django__django-10554/attempt-2"))
+    assert 0.93 <= median_late_share(m2) <= 0.995
+    # strip every cache_control marker: the hashes must not change
+    out = tmp_path / "django__django-10554"
+    out.mkdir()
+
+    def strip(o):
+        if isinstance(o, dict):
+            return {k: strip(v) for k, v in o.items() if k != "cache_control"}
+        if isinstance(o, list):
+            return [strip(v) for v in o]
+        return o
+
+    n_markers = 0
+    for f in FOLDER.glob("*.json"):
+        text = f.read_text()
+        n_markers += text.count('"cache_control"')
+        (out / f.name).write_text(json.dumps(strip(json.loads(text))))
+    assert n_markers > 40
+    a = tr.spans.filter(pl.col("kind") == "model").sort("end_ns").get_column("block_hashes").to_list()
+    b = load_any(out).spans.filter(pl.col("kind") == "model").sort("end_ns").get_column("block_hashes").to_list()
+    assert a == b
+
+
+def test_unknown_files_in_the_folder_are_skipped_not_fatal(tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(FOLDER, out / "django__django-10554")
+    shutil.copy(SAMPLES / "openhands" / "metadata.json", out / "metadata.json")
+    tr = load_any(out)
+    assert kinds(tr.spans)["model"] == 40
+    assert any(d.kind == "skipped_files" and "metadata.json" in d.message for d in tr.diagnostics)
