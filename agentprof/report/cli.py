@@ -1,0 +1,137 @@
+"""``agentprof report`` (the single-file HTML report) and ``agentprof export`` (Perfetto, Mooncake, OTLP JSON)."""
+
+from __future__ import annotations
+
+import re
+import webbrowser
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from agentprof.errors import AgentprofError
+
+
+def _load(paths: tuple[str, ...], skip_bad_lines: bool):
+    from agentprof.importers import load_any
+
+    return load_any(list(paths), skip_bad_lines=skip_bad_lines, progress=True)
+
+
+def _default_name(paths: tuple[str, ...]) -> str:
+    stem = Path(paths[0]).name if len(paths) == 1 else "corpus"
+    for suffix in (".jsonl", ".json", ".parquet"):
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-") or "report"
+
+
+@click.command("report")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="HTML file to write (default: reports/NAME.html).")
+@click.option("--system", "systems", multiple=True, metavar="S",
+              help="Serving system for the device what-if (repeatable; `agentprof devices list`; default: "
+                   "h200+x86, jalapeno, rubin+vera).")
+@click.option("--model", default=None, metavar="NAME",
+              help="Open model standing in for the served one: its KV size drives the cache panel and the replay.")
+@click.option("--title", default=None, help="Title shown at the top (default: the input's name).")
+@click.option("--include-text", is_flag=True,
+              help="Include captured prompt/response text in hover details (only if the capture opted in).")
+@click.option("--no-analysis", is_flag=True, help="Skip the analysis stage (timeline, counts and exports only).")
+@click.option("--no-replay", is_flag=True, help="Skip the device what-if replay.")
+@click.option("--skip-bad-lines", is_flag=True, help="Skip unreadable records instead of stopping.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the report in the default browser.")
+def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...], model: str | None,
+           title: str | None, include_text: bool, no_analysis: bool, no_replay: bool, skip_bad_lines: bool,
+           open_browser: bool) -> None:
+    """Write one self-contained HTML report (opens offline, no network) for trace files or folders.
+
+    \b
+    Example:
+      agentprof report traces/run.jsonl -o reports/run.html --system jalapeno --system h200+x86 --model gpt-oss-120b
+    """
+    from agentprof.report.html import render_payload
+    from agentprof.report.payload import build_payload
+    from agentprof.report.stages import run_stages
+    from agentprof.report.terminal import report_view, show
+
+    trace = _load(paths, skip_bad_lines)
+    err = Console(stderr=True)
+    with err.status("analyzing", spinner="dots") if err.is_terminal else _null():
+        res = run_stages(trace, systems, model, analysis=not no_analysis, replay=not no_replay)
+    if title is None:
+        title = Path(paths[0]).name + (f" and {len(paths) - 1} more input{'s' if len(paths) > 2 else ''}"
+                                       if len(paths) > 1 else "")
+    payload = build_payload(trace, analysis=res.analysis, replay=res.replay, cache=res.cache, title=title,
+                            include_text=include_text, notes=res.notes, cache_model=res.cache_model)
+    out = Path(output) if output else Path("reports") / f"{_default_name(paths)}.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.write_text(render_payload(payload), encoding="utf-8")
+    except OSError as e:
+        raise AgentprofError(f"{out}: cannot write: {e.strerror or e}") from None
+    show(report_view(str(out), out.stat().st_size, payload))
+    if open_browser:
+        webbrowser.open(out.resolve().as_uri())
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+@click.command("export")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--to", "fmt", required=True, type=click.Choice(["perfetto", "mooncake", "otlp-json"]),
+              help="perfetto: Chrome trace-event JSON (Perfetto UI, chrome://tracing); mooncake: JSONL for "
+                   "AIPerf/Dynamo replay; otlp-json: OpenTelemetry spans as OTLP/JSON.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="File to write.")
+@click.option("--block", default=512, show_default=True, type=int,
+              help="Mooncake: tokens per hash_ids block (a multiple of the trace's hash block size).")
+@click.option("--skip-bad-lines", is_flag=True, help="Skip unreadable records instead of stopping.")
+def export(paths: tuple[str, ...], fmt: str, output: str, block: int, skip_bad_lines: bool) -> None:
+    """Export traces for other tools.
+
+    \b
+    Examples:
+      agentprof export traces/run.jsonl --to perfetto -o run.trace.json    # open in ui.perfetto.dev
+      agentprof export traces/kv/ --to mooncake -o kv.mooncake.jsonl        # aiperf --custom-dataset-type mooncake_trace
+    """
+    trace = _load(paths, skip_bad_lines)
+    out = Path(output)
+    try:
+        if fmt == "perfetto":
+            from agentprof.report.perfetto import write_perfetto
+
+            st = write_perfetto(trace, out)
+            msg = f"{st['slices']:,} slices in {st['sessions']:,} sessions"
+            if st["skipped_untimed"]:
+                msg += f"; {st['skipped_untimed']:,} spans without times left out"
+        elif fmt == "mooncake":
+            from agentprof.report.mooncake import write_mooncake
+
+            ms = write_mooncake(trace, out, block)
+            msg = f"{ms.requests:,} requests, {ms.unique_blocks:,} distinct {block}-token blocks"
+            notes = []
+            if ms.calls_without_hashes:
+                notes.append(f"{ms.calls_without_hashes:,} calls had no prompt hashes (fresh ids, no reuse)")
+            if ms.calls_without_output:
+                notes.append(f"{ms.calls_without_output:,} calls had no output count (written as 1)")
+            if ms.calls_without_time:
+                notes.append(f"{ms.calls_without_time:,} calls had no start time (kept in order)")
+            if ms.skipped_no_length:
+                notes.append(f"{ms.skipped_no_length:,} calls with no input length left out")
+            if notes:
+                msg += "; " + "; ".join(notes)
+        else:
+            from agentprof.report.otlp import write_otlp_json
+
+            n = write_otlp_json(trace, out)
+            msg = f"{n:,} spans"
+    except OSError as e:
+        raise AgentprofError(f"{out}: cannot write: {e.strerror or e}") from None
+    click.echo(f"wrote {out} ({msg})")

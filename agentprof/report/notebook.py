@@ -1,0 +1,211 @@
+"""Jupyter display: small static HTML fragments (tables and inline SVG bars, no scripts) for traces and stage
+results, so ``analyze(trace)`` or ``replay(...)`` show themselves in a notebook.
+
+Wiring: a result class gets ``_repr_html_`` from :class:`HtmlRepr` (or defines
+``def _repr_html_(self): from agentprof.report.notebook import html_for; return html_for(self)``).
+Everything from a trace is escaped with :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+from agentprof.report.terminal import TIME_ROWS, fmt_duration, fmt_int, fmt_pct, fmt_tokens, fmt_x
+
+COLORS = {"model": "#0072b2", "tool": "#e69f00", "parse": "#cc79a7", "orchestration": "#009e73", "wait": "#9aa5b1"}
+_BOX = ("font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:13px;color:#1c2430;"
+        "max-width:880px")
+_TH = "text-align:left;padding:3px 10px 3px 0;border-bottom:1px solid #dde2e8;font-weight:600;color:#4a5563"
+_TD = "padding:3px 10px 3px 0;border-bottom:1px solid #f0f2f5"
+_TDR = _TD + ";text-align:right;font-variant-numeric:tabular-nums"
+
+
+def _e(v: Any) -> str:
+    return html.escape("" if v is None else str(v), quote=True)
+
+
+def _table(headers: list[str], rows: list[list[str]], right: set[int] | None = None) -> str:
+    right = right or set()
+    head = "".join(f'<th style="{_TH}{";text-align:right" if i in right else ""}">{_e(h)}</th>'
+                   for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(f'<td style="{_TDR if i in right else _TD}">{c}</td>' for i, c in enumerate(r))
+                   + "</tr>" for r in rows)
+    return f'<table style="border-collapse:collapse;margin:6px 0 10px">{"<thead><tr>" + head + "</tr></thead>"}<tbody>{body}</tbody></table>'
+
+
+def split_bar_svg(time: dict[str, Any], width: int = 560, height: int = 16) -> str:
+    """The time split as one stacked bar (inline SVG), widths proportional to wall time."""
+    wall = time.get("wall_s")
+    if not wall:
+        return ""
+    x = 0.0
+    parts = []
+    for key, label in TIME_ROWS:
+        v = time.get(key)
+        if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            continue
+        w = width * v / wall
+        parts.append(f'<rect x="{x:.2f}" y="0" width="{w:.2f}" height="{height}" fill="{COLORS[label]}">'
+                     f"<title>{_e(label)}: {_e(fmt_duration(v))} ({_e(fmt_pct(v / wall))})</title></rect>")
+        x += w
+    return (f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+            f'style="display:block;border:1px solid #dde2e8;border-radius:3px">{"".join(parts)}</svg>')
+
+
+def _time_table(time: dict[str, Any]) -> str:
+    wall = time.get("wall_s")
+    rows = []
+    for key, label in TIME_ROWS:
+        v = time.get(key)
+        sw = f'<span style="display:inline-block;width:9px;height:9px;border-radius:2px;background:{COLORS[label]};margin-right:6px"></span>'
+        rows.append([sw + _e(label), _e(fmt_duration(v)), _e(fmt_pct(v / wall if v is not None and wall else None))])
+    rows.append(["<b>wall</b>", f"<b>{_e(fmt_duration(wall))}</b>", ""])
+    if time.get("amdahl_bound_s") is not None:
+        a = time["amdahl_bound_s"]
+        rows.append(["Amdahl bound", _e(fmt_duration(a)), _e(f"≤ {fmt_x(wall / a)} faster" if wall and a else "")])
+    return _table(["bucket", "time", "share"], rows, {1, 2})
+
+
+def analysis_html(d: dict[str, Any]) -> str:
+    """An ``Analysis.to_dict()`` as a notebook fragment: counts, time split, redundancy summaries, first misses."""
+    out = [f'<div style="{_BOX}"><div style="font-weight:650;font-size:14px;margin-bottom:4px">agentprof analysis</div>',
+           f"<div>{_e(fmt_int(d.get('sessions')))} sessions · {_e(fmt_int(d.get('conversations')))} conversations · "
+           f"{_e(fmt_int(d.get('model_calls')))} model calls</div>"]
+    time = d.get("time")
+    if isinstance(time, dict):
+        out.append('<div style="margin-top:8px">' + split_bar_svg(time) + "</div>")
+        out.append(_time_table(time))
+    red = d.get("redundancy")
+    if isinstance(red, dict):
+        rows = []
+        for name, s in red.items():
+            if isinstance(s, dict):
+                rows.append([_e(name.replace("_", " "))] + [_e(fmt_pct(s.get(k))) for k in ("mean", "median", "p10", "p90")])
+        if rows:
+            out.append(_table(["redundancy", "mean", "median", "p10", "p90"], rows, {1, 2, 3, 4}))
+    misses = [m for m in d.get("cache_misses") or [] if isinstance(m, dict)]
+    if misses:
+        rows = []
+        for m in misses[:10]:
+            causes = [c for c in m.get("causes") or [] if isinstance(c, dict)]
+            top = max(causes, key=lambda c: c.get("score") or 0) if causes else {}
+            call = m.get("call_index")
+            rows.append([_e(m.get("session_id")), _e(call + 1 if isinstance(call, int) else ""),
+                         _e(str(top.get("cause") or "").replace("_", " ")), _e(top.get("fix"))])
+        out.append(f"<div style='margin-top:6px;font-weight:600'>cache misses ({len(misses):,})</div>")
+        out.append(_table(["session", "call", "cause", "fix"], rows, {1}))
+    out.append("</div>")
+    return "".join(out)
+
+
+def replay_html(d: dict[str, Any]) -> str:
+    """A ``ReplayResult.to_dict()`` as a table plus stacked model / orchestration / wait bars."""
+    rows_in = ([d["recorded"]] if isinstance(d.get("recorded"), dict) else []) + \
+        [s for s in d.get("systems") or [] if isinstance(s, dict)]
+    totals = [sum(r.get(k) or 0 for k in ("model_s", "orchestration_s", "wait_s")) for r in rows_in]
+    top = max(totals + [r.get("e2e_s") or 0 for r in rows_in] + [1e-9])
+    rows = []
+    for r in rows_in:
+        x, rects = 0.0, []
+        for key, label in (("model_s", "model"), ("orchestration_s", "orchestration"), ("wait_s", "wait")):
+            v = r.get(key) or 0
+            if v > 0:
+                w = 260 * v / top
+                rects.append(f'<rect x="{x:.2f}" y="2" width="{w:.2f}" height="12" fill="{COLORS[label]}"/>')
+                x += w
+        svg = f'<svg width="262" height="16" viewBox="0 0 262 16">{"".join(rects)}</svg>'
+        rows.append([_e(r.get("name")), _e(fmt_duration(r.get("e2e_s"))), svg,
+                     _e(fmt_duration(r.get("model_s"))), _e(fmt_duration(r.get("orchestration_s"))),
+                     _e(fmt_duration(r.get("wait_s"))), _e(fmt_x(r.get("speedup_vs_recorded"))),
+                     _e(fmt_x(r.get("model_calls_speedup")))])
+    rec = d.get("recorded") or {}
+    notes = [str(v) for v in (d.get("standins") or {}).values()]
+    return (f'<div style="{_BOX}"><div style="font-weight:650;font-size:14px">agentprof replay</div>'
+            + _table(["system", "task time", "", "model", "orchestration", "wait", "task speed-up",
+                      "model-call speed-up"], rows, {1, 3, 4, 5, 6, 7})
+            + (f"<div>Amdahl bound: {_e(fmt_duration(rec['amdahl_e2e_s']))}</div>" if rec.get("amdahl_e2e_s") else "")
+            + "".join(f'<div style="color:#6b7684;font-size:12px">{_e(n)}</div>' for n in notes)
+            + "</div>")
+
+
+def cachesim_html(d: dict[str, Any]) -> str:
+    """A cache simulation result: hit rate, bytes loaded and evictions per tier."""
+    rows = []
+    for t in d.get("tiers") or []:
+        if isinstance(t, dict):
+            rows.append([_e(t.get("name")), _e(fmt_pct(t.get("hit_rate"))),
+                         _e(fmt_tokens(t.get("hit_tokens"))), _e(fmt_int(t.get("evictions")))])
+    return (f'<div style="{_BOX}"><div style="font-weight:650;font-size:14px">agentprof KV cache simulation '
+            f'{_e(d.get("model") or "")}</div>' + _table(["tier", "token hit rate", "hit tokens", "evictions"], rows, {1, 2, 3})
+            + "</div>")
+
+
+def sweep_html(d: dict[str, Any]) -> str:
+    """A capacity sweep: hit rate at each capacity and where it reaches its target share of unlimited."""
+    rows = [[_e(_bytes(p.get("capacity_bytes"))), _e(fmt_pct(p.get("hit_rate")))] for p in d.get("points") or []
+            if isinstance(p, dict)]
+    target = d.get("capacity_at_target_bytes")
+    return (f'<div style="{_BOX}"><div style="font-weight:650;font-size:14px">agentprof cache capacity sweep</div>'
+            + _table(["capacity", "token hit rate"], rows, {0, 1})
+            + (f"<div>{_e(fmt_pct(d.get('target')))} of the unlimited hit rate "
+               f"({_e(fmt_pct(d.get('unlimited_hit_rate')))}) at {_e(_bytes(target))}</div>" if target else "")
+            + "</div>")
+
+
+def _bytes(b: Any) -> str:
+    if b is None:
+        return "unlimited"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(b) < 1000 or unit == "TB":
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
+        b /= 1000
+    return "—"  # pragma: no cover
+
+
+def trace_html(trace: Any) -> str:
+    """A trace's headline figures (sessions, calls, tokens, wall) as a notebook fragment."""
+    from agentprof.report.headline import trace_figures
+
+    f = trace_figures(trace.spans)
+    rows = [["sessions", _e(f"{f['top_sessions']:,} (+{f['subagent_sessions']:,} subagent)")],
+            ["model calls", _e(fmt_int(f["model_calls"]))], ["tool calls", _e(fmt_int(f["tool_calls"]))],
+            ["input tokens", _e(fmt_tokens(f["input_tokens"]))], ["output tokens", _e(fmt_tokens(f["output_tokens"]))],
+            ["cache read share", _e(fmt_pct(f["cache_read_share"]))], ["wall time", _e(fmt_duration(f["wall_s"]))]]
+    return (f'<div style="{_BOX}"><div style="font-weight:650;font-size:14px">agentprof trace '
+            f'{_e(trace.meta.name or trace.meta.source_format)}</div>' + _table(["", ""], rows, {1}) + "</div>")
+
+
+def html_for(obj: Any) -> str:
+    """The fragment for a trace or a stage result (dispatch on what its ``to_dict()`` holds)."""
+    if hasattr(obj, "spans") and hasattr(obj, "meta"):
+        return trace_html(obj)
+    d = obj.to_dict() if hasattr(obj, "to_dict") else obj
+    if not isinstance(d, dict):
+        return f"<pre>{_e(repr(obj))}</pre>"
+    if "time" in d or "redundancy" in d:
+        return analysis_html(d)
+    if "systems" in d or "recorded" in d:
+        return replay_html(d)
+    if "tiers" in d:
+        return cachesim_html(d)
+    if "points" in d:
+        return sweep_html(d)
+    return f"<pre>{_e(repr(obj))}</pre>"
+
+
+class HtmlRepr:
+    """Mixin: gives a result class (with ``to_dict()``) a Jupyter ``_repr_html_``."""
+
+    def _repr_html_(self) -> str:
+        return html_for(self)
+
+
+def install() -> None:
+    """Register these renderers with the result classes that take one (``Analysis.html_renderer``)."""
+    try:
+        from agentprof.analysis.result import Analysis
+    except ImportError:  # pragma: no cover - analysis stage absent
+        return
+    Analysis.html_renderer = lambda a: analysis_html(a.to_dict())

@@ -1,0 +1,91 @@
+"""The report's data: the trace and whichever stage results exist, reduced to one compact JSON-safe dict
+(columnar arrays, string tables) that the page script draws. Prompt text only with ``include_text``."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+from agentprof import __version__
+from agentprof.report import results
+from agentprof.report.gaps import trace_gaps
+from agentprof.report.headline import headline, trace_figures
+from agentprof.report.slowest import slow_calls, slow_tools
+from agentprof.report.timeline import DEFAULT_MAX_SPANS, build_timeline
+from agentprof.trace import Trace
+
+_ABSOLUTE_AFTER_NS = 10**17  # 1973: earlier "times" are offsets from a session start, not dates
+_STAGE_NAMES = {"analysis": "Analysis", "cache": "Cache simulation", "replay": "Replay"}
+
+
+def as_dict(result: Any) -> dict[str, Any] | None:
+    """A stage result as its ``to_dict()`` (dicts pass through; ``None`` stays ``None``)."""
+    if result is None or isinstance(result, dict):
+        return result
+    to_dict = getattr(result, "to_dict", None)
+    return to_dict() if callable(to_dict) else None
+
+
+def _iso(ns: int | None) -> str | None:
+    if ns is None:
+        return None
+    return _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _basename(p: str) -> str:
+    return p.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache: Any = None, *,
+                  title: str | None = None, include_text: bool = False, notes: dict[str, str] | None = None,
+                  max_spans: int = DEFAULT_MAX_SPANS, cache_model: str | None = None) -> dict[str, Any]:
+    """Everything the page shows, as plain JSON-safe data (see ``docs/REPORT.md`` for the layout).
+
+    ``cache`` is a capacity sweep or a list of ``(label, sweep)``; ``cache_model`` names the model whose KV
+    size the sweep used. ``notes`` explain missing or defaulted stages (``analysis``, ``cache``, ``replay``).
+    """
+    notes = dict(notes or {})
+    spans = trace.spans
+    fig = trace_figures(spans)
+    a = as_dict(analysis)
+    r = as_dict(replay)
+    tl = build_timeline(spans, max_spans=max_spans, include_text=include_text)
+    t0 = int(tl["t0_ns"]) if tl["t0_ns"] is not None else None
+    # sources without absolute times (kv-cache-tester) start at epoch 0: show no date for them
+    tl["t0_iso"] = _iso(t0) if t0 is not None and t0 >= _ABSOLUTE_AFTER_NS else None
+    labels = {s["id"]: s["label"] for s in tl["sessions"]}
+    starts = tl["spans"]["start"]  # sorted: shipped as differences, which are short numbers
+    tl["spans"]["start_delta"] = [b - a for a, b in zip([0, *starts], starts, strict=False)]
+    del tl["spans"]["start"]
+    meta = trace.meta
+    name = title or meta.name or (_basename(meta.sources[0]) if meta.sources else "") or "agent trace"
+    missing = trace_gaps(fig)
+    given = {"analysis": a is not None, "cache": bool(cache), "replay": r is not None}
+    for stage, why in notes.items():
+        if not given.get(stage, False):  # notes on stages that ran are shown in their panel instead
+            missing.append(f"{_STAGE_NAMES.get(stage, stage)}: {why}")
+    payload: dict[str, Any] = {
+        "version": __version__,
+        "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "title": name,
+        "meta": {
+            "source_format": meta.source_format,
+            "sources": [_basename(s) for s in meta.sources][:50],
+            "n_sources": len(meta.sources),
+            "tokenizer": meta.tokenizer,
+            "tokenizer_exact": meta.tokenizer_exact,
+            "block_size": meta.block_size,
+            "first_start": _iso(int(fig["first_start_ns"])) if fig.get("first_start_ns") else None,
+        },
+        "headline": headline(fig, a, r),
+        "missing": missing,
+        "diagnostics": {"count": len(trace.diagnostics),
+                        "first": [d.message for d in trace.diagnostics[:3]]},
+        "timeline": tl,
+        "slow": {"tools": slow_tools(spans), "calls": slow_calls(spans, labels, t0)},
+        "redundancy": results.redundancy_panel(analysis, a, labels, notes.get("analysis")),
+        "cache": results.cache_panel(cache, notes.get("cache"), cache_model),
+        "whatif": results.whatif_panel(r, notes.get("replay")),
+        "corpus": results.corpus_panel(spans, a, fig),
+    }
+    return payload

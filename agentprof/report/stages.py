@@ -1,0 +1,115 @@
+"""Running the stages a report shows (analysis, cache capacity sweeps, replay) for ``agentprof report``.
+
+Each stage is optional: one that is not installed, not asked for or fails on this trace leaves its panel
+empty with the reason, and the rest of the report is still written. The report never recomputes a stage.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentprof.errors import AgentprofError
+from agentprof.trace import Trace
+
+DEFAULT_SYSTEMS = ("h200+x86", "jalapeno", "rubin+vera")
+"""Replayed when no ``--system`` is given: a GPU with an x86 host, OpenAI's Jalapeño, a GPU with a Vera host."""
+PROVIDER_TTL_S = 300.0
+"""The provider-style curve uses Anthropic's default prompt-cache lifetime (5 minutes)."""
+
+
+@dataclass
+class StageResults:
+    """Whatever the stages produced, and why the others are missing (stage name -> one sentence)."""
+
+    analysis: Any = None
+    cache: list[tuple[str, Any]] | None = None
+    cache_model: str | None = None
+    replay: Any = None
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+def _why(e: BaseException) -> str:
+    if isinstance(e, AgentprofError):
+        return str(e)
+    if isinstance(e, ImportError):
+        return f"that stage is not available in this installation ({e})"
+    return f"failed on this trace ({type(e).__name__}: {e})"
+
+
+def _default_systems() -> list[str]:
+    try:
+        from agentprof.catalog.hardware import load_catalog
+
+        known = set(load_catalog().systems)
+    except Exception:
+        return list(DEFAULT_SYSTEMS)
+    return [s for s in DEFAULT_SYSTEMS if s in known]
+
+
+def _stand_in(replay_result: Any) -> str | None:
+    """The open model the replay used for the first system (its first deployment)."""
+    for row in getattr(replay_result, "systems", []) or []:
+        for dep in getattr(row, "deployments", []) or []:
+            if isinstance(dep, dict) and dep.get("model"):
+                return str(dep["model"])
+    return None
+
+
+def run_stages(trace: Trace, systems: Sequence[str] = (), model: str | None = None, analysis: bool = True,
+               cache: bool = True, replay: bool = True) -> StageResults:
+    """Analyze; replay on ``systems`` (default :data:`DEFAULT_SYSTEMS`); sweep cache capacity for ``model``
+    (default: the replay's stand-in for the traced model) — each as far as it can go. A system or model the
+    caller named that the catalog rejects raises its :class:`AgentprofError`; any other failure becomes a
+    note and an empty panel."""
+    out = StageResults()
+    if analysis:
+        try:
+            from agentprof.analysis import analyze
+
+            out.analysis = analyze(trace)
+        except Exception as e:  # a failing stage must not cost the user the rest of the report
+            out.notes["analysis"] = _why(e)
+    else:
+        out.notes["analysis"] = "not run (--no-analysis)"
+    if replay:
+        chosen = list(systems) or _default_systems()
+        try:
+            from agentprof.replay import replay as run_replay
+
+            out.replay = run_replay(trace, chosen, model=model)
+            if not systems:
+                out.notes["replay"] = f"default systems ({', '.join(chosen)}); choose others with --system"
+        except AgentprofError:
+            if systems or model:  # the user named a system or model that is wrong: say so, stop
+                raise
+            out.notes["replay"] = _why(sys.exc_info()[1])  # type: ignore[arg-type]
+        except Exception as e:
+            out.notes["replay"] = _why(e)
+    else:
+        out.notes["replay"] = "not run (--no-replay)"
+    if cache:
+        cache_model = model or _stand_in(out.replay)
+        if cache_model is None:
+            out.notes["cache"] = "pass --model NAME to simulate a KV cache with that model's KV size"
+        else:
+            try:
+                from agentprof.analysis.cachesim import capacity_sweep
+
+                out.cache = [
+                    ("prefix cache, LRU (HBM, CPU or disk tier)", capacity_sweep(trace, cache_model)),
+                    (f"provider-style cache, {PROVIDER_TTL_S / 60:.0f} min TTL",
+                     capacity_sweep(trace, cache_model, provider=True, ttl_s=PROVIDER_TTL_S)),
+                ]
+                out.cache_model = cache_model
+                if model is None:
+                    out.notes["cache"] = f"KV size of {cache_model} (the replay's stand-in); choose with --model"
+            except AgentprofError:
+                if model:
+                    raise
+                out.notes["cache"] = _why(sys.exc_info()[1])  # type: ignore[arg-type]
+            except Exception as e:
+                out.notes["cache"] = _why(e)
+    return out

@@ -1,0 +1,276 @@
+"""Rich terminal renderers shared by ``analyze``, ``cachesim``, ``replay``, ``report`` and ``export``.
+
+Each ``*_view`` function takes a stage's ``to_dict()`` and returns a rich renderable; ``show(renderable)``
+prints it. Trace text (tool, model and session names) always goes in as :class:`rich.text.Text`, so square
+brackets in a name are shown, never read as console markup. ``progress_bar`` wraps long work in a progress
+bar that stays silent when stderr is not a terminal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+KIND_STYLE = {"model": "blue", "tool": "yellow", "parse": "magenta", "orchestration": "green", "wait": "bright_black"}
+TIME_ROWS = (("model_s", "model"), ("tool_s", "tool"), ("parse_s", "parse"), ("orchestration_s", "orchestration"),
+             ("wait_s", "wait"))
+
+
+# ---------------------------------------------------------------- formatting
+def fmt_duration(sec: float | None) -> str:
+    """``1 h 02 m``, ``3 m 12 s``, ``12.3 s``, ``450 ms`` or ``—``."""
+    if sec is None or not isinstance(sec, (int, float)) or not math.isfinite(sec):
+        return "—"
+    a = abs(sec)
+    if a == 0:
+        return "0 s"
+    if a < 1e-3:
+        return f"{sec * 1e6:.0f} µs"
+    if a < 1:
+        return f"{sec * 1e3:.0f} ms" if a >= 0.1 else f"{sec * 1e3:.1f} ms"
+    if a < 60:
+        return f"{sec:.2f} s" if a < 10 else f"{sec:.1f} s"
+    m, s = divmod(round(a), 60)
+    sign = "-" if sec < 0 else ""
+    if m < 60:
+        return f"{sign}{m} m {s:02d} s"
+    h, m = divmod(m, 60)
+    return f"{sign}{h} h {m:02d} m"
+
+
+def fmt_pct(x: float | None, digits: int = 1) -> str:
+    return "—" if x is None or not math.isfinite(x) else f"{x * 100:.{digits}f} %"
+
+
+def fmt_int(x: float | None) -> str:
+    return "—" if x is None else f"{round(x):,}"
+
+
+def fmt_tokens(x: float | None) -> str:
+    if x is None:
+        return "—"
+    a = abs(x)
+    for div, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if a >= div * 10 or (unit != "K" and a >= div):
+            return f"{x / div:.1f}{unit}"
+    return f"{round(x):,}"
+
+
+def fmt_x(x: float | None) -> str:
+    return "—" if x is None or not math.isfinite(x) else f"{x:.2f}×"
+
+
+def bar(share: float | None, width: int = 24, style: str = "blue") -> Text:
+    """A horizontal bar of ``share`` (0–1) drawn with block characters."""
+    if share is None or not math.isfinite(share):
+        return Text("")
+    share = min(1.0, max(0.0, share))
+    eighths = round(share * width * 8)
+    full, part = divmod(eighths, 8)
+    return Text("█" * full + ("▏▎▍▌▋▊▉"[part - 1] if part else ""), style=style)
+
+
+def _t(v: Any) -> Text:
+    """Trace text as literal rich Text (no markup)."""
+    return Text("" if v is None else str(v))
+
+
+def _table(title: str | None = None, **kw: Any) -> Table:
+    return Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, **kw)
+
+
+# ---------------------------------------------------------------- views
+def time_split_view(time: dict[str, Any]) -> Table:
+    """Wall time split into model / tool / parse / orchestration / wait, with shares and bars."""
+    wall = time.get("wall_s")
+    t = _table("Where the time went")
+    t.add_column("bucket")
+    t.add_column("time", justify="right")
+    t.add_column("share", justify="right")
+    t.add_column("", no_wrap=True)
+    for key, label in TIME_ROWS:
+        v = time.get(key)
+        share = v / wall if v is not None and wall else None
+        t.add_row(Text(label, style=KIND_STYLE[label]), fmt_duration(v), fmt_pct(share), bar(share, style=KIND_STYLE[label]))
+    t.add_row(Text("wall", style="bold"), Text(fmt_duration(wall), style="bold"), "", "")
+    if time.get("critical_path_s") is not None:
+        t.add_row("critical path", fmt_duration(time["critical_path_s"]), fmt_pct(time["critical_path_s"] / wall if wall else None), "")
+    if time.get("amdahl_bound_s") is not None:
+        amdahl = time["amdahl_bound_s"]
+        note = f"at most {fmt_x(wall / amdahl)} faster" if wall and amdahl else ""
+        t.add_row("Amdahl bound", fmt_duration(amdahl), "", Text(note, style="dim"))
+    return t
+
+
+def distribution_view(dists: dict[str, Any], title: str, as_share: bool = True) -> Table:
+    """Rows of ``{name: {mean, median, p10, p25, p75, p90}}`` summaries (other entries are skipped)."""
+    t = _table(title)
+    t.add_column("metric")
+    for k in ("n", "mean", "median", "p10", "p25", "p75", "p90"):
+        t.add_column(k, justify="right")
+    fmt = fmt_pct if as_share else fmt_duration
+    for name, d in dists.items():
+        if not isinstance(d, dict) or "mean" not in d:
+            continue
+        t.add_row(name.replace("_", " "), fmt_int(d.get("n")),
+                  *(fmt(d.get(k)) for k in ("mean", "median", "p10", "p25", "p75", "p90")))
+    return t
+
+
+def _top_cause(m: dict[str, Any]) -> dict[str, Any]:
+    causes = [c for c in m.get("causes") or [] if isinstance(c, dict)]
+    return max(causes, key=lambda c: c.get("score") or 0) if causes else {}
+
+
+def misses_view(misses: Sequence[dict[str, Any]], limit: int = 15) -> Table:
+    """The first cache misses (analysis ``cache_misses``) with their most likely cause, where and the fix.
+    Call numbers are 1-based (``call_index + 1``), as in the HTML report."""
+    t = _table(f"Cache misses ({len(misses):,})" + (f", first {limit}" if len(misses) > limit else ""))
+    t.add_column("session", overflow="fold", max_width=22)
+    t.add_column("call", justify="right")
+    t.add_column("cause", style="red")
+    t.add_column("where", overflow="fold")
+    t.add_column("fix", overflow="fold", ratio=2)
+    for m in misses[:limit]:
+        top = _top_cause(m)
+        loc = m.get("location") if isinstance(m.get("location"), dict) else {}
+        where = loc.get("where")
+        if m.get("first_diverging_block") is not None:
+            where = f"{where or ''}{', ' if where else ''}block {m['first_diverging_block']}"
+        call = m.get("call_index")
+        t.add_row(_t(m.get("session_id")), fmt_int(call + 1 if isinstance(call, int) else None),
+                  _t(str(top.get("cause") or "").replace("_", " ")), _t(where), _t(top.get("fix")))
+    return t
+
+
+def analysis_view(d: dict[str, Any], misses: int = 15) -> RenderableType:
+    """``agentprof analyze``: headline counts, time split, redundancy distributions and the first misses."""
+    parts: list[RenderableType] = []
+    head = Text()
+    head.append(f"{d.get('sessions', 0) or 0:,}", style="bold")
+    head.append(" sessions · ")
+    head.append(f"{d.get('conversations', 0) or 0:,}", style="bold")
+    head.append(" conversations · ")
+    head.append(f"{d.get('model_calls', 0) or 0:,}", style="bold")
+    head.append(" model calls")
+    parts.append(head)
+    if isinstance(d.get("time"), dict):
+        parts.append(time_split_view(d["time"]))
+    if isinstance(d.get("redundancy"), dict):
+        parts.append(distribution_view(d["redundancy"], "Prompt redundancy (per call; hit rate per conversation)"))
+    found = d.get("cache_misses") or []
+    if found and misses:
+        parts.append(misses_view(found, misses))
+    return Group(*parts)
+
+
+def replay_view(d: dict[str, Any]) -> RenderableType:
+    """``agentprof replay``: the recorded run and each system with times, model share and speed-ups."""
+    rows = ([d["recorded"]] if isinstance(d.get("recorded"), dict) else []) + \
+        [s for s in d.get("systems") or [] if isinstance(s, dict)]
+    t = _table("Device what-if")
+    for col, just in (("system", "left"), ("task time", "right"), ("model", "right"), ("orchestration", "right"),
+                      ("wait", "right"), ("model share", "right"), ("task speed-up", "right"),
+                      ("model-call speed-up", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in rows:
+        if r.get("error"):
+            t.add_row(_t(r.get("name")), Text("not replayed: " + str(r["error"]), style="red"), "", "", "", "", "", "")
+            continue
+        t.add_row(_t(r.get("name")), fmt_duration(r.get("e2e_s")), fmt_duration(r.get("model_s")),
+                  fmt_duration(r.get("orchestration_s")), fmt_duration(r.get("wait_s")), fmt_pct(r.get("model_share")),
+                  fmt_x(r.get("speedup_vs_recorded")), fmt_x(r.get("model_calls_speedup")))
+    rec = d.get("recorded") or {}
+    if rec.get("amdahl_e2e_s") is not None:
+        t.caption = (f"Amdahl bound (model calls taking no time): {fmt_duration(rec['amdahl_e2e_s'])}"
+                     + (f", at most {fmt_x(rec['amdahl_bound'])} faster" if rec.get("amdahl_bound") else ""))
+    notes = [str(v) for v in (d.get("standins") or {}).values()] + [str(n) for n in d.get("notes") or []]
+    return Group(t, *(Text("• " + n, style="dim") for n in notes))
+
+
+def cachesim_view(d: dict[str, Any]) -> Table:
+    """``agentprof cachesim``: hit rate, bytes loaded and evictions per tier."""
+    t = _table(f"KV cache simulation{(' · ' + str(d['model'])) if d.get('model') else ''}")
+    for col in ("tier", "capacity", "token hit rate", "bytes loaded", "evictions"):
+        t.add_column(col, justify="left" if col == "tier" else "right")
+    for tier in d.get("tiers") or []:
+        if not isinstance(tier, dict):
+            continue
+        cap = tier.get("capacity_bytes")
+        t.add_row(_t(tier.get("name")), _bytes(cap) if cap is not None else "unlimited", fmt_pct(tier.get("hit_rate")),
+                  _bytes(tier.get("bytes_loaded")), fmt_int(tier.get("evictions")))
+    if d.get("hit_rate") is not None:
+        t.add_row(Text("all tiers", style="bold"), "", Text(fmt_pct(d["hit_rate"]), style="bold"), "", "")
+    return t
+
+
+def _bytes(b: float | None) -> str:
+    if b is None:
+        return "—"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(b) < 1000 or unit == "TB":
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
+        b /= 1000
+    return "—"  # pragma: no cover
+
+
+def slow_tools_view(tools: Sequence[dict[str, Any]]) -> Table:
+    """Tools by total time (from :func:`agentprof.report.slowest.slow_tools`)."""
+    t = _table("Slowest tools (total time)")
+    for col in ("tool", "calls", "total", "", "median", "max", "errors"):
+        t.add_column(col, justify="left" if col in ("tool", "") else "right")
+    top = tools[0]["total_s"] if tools else 1
+    for r in tools:
+        t.add_row(_t(r["tool"]), fmt_int(r["calls"]), fmt_duration(r["total_s"]),
+                  bar(r["total_s"] / top if top else None, 16, "yellow"), fmt_duration(r["median_s"]),
+                  fmt_duration(r["max_s"]), fmt_int(r["errors"]))
+    return t
+
+
+def report_view(path: str, size_bytes: int, payload: dict[str, Any]) -> RenderableType:
+    """What ``agentprof report`` wrote: the file, its size, the headline and what is missing."""
+    hl = payload.get("headline", {})
+    lines = Text()
+    lines.append("wrote ")
+    lines.append(path, style="bold")
+    lines.append(f"  ({size_bytes / 1e6:.2f} MB, opens offline)\n")
+    lines.append(f"{hl.get('top_sessions', 0):,} sessions · {hl.get('model_calls', 0):,} model calls · "
+                 f"wall {fmt_duration(hl.get('wall_s'))} · cache read share {fmt_pct(hl.get('cache_read_share'))}")
+    parts: list[RenderableType] = [lines]
+    if hl.get("time"):
+        parts.append(time_split_view(hl["time"]))
+    if payload.get("missing"):
+        parts.append(Panel(Text("\n".join("• " + m for m in payload["missing"])), title="not in this report",
+                           title_align="left", border_style="yellow", expand=False))
+    return Group(*parts)
+
+
+def show(renderable: RenderableType, console: Console | None = None) -> None:
+    """Print a renderable on ``console`` (stdout by default)."""
+    (console or Console()).print(renderable)
+
+
+@contextmanager
+def progress_bar(description: str, total: int | None = None, console: Console | None = None,
+                 enabled: bool | None = None) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr for long work; yields ``advance(n=1)``. Silent when stderr is not a terminal
+    (or ``enabled=False``)."""
+    con = console or Console(stderr=True)
+    if enabled is None:
+        enabled = con.is_terminal
+    if not enabled:
+        yield lambda n=1: None
+        return
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=con, transient=True) as p:
+        task = p.add_task(description, total=total)
+        yield lambda n=1: p.advance(task, n)

@@ -1,0 +1,71 @@
+"""``agentprof report`` and ``agentprof export`` end to end on the shared traces."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from report_support import BIG_SESSION, BIG_SESSION_SUBAGENTS, KV_FOLDER
+
+from agentprof.cli import main
+
+
+def _run(argv, capsys) -> tuple[int, str, str]:
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as e:
+        code = e.code or 0
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_report_writes_one_file_and_summarizes(tmp_path, capsys):
+    out = tmp_path / "reports" / "cc.html"
+    code, stdout, _ = _run(["report", str(BIG_SESSION), str(BIG_SESSION_SUBAGENTS), "-o", str(out),
+                            "--system", "jalapeno", "--model", "gpt-oss-120b"], capsys)
+    assert code == 0 and out.exists()
+    assert "wrote" in stdout and "Where the time went" in stdout
+    page = out.read_text()
+    data = json.loads(page.split('type="application/json">', 1)[1].split("</script>", 1)[0])
+    assert [r["name"] for r in data["whatif"]["rows"]] == ["recorded", "jalapeno"]
+    assert data["cache"]["model"] == "gpt-oss-120b" and data["redundancy"]["status"] == "ok"
+    assert data["title"].startswith(BIG_SESSION.name)
+
+
+def test_report_rejects_an_unknown_system(tmp_path, capsys):
+    code, _, err = _run(["report", str(BIG_SESSION), "-o", str(tmp_path / "x.html"), "--system", "warp-drive"], capsys)
+    assert code == 2 and err.startswith("error: unknown system 'warp-drive'")
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_export_formats(tmp_path, capsys, big_session):
+    from agentprof.importers import load_any
+
+    perfetto, mooncake, otlp = tmp_path / "t.json", tmp_path / "m.jsonl", tmp_path / "o.json"
+    base = [str(BIG_SESSION), str(BIG_SESSION_SUBAGENTS)]
+    assert _run(["export", *base, "--to", "perfetto", "-o", str(perfetto)], capsys)[0] == 0
+    assert json.loads(perfetto.read_text())["traceEvents"]
+    code, stdout, _ = _run(["export", *base, "--to", "mooncake", "-o", str(mooncake)], capsys)
+    assert code == 0 and "requests" in stdout
+    lines = mooncake.read_text().splitlines()
+    assert len(lines) == big_session.spans.filter(pl.col("kind") == "model").height
+    assert _run(["export", *base, "--to", "otlp-json", "-o", str(otlp)], capsys)[0] == 0
+    back = load_any([otlp])  # OTLP JSON imports back to the same spans and token counts
+    assert back.spans.height == big_session.spans.height
+    assert back.spans.get_column("input_tokens").sum() == big_session.spans.get_column("input_tokens").sum()
+
+
+def test_export_bad_block_is_a_one_line_error(tmp_path, capsys):
+    code, _, err = _run(["export", str(KV_FOLDER / "trace_0121.json"), "--to", "mooncake", "--block", "100",
+                         "-o", str(tmp_path / "m.jsonl")], capsys)
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("fmt", ["perfetto", "mooncake"])
+def test_export_unwritable_output_is_a_clear_error(tmp_path, capsys, fmt):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _, err = _run(["export", str(KV_FOLDER / "trace_0121.json"), "--to", fmt, "-o", str(blocker / "out")], capsys)
+    assert code == 2 and err.startswith("error: ") and "cannot write" in err

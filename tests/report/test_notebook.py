@@ -1,0 +1,32 @@
+"""Jupyter fragments: static, escaped HTML for traces and results; Analysis shows itself through them."""
+
+from __future__ import annotations
+
+import re
+
+from report_support import synthetic_session
+from test_html import evil_trace
+
+import agentprof.report  # noqa: F401  (registers the renderer)
+from agentprof.report.notebook import html_for
+from agentprof.report.stages import run_stages
+
+
+def test_analysis_and_replay_show_themselves(big_session):
+    res = run_stages(big_session, systems=["jalapeno"], model="gpt-oss-120b")
+    a_html = res.analysis._repr_html_()
+    d = res.analysis.to_dict()
+    assert "<svg" in a_html and "<script" not in a_html
+    assert f"{100 * d['time']['model_s'] / d['time']['wall_s']:.1f} %" in a_html
+    r_html = html_for(res.replay)
+    assert "jalapeno" in r_html and "recorded" in r_html and "<script" not in r_html
+    sweep = res.cache[0][1]
+    s_html = html_for(sweep)
+    assert "capacity sweep" in s_html and f"{100 * sweep.unlimited_hit_rate:.1f} %" in s_html
+
+
+def test_trace_fragment_is_escaped():
+    out = html_for(evil_trace())
+    assert "<script" not in out and "&lt;evil&gt;" in out
+    counts = html_for(synthetic_session(turns=5, subagent=False))
+    assert re.search(r">5<", counts)  # five model calls

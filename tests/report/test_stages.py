@@ -1,0 +1,37 @@
+"""Running the stages for a report: defaults, user mistakes, and failures that leave a note."""
+
+from __future__ import annotations
+
+import pytest
+from report_support import make_trace, span, synthetic_session
+
+from agentprof.errors import AgentprofError
+from agentprof.report.stages import DEFAULT_SYSTEMS, run_stages
+
+
+def test_defaults_replay_the_default_systems_and_size_the_cache_by_the_stand_in(big_session):
+    res = run_stages(big_session)
+    assert res.analysis is not None and res.replay is not None
+    assert [s.name for s in res.replay.systems] == list(DEFAULT_SYSTEMS)
+    stand_in = res.replay.systems[0].deployments[0]["model"]
+    assert res.cache_model == stand_in and len(res.cache) == 2
+    assert "default systems" in res.notes["replay"] and stand_in in res.notes["cache"]
+
+
+def test_named_systems_and_models_are_used_and_wrong_ones_are_errors():
+    tr = synthetic_session(turns=6)
+    res = run_stages(tr, systems=["jalapeno"], model="gpt-oss-120b")
+    assert [s.name for s in res.replay.systems] == ["jalapeno"] and res.cache_model == "gpt-oss-120b"
+    assert "replay" not in res.notes and "cache" not in res.notes
+    with pytest.raises(AgentprofError, match="unknown system"):
+        run_stages(tr, systems=["no-such-system"])
+    with pytest.raises(AgentprofError, match="unknown model"):
+        run_stages(tr, model="no-such-model")
+
+
+def test_stages_can_be_skipped_and_a_bare_trace_still_runs():
+    recs = [span("s", "a", None, "agent", "invoke_agent x", None, None), span("s", "m", "a", "model", "chat m", None, None)]
+    res = run_stages(make_trace(recs), analysis=False, replay=False)
+    assert res.analysis is None and res.replay is None and res.cache is None
+    assert res.notes["analysis"].startswith("not run") and res.notes["replay"].startswith("not run")
+    assert "--model" in res.notes["cache"]
