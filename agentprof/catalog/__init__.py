@@ -75,6 +75,9 @@ class ModelSpec:
     fields: dict[str, Sourced]
     aliases: list[str] = field(default_factory=list)
     native_precision: str = ""
+    formats: dict[str, dict[str, Sourced]] = field(default_factory=dict)
+    """Weight formats by precision name (``fp4``, ``fp8``, ``int4``, ``bf16``): ``expert_bits`` (routed experts),
+    ``dense_bits`` (every other weight), optionally ``kv_bytes`` (bytes per KV element)."""
 
     def get(self, name: str, default: float = 0.0) -> float:
         f = self.fields.get(name)
@@ -137,8 +140,13 @@ def _parse_models(data: dict[str, Any], where: str) -> dict[str, ModelSpec]:
         for need in need_kv:
             if need not in fields:
                 raise CatalogError(f"{where}: models.{key} ({att}) needs {need!r}")
+        formats: dict[str, dict[str, Sourced]] = {}
+        for prec, ft in (t.get("formats") or {}).items():
+            if not isinstance(ft, dict):
+                raise CatalogError(f"{where}: models.{key}.formats.{prec} must be a table")
+            formats[str(prec)] = sourced_fields(ft, f"{where}: models.{key}.formats.{prec}")
         out[key] = ModelSpec(key, str(t.get("display", key)), att, fields, [str(a) for a in t.get("aliases", [])],
-                             str(t.get("native_precision", "")))
+                             str(t.get("native_precision", "")), formats)
     return out
 
 

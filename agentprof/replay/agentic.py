@@ -1,0 +1,129 @@
+"""Long-prompt calibration and check on the AgentX Kimi K2.5 trace-replay points.
+
+The official fixed-sequence points all have 1K-token prompts; agent calls have 75-120K-token prompts that are
+mostly a cached prefix. The AgentX points (``data/inferencex/agentic_kimi_points.csv``: Kimi K2.5 on B200 and
+MI355X under vLLM, with measured server prefix-cache hit rates) are the only long-prompt measurements. Their
+healthy region (hit rate >= 0.9, concurrency <= 8, so the KV capacity does not bind) fits one global term,
+the efficiency of prefill attention relative to the weight GEMMs, and checks decode at long context (ITL)
+out of sample. Kimi K2.5 has no fixed-sequence calibration of its own: its per-step terms are DeepSeek R1's
+(same 61-layer MLA MoE) on the same accelerator, as in the replay.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from agentprof.catalog import find_model
+from agentprof.catalog.hardware import HardwareCatalog
+from agentprof.errors import TraceFormatError
+from agentprof.replay.calibration import Fitted, step_params
+from agentprof.replay.costmodel import Deployment, call_times
+from agentprof.replay.points import PointKey
+
+HEALTHY_HIT = 0.9
+MAX_CONC = 8
+COLUMNS = ("hw", "model", "framework", "precision", "tp", "ep", "conc", "mean_input_tokens",
+           "mean_output_tokens_actual", "server_gpu_cache_hit_rate", "mean_ttft", "mean_itl")
+
+
+def load_agentic(path: str | Path) -> pl.DataFrame:
+    """Read the AgentX points CSV; missing columns are a one-line error naming the file."""
+    p = str(path)
+    try:
+        df = pl.read_csv(p, infer_schema_length=10000)
+    except (OSError, pl.exceptions.ComputeError, pl.exceptions.NoDataError) as e:
+        raise TraceFormatError(p, None, f"not a readable CSV ({str(e).splitlines()[0]})") from None
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise TraceFormatError(p, 1, f"missing column(s): {', '.join(missing)}")
+    return df
+
+
+def _params_entry(fitted: Fitted, cat: HardwareCatalog, hw: str, fw: str, model_key: str, prec: str, tp: int,
+                  ep: int) -> tuple[Any, str] | None:
+    acc = cat.accelerators[hw]
+    model = cat.models[model_key]
+    cands = [model_key] + [m.key for m in cat.models.values() if m.key != model_key and m.attention == model.attention
+                           and bool(m.get("experts")) == bool(model.get("experts"))]
+    for mk in cands:
+        e, how = fitted.lookup(PointKey(acc.family, hw, fw, mk, prec, "none", f"tp{tp}-ep{ep}"), acc.vendor)
+        if how not in ("hardware", "family", "prior"):
+            return e, f"{e.key} ({how})"
+    return None
+
+
+def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff: float) -> pl.DataFrame:
+    """Predicted mean TTFT and ITL for the healthy points (the server's measured hit rate sets the cached part)."""
+    rows = []
+    for r in df.filter((pl.col("server_gpu_cache_hit_rate") >= HEALTHY_HIT) & (pl.col("conc") <= MAX_CONC)
+                       & pl.col("mean_ttft").is_not_null()).iter_rows(named=True):
+        hw = str(r["hw"]).lower()
+        hw = hw if hw in cat.accelerators else hw.split("-")[0]
+        m = find_model(str(r["model"])) or (cat.models.get("kimi-k2.5") if "kimi" in str(r["model"]).lower() else None)
+        prec = str(r["precision"]).lower()
+        if hw not in cat.accelerators or m is None or prec not in m.formats:
+            continue
+        tp, ep = int(r["tp"]), int(r["ep"] or 1)
+        got = _params_entry(fitted, cat, hw, str(r["framework"]).lower(), m.key, prec, tp, ep)
+        if got is None:
+            continue
+        entry, how = got
+        dep = Deployment(m, cat.accelerators[hw], prec, tp)
+        p = step_params(entry.theta, dep.layers, tp, accept=1.0).with_(attn_eff=attn_eff)
+        inp, out = float(r["mean_input_tokens"]), float(r["mean_output_tokens_actual"])
+        t = call_times(dep, p, np.array([inp]), np.array([r["server_gpu_cache_hit_rate"] * inp]), np.array([out]),
+                       batch=int(r["conc"]))
+        rows.append({"hardware": hw, "tp": tp, "conc": int(r["conc"]), "calibration": how,
+                     "meas_ttft": r["mean_ttft"], "pred_ttft": float(t.ttft_s[0]), "meas_itl": r["mean_itl"],
+                     "pred_itl": float(t.decode_s[0]) / max(out - 1.0, 1.0)})
+    return pl.DataFrame(rows)
+
+
+def summarize(t: pl.DataFrame) -> dict[str, Any]:
+    """Median absolute percentage errors of TTFT and ITL, overall and per hardware."""
+    if not t.height:
+        return {"points": 0}
+    t = t.with_columns(((pl.col("pred_ttft") - pl.col("meas_ttft")).abs() / pl.col("meas_ttft")).alias("a_ttft"),
+                       ((pl.col("pred_itl") - pl.col("meas_itl")).abs() / pl.col("meas_itl")).alias("a_itl"))
+    out: dict[str, Any] = {"points": t.height, "median_ape_ttft": float(t["a_ttft"].median()),
+                           "median_ape_itl": float(t["a_itl"].median())}
+    for (hw,), g in sorted(t.group_by("hardware"), key=lambda kv: str(kv[0][0])):
+        out[f"{hw}_points"] = g.height
+        out[f"{hw}_median_ape_ttft"] = float(g["a_ttft"].median())
+        out[f"{hw}_median_ape_itl"] = float(g["a_itl"].median())
+    return out
+
+
+def fit_attn_eff(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> tuple[float, dict[str, Any]]:
+    """The attention efficiency that best predicts the healthy points' TTFT (least squares on log TTFT,
+    golden-section search over [0.02, 2]); returns it with the resulting errors."""
+    def cost(log_eta: float) -> float:
+        t = predictions(df, fitted, cat, math.exp(log_eta))
+        if not t.height:
+            return 0.0
+        r = np.log(t["pred_ttft"].to_numpy() / t["meas_ttft"].to_numpy())
+        return float(r @ r)
+
+    lo, hi = math.log(0.02), math.log(2.0)
+    g = (math.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = cost(a), cost(b)
+    for _ in range(40):
+        if fa < fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = cost(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = cost(b)
+        if hi - lo < 1e-3:
+            break
+    eta = math.exp((lo + hi) / 2)
+    return eta, {"attn_eff": eta, "healthy_hit_rate_min": HEALTHY_HIT, "max_concurrency": MAX_CONC,
+                 **summarize(predictions(df, fitted, cat, eta))}

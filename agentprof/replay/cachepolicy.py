@@ -1,0 +1,187 @@
+"""Which prompt tokens a serving system finds cached, per model call, under a cache policy.
+
+- ``none``: nothing is cached; every call prefills its whole prompt.
+- ``prefix``: an HBM prefix cache (vLLM/SGLang automatic prefix caching). A call reuses the longest prefix of
+  its prompt blocks that some earlier call already computed, while it still fits: the capacity is the HBM left
+  after the weights, shared by the concurrent clients, with least-recently-used eviction.
+- ``lmcache:cpu=SIZE[,disk=SIZE]``: the HBM prefix cache backed by CPU-memory (and disk) tiers as LMCache
+  adds; hits in a lower tier are loaded over the host link (or from disk) before prefill. The tiers are
+  simulated by :func:`agentprof.analysis.cachesim.simulate` (LMCache's 256-token chunks; sessions
+  interleaved on their recorded timestamps), see :func:`agentprof.replay.replay`.
+
+Block identity comes from the trace's prompt block hashes (prefix keys), so matching is exact at the trace's
+block size. A call without hashes falls back to the provider's reported cache reads, and says so.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from agentprof.analysis.calls import CallBlocks
+from agentprof.analysis.units import parse_size
+from agentprof.errors import AgentprofError
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    """A parsed ``--cache-policy``: kind ``none``, ``prefix`` or ``lmcache`` with tier sizes in bytes."""
+
+    kind: str
+    cpu_bytes: float = 0.0
+    disk_bytes: float = 0.0
+
+    @property
+    def label(self) -> str:
+        if self.kind != "lmcache":
+            return self.kind
+        parts = [f"cpu={self.cpu_bytes / 2**30:.4g}GiB"]
+        if self.disk_bytes:
+            parts.append(f"disk={self.disk_bytes / 2**30:.4g}GiB")
+        return "lmcache:" + ",".join(parts)
+
+
+def parse_policy(text: str) -> CachePolicy:
+    """``none`` | ``prefix`` | ``lmcache:cpu=SIZE[,disk=SIZE]`` (sizes as ``200GiB``, ``1TB``)."""
+    t = text.strip().lower()
+    if t in ("none", "prefix"):
+        return CachePolicy(t)
+    if t.startswith("lmcache"):
+        rest = t[len("lmcache"):].lstrip(":")
+        sizes: dict[str, float] = {}
+        for part in filter(None, rest.split(",")):
+            key, _, val = part.partition("=")
+            if key not in ("cpu", "disk") or not val:
+                raise AgentprofError(f"cache policy {text!r}: expected lmcache:cpu=SIZE[,disk=SIZE], got {part!r}")
+            size = parse_size(val)
+            sizes[key] = float("inf") if size is None else float(size)
+        if "cpu" not in sizes:
+            raise AgentprofError(f"cache policy {text!r}: lmcache needs a CPU tier size, e.g. lmcache:cpu=200GiB")
+        return CachePolicy("lmcache", sizes["cpu"], sizes.get("disk", 0.0))
+    raise AgentprofError(f"unknown cache policy {text!r}: expected none, prefix or lmcache:cpu=SIZE[,disk=SIZE]")
+
+
+@dataclass
+class CacheHits:
+    """Cached prompt tokens per call (aligned with ``CallBlocks.calls``), by the tier that serves them."""
+
+    hbm: np.ndarray
+    cpu: np.ndarray
+    disk: np.ndarray
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.hbm + self.cpu + self.disk
+
+
+def _leading_hits_unbounded(keys: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Leading blocks of each call that an earlier call (in row order) already had: infinite capacity."""
+    n = offsets.size - 1
+    if keys.size == 0:
+        return np.zeros(n, dtype=np.int64)
+    seen_before = ~pl.Series(keys).is_first_distinct().to_numpy()
+    lengths = np.diff(offsets)
+    miss_pos = np.flatnonzero(~seen_before)
+    first_miss = np.searchsorted(miss_pos, offsets[:-1])
+    first_miss_at = np.where(first_miss < miss_pos.size, miss_pos[np.minimum(first_miss, miss_pos.size - 1)],
+                             keys.size)
+    return np.minimum(first_miss_at - offsets[:-1], lengths).astype(np.int64)
+
+
+def _leading_hits_lru(keys: np.ndarray, offsets: np.ndarray, capacities: list[float]) -> list[np.ndarray]:
+    """Leading blocks found within each of several nested LRU capacities (in blocks), calls in row order.
+
+    Capacity ``c_k`` holds the ``c_k`` most recently used blocks; a call's leading run is counted against each
+    capacity separately. After a call its blocks are touched last-to-first, so eviction takes the deepest
+    blocks of the least recently used prompts first and shared prefixes survive longest."""
+    n = offsets.size - 1
+    out = [np.zeros(n, dtype=np.int64) for _ in capacities]
+    caches = [OrderedDict() for _ in capacities]
+    klist = keys.tolist()
+    for i in range(n):
+        a, b = int(offsets[i]), int(offsets[i + 1])
+        blocks = klist[a:b]
+        for k, (cache, cap) in enumerate(zip(caches, capacities, strict=True)):
+            h = 0
+            for x in blocks:
+                if x in cache:
+                    h += 1
+                else:
+                    break
+            out[k][i] = h
+            for x in reversed(blocks):  # the prompt's first block ends most recently used (vLLM frees a
+                if x in cache:          # finished request's blocks tail-first, so deep blocks go first)
+                    cache.move_to_end(x)
+                else:
+                    cache[x] = None
+            while len(cache) > cap:
+                cache.popitem(last=False)
+    return out
+
+
+class PrefixIndex:
+    """The trace-dependent part of prefix matching, computed once and shared by every replayed system:
+    prefix keys, each line's working set and the unbounded leading hits; LRU runs are memoized by capacity."""
+
+    def __init__(self, cb: CallBlocks) -> None:
+        self.cb = cb
+        self.keys = cb.prefix_keys()
+        self.has = cb.calls.get_column("has_hashes").to_numpy()
+        self.reads = cb.calls.get_column("cache_read_tokens").fill_null(0).to_numpy().astype(float)
+        if self.keys.size:
+            line = cb.calls.get_column("line_id").rank("dense").cast(pl.Int64).to_numpy()
+            df = pl.DataFrame({"line": np.repeat(line, cb.lengths), "key": self.keys})
+            self.max_line_blocks = int(df.group_by("line").agg(pl.col("key").n_unique()).get_column("key").max())
+        else:
+            self.max_line_blocks = 0
+        self._unbounded: np.ndarray | None = None
+        self._lru: dict[float, np.ndarray] = {}
+
+    def leading_hits(self, capacity_blocks: float) -> tuple[np.ndarray, bool]:
+        """Leading cached blocks per call with an LRU cache of ``capacity_blocks``; ``(hits, evicting)``.
+
+        Lines are taken one after another (``cb`` order), so when every line's working set fits, no block a
+        line reuses can have been evicted and the exact answer is the unbounded one (vectorized); otherwise
+        the LRU is simulated call by call."""
+        if self.max_line_blocks <= capacity_blocks:
+            if self._unbounded is None:
+                self._unbounded = _leading_hits_unbounded(self.keys, self.cb.offsets)
+            return self._unbounded, False
+        cap = float(np.floor(capacity_blocks))
+        if cap not in self._lru:
+            self._lru[cap] = _leading_hits_lru(self.keys, self.cb.offsets, [cap])[0]
+        return self._lru[cap], True
+
+    def no_hash_note(self) -> list[str]:
+        k = int((~self.has).sum())
+        if not k:
+            return []
+        return [f"{k} call(s) have no prompt block hashes: their cached prefix is the provider's reported cache reads"]
+
+
+def cached_tokens(index: PrefixIndex, policy: CachePolicy, hbm_capacity_tokens: float,
+                  input_tokens: np.ndarray) -> CacheHits:
+    """Cached tokens per call under ``none`` or ``prefix`` (HBM only); ``hbm_capacity_tokens`` is the
+    prefix-cache room of one client. For ``lmcache`` use :func:`tiered_tokens`.
+
+    At most ``input − 1`` tokens are cached (the last prompt token is always computed)."""
+    cb = index.cb
+    n = cb.calls.height
+    zero = np.zeros(n)
+    if policy.kind == "none" or n == 0:
+        return CacheHits(zero.copy(), zero.copy(), zero.copy())
+    notes: list[str] = []
+    bs = float(cb.block_size)
+    cap_hbm = max(hbm_capacity_tokens / bs, 0.0)
+    hbm_blocks, evicting = index.leading_hits(cap_hbm)
+    if evicting:
+        notes.append(f"the HBM prefix cache holds {cap_hbm * bs:,.0f} tokens per client, less than a "
+                     "conversation's working set: LRU evictions apply")
+    limit = np.maximum(np.asarray(input_tokens, dtype=float) - 1.0, 0.0)
+    hbm = np.minimum(hbm_blocks * bs, limit)
+    hbm = np.where(index.has, hbm, np.minimum(index.reads, limit))
+    return CacheHits(hbm, zero.copy(), zero.copy(), notes + index.no_hash_note())

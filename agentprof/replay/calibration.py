@@ -1,0 +1,361 @@
+"""Fit the cost model's free terms on measured serving points, hierarchically, and store them as data.
+
+Levels: accelerator family → hardware → group (hardware, framework, model, precision, speculation) → exact
+parallel layout. Each level is a regularized least-squares fit (log-TPOT weight 1, log-TTFT and log-E2E
+weight 0.5) whose log-normal prior is the level above, so a layout with three points stays close to its
+group and an unseen layout falls back to it. Parameters (natural units) are :data:`points.PARAMS`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from agentprof import __version__
+from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
+from agentprof.catalog.hardware import HardwareCatalog, load_catalog
+from agentprof.replay.costmodel import StepParams
+from agentprof.replay.lsq import least_squares
+from agentprof.replay.points import PARAMS, Features, PointKey, load_points, point_features, predict
+
+FITTED_PATH = CATALOG_DIR / "fitted.toml"
+DEFAULT_POINTS = Path("data/inferencex/calibration_points.csv")
+DEFAULT_AGENTIC = Path("data/inferencex/agentic_kimi_points.csv")
+METHOD = ("hierarchical regularized least squares (Levenberg-Marquardt, numpy): levels family > hardware > "
+          "group (hardware, framework, model, precision, speculation) > layout; residuals log(pred/measured) "
+          "of median TPOT (weight 1), TTFT and E2E (weight 0.5); log-normal priors from the level above")
+
+# prior means (natural units) and log-space widths for the top level
+PRIOR_MEAN = {"tau_s": 80e-6, "kappa": 0.05, "mbu": 0.75, "mfu": 0.35, "t0_s": 0.02, "q": 1.0, "t_req_s": 0.01,
+              "accept": 1.8, "m_steps": 1.5}
+PRIOR_MEAN_AMD = {"mbu": 0.6}
+PRIOR_SD = np.array([0.8, 1.5, 1.0, 0.15, 1.5, 0.5, 1.5, 0.5, 1.5])
+LEVEL_SD_SCALE = {"family": 1.0, "hardware": 1.0, "group": 1.0, "layout": 0.7}
+W_TPOT, W_TTFT, W_E2E = 1.0, 0.5, 0.5
+LEVELS = ("family", "hardware", "group", "layout")
+
+
+def to_x(theta: np.ndarray) -> np.ndarray:
+    """Natural parameters → unconstrained fit space (log, logit for efficiencies, log(a−1) for acceptance)."""
+    tau, kappa, mbu, mfu, t0, q, treq, acc, m = theta
+    return np.array([math.log(tau), math.log(kappa), math.log(mbu / (1 - mbu)), math.log(mfu / (1 - mfu)),
+                     math.log(t0), math.log(q), math.log(treq), math.log(max(acc - 1.0, 1e-3)), math.log(m)])
+
+
+def from_x(x: np.ndarray) -> np.ndarray:
+    e = np.exp(np.clip(x, -40, 40))
+    return np.array([e[0], e[1], 1 / (1 + 1 / e[2]), 1 / (1 + 1 / e[3]), e[4], e[5], e[6], 1.0 + e[7], e[8]])
+
+
+def step_params(theta: np.ndarray, layers: float, gpus: int, accept: float | None = None) -> StepParams:
+    """Cost-model parameters of a configuration from a fitted vector: the per-step fixed overhead is
+    ``layers·tau·(1 + kappa·log2 gpus)``; ``accept`` overrides the fitted speculative acceptance (1 = off)."""
+    t = dict(zip(PARAMS, (float(v) for v in theta), strict=True))
+    return StepParams(t_fixed_s=layers * t["tau_s"] * (1.0 + t["kappa"] * math.log2(max(gpus, 1))),
+                      mbu=t["mbu"], mfu=t["mfu"], t0_s=t["t0_s"], q=t["q"], t_req_s=t["t_req_s"],
+                      accept=t["accept"] if accept is None else accept, m_steps=t["m_steps"])
+
+
+def prior_theta(vendor: str = "") -> np.ndarray:
+    p = dict(PRIOR_MEAN)
+    if vendor == "amd":
+        p.update(PRIOR_MEAN_AMD)
+    return np.array([p[k] for k in PARAMS])
+
+
+@dataclass
+class FitEntry:
+    """Fitted parameters of one calibration unit (a family, hardware, group or layout)."""
+
+    level: str
+    key: str
+    theta: np.ndarray
+    points: int
+    attrs: dict[str, str] = field(default_factory=dict)
+    median_ape_tpot: float = float("nan")
+
+    def param(self, name: str) -> float:
+        return float(self.theta[PARAMS.index(name)])
+
+
+@dataclass
+class Fitted:
+    """All fitted entries by level, with the provenance of the fit."""
+
+    entries: dict[str, dict[str, FitEntry]]
+    provenance: dict[str, Any]
+    attn_eff: float = 1.0
+    """Efficiency of prefill attention relative to the weight GEMMs (one global value, fitted on the long-prompt
+    agentic points, :mod:`agentprof.replay.agentic`); 1 when not fitted."""
+    agentic: dict[str, Any] = field(default_factory=dict)
+
+    def lookup(self, key: PointKey, vendor: str = "") -> tuple[FitEntry, str]:
+        """The parameters for a configuration: its layout, else its group, else the nearest calibrated group
+        (same family and model, framework base, precision; :func:`nearest_group`), else its hardware or
+        family fit, else the prior. Returns ``(entry, how)`` where ``how`` names the level used."""
+        lay = self.entries["layout"].get(key.config)
+        if lay is not None:
+            return lay, "layout"
+        grp = self.entries["group"].get(key.group)
+        if grp is not None:
+            return grp, "group"
+        near = nearest_group(self, key)
+        if near is not None:
+            return near, f"nearest group {near.key}"
+        hw = self.entries["hardware"].get(key.hardware)
+        if hw is not None:
+            return hw, "hardware"
+        fam = self.entries["family"].get(key.family)
+        if fam is not None:
+            return fam, "family"
+        return FitEntry("prior", "prior", prior_theta(vendor), 0), "prior"
+
+
+def _match_score(a: PointKey, e: FitEntry) -> float:
+    from agentprof.replay.points import _framework_base
+
+    s = 0.0
+    if e.attrs.get("model") != a.model:
+        return -1.0
+    if e.attrs.get("hardware") == a.hardware:
+        s += 8
+    elif e.attrs.get("family") == a.family:
+        s += 4
+    else:
+        return -1.0
+    if e.attrs.get("framework") == a.framework:
+        s += 4
+    elif _framework_base(e.attrs.get("framework", "")) == _framework_base(a.framework):
+        s += 3
+    if e.attrs.get("precision") == a.precision:
+        s += 2
+    if e.attrs.get("spec") == a.spec:
+        s += 1
+    return s + min(e.points, 100) / 1000.0
+
+
+def nearest_group(fitted: Fitted, key: PointKey) -> FitEntry | None:
+    """The calibrated group that best matches an uncalibrated configuration: same model and accelerator
+    family required; then hardware, framework (or its base engine), precision and speculation."""
+    best, best_s = None, 0.0
+    for e in fitted.entries["group"].values():
+        s = _match_score(key, e)
+        if s > best_s:
+            best, best_s = e, s
+    return best
+
+
+def _residuals(f: Features, idx: np.ndarray, x: np.ndarray, mu: np.ndarray, sd: np.ndarray,
+               fixed_accept: bool, attn_eff: float) -> np.ndarray:
+    xx = x.copy()
+    if fixed_accept:
+        xx[7] = mu[7]
+    theta = np.tile(from_x(xx), (idx.size, 1))
+    sub = f.subset(idx) if idx.size != len(f) else f
+    ttft, tpot, e2e = predict(sub, theta, attn_eff)
+    parts = []
+    for w, pred, meas in ((W_TPOT, tpot, sub.tpot), (W_TTFT, ttft, sub.ttft), (W_E2E, e2e, sub.e2e)):
+        ok = np.isfinite(meas) & (meas > 0) & np.isfinite(pred) & (pred > 0)
+        r = np.zeros(meas.size)
+        r[ok] = np.log(pred[ok] / meas[ok])
+        r[~np.isfinite(pred) | (pred <= 0)] = 10.0
+        parts.append(math.sqrt(w) * r)
+    prior = (x - mu) / sd
+    if fixed_accept:
+        prior[7] = 0.0
+    parts.append(prior)
+    return np.concatenate(parts)
+
+
+def _fit_unit(f: Features, idx: np.ndarray, mu_theta: np.ndarray, sd: np.ndarray, attn_eff: float) -> np.ndarray:
+    mu = to_x(mu_theta)
+    sub = f.subset(idx)
+    fixed = not bool(sub.mtp.any())
+    x, _ = least_squares(lambda x: _residuals(sub, np.arange(idx.size), x, mu, sd, fixed, attn_eff), mu.copy())
+    if fixed:
+        x[7] = mu[7]
+    return from_x(x)
+
+
+def _ape(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
+    return np.abs(pred - meas) / meas
+
+
+def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 1.0) -> Fitted:
+    """Fit every level on the covered points of ``df`` (an InferenceX-style points table), with the global
+    prefill-attention efficiency ``attn_eff`` held fixed."""
+    cat = cat or load_catalog()
+    f = point_features(df, cat)
+    cov = np.flatnonzero(f.covered)
+    entries: dict[str, dict[str, FitEntry]] = {lv: {} for lv in LEVELS}
+    if cov.size == 0:
+        return Fitted(entries, {}, attn_eff)
+    vendor = {k: a.vendor for k, a in cat.accelerators.items()}
+
+    def groups(level: str) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for i in cov:
+            k = f.keys[i]
+            assert k is not None
+            name = {"family": k.family, "hardware": k.hardware, "group": k.group, "layout": k.config}[level]
+            out.setdefault(name, []).append(int(i))
+        return out
+
+    for level in LEVELS:
+        sd = PRIOR_SD * LEVEL_SD_SCALE[level]
+        for name, ids in sorted(groups(level).items()):
+            k0 = f.keys[ids[0]]
+            assert k0 is not None
+            if level == "family":
+                mu = prior_theta(vendor.get(k0.hardware, ""))
+            elif level == "hardware":
+                mu = entries["family"][k0.family].theta
+            elif level == "group":
+                mu = entries["hardware"][k0.hardware].theta
+            else:
+                mu = entries["group"][k0.group].theta
+            idx = np.array(ids)
+            theta = _fit_unit(f, idx, mu, sd, attn_eff)
+            attrs = {"family": k0.family, "hardware": k0.hardware}
+            if level in ("group", "layout"):
+                attrs.update(framework=k0.framework, model=k0.model, precision=k0.precision, spec=k0.spec)
+            if level == "layout":
+                attrs["layout"] = k0.layout
+            _, tpot, _ = predict(f.subset(idx), np.tile(theta, (idx.size, 1)), attn_eff)
+            ok = np.isfinite(f.tpot[idx]) & (f.tpot[idx] > 0)
+            mape = float(np.median(_ape(tpot[ok], f.tpot[idx][ok]))) if ok.any() else float("nan")
+            entries[level][name] = FitEntry(level, name, theta, idx.size, attrs, mape)
+    return Fitted(entries, {}, attn_eff)
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = None,
+             agentic_points: str | Path | None = DEFAULT_AGENTIC) -> Fitted:
+    """Fit on a points CSV and attach the provenance (file, hash, date, method, points used).
+
+    With ``agentic_points`` (the AgentX long-prompt points, when the file exists) the global prefill-attention
+    efficiency is fitted on them and the points are refitted with it, twice (it barely moves 1K-prompt fits)."""
+    from agentprof.replay.agentic import fit_attn_eff, load_agentic
+
+    cat = cat or load_catalog()
+    df = load_points(points)
+    fitted = fit(df, cat)
+    agentic: dict[str, Any] = {}
+    if agentic_points is not None and Path(agentic_points).is_file():
+        adf = load_agentic(agentic_points)
+        for _ in range(2):
+            eta, agentic = fit_attn_eff(adf, fitted, cat)
+            fitted = fit(df, cat, eta)
+        agentic = {"data_file": str(agentic_points), "data_sha256": file_sha256(agentic_points), **agentic}
+    used = sum(e.points for e in fitted.entries["layout"].values())
+    fitted.provenance = {
+        "data_file": str(points), "data_sha256": file_sha256(points),
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "method": METHOD, "agentprof_version": __version__, "points_in_file": df.height, "points_used": used,
+    }
+    fitted.agentic = agentic
+    return fitted
+
+
+# --- storage -------------------------------------------------------------------------------------------------
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        return repr(float(f"{v:.6g}"))
+    s = str(v).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{s}"'
+
+
+def to_toml(fitted: Fitted) -> str:
+    """Serialize fitted parameters (every number is sourced by the [provenance] table at the top)."""
+    lines = ["# Fitted cost-model parameters, written by `agentprof devices fit`. Do not edit by hand: refit.",
+             "# Every number below comes from the fit described in [provenance] (data file, its SHA-256, date,",
+             "# method); units: tau_s seconds per layer per decode step, t0_s / t_req_s seconds, mbu / mfu",
+             "# fractions of peak bandwidth / compute, kappa growth of the step overhead per doubling of GPUs,",
+             "# q prefill-queueing factor, accept tokens per step (speculative decoding; 1 = off), m_steps",
+             "# decode steps a new request waits before its first token.", "",
+             "[provenance]"]
+    for k, v in fitted.provenance.items():
+        lines.append(f"{k} = {_toml_value(v)}")
+    lines += ["", "# efficiency of prefill attention relative to the weight GEMMs, fitted on [agentic]", "[global]",
+              f"attn_eff = {_toml_value(float(fitted.attn_eff))}"]
+    if fitted.agentic:
+        lines += ["", "[agentic]"]
+        for k, v in fitted.agentic.items():
+            lines.append(f"{k} = {_toml_value(v)}")
+    for level in LEVELS:
+        for name, e in sorted(fitted.entries[level].items()):
+            lines.append("")
+            lines.append(f'[{level}."{name}"]')
+            for k, v in e.attrs.items():
+                lines.append(f"{k} = {_toml_value(v)}")
+            lines.append(f"points = {e.points}")
+            lines.append(f"median_ape_tpot = {_toml_value(e.median_ape_tpot)}")
+            for p, v in zip(PARAMS, e.theta, strict=True):
+                lines.append(f"{p} = {_toml_value(float(v))}")
+    return "\n".join(lines) + "\n"
+
+
+def write_fitted(fitted: Fitted, path: str | Path = FITTED_PATH) -> Path:
+    out = Path(path)
+    out.write_text(to_toml(fitted), encoding="utf-8")
+    load_fitted.cache_clear()
+    return out
+
+
+def _parse_fitted(data: dict[str, Any], where: str) -> Fitted:
+    entries: dict[str, dict[str, FitEntry]] = {lv: {} for lv in LEVELS}
+    prov = data.get("provenance")
+    if not isinstance(prov, dict):
+        raise CatalogError(f"{where}: missing [provenance] table (data_file, data_sha256, date, method)")
+    for need in ("data_file", "data_sha256", "date", "method"):
+        if not isinstance(prov.get(need), str):
+            raise CatalogError(f"{where}: provenance.{need}: expected a string")
+    for level in LEVELS:
+        for name, t in (data.get(level) or {}).items():
+            if not isinstance(t, dict):
+                raise CatalogError(f"{where}: {level}.{name} must be a table")
+            vals = []
+            for p in PARAMS:
+                v = t.get(p)
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                    raise CatalogError(f"{where}: {level}.{name}.{p}: expected a positive number, got {v!r}")
+                vals.append(float(v))
+            attrs = {k: str(v) for k, v in t.items() if isinstance(v, str)}
+            entries[level][name] = FitEntry(level, name, np.array(vals), int(t.get("points", 0)), attrs,
+                                            float(t.get("median_ape_tpot", float("nan"))))
+    eff = (data.get("global") or {}).get("attn_eff", 1.0)
+    if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not eff > 0:
+        raise CatalogError(f"{where}: global.attn_eff: expected a positive number, got {eff!r}")
+    return Fitted(entries, dict(prov), float(eff), dict(data.get("agentic") or {}))
+
+
+@lru_cache(maxsize=8)
+def load_fitted(path: str | None = None) -> Fitted:
+    """Read fitted parameters (the shipped ``fitted.toml`` by default)."""
+    p = Path(path) if path else FITTED_PATH
+    if not p.exists():
+        if path:
+            raise CatalogError(f"{p}: no such fitted-parameters file")
+        return Fitted({lv: {} for lv in LEVELS}, {})
+    return _parse_fitted(read_toml(p), str(p))

@@ -1,0 +1,342 @@
+"""``agentprof replay`` (what-if replay of traces on serving systems) and ``agentprof devices`` (the hardware
+catalog and the calibrated device model: ``list``, ``fit``, ``check``, ``seed-check``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agentprof.errors import AgentprofError
+
+_CTX = {"help_option_names": ["-h", "--help"]}
+
+
+def _catalog(files: tuple[str, ...]):
+    from agentprof.catalog.hardware import load_catalog
+
+    for f in files:
+        if not Path(f).is_file():
+            raise AgentprofError(f"{f}: no such catalog file")
+    return load_catalog(tuple(files))
+
+
+def _cpu_map(values: tuple[str, ...], path: str | None) -> dict[str, float]:
+    from agentprof.replay.orchestration import load_cpu_map
+
+    out: dict[str, float] = load_cpu_map(path) if path else {}
+    for v in values:
+        name, sep, frac = v.partition("=")
+        if not name:
+            raise AgentprofError(f"--cpu-bound {v!r}: expected TOOL or TOOL=FRACTION")
+        try:
+            f = float(frac) if sep else 1.0
+        except ValueError:
+            raise AgentprofError(f"--cpu-bound {v!r}: FRACTION must be a number between 0 and 1") from None
+        if not 0 <= f <= 1:
+            raise AgentprofError(f"--cpu-bound {v!r}: FRACTION must be between 0 and 1")
+        out[name] = f
+    return out
+
+
+def _s(v: float | None) -> str:
+    if v is None:
+        return "—"
+    if v >= 3600:
+        return f"{v / 3600:.2f} h"
+    if v >= 60:
+        return f"{v / 60:.1f} min"
+    return f"{v:.2f} s"
+
+
+def _x(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f}x"
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{v:.0%}"
+
+
+@click.command("replay", context_settings=_CTX)
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--system", "-s", "systems", multiple=True, required=True,
+              help="Serving system to replay on (repeatable; see `agentprof devices list`).")
+@click.option("--model", help="Replay every call through this catalog model (default: each call's own model, "
+                              "closed models through their open stand-in).")
+@click.option("--cache-policy", default="prefix", show_default=True,
+              help="none | prefix (HBM prefix cache) | lmcache:cpu=SIZE[,disk=SIZE]")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Identical clients sharing each system (batch size).")
+@click.option("--cpu-bound", "cpu_bound", multiple=True, metavar="TOOL[=FRACTION]",
+              help="Treat this tool's time as CPU-bound (repeatable); it then scales with the host CPU.")
+@click.option("--cpu-bound-file", type=click.Path(dir_okay=False),
+              help="TOML/JSON mapping of tool name to CPU-bound fraction (0..1 or true/false).")
+@click.option("--recorded-host", default="xeon-8480c", show_default=True,
+              help="Host CPU the trace was recorded on (for scaling CPU-bound spans).")
+@click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False),
+              help="Extra catalog file (accelerators, hosts, links, systems, models); repeatable.")
+@click.option("--fitted", type=click.Path(dir_okay=False), help="Fitted parameters (default: the shipped ones).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, cache_policy: str,
+           concurrency: int, cpu_bound: tuple[str, ...], cpu_bound_file: str | None, recorded_host: str,
+           catalogs: tuple[str, ...], fitted: str | None, as_json: bool) -> None:
+    """Replay traces on serving systems: how much faster does the whole task get, not just the model calls?
+
+    Every model call is re-timed by the calibrated device model, CPU-bound orchestration scales with the
+    host CPU, waits stay as recorded, and each session is re-assembled along its recorded critical path.
+
+    \b
+    Examples:
+      agentprof replay traces/samples/kv-cache-tester -s h200+x86 -s b200+vera -s jalapeno
+      agentprof replay ~/.claude/projects/my-project/ -s gb200+grace --cache-policy lmcache:cpu=500GiB
+      agentprof replay run.jsonl -s b200+x86 -s b200+vera --cpu-bound pytest --json
+    """
+    from agentprof.importers import load_any
+    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.replay import replay as run
+
+    cat = _catalog(catalogs)
+    cpu = _cpu_map(cpu_bound, cpu_bound_file)
+    trace = load_any(list(paths))
+    res = run(trace, list(systems), model=model, cache_policy=cache_policy, concurrency=concurrency, catalog=cat,
+              cpu_bound=cpu, recorded_host=recorded_host, fitted=load_fitted(fitted) if fitted else None)
+    if as_json:
+        click.echo(json.dumps(res.to_dict(), indent=2, default=str))
+        return
+    _print_replay(res)
+
+
+def _print_replay(res: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    t = Table(title=f"replay: {res.sessions} session(s), {res.replayed_calls}/{res.model_calls} model calls, "
+                    f"cache {res.cache_policy}, concurrency {res.concurrency}")
+    for col, just in (("system", "left"), ("end-to-end", "right"), ("model", "right"), ("orchestration", "right"),
+                      ("wait", "right"), ("model share", "right"), ("model calls", "right"),
+                      ("task speed-up", "right"), ("vs first", "right"), ("Amdahl bound", "right")):
+        t.add_column(col, justify=just)
+    r = res.recorded
+    t.add_row("recorded", _s(r.e2e_s), _s(r.model_s), _s(r.orchestration_s), _s(r.wait_s), _pct(r.model_share),
+              _s(r.model_calls_s), "1.00x", "", _x(r.amdahl_bound), style="dim")
+    for s in res.systems:
+        if s.error:
+            t.add_row(s.name, "[red]cannot run[/red]", *["—"] * 8)
+            continue
+        t.add_row(s.name, _s(s.e2e_s), _s(s.model_s), _s(s.orchestration_s), _s(s.wait_s), _pct(s.model_share),
+                  f"{_s(s.model_calls_s)} ({_x(s.model_calls_speedup)})", _x(s.speedup_vs_recorded),
+                  _x(s.speedup_vs_first), _x(s.amdahl_bound))
+    console.print(t)
+    for s in res.systems:
+        if s.error:
+            console.print(f"[red]{s.name}: {s.error}[/red]")
+        for d in s.deployments:
+            console.print(f"[dim]{s.name}: {d['model']} {d['precision']} on {d['accelerators']} accelerator(s), "
+                          f"step overhead {d['t_fixed_ms']} ms — {d['calibration']}[/dim]")
+    for note in res.standins.values():
+        console.print(f"[yellow]stand-in[/yellow] {note}")
+    o = res.orchestration
+    console.print(f"CPU-bound orchestration scaled by host: {o['cpu_bound_s']:.1f} s "
+                  f"(declared {o['cpu_bound_declared_s']:.1f}, attribute {o['cpu_bound_attribute_s']:.1f}, "
+                  f"cpu_ns {o['cpu_bound_cpu_ns_s']:.1f}, parse {o['cpu_bound_parse_s']:.1f}); "
+                  f"not CPU-bound (I/O or unknown): {o['not_cpu_bound_s']:.1f} s; recorded host {o['recorded_host']}")
+    for n in res.notes:
+        console.print(f"[dim]note: {n}[/dim]")
+    console.print(res.finding())
+
+
+@click.group("devices", context_settings=_CTX)
+def devices() -> None:
+    """The hardware catalog and the calibrated device model.
+
+    \b
+    Examples:
+      agentprof devices list
+      agentprof devices fit --points data/inferencex/calibration_points.csv
+      agentprof devices check data/inferencex/calibration_points.csv --cross-validate --json
+      agentprof devices seed-check --markdown
+    """
+
+
+@devices.command("list", context_settings=_CTX)
+@click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the catalog as one JSON object.")
+def list_cmd(catalogs: tuple[str, ...], as_json: bool) -> None:
+    """Serving systems, accelerators and host CPUs (with sources; estimates marked)."""
+    from agentprof.replay.calibration import load_fitted
+
+    cat = _catalog(catalogs)
+    fitted = load_fitted()
+    calibrated = {e.attrs.get("hardware") for e in fitted.entries["group"].values()}
+    data = _catalog_dict(cat, calibrated)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    t = Table(title="serving systems")
+    for c in ("system", "accelerators", "HBM / BW per chip", "host (single-thread)", "host link", "software",
+              "calibration"):
+        t.add_column(c)
+    for s in data["systems"]:
+        t.add_row(s["name"], f"{s['count']} x {s['accelerator']}", f"{s['hbm_gb']:.0f} GB / {s['hbm_bw_tb_s']:.3g} TB/s",
+                  f"{s['host']} ({s['host_st_speed']:.2f}x{'*' if s['host_st_estimate'] else ''})",
+                  f"{s['link']} ({s['link_gb_s']:.0f} GB/s)", ", ".join(s["frameworks"]), s["calibration"])
+    console.print(t)
+    a = Table(title="accelerators (dense peak)")
+    for c in ("key", "name", "HBM", "BW", "FP8", "FP4", "TDP", "all-in kW", "calibrated"):
+        a.add_column(c)
+    for x in data["accelerators"]:
+        a.add_row(x["key"], x["display"], f"{x['hbm_gb']:.0f} GB", f"{x['hbm_bw_tb_s']:.3g} TB/s",
+                  f"{x['fp8_pflops']:.3g} PF" if x["fp8_pflops"] else "—",
+                  f"{x['fp4_pflops']:.3g} PF" if x["fp4_pflops"] else "—",
+                  f"{x['tdp_w']:.0f} W" if x["tdp_w"] else "—", f"{x['allin_kw']:.2f}" if x["allin_kw"] else "—",
+                  "yes" if x["calibrated"] else (f"via {x['proxy']}" if x["proxy"] else "no"))
+    console.print(a)
+    h = Table(title="host CPUs")
+    for c in ("key", "name", "cores", "memory BW", "single-thread", "source"):
+        h.add_column(c)
+    for x in data["hosts"]:
+        h.add_row(x["key"], x["display"], f"{x['cores']:.0f}", f"{x['mem_bw_gb_s']:.0f} GB/s" if x["mem_bw_gb_s"] else "—",
+                  f"{x['st_speed']:.2f}x", x["st_source"])
+    console.print(h)
+    mt = Table(title="models")
+    for c in ("key", "name", "params (active)", "layers", "attention", "KV bytes/token", "formats"):
+        mt.add_column(c)
+    for x in data["models"]:
+        mt.add_row(x["key"], x["display"], f"{x['params_b']:.0f}B ({x['active_b']:.1f}B)", f"{x['layers']:.0f}",
+                   x["attention"], f"{x['kv_bytes_per_token']:,.0f}", ", ".join(x["formats"]))
+    console.print(mt)
+    console.print("[dim]* estimate (see hosts.toml). Sources: docs/SOURCES.md. Add your own with --catalog FILE.[/dim]")
+
+
+def _catalog_dict(cat: Any, calibrated: set[str | None]) -> dict[str, Any]:
+    systems = []
+    for s in cat.systems.values():
+        acc = s.accelerator
+        cal = "declared estimates" if s.params else (
+            "fitted" if acc.key in calibrated else (f"borrows {acc.proxy} (estimate)" if acc.proxy else "uncalibrated"))
+        systems.append({"name": s.key, "display": s.display, "accelerator": acc.key, "count": s.count,
+                        "hbm_gb": acc.hbm_bytes / 1e9, "hbm_bw_tb_s": acc.hbm_bw / 1e12, "host": s.host.key,
+                        "host_st_speed": s.host.st_speed, "host_st_estimate": s.host.fields["st_speed"].is_estimate,
+                        "link": s.link.key, "link_gb_s": s.link.bw.value / 1e9, "frameworks": list(s.frameworks),
+                        "precisions": list(s.precisions), "tp": s.tp, "calibration": cal})
+
+    def num(x: Any, k: str, scale: float = 1.0) -> float | None:
+        f = x.fields.get(k)
+        return f.value / scale if f else None
+
+    accs = [{"key": a.key, "display": a.display, "family": a.family, "hbm_gb": a.hbm_bytes / 1e9,
+             "hbm_bw_tb_s": a.hbm_bw / 1e12, "fp8_pflops": num(a, "fp8_flops", 1e15),
+             "fp4_pflops": num(a, "fp4_flops", 1e15), "bf16_pflops": num(a, "bf16_flops", 1e15),
+             "tdp_w": num(a, "tdp_w"), "allin_kw": num(a, "allin_kw"), "calibrated": a.key in calibrated,
+             "proxy": a.proxy, "estimates": sorted(k for k, f in a.fields.items() if f.is_estimate)}
+            for a in cat.accelerators.values()]
+    hosts = [{"key": h.key, "display": h.display, "cores": h.fields["cores"].value,
+              "mem_bw_gb_s": num(h, "mem_bw", 1e9), "st_speed": h.st_speed,
+              "st_source": h.fields["st_speed"].source[:90]} for h in cat.hosts.values()]
+    models = [{"key": m.key, "display": m.display, "params_b": m.get("params_total") / 1e9,
+               "active_b": m.get("params_active") / 1e9, "layers": m.get("layers"), "attention": m.attention,
+               "kv_bytes_per_token": m.kv_bytes_per_token(), "formats": sorted(m.formats)} for m in cat.models.values()]
+    return {"systems": systems, "accelerators": accs, "hosts": hosts, "models": models,
+            "links": [{"key": k.key, "display": k.display, "gb_s": k.bw.value / 1e9} for k in cat.links.values()]}
+
+
+@devices.command("fit", context_settings=_CTX)
+@click.option("--points", type=click.Path(dir_okay=False), default="data/inferencex/calibration_points.csv",
+              show_default=True, help="Measured serving points (InferenceX CSV layout).")
+@click.option("--out", type=click.Path(dir_okay=False), help="Where to write (default: the shipped fitted.toml).")
+@click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the in-sample fidelity as JSON.")
+def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bool) -> None:
+    """Fit the cost model's free terms on measured points and store them (with provenance) as data."""
+    from agentprof.replay.calibration import FITTED_PATH, fit_file, write_fitted
+    from agentprof.replay.fidelity import check
+    from agentprof.replay.points import load_points
+
+    cat = _catalog(catalogs)
+    fitted = fit_file(points, cat)
+    path = write_fitted(fitted, out or FITTED_PATH)
+    summary = check(load_points(points), fitted, cat).summary()
+    if as_json:
+        click.echo(json.dumps({"written": str(path), "provenance": fitted.provenance, "in_sample": summary},
+                              indent=2))
+        return
+    click.echo(f"fitted {len(fitted.entries['layout'])} layouts in {len(fitted.entries['group'])} groups on "
+               f"{fitted.provenance['points_used']} points; wrote {path}")
+    _print_fidelity(summary, "in-sample")
+
+
+@devices.command("check", context_settings=_CTX)
+@click.argument("points", type=click.Path(dir_okay=False))
+@click.option("--cross-validate", is_flag=True,
+              help="Fit on each ISL/OSL setting of POINTS and check on the others (instead of the shipped fit).")
+@click.option("--fitted", type=click.Path(dir_okay=False), help="Fitted parameters (default: the shipped ones).")
+@click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
+@click.option("--json", "as_json", is_flag=True, help="Print points, covered, and median/p90 APE per metric.")
+def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: tuple[str, ...],
+              as_json: bool) -> None:
+    """Predict TTFT, TPOT and end-to-end latency for every point of a CSV and report the errors."""
+    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.fidelity import check
+    from agentprof.replay.fidelity import cross_validate as cv
+    from agentprof.replay.points import load_points
+
+    cat = _catalog(catalogs)
+    df = load_points(points)
+    if cross_validate:
+        res = cv(df, cat)
+        out = {**res["pooled"], "folds": res["folds"], "mode": "cross-validated (fit on one ISL/OSL, check on the others)"}
+    else:
+        out = {**check(df, load_fitted(fitted), cat).summary(), "mode": "shipped fit" if not fitted else f"fit {fitted}"}
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    _print_fidelity(out, out["mode"])
+
+
+def _print_fidelity(s: dict[str, Any], label: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    t = Table(title=f"{label}: {s['covered']}/{s['points']} points covered")
+    t.add_column("group")
+    for m in ("TTFT", "TPOT", "E2E"):
+        t.add_column(f"{m} median APE", justify="right")
+        t.add_column(f"{m} p90", justify="right")
+
+    def add(name: str, v: dict[str, Any]) -> None:
+        cells = []
+        for m in ("ttft", "tpot", "e2e"):
+            cells += [_pct(v[m]["median_ape"]), _pct(v[m]["p90_ape"])]
+        t.add_row(name, *cells)
+
+    add("all", s)
+    for k, v in s.get("by_hardware", {}).items():
+        add(f"hardware {k} ({v['points']})", v)
+    for k, v in s.get("by_model", {}).items():
+        add(f"model {k} ({v['points']})", v)
+    console.print(t)
+    if s.get("uncovered"):
+        for why, n in s["uncovered"].items():
+            console.print(f"[dim]not covered: {n} point(s): {why}[/dim]")
+
+
+@devices.command("seed-check", context_settings=_CTX)
+@click.option("--markdown", is_flag=True, help="Print the table as markdown (as in docs/DEVICE_MODEL.md).")
+@click.option("--json", "as_json", is_flag=True, help="Print the predictions as JSON.")
+def seed_check_cmd(markdown: bool, as_json: bool) -> None:
+    """The model's predictions for the seeds' Jalapeño InferenceX 8K1K claims, and how far each lands."""
+    from agentprof.replay.seedcheck import seed_check, to_markdown
+
+    res = seed_check()
+    if as_json:
+        click.echo(json.dumps(res, indent=2, default=str))
+    else:
+        click.echo(to_markdown(res))

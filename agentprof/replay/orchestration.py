@@ -1,0 +1,138 @@
+"""Which orchestration time is CPU-bound, and how it scales with the host CPU.
+
+CPU-bound work (parsing, serialization, local compute tools, environment setup) runs faster on a host with
+faster cores; I/O, network and waits do not. The CPU-bound fraction of a span's own time is taken, in order,
+from: a tool declared CPU-bound (``--cpu-bound TOOL`` or a mapping file), the span attribute
+``agentprof.cpu_bound`` (true/false or a fraction), the captured ``cpu_ns`` (CPU time inside the span, its
+children's CPU time subtracted), and the span kind ``parse`` (JSON parsing is CPU work by definition).
+Anything else counts as not CPU-bound, and the summary says how much time that was: nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from agentprof import semconv as sc
+from agentprof.catalog import read_toml
+from agentprof.errors import AgentprofError
+
+CPU_BOUND_ATTR = sc.CPU_BOUND
+REASONS = ("declared", "attribute", "cpu_ns", "parse", "none")
+
+
+@dataclass
+class CpuSplit:
+    """Per span: CPU-bound fraction of its own (exclusive) time and where that fraction came from."""
+
+    fraction: np.ndarray
+    reason: np.ndarray  # index into REASONS
+    declared_unused: list[str] = field(default_factory=list)
+
+    def summary(self, excl_s: np.ndarray, scaled: np.ndarray) -> dict[str, Any]:
+        """Seconds of orchestration (exclusive span time) treated as CPU-bound, by reason, and the rest."""
+        out: dict[str, Any] = {}
+        for i, r in enumerate(REASONS):
+            sel = scaled & (self.reason == i)
+            if r == "none":
+                out["not_cpu_bound_s"] = float(excl_s[sel].sum())
+            else:
+                out[f"cpu_bound_{r}_s"] = float((excl_s[sel] * self.fraction[sel]).sum())
+        out["cpu_bound_s"] = float((excl_s[scaled] * self.fraction[scaled]).sum())
+        if self.declared_unused:
+            out["declared_but_absent"] = self.declared_unused
+        return out
+
+
+def load_cpu_map(path: str | Path) -> dict[str, float]:
+    """A mapping file ``tool name -> CPU-bound fraction`` (TOML or JSON object; ``true`` = 1, ``false`` = 0)."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8")) if p.suffix == ".json" else read_toml(p)
+    except (OSError, ValueError) as e:
+        raise AgentprofError(f"{p}: cannot read CPU-bound mapping ({e})") from None
+    if isinstance(data, dict) and isinstance(data.get("cpu_bound"), dict):
+        data = data["cpu_bound"]
+    if not isinstance(data, dict):
+        raise AgentprofError(f"{p}: expected a table of tool name = fraction (0..1) or true/false")
+    out: dict[str, float] = {}
+    for k, v in data.items():
+        if isinstance(v, bool):
+            out[str(k)] = 1.0 if v else 0.0
+        elif isinstance(v, (int, float)) and 0 <= v <= 1:
+            out[str(k)] = float(v)
+        else:
+            raise AgentprofError(f"{p}: {k}: expected a fraction between 0 and 1 or true/false, got {v!r}")
+    return out
+
+
+def tool_names(spans: pl.DataFrame) -> pl.Series:
+    """Tool name per span: ``gen_ai.tool.name`` when recorded, else the span name minus ``execute_tool ``."""
+    attr = spans.get_column("attributes").str.json_path_match(f"$['{sc.TOOL_NAME}']")
+    from_name = spans.get_column("name").str.strip_prefix(f"{sc.OP_EXECUTE_TOOL} ")
+    return attr.fill_null(from_name)
+
+
+def cpu_split(spans: pl.DataFrame, host_parent: np.ndarray, excl_s: np.ndarray,
+              declared: dict[str, float] | None = None) -> CpuSplit:
+    """CPU-bound fraction of each span's exclusive time (see the module docstring for the order of sources)."""
+    n = spans.height
+    declared = declared or {}
+    kind = spans.get_column("kind").to_numpy()
+    frac = np.zeros(n)
+    reason = np.full(n, REASONS.index("none"), dtype=np.int64)
+    eligible = np.isin(kind, ("tool", "parse", "orchestration"))
+
+    # 4. parse spans
+    sel = eligible & (kind == "parse")
+    frac[sel] = 1.0
+    reason[sel] = REASONS.index("parse")
+    # 3. captured CPU time (children's subtracted)
+    cpu = spans.get_column("cpu_ns").fill_null(-1).to_numpy().astype(float)
+    has_cpu = cpu >= 0
+    child_cpu = np.zeros(n)
+    ok = (host_parent >= 0) & has_cpu
+    if ok.any():
+        child_cpu = np.bincount(host_parent[ok], weights=cpu[ok], minlength=n)
+    cpu_excl = np.maximum(cpu - child_cpu, 0.0) / 1e9
+    sel = eligible & has_cpu & (excl_s > 0)
+    frac[sel] = np.minimum(cpu_excl[sel] / excl_s[sel], 1.0)
+    reason[sel] = REASONS.index("cpu_ns")
+    # 2. attribute
+    attr = spans.get_column("attributes").str.json_path_match(f"$['{CPU_BOUND_ATTR}']").to_list()
+    for i in np.flatnonzero(eligible):
+        v = attr[i]
+        if v is None:
+            continue
+        low = v.strip().lower()
+        val = 1.0 if low == "true" else 0.0 if low == "false" else None
+        if val is None:
+            try:
+                val = min(max(float(low), 0.0), 1.0)
+            except ValueError:
+                continue
+        frac[i] = val
+        reason[i] = REASONS.index("attribute")
+    # 1. declared tools
+    unused = []
+    if declared:
+        names = tool_names(spans).to_list()
+        seen = set()
+        for i in np.flatnonzero(eligible & (kind == "tool")):
+            v = declared.get(names[i])
+            if v is not None:
+                frac[i] = v
+                reason[i] = REASONS.index("declared")
+                seen.add(names[i])
+        unused = sorted(set(declared) - seen)
+    return CpuSplit(frac, reason, unused)
+
+
+def scaled_exclusive(excl_s: np.ndarray, split: CpuSplit, speed_ratio: float) -> np.ndarray:
+    """New exclusive time: the CPU-bound part divided by the host speed ratio, the rest unchanged."""
+    return excl_s * (1.0 - split.fraction) + excl_s * split.fraction / speed_ratio

@@ -1,0 +1,297 @@
+"""Serving benchmark points (InferenceX-style CSV rows) and the model's prediction of their latencies.
+
+A point is one (hardware, framework, model, precision, speculation, parallel layout, ISL/OSL, concurrency)
+measurement with median TTFT, TPOT and end-to-end latency. :func:`point_features` turns rows into the
+parameter-independent quantities of the cost model (bytes and FLOPs per step, per prefill); :func:`predict`
+combines them with fitted parameters. Both are vectorized over all points.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from agentprof.catalog import CatalogError, find_model
+from agentprof.catalog.hardware import HardwareCatalog
+from agentprof.errors import AgentprofError, TraceFormatError
+from agentprof.replay.costmodel import Deployment
+
+REQUIRED = ("hardware", "precision", "isl", "osl", "conc")
+MEASURED = ("median_ttft_s", "median_tpot_s", "median_e2el_s")
+# InferenceX draws each length uniformly in [0.8 L, L] (RANDOM_RANGE_RATIO 0.8): mean 0.9 L [S1-wf, S1-bench]
+LENGTH_MEAN_FRACTION = 0.9
+MEM_UTIL = 0.95  # measured deployments run: frameworks give KV what the weights leave (SGLang up to ~0.9-0.95)
+# fixed-width parameter vector of a configuration, natural units
+PARAMS = ("tau_s", "kappa", "mbu", "mfu", "t0_s", "q", "t_req_s", "accept", "m_steps")
+
+
+def load_points(path: str | Path) -> pl.DataFrame:
+    """Read a points CSV; missing columns or non-numeric values are one-line errors naming file and line."""
+    p = str(path)
+    try:
+        df = pl.read_csv(p, infer_schema_length=10000)
+    except FileNotFoundError:
+        raise AgentprofError(f"{p}: no such file") from None
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, OSError) as e:
+        raise TraceFormatError(p, None, f"not a readable CSV ({str(e).splitlines()[0]})") from None
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if "model" not in df.columns and "model_prefix" not in df.columns:
+        missing.append("model or model_prefix")
+    if "tp" not in df.columns and "num_gpus" not in df.columns:
+        missing.append("tp or num_gpus")
+    if missing:
+        raise TraceFormatError(p, 1, f"missing column(s): {', '.join(missing)}")
+    for c in ("isl", "osl", "conc", "tp", "ep", "num_gpus", "num_prefill_gpu", "num_decode_gpu", "prefill_tp",
+              "prefill_num_workers", "decode_tp", "decode_ep", "decode_num_workers", *MEASURED):
+        if c in df.columns and not df.schema[c].is_numeric():
+            bad = df.with_row_index("_i").filter(pl.col(c).is_not_null()
+                                                & pl.col(c).cast(pl.Float64, strict=False).is_null())
+            if bad.height:
+                line = int(bad["_i"][0]) + 2
+                raise TraceFormatError(p, line, f"column {c!r}: expected a number, got {bad[c][0]!r}")
+            df = df.with_columns(pl.col(c).cast(pl.Float64, strict=False))
+    for c in ("isl", "osl", "conc"):
+        bad = df.with_row_index("_i").filter(pl.col(c).is_null() | (pl.col(c) <= 0))
+        if bad.height:
+            raise TraceFormatError(p, int(bad["_i"][0]) + 2, f"column {c!r}: expected a positive number")
+    if "quality_flag" in df.columns:
+        df = df.filter(pl.col("quality_flag").is_null() | (pl.col("quality_flag") == "ok"))
+    return df
+
+
+def _col(df: pl.DataFrame, name: str, default: object = None) -> list:
+    return df[name].to_list() if name in df.columns else [default] * df.height
+
+
+def _framework_base(fw: str) -> str:
+    """``dynamo-trt`` → ``trt``, ``sglang-disagg`` → ``sglang``: the serving engine under the orchestration."""
+    f = fw.lower()
+    for base in ("trt", "sglang", "vllm", "atom"):
+        if base in f:
+            return base
+    return f
+
+
+@dataclass
+class PointKey:
+    """Identity of a point's configuration at each calibration level."""
+
+    family: str
+    hardware: str
+    framework: str
+    model: str
+    precision: str
+    spec: str
+    layout: str
+
+    @property
+    def group(self) -> str:
+        return f"{self.hardware}/{self.framework}/{self.model}/{self.precision}/{self.spec}"
+
+    @property
+    def config(self) -> str:
+        return f"{self.group}/{self.layout}"
+
+
+@dataclass
+class Features:
+    """Parameter-independent per-point quantities (numpy arrays), plus identity and coverage."""
+
+    keys: list[PointKey | None]
+    covered: np.ndarray      # catalog knows the hardware, model and precision
+    why: list[str]           # reason a point is not covered ("" when covered)
+    layers: np.ndarray
+    g_dec: np.ndarray        # accelerators per decode instance
+    conc: np.ndarray
+    batch: np.ndarray        # running decode batch per instance (capped by KV capacity)
+    overflow: np.ndarray     # requested / capacity - 1 (>0: clients queue for KV space)
+    osl: np.ndarray          # mean output length
+    bw_s: np.ndarray         # decode bytes per GPU / HBM bandwidth (÷ mbu)
+    cmp_s: np.ndarray        # decode FLOPs per GPU / peak (÷ mfu)
+    pf_s: np.ndarray         # one prefill's weight FLOPs per GPU / peak (÷ mfu)
+    pf_attn_s: np.ndarray    # one prefill's attention FLOPs per GPU / BF16 peak (÷ mfu·attn_eff)
+    pf_mem_s: np.ndarray     # one prefill's bytes per GPU / HBM bandwidth (÷ mbu)
+    disagg: np.ndarray
+    n_prefill: np.ndarray    # prefill instances (disaggregated)
+    xfer_s: np.ndarray       # prefill -> decode KV transfer (disaggregated)
+    mtp: np.ndarray
+    ttft: np.ndarray         # measured (NaN when absent)
+    tpot: np.ndarray
+    e2e: np.ndarray
+
+    def subset(self, sel: np.ndarray) -> Features:
+        """The points selected by a boolean mask or an index array."""
+        idx = np.flatnonzero(sel) if sel.dtype == bool else sel
+        out = {}
+        for k, v in self.__dict__.items():
+            out[k] = [v[i] for i in idx] if isinstance(v, list) else v[idx]
+        return Features(**out)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def _layout(row: dict, disagg: bool) -> tuple[str, int, int, int, int, bool, bool, int, int]:
+    """(layout key, g_prefill, n_prefill, g_decode, n_decode, dpa_prefill, dpa_decode, tp, ep)."""
+    def i(v: object, d: int) -> int:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return d
+        return int(v)
+
+    if disagg:
+        npw = max(i(row.get("prefill_num_workers"), 1), 1)
+        ndw = max(i(row.get("decode_num_workers"), 1), 1)
+        gp = max(i(row.get("num_prefill_gpu"), npw) // npw, 1)
+        gd = max(i(row.get("num_decode_gpu"), ndw) // ndw, 1)
+        dtp, dep = i(row.get("decode_tp"), gd), i(row.get("decode_ep"), 1)
+        ptp = i(row.get("prefill_tp"), gp)
+        key = f"p{npw}x{gp}-d{ndw}x{gd}-tp{dtp}ep{dep}"
+        return key, gp, npw, gd, ndw, ptp < gp, dtp < gd, dtp, dep
+    tp = max(i(row.get("tp"), i(row.get("num_gpus"), 1)), 1)
+    ep = i(row.get("ep"), 1)
+    dpa = bool(row.get("dp_attention") or False)
+    key = f"tp{tp}-ep{ep}" + ("-dpa" if dpa else "")
+    return key, tp, 1, tp, 1, dpa, dpa, tp, ep
+
+
+def layout_columns(layout: str) -> dict[str, object]:
+    """CSV columns of a layout key (the inverse of the keys :func:`point_features` builds):
+    ``tp8-ep1[-dpa]`` or ``p{workers}x{gpus}-d{workers}x{gpus}-tp{tp}ep{ep}``."""
+    m = re.fullmatch(r"tp(\d+)-ep(\d+)(-dpa)?", layout)
+    if m:
+        tp, ep = int(m.group(1)), int(m.group(2))
+        return {"tp": tp, "ep": ep, "dp_attention": bool(m.group(3)), "disagg": False, "num_gpus": tp}
+    m = re.fullmatch(r"p(\d+)x(\d+)-d(\d+)x(\d+)-tp(\d+)ep(\d+)", layout)
+    if not m:
+        raise AgentprofError(f"cannot read layout {layout!r}: expected tp8-ep1 or p1x4-d4x8-tp8ep8")
+    npw, gp, ndw, gd, tp, ep = (int(x) for x in m.groups())
+    return {"disagg": True, "prefill_num_workers": npw, "num_prefill_gpu": npw * gp, "prefill_tp": gp,
+            "decode_num_workers": ndw, "num_decode_gpu": ndw * gd, "decode_tp": tp, "decode_ep": ep,
+            "num_gpus": npw * gp + ndw * gd}
+
+
+def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
+    """Build the cost model's per-point quantities for every row of a points table."""
+    n = df.height
+    z = np.zeros(n)
+    f = {k: z.copy() for k in ("layers", "g_dec", "conc", "batch", "overflow", "osl", "bw_s", "cmp_s", "pf_s", "pf_attn_s",
+                               "pf_mem_s", "n_prefill", "xfer_s")}
+    disagg_a = np.zeros(n, dtype=bool)
+    mtp_a = np.zeros(n, dtype=bool)
+    covered = np.zeros(n, dtype=bool)
+    keys: list[PointKey | None] = []
+    why: list[str] = []
+    rows = df.select([c for c in df.columns if c not in ("notes", "source_file", "provenance")]).to_dicts()
+    dep_cache: dict[tuple, Deployment] = {}
+    for j, row in enumerate(rows):
+        hw = str(row.get("hardware") or "").lower()
+        acc = cat.accelerators.get(hw)
+        mname = row.get("model_prefix") or row.get("model")
+        model = find_model(str(mname), cat_files(cat)) if mname else None
+        if model is None and row.get("model"):
+            model = find_model(str(row["model"]), cat_files(cat))
+        prec = str(row.get("precision") or "").lower()
+        reason = ""
+        if acc is None:
+            reason = f"hardware {hw!r} not in the catalog"
+        elif model is None:
+            reason = f"model {mname!r} not in the catalog"
+        elif prec not in model.formats:
+            reason = f"{model.key} has no {prec!r} format in the catalog"
+        disagg = bool(row.get("disagg") or False)
+        if reason:
+            keys.append(None)
+            why.append(reason)
+            continue
+        assert acc is not None and model is not None
+        layout, gp, npw, gd, ndw, dpa_p, dpa_d, _tp, _ep = _layout(row, disagg)
+        fw = str(row.get("framework") or "unknown").lower()
+        spec = str(row.get("spec_decoding") or "none").lower()
+        keys.append(PointKey(acc.family, hw, fw, model.key, prec, spec, layout))
+        why.append("")
+        covered[j] = True
+        try:
+            dk = (hw, model.key, prec, gd, dpa_d)
+            dec = dep_cache.get(dk) or dep_cache.setdefault(dk, Deployment(model, acc, prec, gd, dpa_d))
+            pk = (hw, model.key, prec, gp, dpa_p)
+            pre = dep_cache.get(pk) or dep_cache.setdefault(pk, Deployment(model, acc, prec, gp, dpa_p))
+        except CatalogError as e:
+            keys[-1] = None
+            why[-1] = str(e)
+            covered[j] = False
+            continue
+        isl_m = LENGTH_MEAN_FRACTION * float(row["isl"])
+        osl_m = LENGTH_MEAN_FRACTION * float(row["osl"])
+        conc = float(row["conc"])
+        b = conc / ndw
+        cap = float(dec.max_batch(isl_m + osl_m, MEM_UTIL))
+        if cap < 1:  # the point was measured, so it ran: the byte accounting (e.g. FP8 KV) is off, not the run
+            cap = float("inf")
+        b_run = max(min(b, cap), 1.0)
+        ctx = isl_m + osl_m / 2.0
+        f["layers"][j] = dec.layers
+        f["g_dec"][j] = gd
+        f["conc"][j] = conc
+        f["batch"][j] = b_run
+        f["overflow"][j] = max(b / max(cap, 1.0) - 1.0, 0.0)
+        f["osl"][j] = osl_m
+        f["bw_s"][j] = float(dec.decode_bytes_per_gpu(b_run, ctx)) / acc.hbm_bw
+        f["cmp_s"][j] = float(dec.decode_peak_s(b_run, ctx))
+        f["pf_s"][j] = 2.0 * pre.model.get("params_active") * isl_m / pre.peak / gp
+        f["pf_attn_s"][j] = float(pre.prefill_peak_s(isl_m, 0.0)) - f["pf_s"][j]
+        rep = 1.0 if dpa_p else gp
+        pf_bytes = pre.nonexpert_read_bytes / rep + (float(pre.active_bytes(isl_m)) - pre.nonexpert_read_bytes) / gp \
+            + float(pre.kv_seq_bytes(isl_m)) / pre.kv_divisor
+        f["pf_mem_s"][j] = pf_bytes / acc.hbm_bw
+        f["n_prefill"][j] = npw
+        link = acc.fields.get("scaleup_bw")
+        f["xfer_s"][j] = float(dec.kv_seq_bytes(isl_m)) / (link.value if link else 50e9) if disagg else 0.0
+        disagg_a[j] = disagg
+        mtp_a[j] = spec not in ("none", "", "null")
+
+    def meas(c: str) -> np.ndarray:
+        if c not in df.columns:
+            return np.full(n, np.nan)
+        return df[c].cast(pl.Float64, strict=False).fill_null(float("nan")).to_numpy().astype(float)
+
+    return Features(keys=keys, covered=covered, why=why, disagg=disagg_a, mtp=mtp_a,
+                    ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"), e2e=meas("median_e2el_s"), **f)
+
+
+def cat_files(cat: HardwareCatalog) -> tuple[str, ...]:
+    """User catalog files among the catalog's sources (where user models may live)."""
+    from agentprof.catalog import CATALOG_DIR
+
+    return tuple(p for p in cat.files if Path(p).parent != CATALOG_DIR)
+
+
+def predict(f: Features, theta: np.ndarray, attn_eff: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Median TTFT, TPOT and end-to-end latency for each point, with per-point parameters
+    ``theta`` (n × len(PARAMS), natural units) and the global attention efficiency. Equations in
+    docs/DEVICE_MODEL.md §2."""
+    tau, kappa, mbu, mfu, t0, q, treq, acc, m_steps = (theta[:, i] for i in range(len(PARAMS)))
+    acc = np.where(f.mtp, acc, 1.0)
+    t_fixed = f.layers * tau * (1.0 + kappa * np.log2(np.maximum(f.g_dec, 1.0)))
+    t_dec = t_fixed + f.bw_s / mbu + f.cmp_s / mfu
+    s = treq + np.maximum((f.pf_s + f.pf_attn_s / attn_eff) / mfu, f.pf_mem_s / mbu)
+    # aggregated serving: the other clients' prefills interleave with decode steps (one per client per OSL)
+    t_pf = np.where(f.disagg, 0.0, (f.batch - 1.0) / f.osl * s)
+    tpot = (t_dec + t_pf) / acc
+    cycle = s + f.osl * tpot
+    rho_agg = t_pf / (t_dec + t_pf)
+    rho_dis = f.conc * s / (f.n_prefill * cycle)
+    rho = np.minimum(np.where(f.disagg, rho_dis, rho_agg), 0.95)
+    queue = s * q * rho / (1.0 - rho)
+    ttft = t0 + s + queue + m_steps * t_dec + np.where(f.disagg, f.xfer_s, 0.0)
+    # closed loop: prefill throughput bounds the request rate (disaggregated prefill workers saturate)
+    sat = f.conc * s / f.n_prefill - (f.osl - 1.0) * tpot
+    ttft = np.where(f.disagg, np.maximum(ttft, sat), ttft)
+    # clients beyond the KV capacity wait for a running request to finish
+    ttft = ttft + f.overflow * (ttft + (f.osl - 1.0) * tpot)
+    e2e = ttft + (f.osl - 1.0) * tpot
+    return ttft, tpot, e2e

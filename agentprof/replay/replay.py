@@ -1,0 +1,358 @@
+"""Replay a recorded agent trace on serving systems: what happens to the whole task, not just the model calls.
+
+Every model call is re-timed by the device cost model (prefill of the tokens the cache policy does not
+serve, loading cached prefix KV from its tier, decode), every CPU-bound orchestration span is scaled by the
+host's single-thread speed, waits stay as recorded, and each session is re-assembled along its recorded
+critical path (:mod:`agentprof.replay.timeline`). Closed models are replayed through a named open stand-in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from agentprof.analysis.calls import CallBlocks, model_calls
+from agentprof.catalog import CatalogError, ModelSpec, find_model, resolve_model
+from agentprof.catalog.hardware import HardwareCatalog, System, load_catalog
+from agentprof.replay.cachepolicy import (
+    CacheHits,
+    CachePolicy,
+    PrefixIndex,
+    cached_tokens,
+    parse_policy,
+)
+from agentprof.replay.calibration import Fitted, load_fitted
+from agentprof.replay.costmodel import call_times, disk_load_s, kv_load_s
+from agentprof.replay.orchestration import cpu_split, scaled_exclusive
+from agentprof.replay.systems import Resolved, resolve
+from agentprof.replay.timeline import MODEL, ORCH, WAIT, assemble, prepare
+from agentprof.trace.schema import Trace
+
+DEFAULT_RECORDED_HOST = "xeon-8480c"
+
+
+@dataclass
+class SystemRow:
+    """Replayed totals for one system (or the recorded run)."""
+
+    name: str
+    display: str
+    e2e_s: float | None = None
+    model_s: float | None = None
+    orchestration_s: float | None = None
+    wait_s: float | None = None
+    model_calls_s: float | None = None
+    amdahl_e2e_s: float | None = None
+    speedup_vs_recorded: float | None = None
+    speedup_vs_first: float | None = None
+    model_calls_speedup: float | None = None
+    amdahl_bound: float | None = None
+    host_speed_ratio: float | None = None
+    deployments: list[dict[str, Any]] = field(default_factory=list)
+    cache: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def model_share(self) -> float | None:
+        if self.e2e_s is None or self.model_s is None or self.e2e_s <= 0:
+            return None
+        return self.model_s / self.e2e_s
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if v not in (None, [], {})}
+        if self.model_share is not None:
+            d["model_share"] = self.model_share
+        return d
+
+
+@dataclass
+class ReplayResult:
+    """``recorded`` and one row per system, plus the per-call replay table and what was assumed."""
+
+    recorded: SystemRow
+    systems: list[SystemRow]
+    calls: pl.DataFrame
+    cache_policy: str
+    concurrency: int
+    sessions: int
+    model_calls: int
+    replayed_calls: int
+    standins: dict[str, str]
+    orchestration: dict[str, Any]
+    notes: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cache_policy": self.cache_policy, "concurrency": self.concurrency, "sessions": self.sessions,
+            "model_calls": self.model_calls, "replayed_calls": self.replayed_calls,
+            "recorded": self.recorded.to_dict(), "systems": [s.to_dict() for s in self.systems],
+            "standins": self.standins, "orchestration": self.orchestration, "notes": self.notes,
+        }
+
+    def finding(self) -> str:
+        """One sentence: per system, how much the task time changes against how much the model calls change."""
+        parts = []
+        for s in self.systems:
+            if s.e2e_s is None:
+                continue
+            calls = f"{s.model_calls_speedup:.2f}x" if s.model_calls_speedup else "n/a"
+            task = f"{s.speedup_vs_recorded:.2f}x" if s.speedup_vs_recorded else "n/a"
+            parts.append(f"{s.name} model calls {calls}, task {task}")
+        bound = self.recorded.amdahl_bound
+        tail = (f"; even an infinitely fast model gives at most {bound:.2f}x" if bound
+                else "; all recorded time is model time (no Amdahl limit)")
+        return (f"Speed-up against the recorded run over {self.model_calls} model calls in {self.sessions} "
+                f"session(s) — " + "; ".join(parts) + tail + ".")
+
+
+def _subset_blocks(cb: CallBlocks, rows: np.ndarray) -> CallBlocks:
+    lengths = cb.lengths[rows]
+    offsets = np.zeros(rows.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if cb.ids.size and rows.size:
+        idx = np.concatenate([np.arange(cb.offsets[r], cb.offsets[r + 1]) for r in rows]) if rows.size < 64 else \
+            np.repeat(cb.offsets[:-1][rows], lengths) + (np.arange(int(lengths.sum())) - np.repeat(offsets[:-1], lengths))
+        ids = cb.ids[idx.astype(np.int64)]
+    else:
+        ids = cb.ids[:0]
+    return CallBlocks(cb.calls[rows.tolist()], ids, offsets, cb.block_size, cb.scheme)
+
+
+def _hbm_capacity_tokens(r: Resolved, concurrency: int) -> float:
+    """Prefix-cache room of one client: HBM left after the weights, shared by the concurrent clients."""
+    free = max(r.dep.free_kv_bytes_per_gpu(r.system.mem_util), 0.0)
+    per_token_per_gpu = r.dep.kv_token_bytes / r.dep.kv_divisor
+    return free / max(per_token_per_gpu, 1e-9) / max(concurrency, 1)
+
+
+def _lmcache_hits(trace: Trace, keys: pl.DataFrame, policy: CachePolicy, r: Resolved, concurrency: int,
+                  inp: np.ndarray) -> CacheHits:
+    """HBM + LMCache CPU/disk tiers through :func:`agentprof.analysis.cachesim.simulate` (capacities per TP rank,
+    shared by the concurrent clients)."""
+    from agentprof.analysis.cachesim import Tier, simulate
+
+    b = max(concurrency, 1)
+    hbm = max(r.dep.free_kv_bytes_per_gpu(r.system.mem_util), 0.0) / b
+    tiers = [Tier("hbm", int(hbm)), Tier("cpu", None if not np.isfinite(policy.cpu_bytes)
+                                         else int(policy.cpu_bytes / r.dep.gpus / b))]
+    if policy.disk_bytes:
+        tiers.append(Tier("disk", None if not np.isfinite(policy.disk_bytes)
+                          else int(policy.disk_bytes / r.dep.gpus / b)))
+    spans = trace.spans.join(keys.with_columns(pl.lit(True).alias("_keep")), on=["session_id", "span_id"],
+                             how="left")
+    sub = Trace(trace.meta, spans.filter((pl.col("kind") != "model") | pl.col("_keep").is_not_null()).drop("_keep"),
+                trace.diagnostics)
+    res = simulate(sub, r.model.key, tiers, tp=r.dep.gpus, kv_dtype_bytes=r.dep.kv_dtype_bytes)
+    pc = keys.join(res.per_call.select("session_id", "span_id", "hit_tokens_hbm", "hit_tokens_cpu",
+                                       "hit_tokens_disk"),
+                   on=["session_id", "span_id"], how="left").fill_null(0)
+    limit = np.maximum(inp - 1.0, 0.0)
+    hbm_t = np.minimum(pc.get_column("hit_tokens_hbm").to_numpy().astype(float), limit)
+    cpu_t = np.minimum(pc.get_column("hit_tokens_cpu").to_numpy().astype(float), limit - hbm_t)
+    disk_t = np.minimum(pc.get_column("hit_tokens_disk").to_numpy().astype(float), limit - hbm_t - cpu_t)
+    notes = ["LMCache tiers simulated by agentprof.analysis.cachesim (256-token chunks; sessions interleaved on "
+             "their recorded timestamps)", *res.diagnostics]
+    return CacheHits(hbm_t, cpu_t, disk_t, notes)
+
+
+def _model_for(name: str | None, override: str | None, extra: tuple[str, ...]) -> tuple[ModelSpec, str | None]:
+    if override:
+        m = find_model(override, extra)
+        if m is None:
+            raise CatalogError(f"unknown model {override!r} (catalog models: "
+                               f"{', '.join(sorted(load_catalog(extra).models))})")
+        note = None if (name and find_model(name, extra) is m) else f"{name or 'unknown model'} replayed as {m.display} (--model)"
+        return m, note
+    # an unnamed model goes through the catalog's catch-all stand-in, which says so
+    return resolve_model(name or "unknown model", extra)
+
+
+def replay(trace: Trace, systems: Sequence[str | System], model: str | None = None,
+           cache_policy: str | CachePolicy = "prefix", concurrency: int = 1,
+           catalog: HardwareCatalog | None = None, cpu_bound: dict[str, float] | None = None,
+           recorded_host: str = DEFAULT_RECORDED_HOST, fitted: Fitted | None = None) -> ReplayResult:
+    """Replay ``trace`` on each of ``systems`` (see the module docstring); the first system is the baseline
+    for ``speedup_vs_first``. ``cpu_bound`` maps tool names to their CPU-bound fraction."""
+    cat = catalog or load_catalog()
+    extra = tuple(p for p in cat.files if not p.endswith(("accelerators.toml", "hosts.toml", "systems.toml")))
+    policy = parse_policy(cache_policy) if isinstance(cache_policy, str) else cache_policy
+    if concurrency < 1:
+        raise CatalogError(f"concurrency must be at least 1, got {concurrency}")
+    if not systems:
+        raise CatalogError("name at least one system (see `agentprof devices list`)")
+    sys_objs = [s if isinstance(s, System) else cat.system(s) for s in systems]
+    if recorded_host not in cat.hosts:
+        raise CatalogError(f"unknown recorded host {recorded_host!r} (known: {', '.join(sorted(cat.hosts))})")
+    rec_host = cat.hosts[recorded_host]
+    fitted = fitted if fitted is not None else load_fitted()
+    spans = trace.spans
+    lay = prepare(spans)
+    notes: list[str] = []
+
+    # model calls in span-table order; the prefix-cache order (conversation lines in time) is built only when
+    # a cache policy needs it
+    calls = (spans.with_row_index("_row").filter(pl.col("kind") == "model")
+             .select("_row", "trace_id", "span_id", "session_id", "model", "input_tokens", "output_tokens",
+                     "timing"))
+    span_row = calls.get_column("_row").to_numpy().astype(np.int64)
+    inp = calls.get_column("input_tokens").cast(pl.Float64).fill_null(np.nan).to_numpy()
+    out = calls.get_column("output_tokens").cast(pl.Float64).fill_null(np.nan).to_numpy()
+    replayable = np.isfinite(inp) & np.isfinite(out) & (inp > 0) & lay.placed[span_row]
+    if (~replayable).any():
+        notes.append(f"{int((~replayable).sum())} model call(s) lack input/output token counts or times and keep "
+                     "their recorded duration")
+    names = calls.get_column("model").to_list()
+    standins: dict[str, str] = {}
+    model_of: list[str] = []
+    specs: dict[str, ModelSpec] = {}
+    resolved: dict[str | None, tuple[ModelSpec, str | None]] = {}
+    for nm in names:
+        if nm not in resolved:
+            resolved[nm] = _model_for(nm, model, extra)
+            m, note = resolved[nm]
+            specs[m.key] = m
+            if note:
+                standins[str(nm) if nm else "(unnamed)"] = note
+        model_of.append(resolved[nm][0].key)
+    model_arr = np.array(model_of, dtype=object)
+
+    # orchestration: CPU-bound split, once
+    split = cpu_split(spans, lay.host_parent, lay.excl_old, cpu_bound)
+    kinds = spans.get_column("kind").to_numpy()
+    scalable = np.isin(kinds, ("tool", "parse", "orchestration")) & lay.placed
+    orch = split.summary(lay.excl_old, scalable)
+    orch["recorded_host"] = rec_host.key
+    if orch["cpu_bound_s"] == 0:
+        notes.append("no orchestration time was treated as CPU-bound (no cpu_ns captured, no parse spans, no tool "
+                     "declared with --cpu-bound): host CPUs change nothing in this replay")
+
+    k = len(sys_objs)
+    # columns: 0 = recorded; 1..k = systems; k+1..2k = systems with an infinitely fast model; 2k+1 = recorded, model 0
+    own_new = np.repeat(lay.excl_old[:, None], 2 * k + 2, axis=1)
+    model_new = np.repeat(lay.old_dur[:, None], 2 * k + 2, axis=1)
+    model_new[lay.category == MODEL, 2 * k + 1] = 0.0
+    groups = {key: np.flatnonzero((model_arr == key) & replayable) for key in specs}
+    indexes: dict[str, tuple[PrefixIndex, np.ndarray, np.ndarray]] = {}
+    if policy.kind == "prefix" and replayable.any():
+        cb = model_calls(trace)
+        cb_call = (cb.calls.select("trace_id", "span_id")
+                   .join(calls.select("trace_id", "span_id").with_row_index("_c"), on=["trace_id", "span_id"],
+                         how="left", maintain_order="left").get_column("_c").to_numpy().astype(np.int64))
+        for key, sel in groups.items():
+            cb_rows = np.flatnonzero(np.isin(cb_call, sel))  # in cache order
+            if cb_rows.size:
+                # (index, position of each cache-order row within sel, the calls in cache order)
+                indexes[key] = (PrefixIndex(_subset_blocks(cb, cb_rows)),
+                                np.searchsorted(sel, cb_call[cb_rows]), cb_call[cb_rows])
+    rows: list[SystemRow] = []
+    call_frames: list[pl.DataFrame] = []
+    # model-call speed-up is measured over calls whose recorded duration is a measurement
+    timing = calls.get_column("timing").to_numpy()
+    measured = replayable & (timing == "measured")
+    if not measured.any():
+        measured = replayable
+        if replayable.any():
+            notes.append("no model call has a measured recorded duration (both ends recorded); the model-call "
+                         "speed-up uses the derived durations")
+    elif (replayable & ~measured).any():
+        notes.append(f"{int((replayable & ~measured).sum())} replayed call(s) have derived (not measured) recorded "
+                     "durations and are left out of the model-call speed-up")
+    rec_calls_s = float(lay.old_dur[span_row[measured]].sum()) if span_row.size else 0.0
+    for j, system in enumerate(sys_objs, start=1):
+        row = SystemRow(system.key, system.display)
+        ratio = system.host.st_speed / rec_host.st_speed
+        row.host_speed_ratio = ratio
+        own_new[:, j] = np.where(scalable, scaled_exclusive(lay.excl_old, split, ratio), lay.excl_old)
+        own_new[:, k + j] = own_new[:, j]
+        new_call = lay.old_dur[span_row].copy()
+        cache_tot = {"input_tokens": 0.0, "hbm_hit_tokens": 0.0, "cpu_hit_tokens": 0.0, "disk_hit_tokens": 0.0}
+        try:
+            for key, spec in specs.items():
+                sel = groups[key]
+                if not sel.size:
+                    continue
+                r = resolve(system, spec, cat, fitted)
+                row.deployments.append(r.describe())
+                if policy.kind == "none":
+                    zero = np.zeros(sel.size)
+                    hits = CacheHits(zero, zero.copy(), zero.copy())
+                elif policy.kind == "lmcache":
+                    hits = _lmcache_hits(trace, calls.select("session_id", "span_id")[sel.tolist()], policy,
+                                         r, concurrency, inp[sel])
+                else:
+                    index, at, order = indexes[key]
+                    got = cached_tokens(index, policy, _hbm_capacity_tokens(r, concurrency), inp[order])
+                    hits = CacheHits(*(np.zeros(sel.size) for _ in range(3)), got.notes)
+                    for name in ("hbm", "cpu", "disk"):
+                        getattr(hits, name)[at] = getattr(got, name)
+                notes.extend(f"{system.key}: {x}" for x in hits.notes if f"{system.key}: {x}" not in notes)
+                load = kv_load_s(r.dep, hits.cpu, r.host_link_bw) + disk_load_s(r.dep, hits.disk, r.disk_bw)
+                t = call_times(r.dep, r.params, inp[sel], hits.total, out[sel], concurrency, load, system.mem_util)
+                new_call[sel] = t.total_s
+                cache_tot["input_tokens"] += float(inp[sel].sum())
+                cache_tot["hbm_hit_tokens"] += float(hits.hbm.sum())
+                cache_tot["cpu_hit_tokens"] += float(hits.cpu.sum())
+                cache_tot["disk_hit_tokens"] += float(hits.disk.sum())
+                call_frames.append(pl.DataFrame({
+                    "system": [system.key] * sel.size, "span_id": calls.get_column("span_id").gather(sel),
+                    "session_id": calls.get_column("session_id").gather(sel), "model": [key] * sel.size,
+                    "input_tokens": inp[sel], "cached_hbm": hits.hbm, "cached_cpu": hits.cpu,
+                    "cached_disk": hits.disk, "output_tokens": out[sel], "load_s": t.load_s, "ttft_s": t.ttft_s,
+                    "decode_s": t.decode_s, "replayed_s": t.total_s, "recorded_s": lay.old_dur[span_row[sel]]}))
+        except CatalogError as e:
+            row.error = str(e)
+            rows.append(row)
+            continue
+        model_new[span_row, j] = new_call
+        model_new[span_row, k + j] = 0.0
+        row.model_calls_s = float(new_call[measured].sum())
+        row.model_calls_speedup = rec_calls_s / row.model_calls_s if row.model_calls_s > 0 else None
+        if cache_tot["input_tokens"]:
+            row.cache = {**cache_tot, "hit_share": (cache_tot["hbm_hit_tokens"] + cache_tot["cpu_hit_tokens"]
+                                                    + cache_tot["disk_hit_tokens"]) / cache_tot["input_tokens"]}
+        rows.append(row)
+
+    asm = assemble(lay, own_new, model_new)
+    top = lay.top_level
+    e2e = asm.e2e[top].sum(axis=0)
+    cats = asm.by_category[top].sum(axis=0)
+    recorded = SystemRow("recorded", f"recorded run (host taken as {rec_host.key})")
+    recorded.e2e_s = float(e2e[0])
+    recorded.model_s, recorded.orchestration_s, recorded.wait_s = (float(cats[0, c]) for c in (MODEL, ORCH, WAIT))
+    recorded.model_calls_s = rec_calls_s
+    recorded.amdahl_e2e_s = float(e2e[2 * k + 1])
+    recorded.amdahl_bound = recorded.e2e_s / recorded.amdahl_e2e_s if recorded.amdahl_e2e_s > 0 else None
+    first_e2e = None
+    for j, row in enumerate(rows, start=1):
+        if row.error:
+            continue
+        row.e2e_s = float(e2e[j])
+        row.model_s, row.orchestration_s, row.wait_s = (float(cats[j, c]) for c in (MODEL, ORCH, WAIT))
+        row.amdahl_e2e_s = float(e2e[k + j])
+        row.speedup_vs_recorded = recorded.e2e_s / row.e2e_s if row.e2e_s > 0 else None
+        row.amdahl_bound = recorded.e2e_s / row.amdahl_e2e_s if row.amdahl_e2e_s > 0 else None
+        if first_e2e is None:
+            first_e2e = row.e2e_s
+        row.speedup_vs_first = first_e2e / row.e2e_s if row.e2e_s > 0 else None
+    parallel = _parallel_sessions(lay)
+    if parallel:
+        notes.append(f"{parallel} session(s) run spans in parallel: their recorded critical path is kept")
+    return ReplayResult(
+        recorded=recorded, systems=rows,
+        calls=pl.concat(call_frames) if call_frames else pl.DataFrame(),
+        cache_policy=policy.label, concurrency=concurrency, sessions=int(top.sum()),
+        model_calls=int(calls.height), replayed_calls=int(replayable.sum()), standins=standins,
+        orchestration=orch, notes=notes)
+
+
+def _parallel_sessions(lay: Any) -> int:
+    """Sessions where top-level spans overlap by more than rounding (5 % of a span and at least 1 s)."""
+    # own_len < old_dur for a member means part of it was owned by an overlapping span
+    mem = np.flatnonzero(lay.member & lay.placed)
+    lost = lay.old_dur[mem] - lay.own_len[mem]
+    big = lost > np.maximum(0.05 * lay.old_dur[mem], 1.0)
+    return int(np.unique(lay.host[mem[big]]).size)

@@ -1,0 +1,191 @@
+"""Calibration on the InferenceX points: cross-validated fidelity, storage, fallbacks and input errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from agentprof.catalog.hardware import load_catalog
+from agentprof.errors import TraceFormatError
+from agentprof.replay.calibration import (
+    PARAMS,
+    _parse_fitted,
+    fit,
+    fit_file,
+    load_fitted,
+    nearest_group,
+    to_toml,
+)
+from agentprof.replay.fidelity import check, cross_validate
+from agentprof.replay.lsq import least_squares
+from agentprof.replay.points import PointKey, load_points
+
+ROOT = Path(__file__).resolve().parents[2]
+POINTS = ROOT / "data" / "inferencex" / "calibration_points.csv"
+CAT = load_catalog()
+
+
+@pytest.fixture(scope="module")
+def points() -> pl.DataFrame:
+    return load_points(POINTS)
+
+
+@pytest.fixture(scope="module")
+def cv(points: pl.DataFrame) -> dict:
+    return cross_validate(points, CAT)
+
+
+def _raw_rows() -> list[dict[str, str]]:
+    with open(POINTS, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_cross_validation_meets_the_fidelity_target(cv: dict) -> None:
+    # done-means 1: fit on one ISL/OSL setting, check on the other (both directions): median APE <= 15 % for
+    # TPOT and end-to-end latency over every covered point, and >= 90 % of the points covered
+    rows = _raw_rows()
+    settings = {(r["isl"], r["osl"]) for r in rows if r["quality_flag"] == "ok"}
+    assert settings == {("1024", "1024"), ("1024", "8192")}
+    pooled = cv["pooled"]
+    assert pooled["points"] == sum(r["quality_flag"] == "ok" for r in rows) == 1059
+    assert pooled["covered"] >= 0.9 * pooled["points"]
+    assert pooled["tpot"]["median_ape"] <= 0.15
+    assert pooled["e2e"]["median_ape"] <= 0.15
+    assert len(cv["folds"]) == 2
+    for fold in cv["folds"]:
+        assert fold["tpot"]["median_ape"] <= 0.15 and fold["e2e"]["median_ape"] <= 0.15
+    # TTFT is reported, not hidden (it is the weakest metric: prompt-side queueing)
+    assert pooled["ttft"]["median_ape"] is not None and pooled["ttft"]["p90_ape"] >= pooled["ttft"]["median_ape"]
+
+
+def test_gb200_is_covered_through_its_blackwell_sibling(cv: dict) -> None:
+    # GB200 has only 1k1k points: checked on 1k1k after fitting on 1k8k, it borrows B200's fitted groups
+    fold = next(f for f in cv["folds"] if f["fit_on"] == "1024/8192")
+    assert fold["by_hardware"]["gb200"]["points"] == sum(
+        r["hardware"] == "gb200" and r["osl"] == "1024" for r in _raw_rows())
+    assert fold["levels"].get("nearest", 0) >= fold["by_hardware"]["gb200"]["points"]
+
+
+def test_shipped_fit_in_sample(points: pl.DataFrame) -> None:
+    s = check(points, load_fitted(), CAT).summary()
+    assert s["covered"] == s["points"] == 1059
+    assert s["tpot"]["median_ape"] < 0.08 and s["e2e"]["median_ape"] < 0.08
+    for key in ("points", "covered", "ttft", "tpot", "e2e", "by_hardware", "by_model"):
+        assert key in s
+    assert set(s["by_model"]) == {"gpt-oss-120b", "deepseek-r1"}
+    assert set(s["ttft"]) >= {"median_ape", "p90_ape"}
+
+
+def test_fit_recovers_known_parameters() -> None:
+    # synthesize points from known parameters with the model itself, then fit them back
+    from agentprof.replay.points import point_features, predict
+
+    rows = [{"hardware": "h200", "framework": "vllm", "model": "gpt-oss-120b", "precision": "fp4", "isl": isl,
+             "osl": 1024, "conc": c, "tp": tp, "ep": 1, "dp_attention": False, "disagg": False}
+            for isl in (1024, 4096) for c in (4, 8, 16, 32, 64) for tp in (1, 2, 4, 8)]
+    df = pl.DataFrame(rows)
+    truth = np.array([70e-6, 0.05, 0.7, 0.3, 0.02, 1.0, 0.01, 1.0, 2.0])
+    f = point_features(df, CAT)
+    ttft, tpot, e2e = predict(f, np.tile(truth, (len(f), 1)))
+    df = df.with_columns(pl.Series("median_ttft_s", ttft), pl.Series("median_tpot_s", tpot),
+                         pl.Series("median_e2el_s", e2e))
+    fitted = fit(df, CAT)
+    s = check(df, fitted, CAT).summary()
+    assert s["tpot"]["median_ape"] < 0.01 and s["e2e"]["median_ape"] < 0.01
+    g = fitted.entries["group"]["h200/vllm/gpt-oss-120b/fp4/none"]
+    assert g.param("mbu") == pytest.approx(0.7, rel=0.1)
+    assert g.param("tau_s") == pytest.approx(70e-6, rel=0.1)
+
+
+def test_fitted_toml_roundtrip_and_provenance(tmp_path: Path) -> None:
+    small = tmp_path / "pts.csv"
+    rows = _raw_rows()
+    keep = [r for r in rows if r["hardware"] == "h200"]
+    with open(small, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(keep)
+    fitted = fit_file(small, CAT)
+    assert fitted.provenance["points_used"] == len(keep)
+    import tomllib
+
+    back = _parse_fitted(tomllib.loads(to_toml(fitted)), "x")
+    for lv in ("hardware", "group", "layout"):
+        assert set(back.entries[lv]) == set(fitted.entries[lv])
+        for k, e in fitted.entries[lv].items():
+            assert np.allclose(back.entries[lv][k].theta, e.theta, rtol=1e-5)
+    assert back.provenance["data_sha256"] == fitted.provenance["data_sha256"]
+    assert len(PARAMS) == len(next(iter(back.entries["layout"].values())).theta)
+
+
+def test_nearest_group_requires_same_model_and_family() -> None:
+    fitted = load_fitted()
+    near = nearest_group(fitted, PointKey("blackwell", "b300", "trt", "gpt-oss-120b", "fp4", "none", "tp8-ep1"))
+    assert near is not None and near.attrs["hardware"] in ("b200", "gb200") and near.attrs["model"] == "gpt-oss-120b"
+    assert nearest_group(fitted, PointKey("hopper", "h100", "vllm", "kimi-k2.5", "fp4", "none", "tp8-ep1")) is None
+
+
+def test_least_squares_solves_a_known_curve() -> None:
+    x = np.linspace(0, 4, 40)
+    y = 3.0 * np.exp(-0.7 * x) + 0.5
+    sol, cost = least_squares(lambda p: p[0] * np.exp(-p[1] * x) + p[2] - y, np.array([1.0, 0.1, 0.0]))
+    assert np.allclose(sol, [3.0, 0.7, 0.5], atol=1e-5) and cost < 1e-12
+
+
+def test_bad_points_files_name_file_and_line(tmp_path: Path) -> None:
+    f = tmp_path / "p.csv"
+    f.write_text("hardware,model,precision,isl,osl\nh200,gptoss,fp4,1024,1024\n")
+    with pytest.raises(TraceFormatError) as e:
+        load_points(f)
+    assert str(e.value).startswith(f"{f}:1:") and "conc" in str(e.value)
+    f.write_text("hardware,model,precision,isl,osl,conc,tp\nh200,gptoss,fp4,1024,1024,4,8\n"
+                 "h200,gptoss,fp4,1024,lots,4,8\n")
+    with pytest.raises(TraceFormatError) as e:
+        load_points(f)
+    assert f"{f}:3:" in str(e.value) and "'osl'" in str(e.value)
+
+
+def test_check_cli_json(tmp_path: Path) -> None:
+    rows = _raw_rows()
+    f = tmp_path / "pts.csv"
+    with open(f, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows[:40])
+        extra = dict(rows[0], hardware="tpu-v9")  # not in the catalog: reported as not covered
+        w.writerow(extra)
+    r = subprocess.run([sys.executable, "-m", "agentprof.cli", "devices", "check", str(f), "--json"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["points"] == 41 and out["covered"] == 40
+    for m in ("ttft", "tpot", "e2e"):
+        assert out[m]["median_ape"] >= 0 and out[m]["p90_ape"] >= out[m]["median_ape"]
+    assert "tpu-v9" not in out["by_hardware"] and out["uncovered"]
+
+
+def test_long_prompt_attention_efficiency_is_reproducible() -> None:
+    # fitted.toml [agentic] states how well the AgentX long-prompt points are predicted: recompute it
+    from agentprof.replay.agentic import load_agentic, predictions, summarize
+
+    fitted = load_fitted()
+    stored = fitted.agentic
+    adf = load_agentic(ROOT / "data" / "inferencex" / "agentic_kimi_points.csv")
+    healthy = adf.filter((pl.col("server_gpu_cache_hit_rate") >= 0.9) & (pl.col("conc") <= 8))
+    t = predictions(adf, fitted, CAT, fitted.attn_eff)
+    assert t.height == healthy.height == stored["points"]
+    s = summarize(t)
+    assert s["median_ape_ttft"] == pytest.approx(stored["median_ape_ttft"], abs=0.02)
+    assert s["median_ape_itl"] == pytest.approx(stored["median_ape_itl"], abs=0.02)
+    # long cached prefixes: attention at the GEMMs' efficiency (eta = 1) predicts TTFT far too short
+    t1 = predictions(adf, fitted, CAT, 1.0)
+    assert (t1["pred_ttft"] < t1["meas_ttft"]).mean() > 0.9
+    assert summarize(t1)["median_ape_ttft"] > 2 * s["median_ape_ttft"]
+    assert 0.05 < fitted.attn_eff < 1.0

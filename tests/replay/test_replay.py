@@ -1,0 +1,142 @@
+"""Replaying real traces: the kv-cache-tester corpus and a Claude Code session, from Python and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentprof.importers import load_any
+from agentprof.replay import replay
+from agentprof.trace import write
+
+from .spans import agent, model, span, trace
+
+ROOT = Path(__file__).resolve().parents[2]
+KVCT = ROOT / "traces" / "samples" / "kv-cache-tester"
+CLAUDE = ROOT / "traces" / "samples" / "claude-code" / "session-3fe1b6bc.jsonl"
+SYSTEMS = ["h200+x86", "b200+x86", "b200+vera", "gb200+grace", "rubin+vera", "jalapeno"]
+
+
+@pytest.fixture(scope="module")
+def kvct():
+    return load_any(str(KVCT))
+
+
+@pytest.fixture(scope="module")
+def kvct_result(kvct):
+    return replay(kvct, SYSTEMS, cache_policy="prefix")
+
+
+def _raw_requests() -> list[tuple[str, dict]]:
+    out = []
+    for f in sorted(KVCT.glob("*.json")):
+        for r in json.loads(f.read_text())["requests"]:
+            out.append((f.name, r))
+    return out
+
+
+def test_kv_cache_tester_corpus_replays(kvct_result) -> None:
+    res = kvct_result
+    raw = _raw_requests()
+    files = {name for name, _ in raw}
+    assert res.sessions == len(files) == 19
+    assert res.model_calls == len(raw)
+    # recorded model-call time: the measured API times of the calls that can be replayed
+    measured = sum(r["api_time"] for _, r in raw if r.get("api_time") is not None and r.get("out") is not None)
+    assert res.recorded.model_calls_s == pytest.approx(measured, rel=1e-6)
+    # the recorded wall time of each session runs from 0 to its last response
+    ends = {}
+    for name, r in raw:
+        ends[name] = max(ends.get(name, 0.0), r["t"] + (r.get("api_time") or 0.0))
+    assert res.recorded.e2e_s == pytest.approx(sum(ends.values()), rel=1e-6)
+    for s in res.systems:
+        assert s.error is None, s.error
+        assert s.wait_s == pytest.approx(res.recorded.wait_s)  # waits are replayed unchanged
+        assert s.model_calls_speedup > s.speedup_vs_recorded > 1.0  # Amdahl: the task moves less than calls
+        assert s.speedup_vs_recorded <= s.amdahl_bound + 1e-9
+        assert s.e2e_s == pytest.approx(s.model_s + s.orchestration_s + s.wait_s, rel=1e-9)
+        assert 0.8 < s.cache["hit_share"] <= 1.0  # agent prompts are mostly a repeated prefix
+    by = {s.name: s for s in res.systems}
+    # more bandwidth and compute on the same software: Rubin < B200 < H200 in model-call time
+    assert by["rubin+vera"].model_calls_s < by["b200+x86"].model_calls_s < by["h200+x86"].model_calls_s
+    assert by["b200+vera"].e2e_s == pytest.approx(by["b200+x86"].e2e_s)  # nothing declared CPU-bound
+    assert by["h200+x86"].speedup_vs_first == pytest.approx(1.0)
+    # closed Claude models replay through a named open stand-in
+    models = {r["model"] for _, r in raw}
+    assert set(res.standins) == models
+    assert all("Kimi K2.5" in v for v in res.standins.values())
+    f = res.finding()
+    assert "jalapeno model calls" in f and "infinitely fast model" in f
+
+
+def test_replay_is_vectorized_over_calls(kvct_result) -> None:
+    calls = kvct_result.calls
+    assert calls.height == kvct_result.replayed_calls * len(SYSTEMS)
+    assert (calls["cached_hbm"] <= calls["input_tokens"] - 1).all()
+    assert (calls["replayed_s"] > 0).all()
+
+
+def test_model_override_and_infeasible_system(kvct) -> None:
+    res = replay(kvct, ["h100+x86", "jalapeno"], model="deepseek-r1", cache_policy="none")
+    h100, jal = res.systems
+    assert h100.error and "does not fit" in h100.error and h100.e2e_s is None
+    assert jal.e2e_s is not None and jal.deployments[0]["model"] == "deepseek-r1"
+    assert all("(--model)" in v for v in res.standins.values())
+    assert jal.speedup_vs_first == pytest.approx(1.0)  # the first system that ran is the baseline
+
+
+def test_concurrency_makes_the_shared_system_slower(kvct) -> None:
+    one = replay(kvct, ["b200+x86"], cache_policy="prefix", concurrency=1).systems[0]
+    many = replay(kvct, ["b200+x86"], cache_policy="prefix", concurrency=16).systems[0]
+    assert many.model_calls_s > one.model_calls_s
+    assert many.cache["hit_share"] <= one.cache["hit_share"]
+
+
+def test_claude_code_session_replays() -> None:
+    t = load_any(str(CLAUDE))
+    res = replay(t, ["b200+x86", "jalapeno"])
+    assert res.model_calls == t.spans.filter(t.spans["kind"] == "model").height
+    assert any("claude" in k for k in res.standins)
+    for s in res.systems:
+        assert s.speedup_vs_recorded <= s.amdahl_bound + 1e-9
+        assert s.e2e_s == pytest.approx(s.model_s + s.orchestration_s + s.wait_s, rel=1e-9)
+        assert s.wait_s == pytest.approx(res.recorded.wait_s)
+
+
+def test_agentprof_trace_file_roundtrip(tmp_path: Path) -> None:
+    recs = [agent(0, 60), model("m1", 0, 20, inp=30000, out=500), span("t", "tool", 20, 40),
+            model("m2", 40, 60, inp=31000, out=400)]
+    p = write(trace(recs), tmp_path / "run.jsonl")
+    r = subprocess.run([sys.executable, "-m", "agentprof.cli", "replay", str(p), "-s", "b200+x86", "-s",
+                        "jalapeno", "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["recorded"]["e2e_s"] == pytest.approx(60)
+    assert [s["name"] for s in out["systems"]] == ["b200+x86", "jalapeno"]
+    for s in out["systems"]:
+        for key in ("e2e_s", "model_s", "orchestration_s", "wait_s", "model_share", "speedup_vs_recorded",
+                    "speedup_vs_first", "amdahl_bound"):
+            assert key in s
+    assert out["standins"] == {}  # gpt-oss-120b is an open catalog model
+    r = subprocess.run([sys.executable, "-m", "agentprof.cli", "replay", str(p), "-s", "b200+x86"],
+                       capture_output=True, text=True, cwd=ROOT, env={"COLUMNS": "200", "PATH": ""})
+    assert r.returncode == 0 and "Amdahl bound" in r.stdout and "b200+x86" in r.stdout
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["-s", "tpu-v9"], "unknown system 'tpu-v9'"),
+    (["-s", "b200+x86", "--cache-policy", "lru"], "unknown cache policy 'lru'"),
+    (["-s", "b200+x86", "--model", "llama-9"], "unknown model 'llama-9'"),
+    (["-s", "b200+x86", "--cpu-bound", "pytest=2"], "FRACTION must be between 0 and 1"),
+])
+def test_cli_errors_are_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
+    p = write(trace([agent(0, 10), model("m1", 0, 10)]), tmp_path / "run.jsonl")
+    r = subprocess.run([sys.executable, "-m", "agentprof.cli", "replay", str(p), *args], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], r.stderr
