@@ -6,7 +6,8 @@ Mapping (see ``docs/IMPORTING.md``):
 - one trace file -> one session (``id``); each ``type: "subagent"`` entry -> a child session (role
   ``subagent``) whose requests are timed from the sub-agent's own start ``t``;
 - each request -> a ``model`` span: start = ``t`` (seconds from the conversation start; the files carry no
-  absolute time, so the epoch is the conversation start), end = start + ``api_time`` (measured), ``ttft``,
+  absolute time, so the epoch is the conversation start), end = start + ``api_time`` (measured; without it,
+  derived from the next request's start minus its ``think_time``, or unknown), ``ttft``,
   ``type`` ``"s"`` = streamed; ``in``/``out`` -> input/output tokens (cache counts are not in the format);
 - ``hash_ids`` -> ``block_hashes`` as they are (``prompt_tokens_hashed`` = ``in``). With
   ``hash_id_scope: "local"`` the ids are numbered per trace, so the trace's namespace (31 bits of
@@ -271,13 +272,23 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
     f = flat.with_columns(sess_df.get_column(c).gather(sess_idx).alias(c) for c in sess_df.columns if c != "sess")
     start = pl.col("base_ns") + (pl.col("t") * _NS).round().cast(pl.Int64)
     f = f.with_columns(start.alias("start_ns"))
+    # Without ``api_time`` the response end is derived from the next request: its start minus its
+    # ``think_time`` (the gap after the response). When that lands before this request's start (the format's
+    # integer-second ``t`` and ``think_time`` disagree) the duration is unknown (zero-length span); with no
+    # ``think_time`` the next request's start is an upper bound that may include tool and user time.
     next_start = pl.col("start_ns").shift(-1).over("sess")
+    next_think = pl.col("think_time").shift(-1).over("sess")
+    after_think = next_start - (next_think * _NS).round().cast(pl.Int64)
+    has_api = pl.col("api_time").is_not_null()
     f = f.with_columns(
-        pl.when(pl.col("api_time").is_not_null())
-        .then(pl.col("start_ns") + (pl.col("api_time") * _NS).round().cast(pl.Int64))
-        .otherwise(next_start).alias("end_ns"),
-        pl.when(pl.col("api_time").is_not_null()).then(pl.lit("measured")).otherwise(pl.lit("derived"))
-        .alias("timing"),
+        pl.when(has_api).then(pl.col("start_ns") + (pl.col("api_time") * _NS).round().cast(pl.Int64))
+        .when(next_start.is_null()).then(pl.col("start_ns"))
+        .when(next_think.is_null()).then(next_start)
+        .otherwise(pl.max_horizontal(pl.col("start_ns"), after_think)).alias("end_ns"),
+        pl.when(has_api).then(pl.lit("measured"))
+        .when(next_start.is_null()).then(pl.lit("unknown"))
+        .when(next_think.is_null() | (after_think > pl.col("start_ns"))).then(pl.lit("derived"))
+        .otherwise(pl.lit("unknown")).alias("timing"),
     )
     models = f.get_column("model").unique().drop_nulls().to_list()
     prov = {m: provider_for_model(m) for m in models}

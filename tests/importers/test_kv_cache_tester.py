@@ -102,10 +102,17 @@ def test_timing_from_t_api_time_ttft_and_think_time():
         if "api_time" in r:
             assert row["end_ns"] == round(r["t"] * 1e9) + round(r["api_time"] * 1e9)
             assert row["timing"] == "measured"
-        else:  # no duration recorded: ends when the next request starts, at the latest
-            nxt = raw["requests"][k + 1]["t"] if k + 1 < len(raw["requests"]) else None
-            assert row["end_ns"] == (round(nxt * 1e9) if nxt is not None else None)
-            assert row["timing"] == "derived"
+        else:  # no duration recorded: the next request's start minus its think time, when that is consistent
+            nxt = raw["requests"][k + 1] if k + 1 < len(raw["requests"]) else None
+            start = round(r["t"] * 1e9)
+            if nxt is None:
+                assert (row["end_ns"], row["timing"]) == (start, "unknown")
+            elif nxt.get("think_time") is None:
+                assert (row["end_ns"], row["timing"]) == (round(nxt["t"] * 1e9), "derived")
+            else:
+                derived = round(nxt["t"] * 1e9) - round(nxt["think_time"] * 1e9)
+                assert row["end_ns"] == max(start, derived)
+                assert row["timing"] == ("derived" if derived > start else "unknown")
         assert row["stream"] is (r["type"] == "s")
         assert row["ttft_s"] == r.get("ttft")
     w = tr.spans.filter((pl.col("session_id") == "trace_0062") & (pl.col("kind") == "wait")).sort("start_ns")
