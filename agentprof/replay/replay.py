@@ -93,6 +93,12 @@ class ReplayResult:
             "standins": self.standins, "orchestration": self.orchestration, "notes": self.notes,
         }
 
+    def _repr_html_(self) -> str:
+        """Jupyter display (rendered by the report stage, imported only when a notebook asks)."""
+        from agentprof.report.notebook import html_for
+
+        return html_for(self)
+
     def finding(self) -> str:
         """One sentence: per system, how much the task time changes against how much the model calls change."""
         parts = []

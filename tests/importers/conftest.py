@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from importer_helpers import SAMPLES
+from .importer_helpers import SAMPLES
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from collections import OrderedDict
 
 import polars as pl
 import pytest
-from importer_helpers import SAMPLES, imported, jsonl, kinds, median_late_share
+from .importer_helpers import SAMPLES, imported, jsonl, kinds, median_late_share
 
 from agentprof.importers import load_any
 from agentprof.trace.prompt import PromptHasher, anthropic_segments

@@ -6,7 +6,7 @@ import json
 
 import polars as pl
 import pytest
-from importer_helpers import SAMPLES, imported, jsonl, kinds, median_late_share
+from .importer_helpers import SAMPLES, imported, jsonl, kinds, median_late_share
 
 from agentprof.importers import load_any
 

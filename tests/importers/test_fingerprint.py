@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 
-from importer_helpers import SAMPLES
+from .importer_helpers import SAMPLES
 
 from agentprof.importers.fingerprint import IncrementalFingerprinter
 from agentprof.trace.prompt import PromptHasher, Segment, openai_chat_segments

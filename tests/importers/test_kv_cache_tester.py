@@ -8,7 +8,7 @@ import statistics
 
 import polars as pl
 import pytest
-from importer_helpers import SAMPLES, imported
+from .importer_helpers import SAMPLES, imported
 
 from agentprof.errors import TraceFormatError
 from agentprof.importers import load_any

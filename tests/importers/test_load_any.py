@@ -10,7 +10,7 @@ import sys
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from importer_helpers import SAMPLES, imported, jsonl
+from .importer_helpers import SAMPLES, imported, jsonl
 
 from agentprof.errors import TraceFormatError
 from agentprof.importers import detect_format, load_any

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import polars as pl
-from importer_helpers import SAMPLES, imported, kinds, median_late_share
+from .importer_helpers import SAMPLES, imported, kinds, median_late_share
 
 from agentprof.trace.prompt import PromptHasher, openai_chat_segments
 

@@ -6,7 +6,7 @@ import json
 import shutil
 
 import polars as pl
-from importer_helpers import SAMPLES, imported, kinds, median_late_share
+from .importer_helpers import SAMPLES, imported, kinds, median_late_share
 
 from agentprof.importers import load_any
 

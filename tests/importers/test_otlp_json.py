@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from importer_helpers import imported
+from .importer_helpers import imported
 
 from agentprof.importers import load_any
 from agentprof.trace import JsonlTraceWriter, TraceMeta, read, write_jsonl

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import polars as pl
-from importer_helpers import SAMPLES, imported, kinds
+from .importer_helpers import SAMPLES, imported, kinds
 
 
 def test_steps_become_calls_and_actions_tools():

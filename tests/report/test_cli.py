@@ -6,7 +6,7 @@ import json
 
 import polars as pl
 import pytest
-from report_support import BIG_SESSION, BIG_SESSION_SUBAGENTS, KV_FOLDER
+from .report_support import BIG_SESSION, BIG_SESSION_SUBAGENTS, KV_FOLDER
 
 from agentprof.cli import main
 

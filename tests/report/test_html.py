@@ -9,7 +9,7 @@ import json
 import math
 import re
 
-from report_support import SEC, T0, make_trace, span, synthetic_session
+from .report_support import SEC, T0, make_trace, span, synthetic_session
 
 from agentprof.report.html import embed_json, render, write_report
 from agentprof.report.payload import build_payload

@@ -7,7 +7,7 @@ import json
 import random
 
 import pytest
-from report_support import KV_FOLDER, SEC, T0, make_trace, span
+from .report_support import KV_FOLDER, SEC, T0, make_trace, span
 
 from agentprof.errors import AgentprofError
 from agentprof.report.mooncake import to_mooncake, write_mooncake

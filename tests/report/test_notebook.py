@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from report_support import synthetic_session
-from test_html import evil_trace
+from .report_support import synthetic_session
+from .test_html import evil_trace
 
 import agentprof.report  # noqa: F401  (registers the renderer)
 from agentprof.report.notebook import html_for

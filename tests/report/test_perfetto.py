@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import polars as pl
 import pytest
-from report_support import KV_FOLDER, SEC, T0, make_trace, span, synthetic_session
+from .report_support import KV_FOLDER, SEC, T0, make_trace, span, synthetic_session
 
 from agentprof.report.perfetto import to_trace_events, write_perfetto
 

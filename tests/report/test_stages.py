@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from report_support import make_trace, span, synthetic_session
+from .report_support import make_trace, span, synthetic_session
 
 from agentprof.errors import AgentprofError
 from agentprof.report.stages import DEFAULT_SYSTEMS, run_stages

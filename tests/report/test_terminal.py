@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from report_support import synthetic_session
+from .report_support import synthetic_session
 from rich.console import Console
 
 from agentprof.report.slowest import slow_tools

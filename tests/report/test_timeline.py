@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
-from report_support import SEC, T0, make_trace, span, synthetic_session
+from .report_support import SEC, T0, make_trace, span, synthetic_session
 
 from agentprof.report.timeline import build_timeline, session_table, span_depths
 

@@ -1,0 +1,295 @@
+"""``agentprof analyze`` (time split, redundancy, hit rates, cache misses) and ``agentprof cachesim``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from agentprof.errors import AgentprofError
+
+_CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+def _load(paths: tuple[str, ...], skip_bad_lines: bool, progress: bool | None):
+    from agentprof.importers import load_any
+
+    show = sys.stderr.isatty() if progress is None else progress
+    return load_any(list(paths), skip_bad_lines=skip_bad_lines, progress=show)
+
+
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{v:.1%}"
+
+
+def _sec(v: float) -> str:
+    return f"{v:,.1f} s" if v < 3600 else f"{v:,.0f} s ({v / 3600:.1f} h)"
+
+
+def _dur(v: float) -> str:
+    """Compact duration for table cells."""
+    if v < 60:
+        return f"{v:.1f} s"
+    if v < 3600:
+        return f"{v / 60:.1f} min"
+    return f"{v / 3600:.1f} h"
+
+
+@click.command("analyze", context_settings=_CTX)
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Print the full result as one JSON object.")
+@click.option("--skip-bad-lines", is_flag=True, help="Skip unreadable records (counted) instead of stopping.")
+@click.option("--misses", "n_misses", type=int, default=10, show_default=True,
+              help="Cache misses to list in the terminal output (all are in --json).")
+@click.option("--progress/--no-progress", default=None, help="Import progress bar on stderr (default: on a terminal).")
+def analyze(paths: tuple[str, ...], as_json: bool, skip_bad_lines: bool, n_misses: int, progress: bool | None) -> None:
+    """Where the time went, how much of each prompt repeated earlier prompts, and why caches missed.
+
+    PATH is an agentprof trace, a log another agent left behind (Claude Code, Codex, OpenHands,
+    mini-swe-agent, kv-cache-tester, ...) or a folder of them; foreign files are imported on the fly.
+    Reports, per session and for the whole corpus: the time split (model with TTFT/decode, tool, parse,
+    orchestration, wait) along the critical path, the Amdahl bound (task time if model calls took no time),
+    prefix reuse per call, kv-cache-tester's per-conversation hit rate next to the stricter share, provider
+    cache reads, and the cache misses with their likely causes and fixes. Definitions: docs/ANALYSIS.md.
+
+    \b
+    Examples:
+      agentprof analyze traces/mine.parquet
+      agentprof analyze ~/.claude/projects/-home-me-myrepo/ --json > analysis.json
+      agentprof analyze kv-cache-tester/traces/ --misses 0
+    """
+    from agentprof.analysis import analyze as run
+    from agentprof.analysis.analyzer import dumps
+
+    trace = _load(paths, skip_bad_lines, progress)
+    if trace.spans.height == 0:
+        raise AgentprofError(f"{', '.join(paths)}: no spans to analyze (empty trace)")
+    result = run(trace)
+    if as_json:
+        click.echo(dumps(result))
+        return
+    _print_analysis(result.to_dict(), n_misses)
+
+
+def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    src = d["source"]
+    con.print(f"[bold]{d['sessions']:,} sessions[/bold] ({d['conversations']:,} conversations), "
+              f"[bold]{d['model_calls']:,} model calls[/bold] — {src['format']}, {src['files']} file(s), "
+              f"tokenizer {src['tokenizer']}{'' if src['tokenizer_exact'] else ' (approximate)'}, "
+              f"{src['block_size']}-token blocks")
+    t = d["time"]
+    wall = t["wall_s"] or 0.0
+    tt = Table(title="Time (critical path; buckets sum to wall)", title_justify="left")
+    tt.add_column("bucket")
+    tt.add_column("time", justify="right")
+    tt.add_column("share", justify="right")
+    rows = [("model", t["model_s"]), ("  TTFT / prefill (streamed)", t["model_ttft_s"]),
+            ("  decode (streamed)", t["model_decode_s"]), ("tool", t["tool_s"]), ("parse", t["parse_s"]),
+            ("orchestration", t["orchestration_s"]), ("  glue (agent time outside spans)", t["glue_s"]),
+            ("wait", t["wait_s"])]
+    rows += [(f"  wait: {k}", v) for k, v in t["wait_by_reason"].items()]
+    for name, v in rows:
+        tt.add_row(name, _sec(v), _pct(v / wall if wall else None))
+    tt.add_row("[bold]wall[/bold]", _sec(wall), "100%" if wall else "–")
+    tt.add_row("critical path through spans", _sec(t["critical_path_s"]), _pct(t["critical_path_s"] / wall if wall else None))
+    tt.add_row("sum of span durations", _sec(t["span_sum_s"]), "")
+    tt.add_row("[bold]Amdahl bound[/bold] (model time → 0)", _sec(t["amdahl_bound_s"]),
+               _pct(t["amdahl_bound_s"] / wall if wall else None))
+    con.print(tt)
+    r = d["redundancy"]
+    rt = Table(title="Prompt redundancy", title_justify="left")
+    rt.add_column("metric")
+    for k in ("n", "mean", "median", "p10", "p25", "p75", "p90"):
+        rt.add_column(k, justify="right")
+    for key, label in (("prefix_reuse_prev", "prefix reuse vs previous call"),
+                       ("prefix_reuse_prev_late", "  calls after the 10th"),
+                       ("best_reuse", "reusable from best earlier call"),
+                       ("session_hit_rate", "kv-cache-tester hit rate / conversation"),
+                       ("strict_hit_share", "  strict (all blocks) / conversation"),
+                       ("provider_cache_read_share", "provider cache read share")):
+        s = r[key]
+        rt.add_row(label, f"{s['n']:,}", *(_pct(s[q]) for q in ("mean", "median", "p10", "p25", "p75", "p90")))
+    con.print(rt)
+    tok = r["tokens"]
+    line = f"hashed prompt tokens {tok['prompt']:,}"
+    if tok["input"]:
+        line += f"; provider input tokens {tok['input']:,}"
+    line += f"; reusable {tok['reusable']:,}"
+    if r["provider_cache_read_share_weighted"] is not None:
+        line += (f"; provider cached {tok['cached']:,} (token-weighted {_pct(r['provider_cache_read_share_weighted'])})"
+                 f"; reusable minus cached {tok['gap']:,}")
+    con.print(line, highlight=False)
+    sess = d["per_session"]
+    if sess:
+        st = Table(title=f"Sessions ({min(len(sess), 20)} of {len(sess)})", title_justify="left")
+        for c in ("session", "role", "calls", "wall", "model", "tool", "wait", "reuse", "hit rate", "misses"):
+            st.add_column(c, justify="left" if c in ("session", "role") else "right",
+                          overflow="fold" if c == "session" else "ellipsis")
+        for s in sorted(sess, key=lambda x: -(x.get("wall_s") or 0))[:20]:
+            sid = s["session_id"]
+            st.add_row(sid if len(sid) <= 28 else "…" + sid[-27:], s["role"], f"{s['model_calls']:,}",
+                       _dur(s.get("wall_s") or 0.0), _dur(s.get("model_s") or 0.0), _dur(s.get("tool_s") or 0.0),
+                       _dur(s.get("wait_s") or 0.0), _pct(s.get("prefix_reuse_prev_median")),
+                       _pct(s.get("session_hit_rate")), f"{s['cache_misses']:,}")
+        con.print(st)
+    misses = d["cache_misses"]
+    if misses and n_misses > 0:
+        shown = sorted(misses, key=lambda m: -(m["causes"][0]["score"] if m["causes"] else 0))[:n_misses]
+        con.print(f"[bold]Cache misses[/bold] ({len(shown)} of {len(misses)}; all in --json)")
+        for m in shown:
+            loc = (m.get("location") or {}).get("where")
+            head = (f"  {m['session_id']} call {m['line_index']}: {', '.join(m['trigger'])}"
+                    + (f", diverges in {loc} (block {m['first_diverging_block']})" if loc else "")
+                    + (f", provider read {m['cached_tokens']:,} of {m['reusable_tokens']:,} reusable"
+                       if m.get("cached_tokens") is not None and m.get("reusable_tokens") is not None else ""))
+            con.print(head, highlight=False)
+            for c in m["causes"][:3]:
+                con.print(f"    [bold]{c['cause']}[/bold] ({c['score']:.2f}): {c['detail']}", highlight=False)
+                con.print(f"      fix: {c['fix']}", highlight=False)
+    _print_notes(con, [dg.get("message", "") for dg in d["diagnostics"]],
+                 [dg.get("kind", "") for dg in d["diagnostics"]])
+
+
+def _print_notes(con: Any, messages: list[str], kinds: list[str], per_kind: int = 3) -> None:
+    """Diagnostics as ``note:`` lines, at most ``per_kind`` of each kind (the rest counted; all are in --json)."""
+    shown: dict[str, int] = {}
+    for msg, kind in zip(messages, kinds, strict=True):
+        shown[kind] = shown.get(kind, 0) + 1
+        if shown[kind] <= per_kind:
+            con.print(f"[yellow]note:[/yellow] {msg}", highlight=False)
+    for kind, n in shown.items():
+        if n > per_kind:
+            con.print(f"[yellow]note:[/yellow] … {n - per_kind} more {kind or 'notes'} (see --json)", highlight=False)
+
+
+def _parse_tiers(values: tuple[str, ...]) -> list[Any]:
+    from agentprof.analysis.cachesim import Tier
+    from agentprof.analysis.units import parse_size
+
+    tiers = []
+    for v in values:
+        name, sep, size = v.partition("=")
+        name = name.strip().lower()
+        if not sep or not name:
+            raise AgentprofError(f"--tier {v!r}: expected NAME=SIZE, e.g. --tier cpu=64GiB")
+        if name not in ("hbm", "cpu", "disk"):
+            raise AgentprofError(f"--tier {v!r}: tier must be hbm, cpu or disk")
+        tiers.append(Tier(name, parse_size(size)))
+    return tiers
+
+
+@click.command("cachesim", context_settings=_CTX)
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--model", required=True,
+              help="Served model for KV bytes per token (catalog key or alias, e.g. gpt-oss-120b, deepseek-r1, "
+                   "kimi-k2.5, mistral-nemo-12b; closed models map to a stand-in, stated in the output).")
+@click.option("--tier", "tier_opts", multiple=True, metavar="NAME=SIZE",
+              help="Cache tier and its capacity per TP rank (hbm, cpu, disk; e.g. cpu=64GiB, disk=2TB, "
+                   "cpu=unlimited). Repeatable. Default: LMCache's default cpu=5GiB; unlimited in provider mode.")
+@click.option("--block", type=int, default=None,
+              help="Chunk size in tokens (multiple of the trace's block size). Default 256 (LMCache); the "
+                   "trace's block size in provider mode.")
+@click.option("--policy", type=click.Choice(["lru", "lfu", "fifo"]), default="lru", show_default=True,
+              help="Eviction policy (LRU touches chunks in reverse, as LMCache's engine does).")
+@click.option("--ttl", "ttl", default=None, metavar="DURATION",
+              help="Entries expire this long after last use (e.g. 5m, 1h). Default: none; 5m in provider mode.")
+@click.option("--provider", type=click.Choice(["anthropic", "openai"]), default=None,
+              help="Provider prompt-cache mode: TTL refreshed on use, minimum cacheable prompt, cache per model.")
+@click.option("--min-tokens", type=int, default=None,
+              help="Prompts shorter than this are neither looked up nor stored (provider default 1024).")
+@click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel degree (capacity is per rank).")
+@click.option("--kv-bytes", type=float, default=2.0, show_default=True, help="Bytes per KV element (2 = bf16, 1 = fp8).")
+@click.option("--sweep/--no-sweep", default=True, show_default=True,
+              help="Hit rate against capacity of a single tier, and the capacity reaching 90% of unlimited.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.option("--skip-bad-lines", is_flag=True, help="Skip unreadable records (counted) instead of stopping.")
+@click.option("--progress/--no-progress", default=None, help="Import progress bar on stderr (default: on a terminal).")
+def cachesim(paths: tuple[str, ...], model: str, tier_opts: tuple[str, ...], block: int | None, policy: str,
+             ttl: str | None, provider: str | None, min_tokens: int | None, tp: int, kv_bytes: float, sweep: bool,
+             as_json: bool, skip_bad_lines: bool, progress: bool | None) -> None:
+    """Replay a trace's prompts through an LMCache-like KV cache (or a provider prompt cache).
+
+    Sessions are interleaved on their recorded timestamps, so concurrent sessions compete for capacity.
+    Mirrors LMCache 0.5: chained 256-token chunks, prefix-only hits, partial tail never cached, prompt
+    tokens only, reverse-order LRU, capacity = floor(bytes / align_up(chunk bytes, 4096)) per rank, tier
+    lookup hbm → cpu → disk with loads charged per tier. Reports the token hit rate per tier, bytes loaded,
+    evictions and the capacity at which the hit rate reaches 90% of its unlimited value.
+
+    \b
+    Examples:
+      agentprof cachesim traces/mine.parquet --model gpt-oss-120b
+      agentprof cachesim kv-cache-tester/traces/ --model deepseek-r1 --tier hbm=20GiB --tier cpu=200GiB --tp 8
+      agentprof cachesim ~/.claude/projects/-home-me-repo/ --model kimi-k2.5 --provider anthropic --ttl 5m
+    """
+    from agentprof.analysis.cachesim import Tier, capacity_sweep, simulate
+    from agentprof.analysis.provider_cache import ANTHROPIC_TTL_S, OPENAI_TTL_S
+    from agentprof.analysis.units import parse_duration
+
+    trace = _load(paths, skip_bad_lines, progress)
+    if trace.spans.height == 0:
+        raise AgentprofError(f"{', '.join(paths)}: no spans to simulate (empty trace)")
+    is_provider = provider is not None
+    tiers = _parse_tiers(tier_opts) if tier_opts else ([Tier("provider", None)] if is_provider
+                                                        else [Tier("cpu", 5 * 1024 ** 3)])
+    blk = block if block is not None else (int(trace.meta.block_size) if is_provider else 256)
+    ttl_s = parse_duration(ttl) if ttl else ((ANTHROPIC_TTL_S if provider == "anthropic" else OPENAI_TTL_S)
+                                             if is_provider else None)
+    min_tok = min_tokens if min_tokens is not None else (1024 if is_provider else 0)
+    res = simulate(trace, model, tiers, block=blk, policy=policy, ttl_s=ttl_s, provider=is_provider,
+                   min_cacheable_tokens=min_tok, tp=tp, kv_dtype_bytes=kv_bytes)
+    sw = capacity_sweep(trace, model, block=blk, policy=policy, ttl_s=ttl_s, provider=is_provider,
+                        min_cacheable_tokens=min_tok, tp=tp, kv_dtype_bytes=kv_bytes) if sweep else None
+    out = {"simulation": res.to_dict(), "sweep": sw.to_dict() if sw else None,
+           "defaults": {"tiers": "LMCache default cpu=5GiB" if not tier_opts and not is_provider else None}}
+    if as_json:
+        click.echo(json.dumps(out, indent=2, default=str))
+        return
+    _print_sim(out)
+
+
+def _print_sim(out: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from agentprof.analysis.units import format_bytes
+
+    con = Console()
+    s = out["simulation"]
+    con.print(f"[bold]{s['model_calls']:,} model calls[/bold], {s['prompt_tokens']:,} prompt tokens; model "
+              f"{s['model']} ({format_bytes(s['chunk_bytes_per_rank'])} per {s['block']}-token chunk per rank, "
+              f"TP {s['tp']}); policy {s['policy']}" + (f", TTL {s['ttl_s']:.0f} s" if s["ttl_s"] else "")
+              + (" — provider prompt-cache mode" if s["provider"] else ""), highlight=False)
+    if s["model_note"]:
+        con.print(f"[yellow]stand-in:[/yellow] {s['model_note']}", highlight=False)
+    if out["defaults"]["tiers"]:
+        con.print(f"tiers: {out['defaults']['tiers']} (set --tier to change)")
+    t = Table(title=f"Token hit rate {s['hit_rate']:.1%}", title_justify="left")
+    for c in ("tier", "capacity/rank", "chunks", "hit tokens", "hit rate", "bytes loaded", "evictions"):
+        t.add_column(c, justify="left" if c == "tier" else "right")
+    for tr in s["tiers"]:
+        t.add_row(tr["name"], format_bytes(tr["capacity_bytes"]),
+                  "–" if tr["capacity_chunks"] is None else f"{tr['capacity_chunks']:,}", f"{tr['hit_tokens']:,}",
+                  _pct(tr["hit_rate"]), format_bytes(tr["bytes_loaded"]), f"{tr['evictions']:,}")
+    con.print(t)
+    pr = s["per_request_hit_rate"]
+    con.print(f"per-request hit rate: median {_pct(pr['median'])}, p10 {_pct(pr['p10'])}, p90 {_pct(pr['p90'])}")
+    sw = out["sweep"]
+    if sw:
+        st = Table(title="Single-tier capacity sweep", title_justify="left")
+        st.add_column("capacity/rank", justify="right")
+        st.add_column("chunks", justify="right")
+        st.add_column("hit rate", justify="right")
+        for p in sw["points"]:
+            st.add_row(format_bytes(p["capacity_bytes"]),
+                       "–" if p["capacity_chunks"] is None else f"{p['capacity_chunks']:,}", _pct(p["hit_rate"]))
+        con.print(st)
+        con.print(f"90% of the unlimited hit rate ({_pct(sw['unlimited_hit_rate'])}) needs "
+                  f"[bold]{format_bytes(sw['capacity_at_target_bytes'])}[/bold] per rank "
+                  f"({sw['capacity_at_target_chunks']:,} chunks)")
+    _print_notes(con, list(s["diagnostics"]), ["simulation"] * len(s["diagnostics"]))

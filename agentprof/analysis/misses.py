@@ -1,0 +1,247 @@
+"""Cache-miss explainer: for each call whose reusable prefix broke, or whose provider cache read fell well
+below what was reusable, where the prompt diverged and the likely causes, ranked, each with a one-line fix.
+
+A call is examined when
+
+- **prefix break**: its prompt keeps fewer leading blocks of the previous call's prompt than that prompt had
+  (something before the end of the previous prompt changed). A break confined to the previous prompt's last
+  ``boundary_blocks`` (1) full block is left out: tokenizers re-merge tokens where new content is appended
+  (kv-cache-tester ids come from one tokenization of the whole prompt), so that block often differs without
+  any edit; the per-call table still shows it; or
+- **provider miss**: the provider reported ``cache_read_tokens`` below ``miss_ratio`` (0.5) × the reusable
+  prefix (``reusable_tokens``; when a source has no hashes, the previous call's input stands in).
+
+The first diverging block is located with the prompt ``segments`` (tools, system, history message k, new
+content) when the source has them, else with the session's recorded tool/system token counts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from agentprof.analysis.calls import CallBlocks
+from agentprof.analysis.provider_cache import family_of, provider_cache
+
+FIXES: dict[str, str] = {
+    "model_switch": "Keep one model per conversation (provider caches are per model and per deployment); "
+                    "switch only at natural breaks, expecting one cold prompt.",
+    "idle_gap_ttl": "Keep pauses under the cache TTL (or send a cheap keep-alive before it lapses), or use a "
+                    "longer TTL such as Anthropic's 1-hour cache for slow turns.",
+    "system_changed": "Keep the system prompt byte-stable: move dates, timestamps, paths and other per-call "
+                      "values to the end of the prompt.",
+    "tools_changed": "Keep the tool set and its order fixed for the whole conversation (load every tool up "
+                     "front, sort them).",
+    "history_compacted": "Compaction rewrites the history: compact less often, and keep tools and system "
+                         "prompt as an unchanged prefix so they still hit.",
+    "history_truncated": "Dropping old messages invalidates everything after them: truncate rarely and in "
+                         "large steps instead of sliding the window every turn.",
+    "history_edited": "Only append to the history: don't re-render, reorder or strip earlier messages (tool "
+                      "results, thinking blocks, reminders).",
+    "below_minimum": "The prompt is shorter than the provider's minimum cacheable length, so nothing is cached "
+                     "until the stable prefix grows past it.",
+    "provider_miss": "The prefix was unchanged but the provider did not serve it (routing, eviction or "
+                     "best-effort caching): pin routing (e.g. prompt_cache_key, session affinity) or set "
+                     "explicit cache breakpoints.",
+}
+
+MISS_RATIO = 0.5
+BOUNDARY_BLOCKS = 1
+
+
+@dataclass
+class _Seg:
+    kind: str
+    role: str
+    tokens: int
+    hash: int | None
+
+
+def _segs(value: Any) -> list[_Seg] | None:
+    if not value:
+        return None
+    return [_Seg(str(s.get("kind") or ""), str(s.get("role") or ""), int(s.get("tokens") or 0), s.get("hash"))
+            for s in value]
+
+
+def _layout(attrs: str | None) -> tuple[int, int] | None:
+    """(tool tokens, system tokens) recorded on a session's agent span (e.g. by the kv-cache-tester import)."""
+    if not attrs or "agentprof.prompt.tool_tokens" not in attrs:
+        return None
+    try:
+        a = json.loads(attrs)
+    except ValueError:
+        return None
+    t, s = a.get("agentprof.prompt.tool_tokens"), a.get("agentprof.prompt.system_tokens")
+    if isinstance(t, int) and isinstance(s, int):
+        return t, s
+    return None
+
+
+def _locate(cur: list[_Seg] | None, prev: list[_Seg] | None, token: int | None,
+            layout: tuple[int, int] | None) -> dict[str, Any]:
+    """Where the prompt diverged: segment kind, role, history message index and token offset."""
+    if cur is not None and prev is not None:
+        k = 0
+        while k < len(cur) and k < len(prev) and (cur[k].kind, cur[k].role, cur[k].hash) == \
+                (prev[k].kind, prev[k].role, prev[k].hash):
+            k += 1
+        offset = sum(s.tokens for s in cur[:k])
+        if k >= len(prev):
+            return {"where": "new content", "segment_index": k, "token_offset": offset}
+        seg = cur[k] if k < len(cur) else prev[k]
+        out: dict[str, Any] = {"segment_index": k, "token_offset": offset, "role": seg.role}
+        if seg.kind == "tools":
+            out["where"] = "tool definitions"
+        elif seg.kind == "system":
+            out["where"] = "system prompt"
+        else:
+            msg = sum(1 for s in prev[:k] if s.kind == "message")
+            out["where"] = f"history message {msg}"
+            out["message_index"] = msg
+        if k >= len(cur):
+            out["removed"] = True
+        return out
+    if token is not None and layout is not None:
+        tools, system = layout
+        where = "tool definitions" if token < tools else "system prompt" if token < tools + system else "history"
+        return {"where": where, "token_offset": token}
+    return {"where": "unknown", "token_offset": token}
+
+
+def _message_overlap(cur: list[_Seg] | None, prev: list[_Seg] | None) -> float | None:
+    """Share of the previous prompt's history messages that still appear (by hash) in this prompt."""
+    if cur is None or prev is None:
+        return None
+    prev_h = [s.hash for s in prev if s.kind == "message"]
+    if not prev_h:
+        return None
+    cur_h = {s.hash for s in cur if s.kind == "message"}
+    return sum(1 for h in prev_h if h in cur_h) / len(prev_h)
+
+
+def _one_hour_ttl(attrs: str | None) -> bool:
+    """True when a call's attributes show 1-hour cache writes (Anthropic ``ephemeral_1h_input_tokens``)."""
+    if not attrs or "1h" not in attrs:
+        return False
+    try:
+        a = json.loads(attrs)
+    except ValueError:
+        return False
+    return any("1h" in k and isinstance(v, (int, float)) and v > 0 for k, v in a.items())
+
+
+def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[str, tuple[int, int]] | None = None,
+            miss_ratio: float = MISS_RATIO, boundary_blocks: int = BOUNDARY_BLOCKS,
+            ) -> tuple[list[dict[str, Any]], list[str | None]]:
+    """Examine every call; return the miss records (ranked causes) and each call's top cause (or None)."""
+    calls = cb.calls
+    n = calls.height
+    top: list[str | None] = [None] * n
+    if n == 0:
+        return [], top
+    bs = cb.block_size
+    c = calls.select("session_id", "line_id", "role", "span_id", "call_index", "line_index", "model", "provider",
+                     "start_ns", "end_ns", "prompt_tokens", "input_tokens", "cache_read_tokens", "has_hashes",
+                     "n_blocks").to_dict(as_series=False)
+    r = red.to_dict(as_series=False)
+    attrs = calls.get_column("attributes").to_list()
+    seg_col = calls.get_column("segments")
+
+    def segments_of(row: int) -> list[_Seg] | None:
+        v = seg_col[row]
+        return _segs(v.to_list() if isinstance(v, pl.Series) else v)
+
+    one_hour_lines = {line for line, a in zip(c["line_id"], attrs, strict=True) if _one_hour_ttl(a)}
+    records: list[dict[str, Any]] = []
+    for i in range(n):
+        p = int(prev[i])
+        if p < 0:
+            continue
+        textual = bool(c["has_hashes"][i] and c["has_hashes"][p] and c["n_blocks"][p] > 0
+                       and r["prefix_blocks_prev"][i] is not None
+                       and r["prefix_blocks_prev"][i] < c["n_blocks"][p] - boundary_blocks)
+        cached = c["cache_read_tokens"][i]
+        reusable = r["reusable_tokens"][i]
+        estimated = False
+        if reusable is None and cached is not None and c["input_tokens"][p]:
+            reusable = min(c["input_tokens"][p], c["input_tokens"][i] or 0)
+            estimated = True
+        pc = provider_cache(c["model"][i], c["provider"][i], one_hour=c["line_id"][i] in one_hour_lines)
+        provider_miss = bool(cached is not None and reusable is not None and reusable > 0
+                             and cached < miss_ratio * reusable)
+        if not (textual or provider_miss):
+            continue
+        causes: list[dict[str, Any]] = []
+
+        def add(cause: str, score: float, detail: str, out: list[dict[str, Any]] = causes) -> None:
+            out.append({"cause": cause, "score": round(score, 2), "detail": detail, "fix": FIXES[cause]})
+
+        cur_segs, prev_segs = segments_of(i), segments_of(p)
+        token = int(r["prefix_blocks_prev"][i]) * bs if textual else None
+        loc = _locate(cur_segs, prev_segs, token, (layouts or {}).get(c["line_id"][i])) if textual else None
+        pt, ppt = c["prompt_tokens"][i] or 0, c["prompt_tokens"][p] or 0
+        shrink = pt / ppt if ppt else None
+        if textual and loc is not None:
+            where = loc["where"]
+            if where == "tool definitions":
+                add("tools_changed", 0.9, f"the tool definitions differ from the previous call's at token "
+                    f"{loc.get('token_offset')}")
+            elif where == "system prompt":
+                add("system_changed", 0.9, f"the system prompt differs from the previous call's at token "
+                    f"{loc.get('token_offset')}")
+            else:
+                overlap = _message_overlap(cur_segs, prev_segs)
+                compaction_role = c["role"][i] in ("compaction",) and c["session_id"][i] != c["session_id"][p]
+                if compaction_role or (shrink is not None and shrink < 0.6 and (overlap is None or overlap < 0.5)):
+                    add("history_compacted", 0.95 if compaction_role else 0.85,
+                        f"the prompt went from {ppt} to {pt} tokens" + (" after a compaction boundary"
+                                                                         if compaction_role else ""))
+                elif shrink is not None and shrink < 0.9 and overlap is not None and overlap >= 0.5:
+                    add("history_truncated", 0.85, f"{overlap:.0%} of the previous messages remain but the "
+                        f"prompt shrank from {ppt} to {pt} tokens")
+                else:
+                    add("history_edited", 0.8 if where != "unknown" else 0.6,
+                        f"{where} differs from the previous call's (first diverging block "
+                        f"{r['prefix_blocks_prev'][i]} of {c['n_blocks'][p]})")
+        if c["model"][i] and c["model"][p] and c["model"][i] != c["model"][p]:
+            add("model_switch", 0.95 if provider_miss else 0.5,
+                f"model changed from {c['model'][p]} to {c['model'][i]}")
+        gap_s = None
+        if c["start_ns"][i] is not None:
+            ref = c["end_ns"][p] if c["end_ns"][p] is not None else c["start_ns"][p]
+            if ref is not None:
+                gap_s = max(0.0, (c["start_ns"][i] - ref) / 1e9)
+        if gap_s is not None and pc.ttl_s is not None and gap_s > pc.ttl_s:
+            add("idle_gap_ttl", 0.85 if provider_miss else 0.4,
+                f"{gap_s:.0f} s since the previous call, longer than the {pc.ttl_s:.0f} s cache TTL")
+        sizes = [x for x in (c["input_tokens"][i], c["input_tokens"][p]) if x is not None]
+        if provider_miss and sizes and min(sizes) < pc.min_tokens:
+            add("below_minimum", 0.9, f"{min(sizes)} input tokens (this call or the previous one), below the "
+                f"{pc.min_tokens}-token minimum for {c['model'][i]}")
+        if provider_miss and not textual and not causes:
+            add("provider_miss", 0.7, f"reusable {reusable} tokens, provider read {cached}"
+                + (" (reusable estimated from the previous call's input)" if estimated else ""))
+        elif provider_miss and not any(x["cause"] in ("model_switch", "idle_gap_ttl", "below_minimum")
+                                       for x in causes):
+            add("provider_miss", 0.3, f"reusable {reusable} tokens, provider read {cached}")
+        causes.sort(key=lambda x: -x["score"])
+        top[i] = causes[0]["cause"] if causes else None
+        records.append({
+            "session_id": c["session_id"][i], "span_id": c["span_id"][i], "call_index": c["call_index"][i],
+            "line_index": c["line_index"][i], "previous_span_id": c["span_id"][p], "model": c["model"][i],
+            "provider_family": family_of(c["model"][i], c["provider"][i]), "start_ns": c["start_ns"][i],
+            "trigger": [t for t, on in (("prefix_break", textual), ("provider_miss", provider_miss)) if on],
+            "prompt_tokens": pt, "previous_prompt_tokens": ppt,
+            "prefix_reuse_prev": r["prefix_reuse_prev"][i], "reusable_tokens": reusable,
+            "cached_tokens": cached, "gap_tokens": (reusable - cached) if reusable is not None and cached is not None
+            else None,
+            "first_diverging_block": r["prefix_blocks_prev"][i] if textual else None,
+            "diverging_token": token, "location": loc, "idle_gap_s": gap_s,
+            "cache_ttl_s": pc.ttl_s, "causes": causes,
+        })
+    return records, top

@@ -1,0 +1,96 @@
+"""The analysis result: per-call and per-session tables, corpus figures and cache-miss explanations.
+
+``Analysis.to_dict()`` is exactly what ``agentprof analyze --json`` prints (keys documented in
+``docs/ANALYSIS.md``). The report stage renders it; notebooks get ``_repr_html_`` through the renderer the
+report stage registers (:attr:`Analysis.html_renderer`), with a plain table as fallback.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import polars as pl
+
+from agentprof.analysis.timesplit import TimeSplit
+from agentprof.trace.schema import TraceMeta
+
+TIME_KEYS = ("wall_s", "model_s", "model_ttft_s", "model_decode_s", "tool_s", "parse_s", "orchestration_s",
+             "wait_s", "glue_s", "critical_path_s", "span_sum_s", "amdahl_bound_s")
+
+
+@dataclass
+class Analysis:
+    """Everything ``agentprof analyze`` computes for one trace (or corpus)."""
+
+    meta: TraceMeta
+    calls: pl.DataFrame  # one row per model call (see docs/ANALYSIS.md, "Per-call table")
+    sessions: pl.DataFrame  # one row per session
+    conversations: pl.DataFrame  # one row per conversation line (kv-cache-tester hit rates)
+    time: TimeSplit
+    redundancy: dict[str, Any]
+    cache_misses: list[dict[str, Any]]
+    diagnostics: list[dict[str, Any]] = field(default_factory=list)
+    n_conversations: int = 0
+
+    html_renderer: ClassVar[Callable[[Analysis], str] | None] = None
+    """Set by the report stage to render rich HTML in notebooks."""
+
+    @property
+    def n_sessions(self) -> int:
+        return self.sessions.height
+
+    @property
+    def n_model_calls(self) -> int:
+        return self.calls.height
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` document."""
+        t = self.time.to_dict()
+        time = {k: t[k] for k in TIME_KEYS}
+        time["wait_by_reason"] = dict(sorted(t["wait_by_reason"].items()))
+        return {
+            "source": {"format": self.meta.source_format, "tokenizer": self.meta.tokenizer,
+                       "tokenizer_exact": self.meta.tokenizer_exact, "block_size": self.meta.block_size,
+                       "hash_scheme": self.meta.extra.get("hash_scheme"), "files": len(self.meta.sources)},
+            "sessions": self.n_sessions,
+            "conversations": self.n_conversations,
+            "model_calls": self.n_model_calls,
+            "time": time,
+            "redundancy": self.redundancy,
+            "cache_misses": self.cache_misses,
+            "per_session": _jsonable(self.sessions.to_dicts()),
+            "per_conversation": _jsonable(self.conversations.to_dicts()),
+            "diagnostics": self.diagnostics,
+        }
+
+    def _repr_html_(self) -> str:
+        """Jupyter display: the report stage's renderer (imported on demand), or a plain table without it."""
+        if Analysis.html_renderer is None:
+            try:
+                from agentprof.report.notebook import install
+
+                install()
+            except ImportError:
+                pass
+        if Analysis.html_renderer is not None:
+            return Analysis.html_renderer(self)
+        t = self.time
+        rows = [("sessions", self.n_sessions), ("conversations", self.n_conversations),
+                ("model calls", self.n_model_calls), ("wall", f"{t.wall_s:.1f} s"), ("model", f"{t.model_s:.1f} s"),
+                ("tool", f"{t.tool_s:.1f} s"), ("orchestration", f"{t.orchestration_s:.1f} s"),
+                ("wait", f"{t.wait_s:.1f} s"), ("Amdahl bound", f"{t.amdahl_bound_s:.1f} s")]
+        med = (self.redundancy.get("prefix_reuse_prev") or {}).get("median")
+        if med is not None:
+            rows.append(("prefix reuse vs previous call (median)", f"{med:.1%}"))
+        body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
+        return f"<table>{body}</table>"
+
+
+def _jsonable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for r in rows:
+        out.append({k: (v if not isinstance(v, float) or v == v else None) for k, v in r.items()})
+    return out

@@ -1,0 +1,295 @@
+"""Where a session's time went: wall time split along its critical path, and the Amdahl bound.
+
+Definitions (also in ``docs/ANALYSIS.md``):
+
+- **Critical path**: walking back from the end of the agent span, the child that finishes last (among those
+  started before the cursor) is on the path for the part of it before the cursor; the walk then continues
+  from that child's start, and recurses into the child's own children the same way. Time on the path not
+  covered by any child is the parent's own time. Concurrent children therefore count once (the one that
+  determined when the parent could go on), never summed.
+- **Split**: every instant of the wall time is attributed to the kind of the span that owns it on the
+  critical path: ``model`` (split into TTFT/prefill and decode for streamed calls with a TTFT), ``tool``,
+  ``parse``, ``wait`` (by ``agentprof.wait.reason``) and ``orchestration`` (explicit orchestration spans plus
+  agent time not covered by any child, "glue"). The buckets sum to ``wall_s``.
+- ``critical_path_s``: the part of the critical path spent inside recorded child spans (wall minus the
+  session's own uncovered glue time, ``glue_s``); ``span_sum_s`` is the plain sum of those spans' durations,
+  larger than the critical path when work ran in parallel.
+- ``amdahl_bound_s``: the task time if model calls took zero time: wall minus the time when model calls were
+  the only thing running (time when a tool, parse, wait or glue ran alongside stays).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from agentprof import semconv as sc
+from agentprof.analysis import intervals as iv
+
+NS = 1e9
+BUCKETS = ("model", "tool", "parse", "orchestration", "wait")
+_PRIORITY = {"model": 0, "tool": 1, "parse": 2, "wait": 3, "orchestration": 4, "agent": 5, "root": 6}
+UNRECORDED = "unrecorded"  # wait reason for time between the sessions of one conversation
+
+
+@dataclass
+class Node:
+    """One timed span in a session (or conversation) tree."""
+
+    idx: int
+    kind: str
+    start: int
+    end: int
+    ttft_ns: int | None = None
+    reason: str | None = None
+    children: list[Node] = field(default_factory=list)
+
+
+@dataclass
+class TimeSplit:
+    """Seconds per bucket for one session or conversation (buckets sum to ``wall_s``)."""
+
+    wall_s: float = 0.0
+    model_s: float = 0.0
+    model_ttft_s: float = 0.0
+    model_decode_s: float = 0.0
+    tool_s: float = 0.0
+    parse_s: float = 0.0
+    orchestration_s: float = 0.0
+    wait_s: float = 0.0
+    glue_s: float = 0.0
+    critical_path_s: float = 0.0
+    span_sum_s: float = 0.0
+    amdahl_bound_s: float = 0.0
+    wait_by_reason: dict[str, float] = field(default_factory=dict)
+    timed: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def add(self, other: TimeSplit) -> None:
+        for k, v in other.__dict__.items():
+            if isinstance(v, float):
+                setattr(self, k, getattr(self, k) + v)
+        for r, v in other.wait_by_reason.items():
+            self.wait_by_reason[r] = self.wait_by_reason.get(r, 0.0) + v
+
+
+def _walk(node: Node, lo: int, hi: int, acc: dict[str, int], path_kind: str) -> None:
+    """Attribute ``[lo, hi)`` of ``node`` along the critical path into ``acc`` (nanoseconds per bucket)."""
+    cursor = hi
+    kids = sorted((c for c in node.children if c.end > lo and c.start < hi),
+                  key=lambda c: (c.end, -c.start, -_PRIORITY.get(c.kind, 9)), reverse=True)
+    for c in kids:
+        if cursor <= lo:
+            break
+        if c.start >= cursor:
+            continue
+        seg_end = min(c.end, cursor)
+        seg_start = max(c.start, lo)
+        if seg_end < cursor:
+            _own(node, seg_end, cursor, acc, path_kind)
+        _walk(c, seg_start, seg_end, acc, c.kind)
+        cursor = seg_start
+    if cursor > lo:
+        _own(node, lo, cursor, acc, path_kind)
+
+
+def _own(node: Node, a: int, b: int, acc: dict[str, int], kind: str) -> None:
+    """Time ``[a, b)`` that ``node`` itself owns on the critical path."""
+    d = b - a
+    if d <= 0:
+        return
+    if kind == "model":
+        if node.ttft_ns is not None:
+            split = node.start + max(0, min(node.ttft_ns, node.end - node.start))
+            pre = max(0, min(b, split) - a)
+            acc["model_ttft"] += pre
+            acc["model_decode"] += d - pre
+        acc["model"] += d
+    elif kind == "wait":
+        acc["wait"] += d
+        key = "wait:" + (node.reason or "unspecified")
+        acc[key] = acc.get(key, 0) + d
+    elif kind == "root":
+        acc["wait"] += d
+        acc["wait:" + UNRECORDED] = acc.get("wait:" + UNRECORDED, 0) + d
+    elif kind in ("tool", "parse"):
+        acc[kind] += d
+    else:  # orchestration spans, and agent time no child covers (glue)
+        acc["orchestration"] += d
+        if kind == "agent":
+            acc["glue"] += d
+
+
+def _collect(node: Node, out: list[Node]) -> None:
+    for c in node.children:
+        out.append(c)
+        _collect(c, out)
+
+
+def split_tree(root: Node) -> TimeSplit:
+    """Time split, critical path and Amdahl bound of one tree rooted at an agent (or virtual) span."""
+    acc: dict[str, int] = {k: 0 for k in (*BUCKETS, "model_ttft", "model_decode", "glue")}
+    # the root's own uncovered time is glue (agent time) or unrecorded time (virtual conversation root)
+    _walk(root, root.start, root.end, acc, root.kind)
+    nodes: list[Node] = []
+    _collect(root, nodes)
+    wall = root.end - root.start
+    span_sum = sum(n.end - n.start for n in nodes if n.kind != "agent")
+    amdahl = wall - _model_only(nodes)
+    ts = TimeSplit(
+        wall_s=wall / NS, model_s=acc["model"] / NS, model_ttft_s=acc["model_ttft"] / NS,
+        model_decode_s=acc["model_decode"] / NS, tool_s=acc["tool"] / NS, parse_s=acc["parse"] / NS,
+        orchestration_s=acc["orchestration"] / NS, wait_s=acc["wait"] / NS, glue_s=acc["glue"] / NS,
+        critical_path_s=(wall - acc["glue"] - acc.get("wait:" + UNRECORDED, 0)) / NS,
+        span_sum_s=span_sum / NS, amdahl_bound_s=amdahl / NS,
+        wait_by_reason={k[5:]: v / NS for k, v in acc.items() if k.startswith("wait:")},
+    )
+    return ts
+
+
+def _model_only(nodes: Sequence[Node]) -> int:
+    """Nanoseconds during which model calls (and spans merely waiting on them) were the only activity."""
+    models = [n for n in nodes if n.kind == "model"]
+    if not models:
+        return 0
+    m = iv.union(np.array([n.start for n in models]), np.array([n.end for n in models]))
+    others_s: list[int] = []
+    others_e: list[int] = []
+    for n in nodes:
+        if n.kind == "model":
+            continue
+        desc: list[Node] = []
+        _collect(n, desc)
+        dm = [d for d in desc if d.kind == "model"]
+        if not dm:
+            others_s.append(n.start)
+            others_e.append(n.end)
+            continue
+        # a span that encloses model calls works only outside them
+        inner = iv.union(np.array([d.start for d in dm]), np.array([d.end for d in dm]))
+        cuts = np.concatenate([[n.start], inner[1]]), np.concatenate([inner[0], [n.end]])
+        s = np.clip(cuts[0], n.start, n.end)
+        e = np.clip(cuts[1], n.start, n.end)
+        others_s.extend(s.tolist())
+        others_e.extend(e.tolist())
+    if not others_s:
+        return iv.total(m)
+    o = iv.union(np.array(others_s, dtype=np.int64), np.array(others_e, dtype=np.int64))
+    return iv.total(m) - iv.total(iv.intersect(m, o))
+
+
+@lru_cache(maxsize=4096)
+def _reason(attrs: str | None) -> str | None:
+    if not attrs or sc.WAIT_REASON not in attrs:
+        return None
+    try:
+        r = json.loads(attrs).get(sc.WAIT_REASON)
+    except ValueError:
+        return None
+    return r if isinstance(r, str) else None
+
+
+def build_nodes(spans: pl.DataFrame) -> tuple[list[Node], dict[str, int], list[str | None], list[str]]:
+    """Nodes for every span with both ends known (index aligned to ``spans`` rows)."""
+    cols = spans.select("span_id", "parent_id", "session_id", "kind", "start_ns", "end_ns", "ttft_s", "stream",
+                        "attributes", "trace_id")
+    nodes: list[Node] = []
+    by_id: dict[str, int] = {}
+    parents: list[str | None] = []
+    sessions: list[str] = []
+    for i, (sid, pid, sess, kind, s, e, ttft, stream, attrs, tid) in enumerate(cols.iter_rows()):
+        if s is None or e is None:
+            s = e = -1
+        ttft_ns = int(ttft * NS) if kind == "model" and ttft is not None and stream is not False else None
+        nodes.append(Node(i, kind, s, max(s, e), ttft_ns, _reason(attrs) if kind == "wait" else None))
+        by_id[f"{tid}\x1f{sid}"] = i
+        parents.append(f"{tid}\x1f{pid}" if pid is not None else None)
+        sessions.append(sess)
+    return nodes, by_id, parents, sessions
+
+
+def _tree(members: list[int], nodes: list[Node], by_id: dict[str, int], parents: list[str | None],
+          roots: list[int]) -> Node:
+    """Link ``members`` (timed span rows) under their parents; spans whose parent is outside the set go
+    under the innermost root-level span containing them, else under a virtual root covering everything."""
+    member = set(members)
+    for i in members:
+        nodes[i].children = []
+    lo = min(nodes[i].start for i in members)
+    hi = max(nodes[i].end for i in members)
+    top = nodes[roots[0]] if len(roots) == 1 and nodes[roots[0]].start <= lo and nodes[roots[0]].end >= hi \
+        else Node(-1, "root", lo, hi)
+    orphans: list[int] = []
+    for i in members:
+        if nodes[i] is top:
+            continue
+        p = parents[i]
+        pi = by_id.get(p) if p is not None else None
+        if pi is not None and pi in member and pi != i:
+            nodes[pi].children.append(nodes[i])
+        else:
+            orphans.append(i)
+    for i in orphans:
+        n = nodes[i]
+        host = top
+        if n.kind == "agent":  # a sub-session without a recorded parent span: innermost containing span
+            best = None
+            for j in members:
+                c = nodes[j]
+                if j != i and c.kind != "agent" and c.start <= n.start and c.end >= n.end and \
+                        (best is None or c.end - c.start < best.end - best.start):
+                    best = c
+            host = best or top
+        if host is not n:
+            host.children.append(n)
+    return top
+
+
+def session_splits(spans: pl.DataFrame, sessions: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, TimeSplit]]:
+    """Per-session time split (one row per session) and per-conversation splits (sub-sessions nested).
+
+    Spans without both ends are left out; a session with no timed span gets ``timed = False`` and zeros.
+    """
+    nodes, by_id, parents, sess_of = build_nodes(spans)
+    timed = [i for i, n in enumerate(nodes) if n.start >= 0]
+    per_sess: dict[str, list[int]] = {}
+    for i in timed:
+        per_sess.setdefault(sess_of[i], []).append(i)
+    rows: list[dict[str, Any]] = []
+    results: dict[str, TimeSplit] = {}
+    for sid in sessions.get_column("session_id").to_list():
+        members = per_sess.get(sid, [])
+        if not members:
+            results[sid] = TimeSplit(timed=False)
+        else:
+            roots = [i for i in members if nodes[i].kind == "agent"]
+            results[sid] = split_tree(_tree(members, nodes, by_id, parents, roots))
+        rows.append({"session_id": sid, **{k: v for k, v in results[sid].to_dict().items()
+                                          if k != "wait_by_reason"},
+                     "wait_by_reason": json.dumps(results[sid].wait_by_reason, sort_keys=True)})
+    conv: dict[str, TimeSplit] = {}
+    conv_members: dict[str, list[str]] = {}
+    for sid, cid in sessions.select("session_id", "conversation_id").iter_rows():
+        conv_members.setdefault(cid, []).append(sid)
+    for cid, sids in conv_members.items():
+        if len(sids) == 1:
+            conv[cid] = results[sids[0]]
+            continue
+        members = [i for s in sids for i in per_sess.get(s, [])]
+        if not members:
+            conv[cid] = TimeSplit(timed=False)
+            continue
+        roots = [i for i in per_sess.get(cid, []) if nodes[i].kind == "agent"]
+        conv[cid] = split_tree(_tree(members, nodes, by_id, parents, roots))
+    df = pl.DataFrame(rows, schema={"session_id": pl.Utf8, **{k: pl.Float64 for k in TimeSplit().to_dict()
+                                                                if k not in ("wait_by_reason", "timed")},
+                                    "timed": pl.Boolean, "wait_by_reason": pl.Utf8}) if rows else None
+    return (df if df is not None else pl.DataFrame(schema={"session_id": pl.Utf8})), conv

@@ -1,0 +1,81 @@
+"""``agentprof analyze`` and ``agentprof cachesim`` end to end on the shared samples."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentprof.cli import main
+
+from .analysis_helpers import SAMPLES
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = 0
+    try:
+        main(list(args))
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_analyze_json_on_a_folder(capsys):
+    code, out, _ = run(capsys, "analyze", str(SAMPLES / "kv-cache-tester"), "--json", "--no-progress")
+    assert code == 0
+    d = json.loads(out)
+    assert d["sessions"] == d["conversations"] == 19 and d["model_calls"] > 900
+    assert 0.9 < d["redundancy"]["session_hit_rate"]["median"] <= 1
+    assert d["source"]["hash_scheme"] == "kv-cache-tester"
+
+
+def test_analyze_terminal_output(capsys):
+    code, out, _ = run(capsys, "analyze", str(SAMPLES / "codex"), "--no-progress")
+    assert code == 0
+    for text in ("Time", "Amdahl bound", "Prompt redundancy", "Cache misses", "idle_gap_ttl", "fix:"):
+        assert text in out
+
+
+def test_analyze_empty_trace_is_a_clear_error(capsys, tmp_path):
+    p = tmp_path / "empty.jsonl"
+    p.write_text('{"record":"meta","format":"agentprof-trace","version":1,"name":"crashed"}\n')
+    code, _, err = run(capsys, "analyze", str(p))
+    assert code == 2 and err.startswith("error:") and "no spans" in err and len(err.strip().splitlines()) == 1
+
+
+def test_cachesim_json(capsys):
+    code, out, _ = run(capsys, "cachesim", str(SAMPLES / "claude-code"), "--model", "gpt-oss-120b",
+                       "--tier", "hbm=2GiB", "--tier", "cpu=20GiB", "--json", "--no-progress")
+    assert code == 0
+    d = json.loads(out)
+    s = d["simulation"]
+    assert [t["name"] for t in s["tiers"]] == ["hbm", "cpu"] and s["block"] == 256
+    assert s["tiers"][0]["capacity_bytes"] == 2 * 1024**3
+    assert 0 < s["hit_rate"] <= d["sweep"]["unlimited_hit_rate"]
+    assert d["sweep"]["capacity_at_target_bytes"] > 0
+
+
+def test_cachesim_provider_mode_and_stand_in(capsys):
+    code, out, _ = run(capsys, "cachesim", str(SAMPLES / "claude-code"), "--model", "claude-opus-4-6",
+                       "--provider", "anthropic", "--no-sweep", "--no-progress")
+    assert code == 0
+    assert "stand-in" in out and "TTL 300 s" in out and "provider" in out
+
+
+@pytest.mark.parametrize("args,msg", [
+    (("--block", "100"), "multiple of the trace's block size"),
+    (("--tier", "gpu=1GiB"), "tier must be hbm, cpu or disk"),
+    (("--tier", "cpu=lots"), "cannot read size"),
+    (("--ttl", "5 weeks"), "cannot read duration"),
+])
+def test_cachesim_bad_options(capsys, args, msg):
+    code, _, err = run(capsys, "cachesim", str(SAMPLES / "codex"), "--model", "deepseek-r1", "--no-progress",
+                       *args)
+    assert code == 2 and msg in err and err.startswith("error:")
+
+
+def test_help_has_examples(capsys):
+    for cmd in ("analyze", "cachesim"):
+        code, out, _ = run(capsys, cmd, "--help")
+        assert code == 0 and "Examples:" in out and f"agentprof {cmd} " in out

@@ -1,0 +1,204 @@
+"""Cache-miss explainer: each cause on a hand-made prompt pair, and the model-switch, compaction and idle-gap
+misses of the shared samples, located in the raw files by the tests themselves."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from agentprof.analysis import analyze
+from agentprof.analysis.misses import FIXES
+
+from .analysis_helpers import SAMPLES, TraceBuilder, segmented_prompt
+
+TOOLS = list(range(10_000, 10_300))
+SYSTEM = list(range(20_000, 20_200))
+SYSTEM2 = list(range(20_000, 20_100)) + list(range(29_000, 29_100))  # e.g. a timestamp changed mid-prompt
+
+
+def _msg(seed: int, n: int = 300) -> list[int]:
+    return list(range(seed * 1000, seed * 1000 + n))
+
+
+def _pair(first, second, *, model2="claude-sonnet-4-5", gap=5.0, cache2=None, input2=None, attrs1=None):
+    """Two calls of one session built from (kind, role, tokens) parts."""
+    b = TraceBuilder()
+    b.session("s", 0, 10_000)
+    t1, s1 = segmented_prompt(first)
+    t2, s2 = segmented_prompt(second)
+    b.model("s", 0, 1, tokens=t1, segments=s1, model="claude-sonnet-4-5", input_tokens=len(t1) + 10,
+            cache_read=0, **(attrs1 or {}))
+    b.model("s", 1 + gap, 2 + gap, tokens=t2, segments=s2, model=model2,
+            input_tokens=input2 if input2 is not None else len(t2) + 10, cache_read=cache2)
+    a = analyze(b.trace())
+    return a, [m for m in a.cache_misses if m["line_index"] == 1]
+
+
+BASE = [("tools", "", TOOLS), ("system", "system", SYSTEM), ("message", "user", _msg(1)),
+        ("message", "assistant", _msg(2)), ("message", "user", _msg(3))]
+
+
+def _top(records):
+    assert len(records) == 1
+    r = records[0]
+    causes = [c["cause"] for c in r["causes"]]
+    assert all(c["fix"] == FIXES[c["cause"]] for c in r["causes"])
+    assert [c["score"] for c in r["causes"]] == sorted((c["score"] for c in r["causes"]), reverse=True)
+    return r, causes
+
+
+def test_system_prompt_change():
+    second = [BASE[0], ("system", "system", SYSTEM2), *BASE[2:], ("message", "assistant", _msg(4))]
+    r, causes = _top(_pair(BASE, second)[1])
+    assert causes[0] == "system_changed"
+    assert r["location"]["where"] == "system prompt" and r["trigger"][0] == "prefix_break"
+    assert r["first_diverging_block"] == (300 + 100) // 64  # the first block holding a changed token
+
+
+def test_tool_set_change():
+    second = [("tools", "", TOOLS[:200] + list(range(50_000, 50_150))), *BASE[1:]]
+    r, causes = _top(_pair(BASE, second)[1])
+    assert causes[0] == "tools_changed" and r["location"]["where"] == "tool definitions"
+
+
+def test_history_edit_names_the_message():
+    second = [*BASE[:3], ("message", "assistant", _msg(2)[:100] + _msg(7, 50)), BASE[4], ("message", "user", _msg(5))]
+    r, causes = _top(_pair(BASE, second)[1])
+    assert causes[0] == "history_edited"
+    assert r["location"]["where"] == "history message 1" and r["location"]["message_index"] == 1
+
+
+def test_compaction_and_truncation_are_told_apart():
+    long = [*BASE[:2]] + [("message", "user" if i % 2 else "assistant", _msg(10 + i, 400)) for i in range(10)]
+    compacted = [*BASE[:2], ("message", "user", _msg(99, 300))]
+    r, causes = _top(_pair(long, compacted)[1])
+    assert causes[0] == "history_compacted"
+    truncated = [*BASE[:2]] + long[6:] + [("message", "user", _msg(60))]
+    r, causes = _top(_pair(long, truncated)[1])
+    assert causes[0] == "history_truncated"
+
+
+def test_model_switch_explains_a_provider_miss_on_an_unchanged_prefix():
+    second = [*BASE, ("message", "assistant", _msg(4))]
+    r, causes = _top(_pair(BASE, second, model2="claude-opus-4-1", cache2=0)[1])
+    assert r["trigger"] == ["provider_miss"] and causes[0] == "model_switch"
+
+
+def test_idle_gap_beyond_the_ttl_and_the_one_hour_cache():
+    second = [*BASE, ("message", "assistant", _msg(4))]
+    r, causes = _top(_pair(BASE, second, gap=400, cache2=0)[1])
+    assert causes[0] == "idle_gap_ttl" and r["idle_gap_s"] > 300 and r["cache_ttl_s"] == 300
+    # the same pause with 1-hour cache writes in the conversation is within the TTL
+    r, causes = _top(_pair(BASE, second, gap=400, cache2=0, attrs1={"agentprof.usage.cache_write_1h": 900})[1])
+    assert "idle_gap_ttl" not in causes and causes[0] == "provider_miss" and r["cache_ttl_s"] == 3600
+
+
+def test_prompt_below_the_provider_minimum():
+    small = [("system", "system", SYSTEM), ("message", "user", _msg(1, 300))]
+    second = [*small, ("message", "assistant", _msg(2, 200))]
+    r, causes = _top(_pair(small, second, cache2=0)[1])  # 500 then 700 tokens; Sonnet 4.5 caches from 1024
+    assert causes[0] == "below_minimum"
+
+
+def test_provider_miss_without_textual_change():
+    second = [*BASE, ("message", "assistant", _msg(4))]
+    r, causes = _top(_pair(BASE, second, cache2=0)[1])
+    assert causes == ["provider_miss"]
+    assert r["gap_tokens"] == r["reusable_tokens"] > 0
+
+
+def test_a_hit_and_a_tail_only_break_are_not_misses():
+    second = [*BASE, ("message", "assistant", _msg(4))]
+    a, recs = _pair(BASE, second, cache2=1300)
+    assert recs == [] and a.calls["miss_cause"].to_list() == [None, None]
+    # only the previous prompt's last full block differs (a re-tokenized boundary): not listed
+    last = [*BASE[:4], ("message", "user", _msg(3)[:-10] + [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])]
+    assert _pair(BASE, last)[1] == []
+
+
+# --- shared samples --------------------------------------------------------------------------------------------
+
+
+def _causes(a, session_suffix: str | None = None):
+    out = {}
+    for m in a.cache_misses:
+        if session_suffix is None or m["session_id"].endswith(session_suffix):
+            out[(m["session_id"], m["line_index"])] = m
+    return out
+
+
+def test_openhands_model_switch_misses(sample_analysis):
+    """The LiteLLM proxy alternated between Anthropic's API (which reports cache reads) and Bedrock: a call back
+    on Anthropic after Bedrock calls reads only the shared system prompt."""
+    a = sample_analysis("openhands")
+    docs = [json.loads(f.read_text()) for f in (SAMPLES / "openhands" / "django__django-10554").glob("*.json")]
+    docs.sort(key=lambda d: d["timestamp"])
+    attempts, cur = [], []
+    for d in docs:
+        if cur and len(d["messages"]) < len(cur[-1]["messages"]):  # the runtime restarted
+            attempts.append(cur)
+            cur = []
+        cur.append(d)
+    attempts.append(cur)
+    assert [len(x) for x in attempts] == [5, 35]
+    expected = set()
+    for k, d in enumerate(attempts[1]):
+        u = d["response"]["usage"]
+        prev_model = attempts[1][k - 1]["response"]["model"] if k else None
+        if k and d["response"]["model"] != prev_model and "cache_read_input_tokens" in u \
+                and u["cache_read_input_tokens"] < 0.5 * u["prompt_tokens"]:
+            expected.add(k)
+    assert len(expected) == 5
+    found = {m["line_index"] for m in a.cache_misses
+             if m["session_id"].endswith("attempt-2") and m["causes"][0]["cause"] == "model_switch"}
+    assert found == expected
+    for m in a.cache_misses:
+        if m["line_index"] in expected and m["session_id"].endswith("attempt-2"):
+            assert "bedrock" in m["causes"][0]["detail"] or "anthropic." in m["causes"][0]["detail"]
+
+
+def test_claude_code_compaction_miss(sample_analysis):
+    a = sample_analysis("claude-code")
+    seen, boundary_at = set(), None
+    for line in (SAMPLES / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r.get("type") == "system" and r.get("subtype") == "compact_boundary":
+            boundary_at = len(seen)  # calls before the boundary
+        elif r.get("type") == "assistant":
+            seen.add(r["message"]["id"])
+    assert boundary_at == 102
+    hits = [m for m in a.cache_misses if m["line_index"] == boundary_at and m["session_id"].startswith("258c7280")]
+    assert len(hits) == 1
+    m = hits[0]
+    assert m["causes"][0]["cause"] == "history_compacted" and "prefix_break" in m["trigger"]
+    assert m["location"]["where"].startswith("history message")
+    assert m["prompt_tokens"] < 0.5 * m["previous_prompt_tokens"]
+
+
+def test_codex_idle_gap_miss(sample_analysis):
+    a = sample_analysis("codex")
+    path = next((SAMPLES / "codex").glob("*.jsonl"))
+    stamps, cached = [], []
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        p = r["payload"]
+        if r["type"] == "event_msg" and p.get("type") == "token_count" and p.get("info"):
+            stamps.append(datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00")).timestamp())
+            cached.append(p["info"]["last_token_usage"]["cached_input_tokens"])
+    expected = {k for k in range(1, len(stamps)) if stamps[k] - stamps[k - 1] > 300 and cached[k] == 0}
+    assert expected == {3}
+    found = {m["line_index"] for m in a.cache_misses if m["causes"][0]["cause"] == "idle_gap_ttl"}
+    assert found == expected
+    m = next(m for m in a.cache_misses if m["line_index"] == 3)
+    assert m["idle_gap_s"] > 300 and m["cached_tokens"] == 0
+
+
+def test_claude_code_one_hour_cache_keeps_a_long_pause_warm(sample_analysis):
+    """258c7280 writes 1-hour cache entries; its ~10-minute pause before call 151 is no TTL miss."""
+    a = sample_analysis("claude-code")
+    for m in a.cache_misses:
+        if m["session_id"].startswith("258c7280"):
+            assert all(c["cause"] != "idle_gap_ttl" for c in m["causes"])
+            assert m["cache_ttl_s"] == 3600
+    line = a.calls.filter(a.calls["line_id"].str.starts_with("258c7280") & (a.calls["line_index"] == 151))
+    assert line["miss_cause"].to_list() == [None]

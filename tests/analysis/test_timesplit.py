@@ -1,0 +1,178 @@
+"""Time split along the critical path, the Amdahl bound, and sub-agents nested in their conversation:
+hand-timed span tables (exact figures) and a real captured run with known sleeps (within 2 %)."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import openai
+import pytest
+
+import agentprof
+from agentprof.analysis import analyze
+from agentprof.demo.model_server import Latency, ModelServer, Reply
+
+from .analysis_helpers import TraceBuilder
+
+BUCKETS = ("model_s", "tool_s", "parse_s", "orchestration_s", "wait_s")
+
+
+def _time(trace):
+    return analyze(trace).to_dict()["time"]
+
+
+def test_sequential_session_buckets_sum_to_wall():
+    b = TraceBuilder()
+    b.session("s", 0, 10)
+    b.model("s", 1, 3, ttft=0.5, stream=True)
+    tool = b.span("s", "tool", 4, 7)
+    b.span("s", "parse", 5, 5.5, parent=tool)
+    b.span("s", "wait", 8, 9, **{"agentprof.wait.reason": "user"})
+    t = _time(b.trace())
+    assert t["wall_s"] == pytest.approx(10)
+    assert t["model_s"] == pytest.approx(2) and t["model_ttft_s"] == pytest.approx(0.5)
+    assert t["model_decode_s"] == pytest.approx(1.5)
+    assert t["tool_s"] == pytest.approx(2.5) and t["parse_s"] == pytest.approx(0.5)
+    assert t["wait_s"] == pytest.approx(1) and t["wait_by_reason"] == {"user": pytest.approx(1)}
+    assert t["orchestration_s"] == pytest.approx(4) and t["glue_s"] == pytest.approx(4)
+    assert sum(t[k] for k in BUCKETS) == pytest.approx(t["wall_s"])
+    assert t["critical_path_s"] == pytest.approx(6)
+    assert t["span_sum_s"] == pytest.approx(2 + 3 + 0.5 + 1)
+    assert t["amdahl_bound_s"] == pytest.approx(8)
+
+
+def test_parallel_tools_count_once_on_the_critical_path():
+    b = TraceBuilder()
+    b.session("s", 0, 5)
+    b.model("s", 0, 1)
+    for end in (2, 3, 4):  # three tools started together
+        b.span("s", "tool", 1, end)
+    b.model("s", 4, 5)
+    t = _time(b.trace())
+    assert t["tool_s"] == pytest.approx(3)  # the longest, not 1 + 2 + 3
+    assert t["span_sum_s"] == pytest.approx(2 + 6)
+    assert t["critical_path_s"] == pytest.approx(5)
+    assert t["critical_path_s"] < t["span_sum_s"]
+    assert t["amdahl_bound_s"] == pytest.approx(3)
+
+
+def test_amdahl_keeps_work_that_ran_alongside_the_model():
+    b = TraceBuilder()
+    b.session("s", 0, 4)
+    b.model("s", 0, 4)
+    b.span("s", "tool", 1, 3)  # background work while the model runs
+    t = _time(b.trace())
+    assert t["wall_s"] == pytest.approx(4)
+    assert t["amdahl_bound_s"] == pytest.approx(2)
+
+
+def test_wrapper_span_around_a_model_call_only_works_outside_it():
+    b = TraceBuilder()
+    b.session("s", 0, 6)
+    step = b.span("s", "orchestration", 0, 5)
+    b.model("s", 1, 4, parent=step)
+    t = _time(b.trace())
+    assert t["model_s"] == pytest.approx(3)
+    assert t["orchestration_s"] == pytest.approx(3)  # 2 s of the step itself + 1 s glue
+    assert t["glue_s"] == pytest.approx(1)
+    assert t["amdahl_bound_s"] == pytest.approx(3)
+
+
+def test_subagents_nest_inside_the_tool_that_ran_them():
+    b = TraceBuilder()
+    b.session("main", 0, 10)
+    task_a = b.span("main", "tool", 2, 8, name="execute_tool Task")
+    task_b = b.span("main", "tool", 2, 6, name="execute_tool Task")
+    b.session("sub-a", 2.5, 7.5, parent_session="main", role="subagent", parent_span=task_a)
+    b.model("sub-a", 3, 7)
+    b.session("sub-b", 2, 6, parent_session="main", role="subagent", parent_span=task_b)
+    b.model("sub-b", 2, 5.5)
+    a = analyze(b.trace())
+    t = a.to_dict()["time"]  # the conversation: sub-agent time inside the Task tools
+    assert t["wall_s"] == pytest.approx(10)
+    assert t["model_s"] == pytest.approx(4)  # sub-a's call is on the critical path, sub-b's is hidden
+    assert t["tool_s"] == pytest.approx(1)  # Task a's own time around its sub-agent
+    assert t["orchestration_s"] == pytest.approx(4 + 1)  # main glue 4 s + sub-a glue 1 s
+    assert sum(t[k] for k in BUCKETS) == pytest.approx(10)
+    assert t["span_sum_s"] == pytest.approx(6 + 4 + 4 + 3.5)
+    rows = {r["session_id"]: r for r in a.sessions.to_dicts()}
+    assert rows["main"]["tool_s"] == pytest.approx(6)  # alone, the main session only sees its tools
+    assert rows["sub-a"]["model_s"] == pytest.approx(4) and rows["sub-a"]["wall_s"] == pytest.approx(5)
+
+
+def test_untimed_spans_are_left_out_with_a_note():
+    b = TraceBuilder()
+    b.session("s", 0, 4)
+    b.model("s", 0, 1)
+    b.span("s", "tool", None, None)
+    a = analyze(b.trace())
+    assert a.time.wall_s == pytest.approx(4) and a.time.tool_s == 0
+    assert any(d["kind"] == "untimed_spans" for d in a.diagnostics)
+
+
+def test_captured_run_with_known_sleeps(tmp_path):
+    """A real profiled agent: glue code, an SDK model call against the loopback server (server-side TTFT),
+    a span-timed model phase, a tool, three parallel tools, a parse and a user wait, each a known sleep.
+
+    Expected figures are the sleeps; phases that involve more than a sleep (the HTTP round trip of the SDK
+    call, starting threads) are timed by the test's own stopwatch around them.
+    """
+    ttft = 0.4
+
+    def latency(req, prompt, cached, out):
+        return Latency(ttft_s=ttft, per_token_s=0.0)
+
+    @agentprof.tool
+    def work(seconds: float) -> str:
+        time.sleep(seconds)
+        return "ok"
+
+    watch: dict[str, float] = {}
+
+    def timed(key, fn):
+        t0 = time.perf_counter()
+        fn()
+        watch[key] = watch.get(key, 0.0) + time.perf_counter() - t0
+
+    def call_model():
+        for _ in client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
+                                                stream=True):
+            pass
+
+    def parallel_tools():
+        with ThreadPoolExecutor(3) as pool:
+            list(pool.map(work, (0.15, 0.25, 0.35)))
+
+    with ModelServer(script=lambda req: Reply(text="done"), latency=latency) as server:
+        client = openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "warm up"}])  # not profiled
+        with agentprof.profile("timing", out=tmp_path) as run:
+            time.sleep(0.2)  # glue
+            timed("sdk", call_model)
+            with agentprof.span("model", "chat local-model"):
+                time.sleep(0.3)
+            work(0.3)
+            time.sleep(0.15)  # glue
+            timed("parallel", parallel_tools)
+            with agentprof.span("parse", "parse plan"):
+                time.sleep(0.2)
+            with agentprof.span("wait", "approval", attributes={"agentprof.wait.reason": "permission"}):
+                time.sleep(0.25)
+            time.sleep(0.1)  # glue
+    trace = run.load()
+    a = analyze(trace)
+    t = a.time
+    assert watch["sdk"] >= ttft and watch["parallel"] >= 0.35
+    expected = {"model_s": watch["sdk"] + 0.3, "tool_s": 0.3 + watch["parallel"], "parse_s": 0.2, "wait_s": 0.25,
+                "orchestration_s": 0.2 + 0.15 + 0.1}
+    for k, v in expected.items():
+        assert getattr(t, k) == pytest.approx(v, rel=0.02), (k, getattr(t, k), v)
+    assert t.wall_s == pytest.approx(sum(expected.values()), rel=0.02)
+    assert t.wait_by_reason == {"permission": pytest.approx(0.25, rel=0.02)}
+    assert ttft <= t.model_ttft_s <= watch["sdk"]  # the streamed call's first chunk
+    tools = trace.spans.filter(trace.spans["kind"] == "tool")
+    tool_sum = float(((tools["end_ns"] - tools["start_ns"]) / 1e9).sum())
+    assert tool_sum == pytest.approx(0.3 + 0.15 + 0.25 + 0.35, rel=0.02)
+    assert t.tool_s < tool_sum  # parallel tools count once
+    assert t.amdahl_bound_s == pytest.approx(t.wall_s - expected["model_s"], rel=0.02)
