@@ -6,9 +6,10 @@ import re
 import statistics
 
 import polars as pl
-from .importer_helpers import SAMPLES, imported, kinds, late_prefix_shares
 
 from agentprof.importers.timestamps import iso_to_ns
+
+from .importer_helpers import SAMPLES, imported, kinds, late_prefix_shares
 
 HISTORY = SAMPLES / "aider" / ".aider.llm.history"
 

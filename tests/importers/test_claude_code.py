@@ -8,10 +8,11 @@ from collections import OrderedDict
 
 import polars as pl
 import pytest
-from .importer_helpers import SAMPLES, imported, jsonl, kinds, median_late_share
 
 from agentprof.importers import load_any
 from agentprof.trace.prompt import PromptHasher, anthropic_segments
+
+from .importer_helpers import SAMPLES, imported, jsonl, kinds, median_late_share
 
 CC = SAMPLES / "claude-code"
 SID = "258c7280-ae70-4798-800f-63464d01a85d"

@@ -6,9 +6,10 @@ import json
 
 import polars as pl
 import pytest
-from .importer_helpers import SAMPLES, imported, jsonl, kinds, median_late_share
 
 from agentprof.importers import load_any
+
+from .importer_helpers import SAMPLES, imported, jsonl, kinds, median_late_share
 
 ROLLOUT = next((SAMPLES / "codex").glob("rollout-*.jsonl"))
 CALL_ITEMS = ("function_call", "custom_tool_call", "local_shell_call")

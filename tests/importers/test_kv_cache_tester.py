@@ -8,10 +8,11 @@ import statistics
 
 import polars as pl
 import pytest
-from .importer_helpers import SAMPLES, imported
 
 from agentprof.errors import TraceFormatError
 from agentprof.importers import load_any
+
+from .importer_helpers import SAMPLES, imported
 
 KVCT = SAMPLES / "kv-cache-tester"
 

@@ -10,12 +10,13 @@ import sys
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from .importer_helpers import SAMPLES, imported, jsonl
 
 from agentprof.errors import TraceFormatError
 from agentprof.importers import detect_format, load_any
 from agentprof.importers.cli import import_cmd
 from agentprof.trace import read
+
+from .importer_helpers import SAMPLES, imported, jsonl
 
 CC_MAIN = SAMPLES / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 CODEX = next((SAMPLES / "codex").glob("rollout-*.jsonl"))

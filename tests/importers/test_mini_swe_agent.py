@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import polars as pl
-from .importer_helpers import SAMPLES, imported, kinds, median_late_share
 
 from agentprof.trace.prompt import PromptHasher, openai_chat_segments
+
+from .importer_helpers import SAMPLES, imported, kinds, median_late_share
 
 TRAJ = SAMPLES / "mini-swe-agent" / "django__django-13807.traj.json"
 

@@ -6,9 +6,10 @@ import json
 import shutil
 
 import polars as pl
-from .importer_helpers import SAMPLES, imported, kinds, median_late_share
 
 from agentprof.importers import load_any
+
+from .importer_helpers import SAMPLES, imported, kinds, median_late_share
 
 FOLDER = SAMPLES / "openhands" / "django__django-10554"
 

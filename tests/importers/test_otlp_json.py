@@ -13,11 +13,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from .importer_helpers import imported
 
 from agentprof.importers import load_any
 from agentprof.trace import JsonlTraceWriter, TraceMeta, read, write_jsonl
 from agentprof.trace.otlp import to_otlp_json
+
+from .importer_helpers import imported
 
 USAGE = {"prompt_tokens": 1200, "completion_tokens": 30, "total_tokens": 1230,
          "prompt_tokens_details": {"cached_tokens": 1024}, "completion_tokens_details": {"reasoning_tokens": 10}}

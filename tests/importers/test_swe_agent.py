@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import polars as pl
+
 from .importer_helpers import SAMPLES, imported, kinds
 
 

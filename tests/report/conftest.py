@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from .report_support import BIG_SESSION, BIG_SESSION_SUBAGENTS, KV_FOLDER, Browser, find_chromium
 
 

@@ -6,9 +6,10 @@ import json
 
 import polars as pl
 import pytest
-from .report_support import BIG_SESSION, BIG_SESSION_SUBAGENTS, KV_FOLDER
 
 from agentprof.cli import main
+
+from .report_support import BIG_SESSION, BIG_SESSION_SUBAGENTS, KV_FOLDER
 
 
 def _run(argv, capsys) -> tuple[int, str, str]:

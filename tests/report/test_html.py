@@ -9,10 +9,10 @@ import json
 import math
 import re
 
-from .report_support import SEC, T0, make_trace, span, synthetic_session
-
 from agentprof.report.html import embed_json, render, write_report
 from agentprof.report.payload import build_payload
+
+from .report_support import SEC, T0, make_trace, span, synthetic_session
 
 EVIL_TOOL = "<script>alert(1)</script>"
 EVIL_SESSION = "</script><script>alert(2)</script>"

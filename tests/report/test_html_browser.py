@@ -4,12 +4,13 @@ keep trace text as text, stay interactive with many spans and explain what is mi
 from __future__ import annotations
 
 import pytest
-from .report_support import T0, make_trace, span
-from .test_html import EVIL_MODEL, EVIL_TOOL, evil_trace
 
 from agentprof.report.html import write_report
 from agentprof.report.results import MAX_MISSES
 from agentprof.report.stages import run_stages
+
+from .report_support import T0, make_trace, span
+from .test_html import EVIL_MODEL, EVIL_TOOL, evil_trace
 
 pytestmark = pytest.mark.browser
 

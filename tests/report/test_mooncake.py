@@ -7,11 +7,12 @@ import json
 import random
 
 import pytest
-from .report_support import KV_FOLDER, SEC, T0, make_trace, span
 
 from agentprof.errors import AgentprofError
 from agentprof.report.mooncake import to_mooncake, write_mooncake
 from agentprof.trace.hashing import chain_hashes, common_prefix_blocks
+
+from .report_support import KV_FOLDER, SEC, T0, make_trace, span
 
 
 def _call(i: int, tokens: list[int], start_s: float, out: int | None = 50, hashed: bool = True) -> dict:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from .report_support import synthetic_session
-from .test_html import evil_trace
-
 import agentprof.report  # noqa: F401  (registers the renderer)
 from agentprof.report.notebook import html_for
 from agentprof.report.stages import run_stages
+
+from .report_support import synthetic_session
+from .test_html import evil_trace
 
 
 def test_analysis_and_replay_show_themselves(big_session):

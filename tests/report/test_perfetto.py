@@ -8,9 +8,10 @@ from collections import defaultdict
 
 import polars as pl
 import pytest
-from .report_support import KV_FOLDER, SEC, T0, make_trace, span, synthetic_session
 
 from agentprof.report.perfetto import to_trace_events, write_perfetto
+
+from .report_support import KV_FOLDER, SEC, T0, make_trace, span, synthetic_session
 
 REQUIRED = {"X": {"name", "ph", "ts", "dur", "pid", "tid"}, "M": {"name", "ph", "pid", "args"},
             "C": {"name", "ph", "ts", "pid", "args"}}

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from .report_support import make_trace, span, synthetic_session
 
 from agentprof.errors import AgentprofError
 from agentprof.report.stages import DEFAULT_SYSTEMS, run_stages
+
+from .report_support import make_trace, span, synthetic_session
 
 
 def test_defaults_replay_the_default_systems_and_size_the_cache_by_the_stand_in(big_session):

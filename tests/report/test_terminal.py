@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from .report_support import synthetic_session
 from rich.console import Console
 
 from agentprof.report.slowest import slow_tools
@@ -16,6 +15,8 @@ from agentprof.report.terminal import (
     replay_view,
     slow_tools_view,
 )
+
+from .report_support import synthetic_session
 
 
 def _text(renderable) -> str:

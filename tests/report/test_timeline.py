@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import polars as pl
-from .report_support import SEC, T0, make_trace, span, synthetic_session
 
 from agentprof.report.timeline import build_timeline, session_table, span_depths
+
+from .report_support import SEC, T0, make_trace, span, synthetic_session
 
 
 def _row_spans(tl):
