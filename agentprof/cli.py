@@ -74,6 +74,10 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
+    except click.UsageError as e:  # wrong option or argument: one line, like every other user error
+        where = e.ctx.command_path if e.ctx is not None else "agentprof"
+        click.echo(f"error: {e.format_message().rstrip('.')} (see '{where} --help')", err=True)
+        sys.exit(e.exit_code)
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)

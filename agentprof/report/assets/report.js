@@ -4,7 +4,8 @@
 (function () {
   "use strict";
 
-  var D = JSON.parse(document.getElementById("agentprof-data").textContent);
+  var DATA = JSON.parse(document.getElementById("agentprof-data").textContent);
+  var D = DATA;  // the payload being drawn: the page's, or one trace's on a comparison page (see renderCompare)
   var SVGNS = "http://www.w3.org/2000/svg";
   var KINDS = ["model", "tool", "parse", "orchestration", "wait"];
   var CSSV = getComputedStyle(document.documentElement);
@@ -113,11 +114,12 @@
   /* ---------- page scaffolding ---------- */
   var app = document.getElementById("app");
   var toc = document.getElementById("toc");
+  var PRE = "";  // element id prefix of the trace being drawn (comparison pages draw several)
   function panel(id, title, lede) {
-    var sec = h("section", { class: "panel", id: id }, [h("h2", null, title)]);
+    var sec = h("section", { class: "panel", id: PRE + id }, [h("h2", null, title)]);
     if (lede) sec.appendChild(h("p", { class: "lede" }, lede));
     app.appendChild(sec);
-    toc.appendChild(h("a", { href: "#" + id }, title));
+    toc.appendChild(h("a", { href: "#" + PRE + id }, title));
     return sec;
   }
   function missing(sec, reason) { sec.appendChild(h("div", { class: "missing" }, reason)); }
@@ -213,7 +215,7 @@
   function renderMissing() {
     var items = D.missing || [];
     if (!items.length) return;
-    var box = h("div", { class: "callout", id: "missing" }, [h("h3", null, "What this trace does not tell"), h("ul", null, items.map(function (m) { return h("li", null, m); }))]);
+    var box = h("div", { class: "callout", id: PRE + "missing" }, [h("h3", null, "What this trace does not tell"), h("ul", null, items.map(function (m) { return h("li", null, m); }))]);
     app.appendChild(box);
   }
 
@@ -762,7 +764,7 @@
         titled(dot, t.name + ": " + fmtBytes(b) + " → " + fmtPct(t.hit_rate[k]));
         f.svg.appendChild(dot);
       });
-      if (isNum(t.knee_bytes)) {
+      if (isNum(t.knee_bytes) && t.knee_bytes > 0) {  // a zero knee (nothing to hit) has no place on a log axis
         var kx = f.m.l + lx(t.knee_bytes);
         f.svg.appendChild(s("line", { x1: kx, x2: kx, y1: f.m.t, y2: f.m.t + f.h, stroke: col, "stroke-dasharray": "2 3", opacity: 0.7 }));
       }
@@ -907,7 +909,7 @@
 
   /* ---------- footer ---------- */
   function renderFooter() {
-    var foot = document.getElementById("foot"), m = D.meta || {};
+    var foot = FOOT || document.getElementById("foot"), m = D.meta || {};
     var items = [];
     if (m.sources && m.sources.length) items.push("Sources: " + m.sources.slice(0, 8).join(", ") + (m.sources.length > 8 ? " and " + (m.sources.length - 8) + " more" : ""));
     if (m.tokenizer) items.push("Tokenizer: " + m.tokenizer + (m.tokenizer_exact ? " (exact)" : " (approximate)") + "; prompt blocks of " + m.block_size + " tokens.");
@@ -918,15 +920,91 @@
     append(foot, h("ul", null, items.map(function (t) { return h("li", null, t); })));
   }
 
-  renderHeader();
-  guard("headline", renderHeadline);
-  guard("missing-data", renderMissing);
-  guard("timeline", renderTimeline);
-  guard("redundancy", renderRedundancy);
-  guard("cache", renderCache);
-  guard("what-if", renderWhatIf);
-  guard("slowest", renderSlow);
-  guard("corpus", renderCorpus);
-  guard("footer", renderFooter);
+  /* ---------- comparison page: several traces side by side ---------- */
+  var FOOT = null;  // where renderFooter writes (a trace's own footer on a comparison page)
+  function fmtAs(fmt, v) {
+    return fmt === "dur" ? fmtDur(v) : fmt === "pct" ? fmtPct(v) : fmt === "tok" ? fmtTok(v) : fmt === "x" ? fmtX(v) : fmtInt(v);
+  }
+  function renderCompareHead() {
+    var C = DATA.compare, runs = C.runs || [];
+    document.getElementById("subtitle").textContent = runs.length + " traces side by side" + (DATA.generated ? " · generated " + DATA.generated : "");
+    var sec = panel("compare", "Side by side", "The same figures for each trace; each trace's full report follows below under its label.");
+    sec.appendChild(h("ul", { class: "runs" }, runs.map(function (r, i) {
+      return h("li", null, [h("a", { href: "#run" + i }, h("b", null, r.label)), r.about ? h("span", { class: "muted" }, " — " + r.about) : null]);
+    })));
+    runs.forEach(function (r) {
+      var hl = (r.payload || {}).headline || {}, t = hl.time || {}, wall = isNum(t.wall_s) ? t.wall_s : null;
+      var bar = h("div", { class: "splitbar", role: "img", "aria-label": "time split of " + r.label });
+      if (wall && wall > 0) KINDS.forEach(function (k) {
+        var v = t[k + "_s"];
+        if (!isNum(v) || v <= 0) return;
+        var seg = h("div", { style: { width: (100 * v / wall) + "%", background: COLOR[k] } });
+        seg.title = r.label + " · " + KIND_LABEL[k] + ": " + fmtDur(v) + " (" + fmtPct(v / wall) + ")";
+        bar.appendChild(seg);
+      });
+      sec.appendChild(h("div", { class: "cmprow" }, [h("div", { class: "cmplabel" }, [h("b", null, r.label), h("span", { class: "muted" }, " " + fmtDur(wall))]), bar]));
+    });
+    sec.appendChild(legendRow(KINDS.map(function (k) { return { color: COLOR[k], label: KIND_LABEL[k] }; })));
+    var head = h("tr", null, [h("th", null, "")].concat(runs.map(function (r) { return h("th", { class: "r" }, r.label); })));
+    var body = (C.table || []).map(function (row) {
+      return h("tr", null, [h("td", null, row.label)].concat(row.values.map(function (v) { return h("td", { class: "r" }, fmtAs(row.fmt, v)); })));
+    });
+    sec.appendChild(h("table", { class: "t cmp" }, [h("thead", null, head), h("tbody", null, body)]));
+    var W = C.whatif || [];
+    if (W.length) {
+      sec.appendChild(h("h3", { class: "sub" }, "Device what-if: task time on each system (speed-up of the task · of its model calls, against the recorded run)"));
+      var wbody = W.map(function (row) {
+        var name = h("td", null, row.name);
+        if (row.display) name.title = row.display;
+        return h("tr", null, [name].concat(row.cells.map(function (c) {
+          if (!c) return h("td", { class: "r muted" }, "not replayed");
+          if (c.error) return h("td", { class: "r muted" }, "not replayed: " + c.error);
+          var txt = fmtDur(c.e2e_s);
+          if (isNum(c.speedup) && row.name !== "recorded") txt += " · task " + fmtX(c.speedup) + (isNum(c.model_speedup) ? " · model calls " + fmtX(c.model_speedup) : "");
+          return h("td", { class: "r" }, txt);
+        })));
+      });
+      var whead = h("tr", null, [h("th", null, "system")].concat(runs.map(function (r) { return h("th", { class: "r" }, r.label); })));
+      sec.appendChild(h("table", { class: "t cmp" }, [h("thead", null, whead), h("tbody", null, wbody)]));
+    }
+    if (C.notes && C.notes.length) sec.appendChild(h("div", { class: "callout", id: "compare-notes" }, [h("h3", null, "About these figures"), h("ul", null, C.notes.map(function (n) { return h("li", null, n); }))]));
+  }
+  function renderTrace() {
+    guard("headline", renderHeadline);
+    guard("missing-data", renderMissing);
+    guard("timeline", renderTimeline);
+    guard("redundancy", renderRedundancy);
+    guard("cache", renderCache);
+    guard("what-if", renderWhatIf);
+    guard("slowest", renderSlow);
+    guard("corpus", renderCorpus);
+  }
+  function renderCompare() {
+    guard("comparison", renderCompareHead);
+    var main = app;
+    (DATA.compare.runs || []).forEach(function (r, i) {
+      var box = h("div", { class: "run", id: "run" + i });
+      var m = (r.payload || {}).meta || {}, hl = (r.payload || {}).headline || {};
+      var bits = [];
+      if (m.source_format) bits.push(m.source_format);
+      if (isNum(hl.model_calls)) bits.push(fmtInt(hl.model_calls) + " model calls");
+      box.appendChild(h("div", { class: "runhead" }, [h("h2", null, r.label), h("p", { class: "muted" }, bits.join(" · "))]));
+      main.appendChild(box);
+      toc.appendChild(h("span", { class: "tocgroup" }, h("a", { href: "#run" + i }, r.label + ":")));
+      app = box; PRE = "run" + i + "-"; D = r.payload || {}; FOOT = h("div", { class: "foot" });
+      renderTrace();
+      guard("footer", renderFooter);
+      box.appendChild(FOOT);
+    });
+    app = main; PRE = ""; D = DATA; FOOT = null;
+  }
+
+  if (DATA.compare) {
+    renderCompare();
+  } else {
+    renderHeader();
+    renderTrace();
+    guard("footer", renderFooter);
+  }
   document.documentElement.setAttribute("data-rendered", "1");
 })();

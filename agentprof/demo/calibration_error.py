@@ -1,0 +1,70 @@
+"""The device model's measured error, checked at demo time: fit on one InferenceX ISL/OSL setting, predict
+the other (held-out), over every calibration point; plus the stored long-prompt (agentic) check of the fit.
+
+This is what ``agentprof devices check data/inferencex/calibration_points.csv --cross-validate`` prints; the
+demo quotes it so the what-if figures never appear without their error bar.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class CalibrationError:
+    """Held-out median / p90 absolute percentage errors of the cost model, and where they come from."""
+
+    points: int
+    covered: int
+    median: dict[str, float | None]  # ttft, tpot, e2e
+    p90: dict[str, float | None]
+    agentic: dict[str, Any]  # stored check on long agentic prompts (points, median_ape_ttft, median_ape_itl)
+    data_file: str
+
+    def sentence(self) -> str:
+        """One line for people: held-out errors, and the long-prompt TTFT error when known."""
+
+        def pct(v: float | None) -> str:
+            return f"{v * 100:.0f} %" if v is not None else "n/a"
+
+        s = (f"cross-validated on {self.covered:,} of {self.points:,} InferenceX serving points (fit on one "
+             f"ISL/OSL setting, predict the other): median error TTFT {pct(self.median['ttft'])}, "
+             f"TPOT {pct(self.median['tpot'])}, end-to-end {pct(self.median['e2e'])} "
+             f"(p90 {pct(self.p90['ttft'])} / {pct(self.p90['tpot'])} / {pct(self.p90['e2e'])})")
+        if self.agentic.get("points"):
+            s += (f"; on {self.agentic['points']} long agentic prompts TTFT {pct(self.agentic.get('median_ape_ttft'))}"
+                  f", inter-token {pct(self.agentic.get('median_ape_itl'))}")
+        return s
+
+
+def points_file() -> Path | None:
+    """The InferenceX calibration points of the repository agentprof runs from (or of the working folder)."""
+    from agentprof.replay.calibration import DEFAULT_POINTS
+
+    for root in (Path(__file__).resolve().parents[2], Path.cwd()):
+        p = root / DEFAULT_POINTS
+        if p.is_file():
+            return p
+    return None
+
+
+def measured_error() -> CalibrationError | None:
+    """Cross-validate the cost model on the calibration points now; ``None`` when the points are not here."""
+    from agentprof.catalog.hardware import load_catalog
+    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.fidelity import cross_validate
+    from agentprof.replay.points import load_points
+
+    path = points_file()
+    if path is None:
+        return None
+    pooled = cross_validate(load_points(path), load_catalog())["pooled"]
+    agentic = dict(load_fitted().agentic or {})
+    return CalibrationError(
+        points=int(pooled["points"]), covered=int(pooled["covered"]),
+        median={m: pooled[m]["median_ape"] for m in ("ttft", "tpot", "e2e")},
+        p90={m: pooled[m]["p90_ape"] for m in ("ttft", "tpot", "e2e")},
+        agentic={k: agentic.get(k) for k in ("points", "median_ape_ttft", "median_ape_itl")},
+        data_file=str(path))
