@@ -383,7 +383,7 @@ def _direct(w: _Workload, caps: list[float], policy: str, ttl_s: float | None,
 
 
 def _resolve(model: str) -> tuple[ModelSpec, str | None]:
-    return resolve_model(model)
+    return resolve_model(model, strict=True)
 
 
 def _ordered_tiers(tiers: Sequence[Tier]) -> list[Tier]:

@@ -180,10 +180,12 @@ def find_model(name: str, extra_files: tuple[str, ...] = ()) -> ModelSpec | None
     return None
 
 
-def resolve_model(name: str | None, extra_files: tuple[str, ...] = ()) -> tuple[ModelSpec, str | None]:
+def resolve_model(name: str | None, extra_files: tuple[str, ...] = (), strict: bool = False
+                  ) -> tuple[ModelSpec, str | None]:
     """The catalog model to use for ``name``: itself when open and known, else its stand-in.
 
     Returns ``(model, note)`` where ``note`` explains a stand-in (``None`` when the model is in the catalog).
+    With ``strict`` (a name the user typed), a name only the catch-all rule matches is an error, not a guess.
     """
     if name:
         m = find_model(name, extra_files)
@@ -193,6 +195,9 @@ def resolve_model(name: str | None, extra_files: tuple[str, ...] = ()) -> tuple[
     low = (name or "").lower()
     for s in standins:
         if re.search(s.pattern, low):
+            if strict and s.pattern in (".", ".*", ""):
+                raise CatalogError(f"unknown model {name!r}: not in the catalog ({', '.join(sorted(mods))}) "
+                                   "and not a known closed-model family (claude, gpt, gemini, ...)")
             if s.model not in mods:
                 raise CatalogError(f"stand-in for {name!r} names unknown model {s.model!r}")
             return mods[s.model], f"{name or 'unknown model'} replayed as {mods[s.model].display} ({s.source})"

@@ -165,7 +165,13 @@ def devices() -> None:
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the catalog as one JSON object.")
 def list_cmd(catalogs: tuple[str, ...], as_json: bool) -> None:
-    """Serving systems, accelerators and host CPUs (with sources; estimates marked)."""
+    """Serving systems, accelerators and host CPUs (with sources; estimates marked).
+
+    \b
+    Examples:
+      agentprof devices list
+      agentprof devices list --catalog my-systems.toml --json
+    """
     from agentprof.replay.calibration import load_fitted
 
     cat = _catalog(catalogs)
@@ -254,7 +260,13 @@ def _catalog_dict(cat: Any, calibrated: set[str | None]) -> dict[str, Any]:
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the in-sample fidelity as JSON.")
 def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bool) -> None:
-    """Fit the cost model's free terms on measured points and store them (with provenance) as data."""
+    """Fit the cost model's free terms on measured points and store them (with provenance) as data.
+
+    \b
+    Examples:
+      agentprof devices fit
+      agentprof devices fit --points my_points.csv --out my-fitted.toml --json
+    """
     from agentprof.replay.calibration import FITTED_PATH, fit_file, write_fitted
     from agentprof.replay.fidelity import check
     from agentprof.replay.points import load_points
@@ -281,7 +293,13 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
 @click.option("--json", "as_json", is_flag=True, help="Print points, covered, and median/p90 APE per metric.")
 def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: tuple[str, ...],
               as_json: bool) -> None:
-    """Predict TTFT, TPOT and end-to-end latency for every point of a CSV and report the errors."""
+    """Predict TTFT, TPOT and end-to-end latency for every point of a CSV and report the errors.
+
+    \b
+    Examples:
+      agentprof devices check data/inferencex/calibration_points.csv
+      agentprof devices check data/inferencex/calibration_points.csv --cross-validate --json
+    """
     from agentprof.replay.calibration import load_fitted
     from agentprof.replay.fidelity import check
     from agentprof.replay.fidelity import cross_validate as cv
@@ -332,7 +350,13 @@ def _print_fidelity(s: dict[str, Any], label: str) -> None:
 @click.option("--markdown", is_flag=True, help="Print the table as markdown (as in docs/DEVICE_MODEL.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print the predictions as JSON.")
 def seed_check_cmd(markdown: bool, as_json: bool) -> None:
-    """The model's predictions for the seeds' Jalapeño InferenceX 8K1K claims, and how far each lands."""
+    """The model's predictions for the seeds' Jalapeño InferenceX 8K1K claims, and how far each lands.
+
+    \b
+    Examples:
+      agentprof devices seed-check
+      agentprof devices seed-check --markdown
+    """
     from agentprof.replay.seedcheck import seed_check, to_markdown
 
     res = seed_check()
