@@ -1,0 +1,1 @@
+"""Holds the ``sitecustomize`` that ``agentprof run`` puts on the child's ``PYTHONPATH``."""

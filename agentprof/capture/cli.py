@@ -1,0 +1,39 @@
+"""``agentprof run``: the capture stage's command."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from agentprof.capture.runner import run_command
+
+
+@click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--out", default="traces/", show_default=True, help="Folder for the trace file.")
+@click.option("--name", default=None, help="Run name (default: the script or module name).")
+@click.option("--capture-content", is_flag=True, help="Also store prompt and response text (off: hashes only).")
+@click.option("--instrument-subprocess", is_flag=True, help="Record child processes as tool spans.")
+@click.option("--instrument-json", is_flag=True, help="Record json.loads calls as parse spans.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(out: str, name: str | None, capture_content: bool, instrument_subprocess: bool, instrument_json: bool,
+        command: tuple[str, ...]) -> None:
+    """Run an unmodified Python program and record its model calls into one trace.
+
+    Calls through the openai and anthropic SDKs are recorded for the whole process; functions decorated
+    with @agentprof.tool become tool spans. The trace path is printed at the end; the program's exit
+    status is passed through.
+
+    \b
+    Example:
+      agentprof run -- python my_agent.py --task fix-bug
+      agentprof run --out traces/ --instrument-subprocess -- python -m my_agent
+    """
+    rc, path = run_command(list(command), out=out, name=name, capture_content=capture_content,
+                           instrument_subprocess=instrument_subprocess, instrument_json=instrument_json)
+    if path is None:
+        click.echo("agentprof: no trace recorded (the command did not start a Python interpreter that could "
+                   "import agentprof)", err=True)
+    else:
+        click.echo(f"agentprof: trace written to {path}", err=True)
+    sys.exit(rc)

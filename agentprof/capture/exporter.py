@@ -1,0 +1,140 @@
+"""An OpenTelemetry ``SpanExporter`` that writes agentprof JSONL span records, one line per span.
+
+The record layout is the one :mod:`agentprof.trace.files` reads (``trace_id``, ``span_id``, ``parent_id``,
+``name``, ``kind``, ``start_ns``, ``end_ns``, ``status``, ``error_type``, ``attributes``). Each line goes out
+in one ``write`` through :class:`agentprof.trace.writer.JsonlTraceWriter`, so a killed process leaves every
+span that had ended readable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.trace import StatusCode
+
+from agentprof import semconv as sc
+from agentprof.capture.failsafe import warn_once
+from agentprof.trace.writer import JsonlTraceWriter
+
+_dumps = json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False).encode
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+# one C encoder reused for every attribute object (json.dumps would set one up per call)
+_encode_attrs = _c_make_encoder(None, str, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True) \
+    if _c_make_encoder is not None else None
+_quote = json.encoder.encode_basestring_ascii
+
+
+def span_attributes(span: ReadableSpan) -> dict[str, Any]:
+    """The span's attributes as a plain dict (read from the SDK's storage directly when it has the usual layout)."""
+    stored = getattr(span, "_attributes", None)
+    d = getattr(stored, "_dict", None)
+    if type(d) is dict:
+        return d
+    return dict(span.attributes or {})
+
+
+def span_record(span: ReadableSpan, detach_parent: bool = False) -> dict[str, Any]:
+    """The agentprof span record of an ended OTel span (``detach_parent`` writes it as a root)."""
+    ctx = span.context
+    parent = None if detach_parent else span.parent
+    attrs = dict(span_attributes(span))
+    error_type = attrs.get(sc.ERROR_TYPE)
+    status = "error" if span.status.status_code is StatusCode.ERROR or error_type else "ok"
+    return {
+        "record": "span",
+        "trace_id": f"{ctx.trace_id:032x}",
+        "span_id": f"{ctx.span_id:016x}",
+        "parent_id": f"{parent.span_id:016x}" if parent is not None else None,
+        "name": span.name,
+        "kind": attrs.get(sc.KIND),
+        "start_ns": span.start_time,
+        "end_ns": span.end_time,
+        "status": status,
+        "error_type": error_type,
+        "attributes": attrs,
+    }
+
+
+def encode(record: dict[str, Any]) -> bytes:
+    """One JSONL line (ASCII-escaped JSON, newline-terminated)."""
+    return (_dumps(record) + "\n").encode("ascii")
+
+
+def encode_span(span: ReadableSpan, detach_parent: bool = False) -> bytes:
+    """``encode(span_record(span))`` without the intermediate dict: the hot path of every recorded span."""
+    if _encode_attrs is None:
+        return encode(span_record(span, detach_parent))
+    attrs = span_attributes(span)
+    ctx = span.context
+    parent = None if detach_parent else span.parent
+    error_type = attrs.get(sc.ERROR_TYPE)
+    status = "error" if error_type or span.status.status_code is StatusCode.ERROR else "ok"
+    kind = attrs.get(sc.KIND)
+    parent_id = "null" if parent is None else f'"{parent.span_id:016x}"'
+    kind_json = "null" if kind is None else _quote(str(kind))
+    error_json = "null" if error_type is None else _quote(str(error_type))
+    end = "null" if span.end_time is None else span.end_time
+    name_json = _quote(span.name)
+    attrs_json = "".join(_encode_attrs(attrs, 0))
+    return (f'{{"record":"span","trace_id":"{ctx.trace_id:032x}","span_id":"{ctx.span_id:016x}",'
+            f'"parent_id":{parent_id},"name":{name_json},"kind":{kind_json},"start_ns":{span.start_time},'
+            f'"end_ns":{end},"status":"{status}","error_type":{error_json},"attributes":{attrs_json}}}\n'
+            ).encode("ascii")
+
+
+class JsonlSpanExporter(SpanExporter):
+    """Writes spans to an agentprof JSONL trace file.
+
+    Usable in any OTel pipeline (``SimpleSpanProcessor(JsonlSpanExporter(writer))``); agentprof's own
+    processor calls :meth:`write_line` with a line it serialized once for every file the span belongs to.
+    A write failure (full disk, closed file) warns once and turns this exporter off; it never raises.
+    """
+
+    def __init__(self, writer: JsonlTraceWriter) -> None:
+        self.writer = writer
+        self.failed = False
+        self.written = 0
+
+    @property
+    def path(self) -> str:
+        return str(self.writer.path)
+
+    def write_line(self, line: bytes) -> bool:
+        if self.failed:
+            return False
+        try:
+            self.writer.write_line(line)
+        except Exception as e:
+            self.failed = True
+            warn_once(f"write:{self.path}", f"cannot write trace file {self.path} ({type(e).__name__}: {e}); "
+                                            "the agent continues but the trace stops here")
+            return False
+        self.written += 1
+        return True
+
+    def write_record(self, record: dict[str, Any]) -> bool:
+        try:
+            line = encode(record)
+        except Exception as e:
+            warn_once(f"encode:{self.path}", f"cannot serialize a trace record ({type(e).__name__}: {e})")
+            return False
+        return self.write_line(line)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        ok = True
+        for span in spans:
+            ok = self.write_record(span_record(span)) and ok
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        try:
+            self.writer.close()
+        except Exception:
+            pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True  # every line is written when its span ends

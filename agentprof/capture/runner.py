@@ -1,0 +1,118 @@
+"""``agentprof run``: profile an unmodified Python program for its whole life, as one session.
+
+The command runs as a child process with a ``sitecustomize`` bootstrap on its ``PYTHONPATH`` (so
+``python script.py``, ``python -m package`` and any interpreter flags behave exactly as without agentprof).
+The bootstrap starts a process-wide profile before the program's first line and finishes it at interpreter
+exit; the parent reserves the trace path, waits, and passes the program's exit status through.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime as _dt
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentprof.errors import AgentprofError
+
+ENV_CONFIG = "AGENTPROF_RUN_CONFIG"
+BOOTSTRAP_DIR = Path(__file__).resolve().parent / "bootstrap"
+_PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
+
+
+def command_line(argv: list[str]) -> list[str]:
+    """The child's command: a bare ``python``/``python3`` means agentprof's interpreter; a lone ``*.py``
+    script runs with it."""
+    if not argv:
+        raise AgentprofError("nothing to run: give a command after --, e.g. agentprof run -- python agent.py")
+    first = argv[0]
+    if _PYTHON.match(first):
+        return [sys.executable, *argv[1:]]
+    if first.endswith(".py"):
+        return [sys.executable, *argv]
+    return list(argv)
+
+
+def default_name(argv: list[str]) -> str:
+    """Run name from the command: the script's stem, the ``-m`` module, else the program's name."""
+    args = argv[1:] if argv and (_PYTHON.match(argv[0]) or argv[0] == sys.executable) else argv
+    for i, a in enumerate(args):
+        if a == "-m" and i + 1 < len(args):
+            return args[i + 1].rsplit(".", 1)[-1]
+        if a.startswith("-m") and len(a) > 2:
+            return a[2:].rsplit(".", 1)[-1]
+        if a == "-c":
+            return "python-c"
+        if not a.startswith("-"):
+            return Path(a).stem or "agent"
+    return Path(argv[0]).stem if argv else "agent"
+
+
+def run_command(argv: list[str], out: str = "traces/", name: str | None = None, capture_content: bool = False,
+                instrument_subprocess: bool = False, instrument_json: bool = False) -> tuple[int, Path | None]:
+    """Run ``argv`` profiled; return its exit status and the trace path (``None`` if nothing was recorded)."""
+    from agentprof.capture.session import _claim, trace_path
+
+    cmd = command_line(argv)
+    run_name = name or default_name(argv)
+    try:
+        path = _claim(trace_path(out, run_name, _dt.datetime.now(_dt.timezone.utc)))
+    except OSError as e:
+        raise AgentprofError(f"{out}: cannot create the trace file there ({e.strerror or e})") from None
+    env = dict(os.environ)
+    env[ENV_CONFIG] = json.dumps({"path": str(path.resolve()), "name": run_name, "capture_content": capture_content,
+                                  "instrument_subprocess": instrument_subprocess,
+                                  "instrument_json": instrument_json})
+    env["PYTHONPATH"] = os.pathsep.join([str(BOOTSTRAP_DIR), *[p for p in [env.get("PYTHONPATH")] if p]])
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the program; we report after
+    try:
+        try:
+            proc = subprocess.Popen(cmd, env=env)
+        except OSError as e:
+            path.unlink(missing_ok=True)
+            raise AgentprofError(f"cannot run {cmd[0]!r}: {e.strerror or e}") from None
+        rc = proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if path.stat().st_size == 0:
+        path.unlink(missing_ok=True)
+        return rc, None
+    return rc, path
+
+
+# --- in the child ------------------------------------------------------------------------------------------
+_state: dict[str, Any] = {}
+
+
+def start_process_profile(config: str) -> None:
+    """Called by the bootstrap: profile this process until interpreter exit."""
+    from agentprof.capture import provider
+    from agentprof.capture.session import Session, set_process_session
+
+    cfg = json.loads(config)
+    sess = Session(cfg.get("name") or "agent", None, path=cfg["path"],
+                   capture_content=bool(cfg.get("capture_content")),
+                   instrument_json=bool(cfg.get("instrument_json")),
+                   instrument_subprocess=bool(cfg.get("instrument_subprocess"))).start()
+    set_process_session(sess)
+    _state["session"] = sess
+    previous_hook = sys.excepthook
+
+    def excepthook(et: Any, exc: BaseException, tb: Any) -> None:
+        _state["exception"] = exc
+        previous_hook(et, exc, tb)
+
+    sys.excepthook = excepthook
+
+    def finish() -> None:
+        set_process_session(None)
+        sess.finish(_state.get("exception"))
+        provider.shutdown()
+
+    atexit.register(finish)

@@ -1,0 +1,233 @@
+"""Span scopes: the hot path every recorded tool, parse and custom phase goes through.
+
+A :class:`Scope` starts an OpenTelemetry span in the current session, makes it the current span (so work it
+starts nests under it, also in tasks and threads), measures the thread CPU it uses when asked, and ends it.
+Failures inside agentprof are reported once and never reach the agent.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from agentprof import semconv as sc
+from agentprof.capture import provider
+from agentprof.capture.error_type import error_type
+from agentprof.capture.failsafe import internal_error
+from agentprof.capture.session import Session, current, parent_context
+
+KINDS = ("agent", "model", "tool", "parse", "orchestration", "wait")
+"""Span kinds of the trace model (``agentprof.trace.schema.KINDS``, repeated here to keep polars unloaded)."""
+
+ERROR_MESSAGE = "agentprof.error.message"  # only with capture_content: messages can quote prompt text
+
+_CPU_SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("agentprof_cpu_scope", default=None)
+"""Innermost open scope that measures CPU: child-process CPU of subprocesses waited for is added to it."""
+
+_perf = time.perf_counter_ns
+_thread_time = time.thread_time_ns
+_attach = otel_context.attach
+_detach = otel_context.detach
+_in_context = otel_trace.set_span_in_context
+_INTERNAL = SpanKind.INTERNAL
+
+
+def _start(sess: Session, name: str, attributes: dict[str, Any], kind: SpanKind) -> Any:
+    """Start a span with ``attributes``: agentprof's own attribute values are always valid OTel values, so
+    they go straight into the SDK's attribute dict (its per-value validation is ~15 % of a span's cost);
+    if the SDK ever stores attributes differently, the public API is used instead."""
+    span = provider._tracer.start_span(name, parent_context(sess), kind)  # type: ignore[union-attr]
+    store = getattr(getattr(span, "_attributes", None), "_dict", None)
+    if type(store) is dict:
+        store.update(attributes)
+    else:
+        span.set_attributes(attributes)
+    return span
+
+
+def set_many(span: Any, attributes: dict[str, Any]) -> None:
+    """Set attributes agentprof computed (ints, strings, lists of ints or strings) on a live span; lists are
+    stored as tuples, as the SDK would store them, without its per-element validation."""
+    store = getattr(getattr(span, "_attributes", None), "_dict", None)
+    if type(store) is dict and span.end_time is None:
+        for key, value in attributes.items():
+            store[key] = tuple(value) if isinstance(value, list) else value
+    else:
+        span.set_attributes(attributes)
+
+
+def record_error(span: Any, exc: BaseException, capture_content: bool) -> None:
+    """Mark ``span`` failed with the exception's type (its message only when content capture is on)."""
+    span.set_status(Status(StatusCode.ERROR))
+    span.set_attribute(sc.ERROR_TYPE, error_type(exc))
+    if capture_content:
+        span.set_attribute(ERROR_MESSAGE, str(exc)[:4096])
+
+
+def add_child_cpu(ns: int) -> None:
+    """Credit CPU used by a child process to the innermost CPU-measuring scope of this context."""
+    scope = _CPU_SCOPE.get()
+    if scope is not None:
+        scope.child_cpu_ns += ns
+
+
+class Scope:
+    """One open span. ``cpu`` measures thread CPU (plus child-process CPU) into ``agentprof.cpu_ns``."""
+
+    __slots__ = ("sess", "span", "store", "token", "cpu_token", "cpu0", "child_cpu_ns", "overhead")
+
+    def __init__(self, sess: Session, name: str, attributes: dict[str, Any], cpu: bool = False,
+                 kind: SpanKind = _INTERNAL) -> None:
+        t0 = _perf()
+        self.sess = sess
+        span = self.span = provider._tracer.start_span(name, parent_context(sess), kind)  # type: ignore[union-attr]
+        # agentprof's own attribute values are always valid OTel values: they go straight into the SDK's
+        # attribute dict (its per-value validation is ~15 % of a span's cost); public API if the layout differs
+        store = getattr(getattr(span, "_attributes", None), "_dict", None)
+        if type(store) is dict:
+            store.update(attributes)
+            self.store = store
+        else:
+            span.set_attributes(attributes)
+            self.store = None
+        self.token = _attach(_in_context(span))
+        self.child_cpu_ns = 0
+        if cpu:
+            self.cpu_token = _CPU_SCOPE.set(self)
+            self.overhead = _perf() - t0
+            self.cpu0 = _thread_time()
+        else:
+            self.cpu_token = None
+            self.cpu0 = None
+            self.overhead = _perf() - t0
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        self.span.set_attribute(key, value)
+
+    @property
+    def span_id(self) -> str:
+        return f"{self.span.get_span_context().span_id:016x}"
+
+    def end(self, exc: BaseException | None = None, cpu_ns: int | None = None) -> None:
+        """End the span (``cpu_ns`` overrides the measured thread CPU, e.g. for async steps)."""
+        cpu1 = _thread_time() if self.cpu0 is not None else 0
+        t0 = _perf()
+        span = self.span
+        try:
+            if self.cpu_token is not None:
+                _CPU_SCOPE.reset(self.cpu_token)
+                child = self.child_cpu_ns
+                if child:
+                    add_child_cpu(child)
+                own = (cpu_ns if cpu_ns is not None else cpu1 - self.cpu0) + child  # type: ignore[operator]
+                if self.store is not None:
+                    self.store[sc.CPU_NS] = own
+                else:
+                    span.set_attribute(sc.CPU_NS, own)
+            if exc is not None:
+                record_error(span, exc, self.sess.capture_content)
+        except Exception as e:
+            internal_error("recording a span", e)
+        try:
+            _detach(self.token)
+            span.end()
+        except Exception as e:
+            internal_error("ending a span", e)
+        # lock-free on purpose: a rare lost update under thread switches costs a few microseconds of accounting
+        self.sess.overhead_ns += self.overhead + _perf() - t0
+
+
+class _NoSpan:
+    """Handle returned when no profile is active: accepts and ignores attributes."""
+
+    span_id = None
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        pass
+
+
+_NO_SPAN = _NoSpan()
+
+
+class span:
+    """``with agentprof.span(kind, name):`` records a custom phase as a span of that kind.
+
+    ``kind`` is one of ``agent``, ``model``, ``tool``, ``parse``, ``orchestration``, ``wait``; ``attributes``
+    adds span attributes (e.g. ``{"agentprof.wait.reason": "user"}`` on a wait). Tool, parse and
+    orchestration spans measure the thread CPU they use. Outside a profile it does nothing.
+    """
+
+    __slots__ = ("kind", "name", "attributes", "_scope")
+
+    def __init__(self, kind: str, name: str, attributes: dict[str, Any] | None = None) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown span kind {kind!r} (expected one of {', '.join(KINDS)})")
+        if not isinstance(name, str) or not name:
+            raise ValueError("span name must be a non-empty string")
+        self.kind = kind
+        self.name = name
+        self.attributes = attributes
+        self._scope: Scope | None = None
+
+    def __enter__(self) -> Scope | _NoSpan:
+        sess = current()
+        if sess is None:
+            return _NO_SPAN
+        try:
+            attrs: dict[str, Any] = {sc.KIND: self.kind, sc.SESSION_ID: sess.id}
+            if self.attributes:
+                attrs.update(self.attributes)
+            if self.kind == "tool":
+                attrs.setdefault(sc.OPERATION_NAME, sc.OP_EXECUTE_TOOL)
+                attrs.setdefault(sc.TOOL_NAME, self.name)
+            self._scope = Scope(sess, self.name, attrs, cpu=self.kind in ("tool", "parse", "orchestration"))
+        except Exception as e:
+            internal_error("starting a span", e)
+            return _NO_SPAN
+        return self._scope
+
+    def __exit__(self, et: Any, exc: BaseException | None, tb: Any) -> None:
+        scope, self._scope = self._scope, None
+        if scope is not None:
+            scope.end(exc)
+
+    async def __aenter__(self) -> Scope | _NoSpan:
+        return self.__enter__()
+
+    async def __aexit__(self, et: Any, exc: BaseException | None, tb: Any) -> None:
+        self.__exit__(et, exc, tb)
+
+
+class DetachedSpan:
+    """A span that is never the current one: it lives across the agent's code (a child process from start
+    until it is waited for). Closed by its session if still open when the session ends."""
+
+    __slots__ = ("sess", "span", "_done")
+
+    def __init__(self, sess: Session, name: str, attributes: dict[str, Any]) -> None:
+        self.sess = sess
+        self.span = _start(sess, name, attributes, _INTERNAL)
+        self._done = False
+        sess.pending.add(self)
+
+    def finish(self, attributes: dict[str, Any] | None = None, exc: BaseException | None = None) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            if attributes:
+                self.span.set_attributes(attributes)
+            if exc is not None:
+                record_error(self.span, exc, self.sess.capture_content)
+            self.span.end()
+        except Exception as e:
+            internal_error("ending a span", e)
+        self.sess.pending.discard(self)
+
+    def close_at_session_end(self, deadline: float) -> None:
+        self.finish({sc.INCOMPLETE: True})
