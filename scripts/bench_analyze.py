@@ -107,7 +107,7 @@ def bench_hashing(prompts: list[list[int]], tmp: Path) -> dict:
     import numpy as np
 
     from agentprof.analysis.lmcache_keys import ChunkKeyer, blake3_chunk_hashes, builtin_chunk_hashes
-    from agentprof.trace.hashing import chain_hashes
+    from agentprof.trace.hashing import ChainHasher, chain_hashes
 
     tokens = sum(len(p) for p in prompts)
     arrays = [np.asarray(p, dtype=np.uint32) for p in prompts]
@@ -119,8 +119,17 @@ def bench_hashing(prompts: list[list[int]], tmp: Path) -> dict:
                 k.keys(p)
         return run
 
+    def chain(block: int):
+        def run() -> None:
+            h = ChainHasher(block)
+            for p in arrays:
+                h.hashes(p)
+        return run
+
     ours = {
         "agentprof_xxh3_64tok_cold": best(lambda: [chain_hashes(p, 64) for p in prompts]),
+        "agentprof_xxh3_64tok_incremental": best(chain(64)),
+        "agentprof_xxh3_256tok_incremental": best(chain(256)),
         "agentprof_builtin_cold": best(lambda: [builtin_chunk_hashes(p, 256) for p in prompts]),
         "agentprof_builtin_keyer": best(keyer("builtin")),
         "agentprof_blake3_cold": best(lambda: [blake3_chunk_hashes(p, 256) for p in arrays]),
@@ -151,6 +160,8 @@ def bench_hashing(prompts: list[list[int]], tmp: Path) -> dict:
         "speedup_blake3_cold": round(lm_3 / ours["agentprof_blake3_cold"], 1),
         "speedup_blake3_keyer": round(lm_3 / ours["agentprof_blake3_keyer"], 1),
         "speedup_xxh3_cold_vs_lmcache_builtin": round(lm_b / ours["agentprof_xxh3_64tok_cold"], 1),
+        "speedup_xxh3_incremental_vs_lmcache_builtin": round(lm_b / ours["agentprof_xxh3_64tok_incremental"], 1),
+        "speedup_xxh3_256_incremental_vs_lmcache_builtin": round(lm_b / ours["agentprof_xxh3_256tok_incremental"], 1),
         "Mtok_per_s": {k: round(tokens / v / 1e6, 1) for k, v in
                        {**ours, "lmcache_builtin": lm_b, "lmcache_blake3": lm_3}.items()},
     })

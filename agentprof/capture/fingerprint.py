@@ -50,6 +50,11 @@ def predicted_tokenizer() -> str:
 
 
 _hasher: Any = None
+_streams: dict[Any, Any] = {}
+"""One incremental fingerprinter per (session, API, model): a call's prompt usually extends the previous
+call's, so only its new segments are tokenized and only blocks after the shared prefix are hashed. Touched
+only by the fingerprint worker thread."""
+_MAX_STREAMS = 64
 
 
 def _get_hasher() -> Any:
@@ -59,6 +64,17 @@ def _get_hasher() -> Any:
 
         _hasher = PromptHasher()
     return _hasher
+
+
+def _fingerprinter(key: Any) -> Any:
+    fp = _streams.get(key)
+    if fp is None:
+        from agentprof.trace.fingerprint import IncrementalFingerprinter
+
+        if len(_streams) >= _MAX_STREAMS:
+            _streams.pop(next(iter(_streams)))
+        fp = _streams[key] = IncrementalFingerprinter(_get_hasher())
+    return fp
 
 
 def _segments(api: str, request: dict[str, Any]) -> list[Any]:
@@ -73,11 +89,14 @@ def _segments(api: str, request: dict[str, Any]) -> list[Any]:
     raise ValueError(f"unknown model API {api!r}")
 
 
-def compute(api: str, snapshot: dict[str, Any], model: str | None, capture_content: bool) -> PromptPrint:
-    """Fingerprint one request snapshot (runs on the worker thread)."""
+def compute(api: str, snapshot: dict[str, Any], model: str | None, capture_content: bool,
+            stream: Any = None) -> PromptPrint:
+    """Fingerprint one request snapshot (runs on the worker thread); ``stream`` names the sequence of calls
+    it continues (the same result either way; only faster when the prompt extends the previous one)."""
     request = plain(snapshot)
     hasher = _get_hasher()
-    fp = hasher.fingerprint(_segments(api, request))
+    segments = _segments(api, request)
+    fp = _fingerprinter(stream).fingerprint(segments) if stream is not None else hasher.fingerprint(segments)
     tok = hasher.tokenizer
     content = None
     if capture_content:

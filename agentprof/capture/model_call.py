@@ -109,7 +109,9 @@ class ModelCall:
         snapshot = {k: _snapshot_value(request.get(k)) for k in PROMPT_FIELDS[api]}
         capture = sess.capture_content
         model_name = self.model
-        fingerprint.submit(lambda: fingerprint.compute(api, snapshot, model_name, capture), self._fingerprinted)
+        stream_key = (sess.id, api, model_name)
+        fingerprint.submit(lambda: fingerprint.compute(api, snapshot, model_name, capture, stream_key),
+                           self._fingerprinted)
         sess.add_overhead(_perf() - t0)
 
     # --- the agent's side -----------------------------------------------------------------------------

@@ -33,7 +33,7 @@ class ImportContext:
 
     def fingerprinter(self):  # -> IncrementalFingerprinter
         """A fingerprinter for one session's prompts in call order, sharing this import's token cache."""
-        from agentprof.importers.fingerprint import IncrementalFingerprinter
+        from agentprof.trace.fingerprint import IncrementalFingerprinter
 
         return IncrementalFingerprinter(self.prompt_hasher())
 

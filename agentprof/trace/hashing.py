@@ -27,18 +27,19 @@ def to_unsigned(h: int) -> int:
     return h + _U64 if h < 0 else h
 
 
-def chain_hashes(tokens: Sequence[int], block_size: int = DEFAULT_BLOCK_SIZE, seed: int = 0) -> list[int]:
-    """Chained xxh3_64 hashes of every full ``block_size``-token block of ``tokens`` (signed int64).
+def _tokens_bytes(tokens: Sequence[int]) -> bytes:
+    """Token ids as uint32 little-endian bytes (array, numpy array or any sequence of ints)."""
+    if isinstance(tokens, array) and tokens.typecode == "I":
+        return tokens.tobytes()
+    astype = getattr(tokens, "astype", None)
+    if astype is not None:  # numpy array, without importing numpy here
+        return astype("<u4", copy=False).tobytes()
+    return array("I", tokens).tobytes()
 
-    ``seed`` is the previous chain value (unsigned or signed), so a chain can be continued block-wise.
-    """
-    if block_size <= 0:
-        raise ValueError("block_size must be positive")
-    n_full = len(tokens) // block_size
-    if n_full == 0:
-        return []
-    buf = (tokens if isinstance(tokens, array) and tokens.typecode == "I" else array("I", tokens)).tobytes()
-    step = block_size * 4
+
+def _chain_bytes(buf: bytes, step: int, seed: int) -> list[int]:
+    """Chained hashes of the full ``step``-byte blocks of ``buf``, continuing from chain value ``seed``."""
+    n_full = len(buf) // step
     prev = to_unsigned(seed).to_bytes(8, "little")
     digest = xxhash.xxh3_64_intdigest
     out: list[int] = []
@@ -48,6 +49,56 @@ def chain_hashes(tokens: Sequence[int], block_size: int = DEFAULT_BLOCK_SIZE, se
         prev = h.to_bytes(8, "little")
         append(h - _U64 if h > _I64_MAX else h)
     return out
+
+
+def chain_hashes(tokens: Sequence[int], block_size: int = DEFAULT_BLOCK_SIZE, seed: int = 0) -> list[int]:
+    """Chained xxh3_64 hashes of every full ``block_size``-token block of ``tokens`` (signed int64).
+
+    ``seed`` is the previous chain value (unsigned or signed), so a chain can be continued block-wise.
+    """
+    if block_size <= 0:
+        raise ValueError("block_size must be positive")
+    if len(tokens) < block_size:
+        return []
+    return _chain_bytes(_tokens_bytes(tokens), block_size * 4, seed)
+
+
+class ChainHasher:
+    """Chained block hashes for a stream of prompts that mostly extend each other (an agent loop).
+
+    ``hashes(tokens)`` equals ``chain_hashes(tokens, block_size)``, but the blocks of the longest prefix shared
+    with the previous prompt are taken from its hashes instead of being hashed again.
+    """
+
+    def __init__(self, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
+        if block_size <= 0:
+            raise ValueError("block_size must be positive")
+        self.block_size = block_size
+        self._prev = b""
+        self._hashes: list[int] = []
+        self.hashed_blocks = 0  # blocks actually hashed (the rest were reused)
+
+    def hashes(self, tokens: Sequence[int]) -> list[int]:
+        buf = _tokens_bytes(tokens)
+        step = self.block_size * 4
+        prev = self._prev
+        cand = min(len(buf), len(prev)) // step
+        if cand and buf[: cand * step] == prev[: cand * step]:
+            reuse = cand
+        else:  # bisect the number of leading equal blocks (slice comparisons run at memcmp speed)
+            lo, hi = 0, cand
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if buf[(lo * step) : (mid * step)] == prev[(lo * step) : (mid * step)]:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            reuse = lo
+        head = self._hashes[:reuse]
+        new = _chain_bytes(buf[reuse * step :], step, head[-1] if head else 0)
+        self.hashed_blocks += len(new)
+        self._prev, self._hashes = buf, head + new
+        return list(self._hashes)
 
 
 def coarsen(hashes: Sequence[int], factor: int) -> list[int]:

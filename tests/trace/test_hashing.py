@@ -43,3 +43,23 @@ def test_signed_roundtrip():
     for u in (0, 1, 2**63 - 1, 2**63, 2**64 - 1):
         assert to_unsigned(to_signed(u)) == u
         assert -(2**63) <= to_signed(u) < 2**63
+
+
+def test_chain_hasher_reuses_the_shared_prefix_and_equals_chain_hashes():
+    import random
+
+    from agentprof.trace.hashing import ChainHasher
+
+    rng = random.Random(7)
+    prompt = [rng.randrange(100_000) for _ in range(3000)]
+    h = ChainHasher(64)
+    prompts = [prompt]
+    for _ in range(6):  # grow, edit in the middle, truncate
+        p = list(prompts[-1]) + [rng.randrange(100_000) for _ in range(rng.randrange(10, 900))]
+        prompts.append(p)
+    prompts.append(prompts[-1][:1000] + [1, 2, 3] + prompts[-1][1003:])
+    prompts.append(prompts[-1][:500])
+    prompts.append([])
+    for p in prompts:
+        assert h.hashes(p) == chain_hashes(p, 64)
+    assert h.hashed_blocks < sum(len(p) // 64 for p in prompts) / 2

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import random
 
-from agentprof.importers.fingerprint import IncrementalFingerprinter
+from agentprof.trace.fingerprint import IncrementalFingerprinter
 from agentprof.trace.prompt import PromptHasher, Segment, openai_chat_segments
 
-from .importer_helpers import SAMPLES
+from ..importers.importer_helpers import SAMPLES
 
 
 def test_equal_to_full_fingerprints_on_a_real_session_in_and_out_of_order():
