@@ -11,6 +11,7 @@ import contextvars
 import os
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanLimits, SpanProcessor, TracerProvider
@@ -94,6 +95,20 @@ _processor: CaptureSpanProcessor | None = None
 _provider: TracerProvider | None = None
 
 
+try:  # the SDK's span class, for the lean start path below (public API used if it is missing)
+    from opentelemetry.sdk.trace import _Span as _SdkSpan
+    from opentelemetry.trace import SpanContext as _SpanContext
+    from opentelemetry.trace import TraceFlags as _TraceFlags
+    from opentelemetry.trace import get_current_span as _get_current_span
+
+    _RANDOM = getattr(_TraceFlags, "RANDOM_TRACE_ID", 0)
+    _FLAGS = _TraceFlags(_TraceFlags.SAMPLED | _RANDOM)
+    _FLAGS_NOT_RANDOM = _TraceFlags(_TraceFlags.SAMPLED)
+    _lean = True
+except (ImportError, AttributeError):  # pragma: no cover - other SDK layouts
+    _lean = False
+
+
 def _build() -> None:
     global _tracer, _processor, _provider
     resource = Resource.create({})
@@ -131,3 +146,36 @@ def shutdown() -> None:
             _processor.shutdown()
         except Exception as e:
             internal_error("OTLP shutdown", e)
+
+
+def start_span(name: str, context: Any, kind: Any) -> Any:
+    """Start a recording span on agentprof's tracer, as ``Tracer.start_span`` would with its ALWAYS_ON sampler.
+
+    The hot path of every tool, parse and custom span: the SDK span is built directly (same ids, parent,
+    resource, limits, scope and processors), skipping the sampler call and the tracer's self-metrics, about
+    a quarter of a span's start cost. Any mismatch with the SDK's private layout falls back to the public
+    ``start_span`` for good.
+    """
+    global _lean
+    if _lean:
+        try:
+            tr = _tracer
+            parent = _get_current_span(context).get_span_context()
+            if parent is None or not parent.is_valid:
+                parent = None
+                trace_id = tr.id_generator.generate_trace_id()  # type: ignore[union-attr]
+                flags = _FLAGS
+            else:
+                trace_id = parent.trace_id
+                flags = _FLAGS if getattr(parent.trace_flags, "random_trace_id", False) else _FLAGS_NOT_RANDOM
+            ctx = _SpanContext(trace_id, tr.id_generator.generate_span_id(), is_remote=False,  # type: ignore[union-attr]
+                               trace_flags=flags)
+            span = _SdkSpan(name=name, context=ctx, parent=parent, sampler=tr.sampler, resource=tr.resource,  # type: ignore[union-attr]
+                            attributes=None, span_processor=tr.span_processor, kind=kind, links=(),  # type: ignore[union-attr]
+                            instrumentation_info=tr.instrumentation_info, limits=tr._span_limits,  # type: ignore[union-attr]
+                            instrumentation_scope=tr._instrumentation_scope)  # type: ignore[union-attr]
+            span.start(parent_context=context)
+            return span
+        except Exception:
+            _lean = False
+    return _tracer.start_span(name, context, kind)  # type: ignore[union-attr]

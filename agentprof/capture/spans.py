@@ -41,7 +41,7 @@ def _start(sess: Session, name: str, attributes: dict[str, Any], kind: SpanKind)
     """Start a span with ``attributes``: agentprof's own attribute values are always valid OTel values, so
     they go straight into the SDK's attribute dict (its per-value validation is ~15 % of a span's cost);
     if the SDK ever stores attributes differently, the public API is used instead."""
-    span = provider._tracer.start_span(name, parent_context(sess), kind)  # type: ignore[union-attr]
+    span = provider.start_span(name, parent_context(sess), kind)
     store = getattr(getattr(span, "_attributes", None), "_dict", None)
     if type(store) is dict:
         store.update(attributes)
@@ -85,7 +85,7 @@ class Scope:
                  kind: SpanKind = _INTERNAL) -> None:
         t0 = _perf()
         self.sess = sess
-        span = self.span = provider._tracer.start_span(name, parent_context(sess), kind)  # type: ignore[union-attr]
+        span = self.span = provider.start_span(name, parent_context(sess), kind)
         # agentprof's own attribute values are always valid OTel values: they go straight into the SDK's
         # attribute dict (its per-value validation is ~15 % of a span's cost); public API if the layout differs
         store = getattr(getattr(span, "_attributes", None), "_dict", None)
