@@ -37,15 +37,16 @@ def _tokens_bytes(tokens: Sequence[int]) -> bytes:
     return array("I", tokens).tobytes()
 
 
-def _chain_bytes(buf: bytes, step: int, seed: int) -> list[int]:
+def _chain_bytes(buf: bytes | memoryview, step: int, seed: int) -> list[int]:
     """Chained hashes of the full ``step``-byte blocks of ``buf``, continuing from chain value ``seed``."""
     n_full = len(buf) // step
     prev = to_unsigned(seed).to_bytes(8, "little")
+    mv = memoryview(buf)
     digest = xxhash.xxh3_64_intdigest
     out: list[int] = []
     append = out.append
     for i in range(n_full):
-        h = digest(prev + buf[i * step : (i + 1) * step])
+        h = digest(prev + mv[i * step : (i + 1) * step])
         prev = h.to_bytes(8, "little")
         append(h - _U64 if h > _I64_MAX else h)
     return out
@@ -81,21 +82,22 @@ class ChainHasher:
     def hashes(self, tokens: Sequence[int]) -> list[int]:
         buf = _tokens_bytes(tokens)
         step = self.block_size * 4
-        prev = self._prev
+        prev = memoryview(self._prev)
         cand = min(len(buf), len(prev)) // step
-        if cand and buf[: cand * step] == prev[: cand * step]:
+        # bytes.startswith against a memoryview slice: a memcmp with no copy of either side
+        if cand and buf.startswith(prev[: cand * step]):
             reuse = cand
-        else:  # bisect the number of leading equal blocks (slice comparisons run at memcmp speed)
+        else:  # bisect the number of leading equal blocks
             lo, hi = 0, cand
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                if buf[(lo * step) : (mid * step)] == prev[(lo * step) : (mid * step)]:
+                if buf.startswith(prev[lo * step : mid * step], lo * step):
                     lo = mid
                 else:
                     hi = mid - 1
             reuse = lo
         head = self._hashes[:reuse]
-        new = _chain_bytes(buf[reuse * step :], step, head[-1] if head else 0)
+        new = _chain_bytes(memoryview(buf)[reuse * step :], step, head[-1] if head else 0)
         self.hashed_blocks += len(new)
         self._prev, self._hashes = buf, head + new
         return list(self._hashes)
