@@ -25,35 +25,16 @@ _CLASSES = ("Messages", "AsyncMessages")
 
 def _sync_request(api_request: Callable[[], Any], request: dict[str, Any], resource: Any) -> Callable[[], Any]:
     def send() -> Any:
-        call = model_call.begin("anthropic", "messages", request, resource)
-        if call is None:
-            return api_request()
-        token = call.attach()
-        try:
-            raw = api_request()
-        except BaseException as e:
-            call.detach(token)
-            call.fail(e)
-            raise
-        call.detach(token)
-        return call.handle_result(raw)
+        return model_call.record("anthropic", "messages", request, resource, api_request)
 
     return send
 
 
 async def _async_request(api_request: Any, request: dict[str, Any], resource: Any) -> Any:
-    call = model_call.begin("anthropic", "messages", request, resource)
-    if call is None:
+    async def send() -> Any:
         return await api_request
-    token = call.attach()
-    try:
-        raw = await api_request
-    except BaseException as e:
-        call.detach(token)
-        call.fail(e)
-        raise
-    call.detach(token)
-    return call.handle_result(raw)
+
+    return await model_call.record_async("anthropic", "messages", request, resource, send)
 
 
 def _hook_manager(manager: Any, request: dict[str, Any], resource: Any) -> None:

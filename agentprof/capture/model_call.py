@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -397,6 +397,40 @@ def begin(provider_name: str, api: str, kwargs: dict[str, Any], resource: Any) -
     except Exception as e:
         internal_error(f"starting a {provider_name} model span", e)
         return None
+
+
+def record(provider_name: str, api: str, kwargs: dict[str, Any], resource: Any, send: Callable[[], Any]) -> Any:
+    """``send()`` one request, recorded as a model call when a profile is active; the SDK's result (or its
+    exception, unchanged) comes back to the caller."""
+    call = begin(provider_name, api, kwargs, resource)
+    if call is None:
+        return send()
+    token = call.attach()
+    try:
+        raw = send()
+    except BaseException as e:
+        call.detach(token)
+        call.fail(e)
+        raise
+    call.detach(token)
+    return call.handle_result(raw)
+
+
+async def record_async(provider_name: str, api: str, kwargs: dict[str, Any], resource: Any,
+                       send: Callable[[], Awaitable[Any]]) -> Any:
+    """:func:`record` for requests sent by awaiting ``send()``."""
+    call = begin(provider_name, api, kwargs, resource)
+    if call is None:
+        return await send()
+    token = call.attach()
+    try:
+        raw = await send()
+    except BaseException as e:
+        call.detach(token)
+        call.fail(e)
+        raise
+    call.detach(token)
+    return call.handle_result(raw)
 
 
 # --- stream instrumentation ---------------------------------------------------------------------------

@@ -29,18 +29,7 @@ def wrap_request(original: Callable[..., Any], provider: str, api: str, is_async
         async def async_method(self: Any, *args: Any, **kwargs: Any) -> Any:
             if current() is None:
                 return await original(self, *args, **kwargs)
-            call = model_call.begin(provider, api, kwargs, self)
-            if call is None:
-                return await original(self, *args, **kwargs)
-            token = call.attach()
-            try:
-                result = await original(self, *args, **kwargs)
-            except BaseException as e:
-                call.detach(token)
-                call.fail(e)
-                raise
-            call.detach(token)
-            return call.handle_result(result)
+            return await model_call.record_async(provider, api, kwargs, self, lambda: original(self, *args, **kwargs))
 
         setattr(async_method, ORIGINAL, original)
         return async_method
@@ -49,18 +38,7 @@ def wrap_request(original: Callable[..., Any], provider: str, api: str, is_async
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         if current() is None:
             return original(self, *args, **kwargs)
-        call = model_call.begin(provider, api, kwargs, self)
-        if call is None:
-            return original(self, *args, **kwargs)
-        token = call.attach()
-        try:
-            result = original(self, *args, **kwargs)
-        except BaseException as e:
-            call.detach(token)
-            call.fail(e)
-            raise
-        call.detach(token)
-        return call.handle_result(result)
+        return model_call.record(provider, api, kwargs, self, lambda: original(self, *args, **kwargs))
 
     setattr(method, ORIGINAL, original)
     return method
