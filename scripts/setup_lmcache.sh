@@ -28,11 +28,19 @@ echo "creating $VENV ($want; about 2 GB, 1-2 minutes)..."
 if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
-# CPU wheel index as a fallback source for torch; a local wheel or mirror in pip's config is used first
+# torch: a CPU wheel only. First a local wheel from pip's find-links (no network), then the PyTorch CPU index;
+# plain PyPI would bring a CUDA build of several GB, so it is used only when asked (LMCACHE_ALLOW_PYPI_TORCH=1).
 timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-if ! timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q "$TORCH"; then
-  echo "plain install of $TORCH failed; trying the PyTorch CPU index" >&2
-  timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q "$TORCH" --index-url https://download.pytorch.org/whl/cpu
+if ! timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q --no-index "$TORCH" 2>/dev/null; then
+  echo "no local CPU wheel for $TORCH; trying the PyTorch CPU index" >&2
+  if ! timeout 300 "$VENV/bin/python" -m pip install -q "$TORCH" --index-url https://download.pytorch.org/whl/cpu; then
+    if [ "${LMCACHE_ALLOW_PYPI_TORCH:-0}" = "1" ]; then
+      timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q "$TORCH"
+    else
+      echo "error: no CPU build of $TORCH reachable (set LMCACHE_ALLOW_PYPI_TORCH=1 to take PyPI's CUDA build)" >&2
+      exit 1
+    fi
+  fi
 fi
 timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q "$LMCACHE"
 if ! check; then
