@@ -30,3 +30,14 @@ def test_trace_fragment_is_escaped():
     assert "<script" not in out and "&lt;evil&gt;" in out
     counts = html_for(synthetic_session(turns=5, subagent=False))
     assert re.search(r">5<", counts)  # five model calls
+
+
+def test_every_result_object_has_a_notebook_display(big_session):
+    """Trace, Analysis, ReplayResult, CacheSimResult and SweepResult all define ``_repr_html_``."""
+    from agentprof.analysis.cachesim import Tier, simulate
+
+    res = run_stages(big_session, systems=["h200+x86"], model="gpt-oss-120b")
+    sim = simulate(big_session, "gpt-oss-120b", [Tier("hbm", None)])
+    for obj in (big_session, res.analysis, res.replay, res.cache[0][1], sim):
+        out = obj._repr_html_()
+        assert out.startswith("<div") and "<script" not in out, type(obj).__name__
