@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import sys
@@ -49,10 +50,12 @@ def _replace_all(text: str, pairs: dict[str, str]) -> str:
     return text
 
 
+_UUID = re.compile(r"\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{8})[0-9a-f]{4}\b")
+
+
 def build_others(dst: Path, copies: int) -> dict[str, Path]:
     """Per format, a folder with ``copies`` distinct copies of the shipped samples."""
     out: dict[str, Path] = {}
-    cc_sid = "258c7280-ae70-4798-800f-63464d01a85d"
     for fmt, src in (("claude-code", SAMPLES / "claude-code"), ("codex", SAMPLES / "codex"),
                      ("openhands", SAMPLES / "openhands" / "django__django-10554"),
                      ("mini-swe-agent", SAMPLES / "mini-swe-agent"), ("aider", SAMPLES / "aider")):
@@ -61,13 +64,13 @@ def build_others(dst: Path, copies: int) -> dict[str, Path]:
         for c in range(copies):
             tag = f"{c:04d}"
             if fmt == "claude-code":
-                pairs = {cc_sid: f"{cc_sid[:-4]}{tag}", "3fe1b6bc-dbd0-4320-b980-4f147befa187":
-                         f"3fe1b6bc-dbd0-4320-b980-4f147bef{tag}"}
+                # every uuid (session and record ids) gets the copy's tag: records with the same uuid in two
+                # files are one record (a resumed session's copies), imported once
                 target = folder / tag
                 for f in src.rglob("*.jsonl"):
-                    rel = Path(_replace_all(str(f.relative_to(src)), pairs))
+                    rel = Path(_UUID.sub(lambda m, t=tag: m.group(1) + t, str(f.relative_to(src))))
                     (target / rel).parent.mkdir(parents=True, exist_ok=True)
-                    (target / rel).write_text(_replace_all(f.read_text(), pairs))
+                    (target / rel).write_text(_UUID.sub(lambda m, t=tag: m.group(1) + t, f.read_text()))
             elif fmt == "codex":
                 f = next(src.glob("*.jsonl"))
                 sid = "019e1625-789d-76c0-80ab-3724b5ddb799"

@@ -116,9 +116,10 @@ def model_calls(trace: Trace, sessions: pl.DataFrame | None = None) -> CallBlock
     """The trace's model calls in analysis order with their block hashes flattened.
 
     Order: conversation lines in order of first appearance, calls by start time (a missing start takes the
-    previous call's), ties in file order; ``call_index`` counts within the session, ``line_index`` within the
-    line. ``prompt_tokens`` is the token count the hashes describe (``prompt_tokens_hashed``; else full
-    blocks × block size; else the provider's ``input_tokens``).
+    previous call's), ties in file order; kv-cache-tester traces keep their file order (the tool walks the
+    requests as listed, also where their ``t`` is not sorted); ``call_index`` counts within the session,
+    ``line_index`` within the line. ``prompt_tokens`` is the token count the hashes describe
+    (``prompt_tokens_hashed``; else full blocks × block size; else the provider's ``input_tokens``).
     """
     spans = trace.spans
     if sessions is None:
@@ -135,8 +136,9 @@ def model_calls(trace: Trace, sessions: pl.DataFrame | None = None) -> CallBlock
          .join(sessions.select("session_id", "conversation_id", "line_id", "primary", "is_top_level", "role"),
                on="session_id", how="left")
          .join(line_order, on="line_id", how="left")
-         .with_columns(pl.col("start_ns").forward_fill().over("session_id").alias("_t"))
-         .sort("_line_order", "_t", "_row", nulls_last=False))
+         .with_columns(pl.col("start_ns").forward_fill().over("session_id").alias("_t")))
+    m = m.sort("_line_order", "_row") if scheme == "kv-cache-tester" else \
+        m.sort("_line_order", "_t", "_row", nulls_last=False)
     rows = m.get_column("_row").cast(pl.Int64).to_numpy()
     prompt = (pl.when(pl.col("prompt_tokens_hashed").is_not_null()).then(pl.col("prompt_tokens_hashed"))
               .when(pl.col("has_hashes")).then(pl.col("n_blocks") * bs)

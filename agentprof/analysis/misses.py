@@ -11,8 +11,14 @@ A call is examined when
 - **provider miss**: the provider reported ``cache_read_tokens`` below ``miss_ratio`` (0.5) × the reusable
   prefix (``reusable_tokens``; when a source has no hashes, the previous call's input stands in).
 
+When the prompt extends an *earlier* call's prompt further than the previous call's (prompts of several
+streams interleave in one line: a side request on another model, parallel sub-agent requests logged in one
+conversation, Aider's architect/editor), that earlier call is the reference: a prompt that repeats an earlier
+one in full is no prefix break, and location and model switch are judged against the reference.
+
 The first diverging block is located with the prompt ``segments`` (tools, system, history message k, new
-content) when the source has them, else with the session's recorded tool/system token counts.
+content) when the source has them, else with the session's recorded tool/system token counts (a block that
+straddles the end of the tool definitions names both candidates).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import polars as pl
 
 from agentprof.analysis.calls import CallBlocks
 from agentprof.analysis.provider_cache import family_of, provider_cache
+from agentprof.analysis.redundancy import common_prefix
 
 FIXES: dict[str, str] = {
     "model_switch": "Keep one model per conversation (provider caches are per model and per deployment); "
@@ -83,7 +90,7 @@ def _layout(attrs: str | None) -> tuple[int, int] | None:
 
 
 def _locate(cur: list[_Seg] | None, prev: list[_Seg] | None, token: int | None,
-            layout: tuple[int, int] | None) -> dict[str, Any]:
+            layout: tuple[int, int] | None, block_size: int = 0) -> dict[str, Any]:
     """Where the prompt diverged: segment kind, role, history message index and token offset."""
     if cur is not None and prev is not None:
         k = 0
@@ -108,7 +115,15 @@ def _locate(cur: list[_Seg] | None, prev: list[_Seg] | None, token: int | None,
         return out
     if token is not None and layout is not None:
         tools, system = layout
-        where = "tool definitions" if token < tools else "system prompt" if token < tools + system else "history"
+        end = token + block_size  # the diverging block covers [token, end)
+        if token < tools < end and system > 0:
+            where = "tool definitions or system prompt"  # the block holds the end of one and the start of the other
+        elif token < tools:
+            where = "tool definitions"
+        elif token < tools + system:
+            where = "system prompt" if end <= tools + system else "system prompt or history"
+        else:
+            where = "history"
         return {"where": where, "token_offset": token}
     return {"where": "unknown", "token_offset": token}
 
@@ -157,14 +172,26 @@ def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[s
         return _segs(v.to_list() if isinstance(v, pl.Series) else v)
 
     one_hour_lines = {line for line, a in zip(c["line_id"], attrs, strict=True) if _one_hour_ttl(a)}
+    keys: np.ndarray | None = None
     records: list[dict[str, Any]] = []
     for i in range(n):
         p = int(prev[i])
         if p < 0:
             continue
-        textual = bool(c["has_hashes"][i] and c["has_hashes"][p] and c["n_blocks"][p] > 0
-                       and r["prefix_blocks_prev"][i] is not None
-                       and r["prefix_blocks_prev"][i] < c["n_blocks"][p] - boundary_blocks)
+        shared = r["prefix_blocks_prev"][i]
+        q = p  # the reference call: the previous one, or an earlier one this prompt extends further
+        if shared is not None and r["best_blocks"][i] is not None and (
+                r["best_blocks"][i] > shared or (c["model"][i] != c["model"][p] and c["line_index"][i] > 1)):
+            if keys is None:
+                keys = cb.prefix_keys()
+            earlier = np.arange(i - int(c["line_index"][i]), i, dtype=np.int64)
+            common = common_prefix(keys, cb.offsets, np.full(earlier.size, i, dtype=np.int64), earlier)
+            tied = earlier[common == common.max()].tolist()
+            same_model = [k for k in tied if c["model"][k] == c["model"][i]]
+            q = int((same_model or tied)[-1])  # the latest, on the same model when one ties
+            shared = int(common.max())
+        textual = bool(c["has_hashes"][i] and c["has_hashes"][q] and c["n_blocks"][q] > 0
+                       and shared is not None and shared < c["n_blocks"][q] - boundary_blocks)
         cached = c["cache_read_tokens"][i]
         reusable = r["reusable_tokens"][i]
         estimated = False
@@ -181,10 +208,10 @@ def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[s
         def add(cause: str, score: float, detail: str, out: list[dict[str, Any]] = causes) -> None:
             out.append({"cause": cause, "score": round(score, 2), "detail": detail, "fix": FIXES[cause]})
 
-        cur_segs, prev_segs = segments_of(i), segments_of(p)
-        token = int(r["prefix_blocks_prev"][i]) * bs if textual else None
-        loc = _locate(cur_segs, prev_segs, token, (layouts or {}).get(c["line_id"][i])) if textual else None
-        pt, ppt = c["prompt_tokens"][i] or 0, c["prompt_tokens"][p] or 0
+        cur_segs, prev_segs = segments_of(i), segments_of(q)
+        token = int(shared) * bs if textual else None
+        loc = _locate(cur_segs, prev_segs, token, (layouts or {}).get(c["line_id"][i]), bs) if textual else None
+        pt, ppt = c["prompt_tokens"][i] or 0, c["prompt_tokens"][q] or 0
         shrink = pt / ppt if ppt else None
         if textual and loc is not None:
             where = loc["where"]
@@ -194,6 +221,11 @@ def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[s
             elif where == "system prompt":
                 add("system_changed", 0.9, f"the system prompt differs from the previous call's at token "
                     f"{loc.get('token_offset')}")
+            elif where == "tool definitions or system prompt":
+                for cause, what in (("tools_changed", "end of the tool definitions"),
+                                    ("system_changed", "start of the system prompt")):
+                    add(cause, 0.6, f"the block at token {loc.get('token_offset')} differs; it holds the {what} "
+                        "(and the other), so either changed")
             else:
                 overlap = _message_overlap(cur_segs, prev_segs)
                 compaction_role = c["role"][i] in ("compaction",) and c["session_id"][i] != c["session_id"][p]
@@ -208,9 +240,9 @@ def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[s
                     add("history_edited", 0.8 if where != "unknown" else 0.6,
                         f"{where} differs from the previous call's (first diverging block "
                         f"{r['prefix_blocks_prev'][i]} of {c['n_blocks'][p]})")
-        if c["model"][i] and c["model"][p] and c["model"][i] != c["model"][p]:
+        if c["model"][i] and c["model"][q] and c["model"][i] != c["model"][q]:
             add("model_switch", 0.95 if provider_miss else 0.5,
-                f"model changed from {c['model'][p]} to {c['model'][i]}")
+                f"model changed from {c['model'][q]} to {c['model'][i]}")
         gap_s = None
         if c["start_ns"][i] is not None:
             ref = c["end_ns"][p] if c["end_ns"][p] is not None else c["start_ns"][p]
@@ -233,14 +265,15 @@ def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[s
         top[i] = causes[0]["cause"] if causes else None
         records.append({
             "session_id": c["session_id"][i], "span_id": c["span_id"][i], "call_index": c["call_index"][i],
-            "line_index": c["line_index"][i], "previous_span_id": c["span_id"][p], "model": c["model"][i],
+            "line_index": c["line_index"][i], "previous_span_id": c["span_id"][p],
+            "reference_span_id": c["span_id"][q], "model": c["model"][i],
             "provider_family": family_of(c["model"][i], c["provider"][i]), "start_ns": c["start_ns"][i],
             "trigger": [t for t, on in (("prefix_break", textual), ("provider_miss", provider_miss)) if on],
             "prompt_tokens": pt, "previous_prompt_tokens": ppt,
             "prefix_reuse_prev": r["prefix_reuse_prev"][i], "reusable_tokens": reusable,
             "cached_tokens": cached, "gap_tokens": (reusable - cached) if reusable is not None and cached is not None
             else None,
-            "first_diverging_block": r["prefix_blocks_prev"][i] if textual else None,
+            "first_diverging_block": shared if textual else None,
             "diverging_token": token, "location": loc, "idle_gap_s": gap_s,
             "cache_ttl_s": pc.ttl_s, "causes": causes,
         })

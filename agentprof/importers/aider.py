@@ -3,8 +3,10 @@
 
 Mapping (see ``docs/IMPORTING.md``): each request is a ``model`` span from its ``TO LLM`` to its
 ``LLM RESPONSE`` time (both recorded, second resolution: ``measured``; local time without a zone, read as
-UTC). The prompt is the verbatim message list. The file has no token counts, no model name and no tool
-events; the gap before each request is a ``wait`` (``user``, inferred: it also holds edits being applied).
+UTC). The prompt is the verbatim message list; a message sent as content blocks is printed one ``key: value``
+line per field (``type: text``, ``text: …``, ``cache_control: {…}`` with ``--cache-prompts``): its text is the
+content, the cache markers are not. The file has no token counts, no model name and no tool events; the gap
+before each request is a ``wait`` (``user``, inferred: it also holds edits being applied).
 """
 
 from __future__ import annotations
@@ -80,6 +82,28 @@ def _parse(path: Path, ctx: ImportContext) -> list[dict[str, Any]]:
     return reqs
 
 
+def _content(lines: list[str]) -> str:
+    """A message's content: its lines, or the text of the content blocks Aider printed field by field."""
+    if not lines or lines[0] != "type: text" or len(lines) < 2 or not lines[1].startswith("text: "):
+        return "\n".join(lines)
+    texts: list[str] = []
+    cur: list[str] | None = None
+    for line in lines:
+        if line.startswith("type: "):
+            cur = None
+        elif line.startswith("text: ") and cur is None:
+            cur = [line[len("text: "):]]
+            texts.append("")
+        elif line.startswith("cache_control: "):
+            cur = None
+            continue
+        elif cur is not None:
+            cur.append(line)
+        if cur is not None:
+            texts[-1] = "\n".join(cur)
+    return "\n".join(texts)
+
+
 def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
     """Import one Aider LLM history file (one session)."""
     path = Path(paths[0])
@@ -91,7 +115,7 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
     prev_end: int | None = None
     fper = ctx.fingerprinter()
     for k, r in enumerate(reqs):
-        messages = [{"role": m["role"], "content": "\n".join(m["lines"])} for m in r["messages"]]
+        messages = [{"role": m["role"], "content": _content(m["lines"])} for m in r["messages"]]
         fp = fper.fingerprint(openai_chat_segments(messages)) if messages else None
         if prev_end is not None and r["start"] is not None and r["start"] > prev_end:
             b.add(sid, "wait", "wait user", key=("wait", k), start_ns=prev_end, end_ns=r["start"], timing="measured",

@@ -5,15 +5,19 @@ Mapping (see ``docs/IMPORTING.md``):
 
 - sessions: the main file is one session; each ``system/compact_boundary`` starts a new segment (child session,
   role ``compaction``); each sub-agent file (and inline ``isSidechain`` chains of older versions) is a child
-  session (role ``subagent``) under the tool call that started it (``toolUseResult.agentId``);
+  session (role ``subagent``) under the tool call that started it (``toolUseResult.agentId``), or, when it
+  outlived that call (a background agent), under the parent's wait its end falls in. Main files are never
+  grouped together: a resumed session's file starts with copies of the records of the session it continues,
+  and records already imported from another file feed prompts but make no spans;
 - model calls: assistant records grouped by ``message.id`` (one record per content block). Start = the record
   the first block points to (``parentUuid``: the tool result or prompt that triggered the request), end = the
   last block: ``derived``, as the log has no request-start time and the interval includes CLI pre-processing.
   ``message.model`` is read per call. ``output_tokens`` is resolved over the message's records (streaming
   placeholders, see :func:`agentprof.trace.usage.resolve_streamed_output`);
 - prompts: the ``parentUuid`` chain from the call's first block back to the root, user/assistant records only,
-  blocks of one message merged, parallel tool results restored. System prompt and tool definitions are not
-  logged, so hashes cover the messages only;
+  every block of a message on it (all records with its ``message.id``: with streaming tool execution some are
+  on no chain), parallel tool results restored. System prompt and tool definitions are not logged, so hashes
+  cover the messages only;
 - tools: ``tool_use`` -> ``tool_result``; start = first ``PreToolUse`` hook record or end − ``durationMs``
   (measured), else the ``tool_use`` block time (derived); a rejected tool is a ``permission`` wait;
 - waits: the gap before each prompt the user typed (``user``), before a background-task notification
@@ -42,9 +46,10 @@ from agentprof.trace.usage import Usage, normalize_usage, resolve_streamed_outpu
 
 FORMAT = "claude-code"
 _KNOWN = {"user", "assistant", "system", "progress", "summary", "file-history-snapshot", "queue-operation",
-          "custom-title", "attachment", "tag", "agent-name"}
+          "custom-title", "attachment", "tag", "agent-name", "ai-title", "continued-in"}
 _REJECTED = ("The user doesn't want to proceed with this tool use", "User rejected tool use")
 _NOT_PROMPTS = ("[Request interrupted by user", "<task-notification>")
+_BACKGROUND_SLACK_NS = 1_000_000_000  # a sub-agent ending this much after its tool call ran in the background
 
 
 @dataclass
@@ -81,10 +86,13 @@ class _File:
     recs: list[_Rec] = field(default_factory=list)
     agent_id: str | None = None
     session_id: str | None = None
+    session_ids: set[str] = field(default_factory=set)
 
 
-def _session_id_of(path: Path) -> tuple[str | None, str | None]:
-    """``(sessionId, agentId)`` from the first records of a file (cheap: reads a few lines)."""
+def _head_ids(path: Path) -> tuple[str | None, str | None, int | None]:
+    """``(sessionId, agentId, first timestamp)`` from the first records of a file (cheap: a few lines)."""
+    sid = agent = None
+    first_ts = None
     try:
         with path.open("rb") as f:
             for _ in range(50):
@@ -95,22 +103,56 @@ def _session_id_of(path: Path) -> tuple[str | None, str | None]:
                     rec = json.loads(line)
                 except ValueError:
                     continue
-                if isinstance(rec, dict) and isinstance(rec.get("sessionId"), str):
-                    return rec["sessionId"], rec.get("agentId")
+                if not isinstance(rec, dict):
+                    continue
+                if first_ts is None:
+                    first_ts = iso_to_ns(rec.get("timestamp"))
+                if sid is None and isinstance(rec.get("sessionId"), str):
+                    sid = rec["sessionId"]
+                    agent = rec.get("agentId") if isinstance(rec.get("agentId"), str) else None
+                if sid is not None and first_ts is not None:
+                    break
     except OSError:
         pass
-    return None, None
+    return sid, agent, first_ts
 
 
 def group(files: Sequence[Path]) -> list[list[Path]]:
-    """Group files by Claude Code session: the main ``<id>.jsonl`` first, then its sub-agent files."""
-    groups: dict[str, list[tuple[int, str, Path]]] = {}
+    """Group files by Claude Code session: each main file (``<session>.jsonl``, no ``agentId``) first, then the
+    sub-agent files (``<session>/subagents/agent-*.jsonl``, whose records carry the parent's ``sessionId``).
+
+    Main files are never grouped with each other: a resumed session's new file starts with copies of the
+    records of the session it continues (under that session's id), and is a session of its own. Groups are
+    ordered by their first record's time, so the original session is imported before its continuations and
+    owns the records they copy.
+    """
+    mains: list[tuple[Path, str | None, int | None]] = []
+    subs: list[tuple[Path, str | None]] = []
     for f in files:
-        sid, agent = _session_id_of(f)
-        key = sid or str(f)
-        rank = 0 if (f.stem == sid or (sid and not agent)) else 1
-        groups.setdefault(key, []).append((rank, str(f), f))
-    return [[f for _, _, f in sorted(v)] for _, v in sorted(groups.items(), key=lambda kv: min(str(x[2]) for x in kv[1]))]
+        sid, agent, first_ts = _head_ids(f)
+        if agent is not None:
+            subs.append((f, sid))
+        else:
+            mains.append((f, sid, first_ts))
+    by_stem = {f.stem: i for i, (f, _, _) in enumerate(mains)}
+    by_sid: dict[str, int] = {}
+    for i, (_f, sid, _) in enumerate(mains):
+        if sid is not None:
+            by_sid.setdefault(sid, i)
+    members: list[list[Path]] = [[f] for f, _, _ in mains]
+    alone: list[list[Path]] = []
+    for f, sid in subs:
+        owner = by_stem.get(sid or "")  # <session>.jsonl
+        if owner is None and f.parent.name == "subagents":
+            owner = by_stem.get(f.parent.parent.name)  # <session>/subagents/agent-*.jsonl
+        if owner is None and sid is not None:
+            owner = by_sid.get(sid)  # a renamed main file
+        if owner is None:
+            alone.append([f])
+        else:
+            members[owner].append(f)
+    order = sorted(range(len(mains)), key=lambda i: (mains[i][2] is None, mains[i][2] or 0, str(mains[i][0])))
+    return [[members[i][0], *sorted(members[i][1:], key=str)] for i in order] + sorted(alone, key=lambda g: str(g[0]))
 
 
 def _read_file(path: Path, ctx: ImportContext) -> _File:
@@ -129,11 +171,8 @@ def _read_file(path: Path, ctx: ImportContext) -> _File:
                 ctx.bad(out.path, line, f"{t} record: 'message' must be an object, got {type(msg).__name__}")
                 continue
             c = msg.get("content")
-            if t == "assistant" and not isinstance(c, list):
-                ctx.bad(out.path, line, f"assistant record: message.content must be a list, got {type(c).__name__}")
-                continue
-            if t == "user" and not isinstance(c, (list, str)):
-                ctx.bad(out.path, line, f"user record: message.content must be a string or list, got "
+            if not isinstance(c, (list, str)):  # a string is one text block, as in the Messages API
+                ctx.bad(out.path, line, f"{t} record: message.content must be a string or list, got "
                         f"{type(c).__name__}")
                 continue
             if isinstance(c, list) and not all(isinstance(b, dict) for b in c):
@@ -148,8 +187,10 @@ def _read_file(path: Path, ctx: ImportContext) -> _File:
         if ts_raw is not None and ts is None:
             ctx.bad(out.path, line, f"timestamp {str(ts_raw)[:40]!r} is not an ISO 8601 time")
             continue
-        if out.session_id is None and isinstance(raw.get("sessionId"), str):
-            out.session_id = raw["sessionId"]
+        if isinstance(raw.get("sessionId"), str):
+            out.session_ids.add(raw["sessionId"])
+            if out.session_id is None:
+                out.session_id = raw["sessionId"]
         if out.agent_id is None and isinstance(raw.get("agentId"), str):
             out.agent_id = raw["agentId"]
         out.recs.append(_Rec(line, out.path, raw, ts))
@@ -177,7 +218,14 @@ class _Importer:
         self.files = files
         self.ctx = ctx
         main = files[0]
-        self.sid = main.session_id or Path(main.path).stem
+        stem = Path(main.path).stem
+        # a resumed session's file starts with records copied from the session it continues (that id)
+        self.sid = stem if stem in main.session_ids else (main.session_id or stem)
+        # records already imported from an earlier file (the copies) feed prompts but make no spans
+        self.emitted: set[str] = ctx.seen.setdefault(FORMAT, set())
+        self.copies = {r.uuid for f in files for r in f.recs if r.uuid and r.uuid in self.emitted}
+        copied_ts = [r.ts for f in files for r in f.recs if r.uuid in self.copies and r.ts is not None]
+        self.copy_until = max(copied_ts) if copied_ts else None
         digest = xxhash.xxh3_64_hexdigest(read_bytes(main_path))
         self.b = SpanBuilder(FORMAT, f"{self.sid}\x1f{digest}", ctx)
         self.by_uuid: dict[str, _Rec] = {}
@@ -187,9 +235,37 @@ class _Importer:
         self.tool_session: dict[str, str] = {}        # tool_use id -> session id
         self.agent_tool: dict[str, str] = {}          # agentId -> tool_use id
         self.tool_use_rec: dict[str, _Rec] = {}       # tool_use id -> assistant record
+        self.msg_records: dict[str, list[_Rec]] = {}  # file + message id -> its assistant records (per block)
         self.seg_cache: dict[tuple[str, ...], list[Segment]] = {}
         self.version: str | None = None
         self.fingerprinters: dict[str, Any] = {}
+        self.extent: dict[str, tuple[int, int] | None] = {}      # session -> first/last own record time
+        self.tool_end: dict[str, int] = {}                         # tool_use id -> its span's end
+        self.wait_spans: list[tuple[str, str, int, int]] = []     # (session, span id, start, end)
+
+    def _background_host(self, sess: str, tool: str | None) -> str | None:
+        """For a sub-agent that outlived the tool call that launched it (a background agent: the call returns
+        at once), the span it ran under: the parent's wait that its end falls in (the agent idled until the
+        completion notice), else the parent session's agent span. ``None`` when it ran inside its tool call."""
+        ext = self.extent.get(sess)
+        if not tool or tool not in self.tool_spans or ext is None:
+            return None
+        tool_end = self.tool_end.get(tool)
+        if tool_end is None or ext[1] <= tool_end + _BACKGROUND_SLACK_NS:
+            return None
+        parent_sess = self.tool_session.get(tool, self.sid)
+        for w_sess, w_id, w_start, w_end in self.wait_spans:
+            if w_sess == parent_sess and w_start <= ext[1] <= w_end:
+                return w_id
+        return self.b.agent_span_id(parent_sess)
+
+    def _is_copy(self, r: _Rec) -> bool:
+        """A record copied from a session imported earlier (records without a uuid: written among the copies)."""
+        if not self.copies:
+            return False
+        if r.uuid:
+            return r.uuid in self.copies
+        return self.copy_until is not None and (r.ts is None or r.ts <= self.copy_until)
 
     # ---------------------------------------------------------------- indexing
     def index(self) -> None:
@@ -200,6 +276,8 @@ class _Importer:
                 if self.version is None and isinstance(r.raw.get("version"), str):
                     self.version = r.raw["version"]
                 if r.type == "assistant":
+                    mid = (r.raw.get("message") or {}).get("id") or r.uuid or r.line
+                    self.msg_records.setdefault(f"{r.file}\x1f{mid}", []).append(r)
                     for b in _blocks(r.content):
                         if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
                             self.tool_use_rec.setdefault(b["id"], r)
@@ -295,19 +373,24 @@ class _Importer:
         return out
 
     def _messages(self, chain: list[_Rec], before: int | None) -> list[tuple[tuple[str, ...], str, list]]:
-        """``(key, role, blocks)`` per API message: blocks of one assistant message merged, consecutive user
-        records merged, tool results of parallel tool calls (off the chain) restored."""
+        """``(key, role, blocks)`` per API message: every block of one assistant message (records with its
+        ``message.id``, also those off the chain), consecutive user records merged, tool results of parallel
+        tool calls (off the chain) restored.
+
+        With streaming tool execution a tool's result is written while later blocks of the same message still
+        stream, and the next block points to that result: the chain then interleaves blocks and results, and
+        blocks whose results finished last are on no chain at all. The API request holds the whole message."""
         msgs: list[tuple[list[str], str, list[dict[str, Any]]]] = []
+        where: dict[str, int] = {}  # message id -> index in msgs
         for r in chain:
             if r.type == "assistant":
                 if (r.raw.get("message") or {}).get("model") == "<synthetic>":
                     continue
-                mid = (r.raw.get("message") or {}).get("id")
-                if msgs and msgs[-1][1] == "assistant" and msgs[-1][0] and msgs[-1][0][0] == f"m:{mid}":
-                    msgs[-1][2].extend(_blocks(r.content))
-                    msgs[-1][0].append(r.uuid or "")
-                else:
-                    msgs.append(([f"m:{mid}", r.uuid or ""], "assistant", list(_blocks(r.content))))
+                mid = f"{r.file}\x1f{(r.raw.get('message') or {}).get('id') or r.uuid or r.line}"
+                if mid in where:
+                    continue  # its blocks are gathered below, in stream order
+                where[mid] = len(msgs)
+                msgs.append(([f"m:{mid}"], "assistant", []))
             else:
                 blocks = _blocks(r.content)
                 if msgs and msgs[-1][1] == "user":
@@ -315,6 +398,12 @@ class _Importer:
                     msgs[-1][0].append(r.uuid or "")
                 else:
                     msgs.append(([r.uuid or ""], "user", list(blocks)))
+        on_chain = {r.uuid for r in chain}
+        for mid, i in where.items():
+            for r in self.msg_records.get(mid) or []:
+                if r.uuid in on_chain or before is None or r.ts is None or r.ts <= before:
+                    msgs[i][2].extend(_blocks(r.content))
+                    msgs[i][0].append(r.uuid or "")
         # restore missing tool results (parallel tool calls: only one result lies on the chain)
         for i, (_key, role, blocks) in enumerate(msgs):
             if role != "assistant":
@@ -325,8 +414,6 @@ class _Importer:
             nxt = msgs[i + 1]
             have = {b.get("tool_use_id") for b in nxt[2] if b.get("type") == "tool_result"}
             missing = [t for t in ids if t not in have and t in self.tool_results]
-            if not missing:
-                continue
             add = []
             for t in missing:
                 rec, blk = self.tool_results[t]
@@ -357,15 +444,27 @@ class _Importer:
         recs_by_session: dict[str, list[_Rec]] = {}
         for f in self.files:
             for r in f.recs:
-                recs_by_session.setdefault(r.session, []).append(r)
+                if not self._is_copy(r):
+                    recs_by_session.setdefault(r.session, []).append(r)
+        if self.copies:  # segments and side chains made only of copied records belong to the earlier file
+            decl = [(sess, kw) for sess, kw in decl if sess in recs_by_session or
+                    (sess == self.sid and recs_by_session)]  # a file of copies only adds nothing
+            self.ctx.note("resumed_session_copies", f"{len(self.copies)} record(s) repeat records of a session "
+                          "imported from another file (a resumed session); they are used for prompts only",
+                          self.files[0].path)
+        declared = {sess for sess, _ in decl}
         for sess, kw in decl:
-            rs = [r.ts for r in recs_by_session.get(sess, []) if r.ts is not None]
+            # meta records (hook context, caveats) can be copies with the time of the record they annotate:
+            # the compaction agent's file starts with the parent's hook notes from minutes earlier
+            rs = [r.ts for r in recs_by_session.get(sess, []) if r.ts is not None and not r.raw.get("isMeta")] or \
+                [r.ts for r in recs_by_session.get(sess, []) if r.ts is not None]
             attrs = dict(kw.pop("attributes", None) or {})
             durs = [r.raw.get("durationMs") for r in recs_by_session.get(sess, [])
                     if r.type == "system" and r.raw.get("subtype") == "turn_duration"]
             attrs["agentprof.claude_code.turn_duration_ms"] = sum(d for d in durs if isinstance(d, (int, float))) \
                 if durs else None
             attrs["agentprof.source.version"] = self.version
+            self.extent[sess] = (min(rs), max(rs)) if rs else None
             self.b.session(sess, agent_name="claude-code", start_ns=min(rs) if rs else None,
                            end_ns=max(rs) if rs else None, attributes=attrs, **kw)
         for sess, kw in decl:
@@ -375,11 +474,17 @@ class _Importer:
             aid = f.agent_id or Path(f.path).stem
             tool = self.agent_tool.get(aid)
             sess = f"{self.sid}/agent-{aid}"
-            if tool and tool in self.tool_spans:
+            if sess not in declared:
+                continue
+            launched = self._background_host(sess, tool)
+            if launched is not None:
+                self.b.set_session_parent(sess, launched)
+            elif tool and tool in self.tool_spans:
                 self.b.set_session_parent(sess, self.tool_spans[tool])
             else:
                 self.b.set_session_parent(sess, self.b.agent_span_id(self.b.cols["parent_session_id"][
                     self.b.sessions[sess].agent_row] or self.sid))
+        self.emitted.update(r.uuid for f in self.files for r in f.recs if r.uuid)
         for sess, kw in decl:
             if kw.get("role") in ("compaction",) or sess.startswith(f"{self.sid}/sidechain-"):
                 parent = self.b.cols["parent_session_id"][self.b.sessions[sess].agent_row]
@@ -520,6 +625,8 @@ class _Importer:
         elif tid in self.pre_hooks and end is not None and self.pre_hooks[tid] <= end:
             start, timing = self.pre_hooks[tid], "measured"
         self.tool_session[tid] = sess
+        if end is not None:
+            self.tool_end[tid] = end
         self.tool_spans[tid] = self.b.add(sess, "tool", sc.tool_span_name(name), key=("tool", tid), start_ns=start,
                                           end_ns=end, timing=timing, status=status, error_type=err,
                                           attributes=attrs)
@@ -543,9 +650,10 @@ class _Importer:
                     if q:
                         end = min(q)  # typed while the agent was busy: the wait ended when it was queued
                     if end > prev:
-                        self.b.add(sess, "wait", f"wait {reason}", key=("wait", r.uuid or r.line), start_ns=prev,
-                                   end_ns=end, timing="measured",
-                                   attributes={sc.WAIT_REASON: reason, "agentprof.source.line": r.line})
+                        wid = self.b.add(sess, "wait", f"wait {reason}", key=("wait", r.uuid or r.line),
+                                         start_ns=prev, end_ns=end, timing="measured",
+                                         attributes={sc.WAIT_REASON: reason, "agentprof.source.line": r.line})
+                        self.wait_spans.append((sess, wid, prev, end))
             prev = r.ts if prev is None else max(prev, r.ts)
 
 

@@ -3,12 +3,17 @@
 Mapping (see ``docs/IMPORTING.md``):
 
 - one rollout -> one session; a ``compacted`` record starts a new segment (child session, role ``compaction``)
-  whose history is the compaction's ``replacement_history`` (or its summary message);
+  whose history is the compaction's ``replacement_history`` (or its summary message); a sub-agent thread's
+  rollout (``session_meta.source.subagent.thread_spawn``) is a child session of its parent thread, and the
+  parent's records replayed at its start (also in forks, ``forked_from_id``) are context, not calls;
 - model calls: each ``event_msg/token_count`` with usage closes one call (``last_token_usage``, OpenAI subset
-  semantics). Start = the record before the call's first output item (the input that triggered it), end =
-  the ``token_count`` record: ``derived``. Rollouts without ``token_count`` close a call when the next input
-  arrives. The model comes from the latest ``turn_context``; ``task_complete.time_to_first_token_ms`` becomes
-  the first call's TTFT;
+  semantics; a repeated report of the same totals is the same call). Start = the last input record before the
+  call's first output item (tool output, user message, ``turn_context``) or the previous call's end, whichever
+  is later: progress events written while a response streams or a background command ends
+  (``agent_reasoning``, ``agent_message``, ``exec_command_end``, rate-limit ``token_count``) are not request
+  starts. End = the ``token_count`` record: ``derived``. Rollouts without ``token_count`` close a call when the
+  next input arrives, at its last output item. The model comes from the latest ``turn_context``;
+  ``task_complete.time_to_first_token_ms`` becomes the first call's TTFT;
 - prompts: ``base_instructions`` + every response item logged before the call's first output item (user
   turns logged only as ``event_msg/user_message`` are inserted as user messages). Tool definitions are not
   logged;
@@ -46,6 +51,8 @@ _INPUT_ITEMS = {"function_call_output", "custom_tool_call_output", "local_shell_
                 "tool_search_output"}
 _TOOL_CALLS = {"function_call", "custom_tool_call", "local_shell_call"}
 _APPROVALS = {"exec_approval_request", "apply_patch_approval_request", "request_permissions"}
+# records after which the next request can be sent (the request's input is complete there)
+_TRIGGER_EVENTS = {"user_message", "task_started"}
 
 
 def _is_output(item: dict[str, Any]) -> bool:
@@ -65,6 +72,20 @@ def _duration(v: Any) -> float | None:
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return float(v)
     return None
+
+
+def _total_tokens(payload: dict[str, Any]) -> int:
+    """The cumulative ``total_tokens`` of a ``token_count`` event (-1 when absent)."""
+    info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+    total = info.get("total_token_usage") if isinstance(info.get("total_token_usage"), dict) else {}
+    v = total.get("total_tokens")
+    return v if isinstance(v, int) and not isinstance(v, bool) else -1
+
+
+def _count_key(payload: dict[str, Any]) -> str:
+    """A ``token_count`` event's usage, as a key: a replayed copy of a call has the same one."""
+    info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+    return json.dumps([info.get("total_token_usage"), info.get("last_token_usage")], sort_keys=True)
 
 
 def _output_metadata_duration(output: Any) -> float | None:
@@ -118,6 +139,16 @@ class _Importer:
         self.version = meta.get("cli_version")
         self.provider = meta.get("model_provider")
         self.meta = meta
+        # a sub-agent thread (multi-agent ``spawn_agent``) or a fork: its rollout starts with a replay of the
+        # parent's records (the parent's session_meta, items and token_count events) before its own first turn
+        src = meta.get("source")
+        sub = src.get("subagent", src.get("sub_agent")) if isinstance(src, dict) else None
+        spawn = sub.get("thread_spawn") if isinstance(sub, dict) and isinstance(sub.get("thread_spawn"), dict) \
+            else None
+        self.parent_thread = (spawn or {}).get("parent_thread_id") or (meta.get("forked_from_id") if sub else None)
+        self.subagent = sub is not None
+        self.forked = bool(meta.get("forked_from_id")) or spawn is not None
+        self.agent_nickname = (spawn or {}).get("agent_nickname") or meta.get("agent_nickname")
 
     def run(self) -> Trace:
         recs = self.recs
@@ -129,10 +160,20 @@ class _Importer:
             times.append(created)
         sess = self.sid
         seg = 0
+        seen_counts: set[str] = self.ctx.seen.setdefault("codex.token_counts", set())
+        seen_calls: set[str] = self.ctx.seen.setdefault("codex.call_ids", set())
+        replaying = self.forked  # until the thread's own first turn
+        baseline = -1            # largest cumulative total replayed from the parent
+        own_counts: set[str] = set()
+        own_calls: set[str] = set()
+        role = "subagent" if self.subagent and self.parent_thread else "main"
         self.b.session(sess, agent_name="codex", start_ns=min(times) if times else None,
-                       end_ns=max(times) if times else None,
+                       end_ns=max(times) if times else None, role=role,
+                       parent_session_id=str(self.parent_thread) if role == "subagent" else None,
                        attributes={"agentprof.source.version": self.version, "agentprof.codex.originator":
-                                   self.meta.get("originator"), "agentprof.source.path": self.path})
+                                   self.meta.get("originator"), "agentprof.source.path": self.path,
+                                   "agentprof.codex.forked_from": self.meta.get("forked_from_id"),
+                                   "agentprof.codex.agent_nickname": self.agent_nickname})
         seg_bounds: dict[str, list[int]] = {sess: []}
         sys_segs = responses_segments(self.instructions, []) if self.instructions else []
         history: list[dict[str, Any]] = []
@@ -142,6 +183,7 @@ class _Importer:
         pending_user: str | None = None
         turn_users: list[str] = []
         prev_ts: int | None = None
+        trigger_ts: int | None = created  # last record that completed a request's input (or closed a call)
         last_tc_total: Any = None
         tools: dict[str, dict[str, Any]] = {}
         turn_first_call: str | None = None
@@ -160,10 +202,10 @@ class _Importer:
                       "agentprof.synthetic": True})
                 pending_user = None
             return {"start": ts_trigger, "prompt_len": len(history), "line": line, "outputs": [], "web": 0,
-                    "end": None}
+                    "end": None, "last_out": None}
 
         def close_call(c: dict[str, Any], ts: int | None, usage_raw: Any, line: int) -> str:
-            nonlocal turn_first_call
+            nonlocal turn_first_call, trigger_ts
             segs = list(sys_segs)
             for s in hist_segs[:c["prompt_len"]]:
                 segs.extend(s)
@@ -179,10 +221,31 @@ class _Importer:
                 start_ns=c["start"], end_ns=ts, timing="derived", stream=True, attributes=attrs)
             if turn_first_call is None:
                 turn_first_call = sid
+            if ts is not None:
+                trigger_ts = ts if trigger_ts is None else max(trigger_ts, ts)
             return sid
 
         for line, ts, rec in recs:
             t, p = rec["type"], rec["payload"]
+            if replaying and t == "turn_context":
+                replaying = False  # the thread's own first turn
+            if replaying:
+                # the parent's records replayed into a sub-agent's or fork's rollout: its context, not its calls
+                if t == "response_item":
+                    push(p)
+                elif t == "compacted" and isinstance(p.get("replacement_history"), list):
+                    history.clear()
+                    hist_segs.clear()
+                    for item in p["replacement_history"]:
+                        if isinstance(item, dict):
+                            push(item)
+                elif t == "event_msg" and p.get("type") == "token_count":
+                    baseline = max(baseline, _total_tokens(p))
+                    own_counts.add(_count_key(p))
+                if ts is not None:
+                    prev_ts = ts if prev_ts is None else max(prev_ts, ts)
+                    trigger_ts = ts if trigger_ts is None else max(trigger_ts, ts)
+                continue
             try:
                 if t == "session_meta":
                     pass
@@ -190,7 +253,7 @@ class _Importer:
                     model = p.get("model") or model
                 elif t == "compacted":
                     if call is not None:
-                        close_call(call, prev_ts, None, line)
+                        close_call(call, call["last_out"] or prev_ts, None, line)
                         call = None
                     seg += 1
                     prev_sess = sess
@@ -215,15 +278,19 @@ class _Importer:
                         self.ctx.unknown(self.path, line, f"response_item {it!r}")
                     if _is_output(p):
                         if call is None:
-                            call = open_call(prev_ts, line)
+                            call = open_call(trigger_ts if trigger_ts is not None else prev_ts, line)
                         call["outputs"].append(p)
+                        if ts is not None:
+                            call["last_out"] = ts
                         if it == "web_search_call":
                             call["web"] += 1
                         if it in _TOOL_CALLS:
                             cid = str(p.get("call_id") or p.get("id") or f"{line}")
-                            tools.setdefault(cid, {"name": p.get("name") or ("shell" if it == "local_shell_call"
-                                                                              else it), "start": ts, "line": line,
-                                                   "sess": sess, "kind": it})
+                            own_calls.add(cid)
+                            if not (self.forked and cid in seen_calls):  # else the parent's call, replayed
+                                tools.setdefault(cid, {"name": p.get("name") or (
+                                    "shell" if it == "local_shell_call" else it), "start": ts, "line": line,
+                                    "sess": sess, "kind": it})
                         push(p)
                     else:
                         if p.get("type") == "message" and p.get("role") == "user":
@@ -232,7 +299,7 @@ class _Importer:
                             if pending_user is not None and pending_user.strip() in text:
                                 pending_user = None
                         if call is not None and not has_token_counts and call["outputs"]:
-                            close_call(call, prev_ts, None, line)
+                            close_call(call, call["last_out"] or prev_ts, None, line)
                             call = None
                         push(p)
                         if it in _INPUT_ITEMS:
@@ -251,11 +318,16 @@ class _Importer:
                         info = p.get("info")
                         if isinstance(info, dict) and info.get("last_token_usage") is not None:
                             total = info.get("total_token_usage")
-                            if total is not None and total == last_tc_total:
-                                pass  # repeated report of the same call
+                            key = _count_key(p)
+                            replayed = self.forked and (key in seen_counts or _total_tokens(p) <= baseline)
+                            own_counts.add(key)
+                            if replayed or (total is not None and total == last_tc_total):
+                                pass  # the parent's call replayed, or a repeated report of the same call
                             else:
                                 last_tc_total = total
-                                c = call if call is not None else open_call(prev_ts, line)
+                                baseline = max(baseline, _total_tokens(p))
+                                c = call if call is not None else open_call(
+                                    trigger_ts if trigger_ts is not None else prev_ts, line)
                                 close_call(c, ts, info.get("last_token_usage"), line)
                                 call = None
                     elif et == "user_message":
@@ -272,7 +344,7 @@ class _Importer:
                         turn_users = []
                     elif et in ("task_complete", "turn_aborted"):
                         if call is not None and not has_token_counts:
-                            close_call(call, prev_ts, None, line)
+                            close_call(call, call["last_out"] or prev_ts, None, line)
                             call = None
                         ttft = p.get("time_to_first_token_ms")
                         if turn_first_call is not None and isinstance(ttft, (int, float)):
@@ -302,8 +374,14 @@ class _Importer:
                 continue
             if ts is not None:
                 prev_ts = ts if prev_ts is None else max(prev_ts, ts)
+                if t in ("session_meta", "turn_context", "compacted") or (
+                        t == "response_item" and not _is_output(p)) or (
+                        t == "event_msg" and p.get("type") in _TRIGGER_EVENTS):
+                    trigger_ts = ts if trigger_ts is None else max(trigger_ts, ts)
         if call is not None:
-            close_call(call, prev_ts, None, call["line"])
+            close_call(call, call["last_out"] or prev_ts, None, call["line"])
+        seen_counts |= own_counts
+        seen_calls |= own_calls
         for cid, info in tools.items():
             self._tool_span(cid, info)
         meta = TraceMeta(source_format=FORMAT, sources=[self.path],

@@ -24,6 +24,9 @@ class ImportContext:
     inexact_models: set[str] = field(default_factory=set)
     _unknown: Counter = field(default_factory=Counter)
     _unknown_first_line: dict = field(default_factory=dict)
+    seen: dict[str, set] = field(default_factory=dict)
+    """Per-format sets of record ids already imported from earlier files (e.g. Claude Code records a resumed
+    session's file copies from the session it continues), so a copy is not counted twice."""
 
     def prompt_hasher(self) -> PromptHasher:
         """The hasher of this import, created on first use (loading the tokenizer costs ~0.1 s)."""

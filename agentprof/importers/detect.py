@@ -62,6 +62,8 @@ def detect_format(path: str | Path) -> str:
     stripped = head.lstrip()
     if stripped.startswith(b"TO LLM ") or p.name.endswith(".llm.history"):
         return "aider"
+    if stripped.startswith(b"[") and p.name.endswith(".traj.json"):
+        return _message_list(p)
     if not stripped.startswith(b"{"):
         return UNKNOWN
     if _KVCT_HEAD.match(stripped) and b'"requests"' in head and (b'"hash_ids"' in head or b'"block_size"' in head):
@@ -80,3 +82,16 @@ def detect_format(path: str | Path) -> str:
         return classify(json.loads(p.read_bytes()))
     except (OSError, ValueError):
         return UNKNOWN
+
+
+def _message_list(p: Path) -> str:
+    """A ``.traj.json`` holding only a list of chat messages: an early mini-swe-agent trajectory."""
+    try:
+        if p.stat().st_size > _WHOLE_LIMIT:
+            return UNKNOWN
+        obj = json.loads(p.read_bytes())
+    except (OSError, ValueError):
+        return UNKNOWN
+    if isinstance(obj, list) and obj and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in obj):
+        return "mini-swe-agent"
+    return UNKNOWN

@@ -3,8 +3,12 @@ as per-request 64-token block hash ids plus timing, no text.
 
 Mapping (see ``docs/IMPORTING.md``):
 
-- one trace file -> one session (``id``); each ``type: "subagent"`` entry -> a child session (role
-  ``subagent``) whose requests are timed from the sub-agent's own start ``t``;
+- one trace document -> one session (``id``); a file holds one document, or one per line (JSON Lines, the
+  ``cc-traces-*.jsonl`` packaging); each ``type: "subagent"`` entry -> a child session (role ``subagent``)
+  whose requests are timed from the sub-agent's own start ``t`` (as kv-cache-tester's replayer reads them; a
+  ``subagent_clock`` diagnostic notes a ``duration_ms`` that fits the conversation's clock better). A
+  sub-agent that ran inside the parent's next ``think_time`` gap (the Task tool's execution) is nested under
+  that wait span;
 - each request -> a ``model`` span: start = ``t`` (seconds from the conversation start; the files carry no
   absolute time, so the epoch is the conversation start), end = start + ``api_time`` (measured; without it,
   derived from the next request's start minus its ``think_time``, or unknown), ``ttft``,
@@ -12,7 +16,8 @@ Mapping (see ``docs/IMPORTING.md``):
 - ``hash_ids`` -> ``block_hashes`` as they are (``prompt_tokens_hashed`` = ``in``). With
   ``hash_id_scope: "local"`` the ids are numbered per trace, so the trace's namespace (31 bits of
   ``xxh3_64(id)``) goes into the high 32 bits: ``id == h & 0xFFFFFFFF`` and ids of different traces never
-  collide. ``"global"`` ids are kept unchanged;
+  collide; any scope other than ``"global"`` (kv-cache-tester's default reads ``"per_context"``) is treated
+  the same way. ``"global"`` ids are kept unchanged;
 - ``think_time`` -> a ``wait`` span (reason ``think``) ending at the request: the time between the previous
   response and this request, which holds tool execution, permission prompts and user think time that the
   format does not separate.
@@ -73,7 +78,7 @@ class _Sessions:
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
-        self.notes: list[tuple[str, str]] = []
+        self.notes: list[tuple[str, str, str]] = []  # (diagnostic kind, path, message)
 
     def add(self, **kw: Any) -> int:
         self.rows.append(kw)
@@ -86,9 +91,36 @@ def _check_type(value: Any, kinds: tuple[type, ...], where: str, path: str, what
         raise TraceFormatError(path, None, f"{where}: expected {what}, got {got}")
 
 
+def _documents(raw: bytes) -> list[tuple[int | None, bytes]]:
+    """The trace documents of one file: the whole file, or one per line of a JSON Lines file (the
+    ``cc-traces-*.jsonl`` packaging: one conversation object per line), with their line numbers."""
+    body = raw.strip()
+    nl = body.find(b"\n")
+    if nl < 0:
+        return [(None, raw)]
+    try:
+        first = json.loads(body[:nl])
+    except ValueError:
+        return [(None, raw)]  # a pretty-printed document (its first line is not a whole object)
+    if not isinstance(first, dict) or "requests" not in first:
+        return [(None, raw)]
+    return [(i + 1, line) for i, line in enumerate(raw.split(b"\n")) if line.strip()]
+
+
 def _python_file(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat: list[dict[str, Any]],
-                 trace_id: str) -> None:
-    """Parse one file with ``json``, checking every field, and append its sessions and requests."""
+                 trace_id: str, line: int | None = None) -> None:
+    """Parse one document with ``json``, checking every field, and append its sessions and requests
+    (``line``: the document's line in a JSON Lines file, for error messages)."""
+    try:
+        _python_doc(path, raw, file_no, sessions, flat, trace_id, line)
+    except TraceFormatError as e:
+        if line is None:
+            raise
+        raise TraceFormatError(path, line, e.reason) from None
+
+
+def _python_doc(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat: list[dict[str, Any]],
+                trace_id: str, line: int | None) -> None:
     try:
         doc = json.loads(raw)
     except json.JSONDecodeError as e:
@@ -96,17 +128,21 @@ def _python_file(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat:
                                "expected a kv-cache-tester trace") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("requests"), list):
         raise TraceFormatError(path, 1, "not a kv-cache-tester trace: expected an object with a 'requests' list")
-    name = doc.get("id") if isinstance(doc.get("id"), str) else Path(path).stem
+    name = doc.get("id") if isinstance(doc.get("id"), str) else _fallback_name(path, line)
     scope = doc.get("hash_id_scope") or "local"
-    ns = _namespace(name) if scope == "local" else 0
+    ns = 0 if scope == "global" else _namespace(name)  # only "global" ids are shared across traces
 
     def walk(entry: dict[str, Any], where: str, session_id: str, parent: int | None, base: float, depth: int,
-             agent_id: str | None) -> None:
-        s = sessions.add(trace_id=trace_id, file_no=file_no, path=path, session_id=session_id, parent=parent,
+             agent_id: str | None, launched_before: int | None = None) -> None:
+        dur = entry.get("duration_ms") if parent is not None else None
+        s = sessions.add(trace_id=trace_id, file_no=file_no, path=path, line=line, session_id=session_id,
+                         parent=parent,
                          base=base, ns=ns, name=name, scope=scope, block_size=doc.get("block_size"),
                          tool_tokens=entry.get("tool_tokens"), system_tokens=entry.get("system_tokens"),
                          models=entry.get("models"), agent_id=agent_id, subagent_type=entry.get("subagent_type"),
-                         depth=depth)
+                         depth=depth, launched_before=launched_before, offset=float(entry.get("t") or 0.0),
+                         duration_ms=dur if isinstance(dur, (int, float)) and not isinstance(dur, bool) else None,
+                         status=entry.get("status") if isinstance(entry.get("status"), str) else None)
         n_sub = 0
         n_req = 0
         for i, r in enumerate(entry.get("requests") or []):
@@ -120,7 +156,7 @@ def _python_file(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat:
                     raise TraceFormatError(path, None, f"{w}.requests: expected a list of requests")
                 aid = str(r.get("agent_id") or n_sub)
                 walk(r, f"{w}.", f"{session_id}/sa{n_sub}-{aid}", s, base + float(r.get("t") or 0.0), depth + 1,
-                     aid)
+                     aid, n_req)
                 continue
             _check_type(r.get("t"), (int, float), f"{w}.t", path, "seconds (a number)")
             _check_type(r.get("in"), (int,), f"{w}.in", path, "an input token count (integer)")
@@ -137,10 +173,17 @@ def _python_file(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat:
     walk(doc, "", name, None, 0.0, 0, None)
 
 
-def _polars_files(items: list[tuple[str, bytes, int, str]], sessions: _Sessions) -> pl.DataFrame | None:
-    """Parse sub-agent-free files in one polars call; ``None`` if polars rejects the batch."""
+def _fallback_name(path: str, line: int | None) -> str:
+    return Path(path).stem if line is None else f"{Path(path).stem}-{line}"
+
+
+_Item = tuple[str, bytes, int, str, "int | None"]  # path, document, file number, trace id, line (JSON Lines)
+
+
+def _polars_files(items: list[_Item], sessions: _Sessions) -> pl.DataFrame | None:
+    """Parse sub-agent-free documents in one polars call; ``None`` if polars rejects the batch."""
     buf = b"\n".join(raw if b"\n" not in raw.strip() else json.dumps(json.loads(raw)).encode()
-                     for _, raw, _, _ in items)
+                     for _, raw, _, _, _ in items)
     try:
         df = pl.read_ndjson(io.BytesIO(buf), schema=_FILE)
     except Exception:  # polars raises several error types for malformed JSON or mistyped fields
@@ -149,13 +192,15 @@ def _polars_files(items: list[tuple[str, bytes, int, str]], sessions: _Sessions)
         return None
     meta = df.select("id", "hash_id_scope", "block_size", "tool_tokens", "system_tokens", "models").to_dicts()
     first_sess = len(sessions.rows)
-    for (path, _raw, file_no, trace_id), m in zip(items, meta, strict=False):
-        name = m["id"] or Path(path).stem
+    for (path, _raw, file_no, trace_id, line), m in zip(items, meta, strict=False):
+        name = m["id"] or _fallback_name(path, line)
         scope = m["hash_id_scope"] or "local"
-        sessions.add(trace_id=trace_id, file_no=file_no, path=path, session_id=name, parent=None, base=0.0,
-                     ns=_namespace(name) if scope == "local" else 0, name=name, scope=scope,
+        sessions.add(trace_id=trace_id, file_no=file_no, path=path, line=line, session_id=name, parent=None,
+                     base=0.0,
+                     ns=0 if scope == "global" else _namespace(name), name=name, scope=scope,
                      block_size=m["block_size"], tool_tokens=m["tool_tokens"], system_tokens=m["system_tokens"],
-                     models=m["models"], agent_id=None, subagent_type=None, depth=0)
+                     models=m["models"], agent_id=None, subagent_type=None, depth=0, launched_before=None,
+                     offset=0.0, duration_ms=None, status=None)
     flat = (df.select(pl.int_range(first_sess, first_sess + df.height, dtype=pl.Int64).alias("sess"), "requests")
             .explode("requests").filter(pl.col("requests").is_not_null()).unnest("requests")
             .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("sess").alias("idx")))
@@ -169,33 +214,34 @@ def _validate_flat(flat: pl.DataFrame, sessions: _Sessions) -> None:
         if bad.height:
             row = bad.row(0, named=True)
             s = sessions.rows[row["sess"]]
-            raise TraceFormatError(s["path"], None, f"requests[{row['idx']}].{col}: expected {what}, got missing")
+            raise TraceFormatError(s["path"], s.get("line"),
+                                   f"requests[{row['idx']}].{col}: expected {what}, got missing")
 
 
 def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
-    """Import kv-cache-tester trace files into one trace (each file its own ``trace_id``)."""
+    """Import kv-cache-tester trace files into one trace (each document its own ``trace_id``)."""
     sessions = _Sessions()
     py_flat: list[dict[str, Any]] = []
-    batch: list[tuple[str, bytes, int, str]] = []
+    batch: list[_Item] = []
     frames: list[pl.DataFrame] = []
     for file_no, p in enumerate(paths):
-        raw = read_bytes(p)
-        trace_id = xxhash.xxh3_128_hexdigest(raw)
-        if b"subagent" in raw and _SUBAGENT.search(raw):
-            try:
-                _python_file(str(p), raw, file_no, sessions, py_flat, trace_id)
-            except TraceFormatError as e:
-                _skip_or_raise(ctx, e)
-        else:
-            batch.append((str(p), raw, file_no, trace_id))
+        for line, raw in _documents(read_bytes(p)):
+            trace_id = xxhash.xxh3_128_hexdigest(raw)
+            if b"subagent" in raw and _SUBAGENT.search(raw):
+                try:
+                    _python_file(str(p), raw, file_no, sessions, py_flat, trace_id, line)
+                except TraceFormatError as e:
+                    _skip_or_raise(ctx, e)
+            else:
+                batch.append((str(p), raw, file_no, trace_id, line))
     if batch:
         flat = _polars_files(batch, sessions)
-        if flat is None:  # locate the problem file by file
-            ok: list[tuple[str, bytes, int, str]] = []
+        if flat is None:  # locate the problem document one by one
+            ok: list[_Item] = []
             for item in batch:
                 probe = _Sessions()
                 try:
-                    _python_file(item[0], item[1], item[2], probe, [], item[3])
+                    _python_file(item[0], item[1], item[2], probe, [], item[3], item[4])
                     ok.append(item)
                 except TraceFormatError as e:
                     _skip_or_raise(ctx, e)
@@ -207,8 +253,8 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
     flat = pl.concat(frames) if frames else pl.DataFrame(schema=_FLAT)
     _validate_flat(flat, sessions)
     spans = _build_spans(flat, sessions)
-    for path, msg in sessions.notes:
-        ctx.note("hash_id_range", msg, path)
+    for kind, path, msg in sessions.notes:
+        ctx.note(kind, msg, path)
     block_sizes = {s["block_size"] for s in sessions.rows if s["block_size"]}
     if len(block_sizes) > 1:
         ctx.note("mixed_block_size", f"kv-cache-tester files use block sizes {sorted(block_sizes)}; "
@@ -225,6 +271,54 @@ def _skip_or_raise(ctx: ImportContext, e: TraceFormatError) -> None:
         raise TraceFormatError(e.path, e.line, f"{e.reason}; use --skip-bad-lines to import the rest")
     ctx.skipped_lines += 1
     ctx.note("bad_file", f"{e.reason} (file skipped)", e.path, e.line)
+
+
+_NEST_TOLERANCE_NS = _NS  # t and think_time are rounded (to 0.1-1 s) in the files
+
+
+def _launching_waits(srows: list[dict[str, Any]], w: pl.DataFrame, ext_map: dict[int, tuple[int, int]]
+                     ) -> dict[int, str]:
+    """Sub-agent session -> the parent's ``think`` wait it ran inside (span id).
+
+    A sub-agent entry sits between two parent requests; the next request's ``think_time`` is the gap in which
+    the parent's tool calls ran, the sub-agent (the Task tool) among them. When the sub-agent's whole extent
+    lies within that gap it is nested under the wait, so the time split and replay see the sub-agent's model
+    calls inside the gap instead of an opaque wait; a sub-agent that outlives the gap (launched in the
+    background) stays directly under the parent's agent span.
+    """
+    want = {(s["parent"], s["launched_before"]) for s in srows
+            if s["parent"] is not None and s.get("launched_before") is not None}
+    if not want or w.height == 0:
+        return {}
+    gaps: dict[tuple[int, int], tuple[str, int, int]] = {}
+    for sess, idx, local, start, think in w.select("sess", "idx", "local", "start_ns", "think_time").iter_rows():
+        if (sess, idx) in want:
+            gaps[(sess, idx)] = (f"03{local:06x}{idx:08x}", start - int(round(think * _NS)), start)
+    out: dict[int, str] = {}
+    for i, s in enumerate(srows):
+        gap = gaps.get((s["parent"], s.get("launched_before")))
+        if gap is None or i not in ext_map:
+            continue
+        lo, hi = ext_map[i]
+        if lo >= gap[1] - _NEST_TOLERANCE_NS and hi <= gap[2] + _NEST_TOLERANCE_NS:
+            out[i] = gap[0]
+    return out
+
+
+def _check_subagent_clock(s: dict[str, Any], span_s: float, sessions: _Sessions) -> None:
+    """Note a sub-agent whose ``duration_ms`` fits its request times read on the conversation's clock better
+    than on its own (the format, as kv-cache-tester reads it, times sub-agent requests from the sub-agent's
+    start; the timing here follows the format and the note says it may not hold for this file)."""
+    dur, offset = s.get("duration_ms"), s.get("offset") or 0.0
+    if dur is None or offset <= 0:
+        return
+    d = dur / 1000.0
+    own, conv = abs(span_s - d), abs(span_s - offset - d)
+    if conv < own and own > max(2.0, 0.1 * d):
+        sessions.notes.append(("subagent_clock", s["path"], (
+            f"sub-agent {s['agent_id']}: its requests end {span_s:.1f} s after its start t={offset:g}, but "
+            f"duration_ms says {d:.1f} s; its request times may count from the conversation start (read here "
+            "from the sub-agent's start, as kv-cache-tester does)")))
 
 
 def _hex_ids(prefix: int, sess: Sequence[int], idx: Sequence[int]) -> list[str]:
@@ -265,8 +359,8 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
         sess_df = sess_df.with_columns(pl.when(pl.col("sess").is_in(wide)).then(0).otherwise(pl.col("ns"))
                                        .alias("ns"))
         for i in wide:
-            sessions.notes.append((srows[i]["path"], "hash_ids outside 0..2^32-1: local ids kept without the "
-                                   "trace namespace (they may collide with other traces' ids)"))
+            sessions.notes.append(("hash_id_range", srows[i]["path"], "hash_ids outside 0..2^32-1: local ids kept "
+                                   "without the trace namespace (they may collide with other traces' ids)"))
     # sessions are numbered 0..n-1 and ``flat`` is ordered by (sess, idx): gather, no join or sort needed
     sess_idx = flat.get_column("sess")
     f = flat.with_columns(sess_df.get_column(c).gather(sess_idx).alias(c) for c in sess_df.columns if c != "sess")
@@ -280,14 +374,15 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
     next_think = pl.col("think_time").shift(-1).over("sess")
     after_think = next_start - (next_think * _NS).round().cast(pl.Int64)
     has_api = pl.col("api_time").is_not_null()
+    # the next request may be listed with an earlier ``t`` (parallel requests): then nothing bounds the end
+    bound = pl.when(next_think.is_null()).then(next_start).otherwise(after_think)
     f = f.with_columns(
         pl.when(has_api).then(pl.col("start_ns") + (pl.col("api_time") * _NS).round().cast(pl.Int64))
         .when(next_start.is_null()).then(pl.col("start_ns"))
-        .when(next_think.is_null()).then(next_start)
-        .otherwise(pl.max_horizontal(pl.col("start_ns"), after_think)).alias("end_ns"),
+        .otherwise(pl.max_horizontal(pl.col("start_ns"), bound)).alias("end_ns"),
         pl.when(has_api).then(pl.lit("measured"))
         .when(next_start.is_null()).then(pl.lit("unknown"))
-        .when(next_think.is_null() | (after_think > pl.col("start_ns"))).then(pl.lit("derived"))
+        .when(bound > pl.col("start_ns")).then(pl.lit("derived"))
         .otherwise(pl.lit("unknown")).alias("timing"),
     )
     models = f.get_column("model").unique().drop_nulls().to_list()
@@ -362,6 +457,7 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
             lo, hi = ext_map[i]
             plo, phi = ext_map.get(p, (lo, hi))
             ext_map[p] = (min(plo, lo), max(phi, hi))
+    launcher = _launching_waits(srows, w, ext_map)
     agent_rows = []
     for i, s in enumerate(srows):
         lo, hi = ext_map.get(i, (None, None))
@@ -370,10 +466,14 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
              "agentprof.prompt.tool_tokens": s["tool_tokens"], "agentprof.prompt.system_tokens": s["system_tokens"],
              "agentprof.kvct.models": s["models"], "agentprof.kvct.hash_id_scope": s["scope"],
              sc.AGENT_ID: s["agent_id"], "agentprof.subagent.type": s["subagent_type"],
+             "agentprof.kvct.subagent_status": s.get("status"), "agentprof.kvct.duration_ms": s.get("duration_ms"),
              "agentprof.source.path": s["path"]}
+        if s["parent"] is not None and hi is not None:
+            _check_subagent_clock(s, (hi - base_ns) / _NS, sessions)
         agent_rows.append({
             "trace_id": s["trace_id"], "span_id": f"01{local[i]:06x}{0:08x}",
-            "parent_id": f"01{local[s['parent']]:06x}{0:08x}" if s["parent"] is not None else None,
+            "parent_id": launcher.get(i) or (f"01{local[s['parent']]:06x}{0:08x}" if s["parent"] is not None
+                                             else None),
             "session_id": s["session_id"],
             "parent_session_id": srows[s["parent"]]["session_id"] if s["parent"] is not None else None,
             "kind": "agent", "name": sc.agent_span_name("claude-code" if s["parent"] is None else

@@ -82,9 +82,9 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
         if len(msgs) < prev_len:  # the message history restarted: a new attempt
             attempt += 1
             sess = f"{main}/attempt-{attempt}"
-            b.session(sess, role="attempt", parent_session_id=main, agent_name="openhands",
-                      parent_span_id=b.agent_span_id(main), timing="derived",
-                      attributes={"agentprof.attempt": attempt})
+            # a restart follows the earlier attempt: the time between them is neither attempt's
+            b.session(sess, role="attempt", parent_session_id=main, agent_name="openhands", timing="derived",
+                      attributes={"agentprof.attempt": attempt}, contained=False)
             prev_end = None
         prev_len = len(msgs)
         resp = doc["response"]

@@ -30,6 +30,7 @@ class _Session:
     end_ns: int | None = None
     timing: str | None = None
     rows: list[int] = field(default_factory=list)
+    contained: bool = True  # its parent session's extent includes it
 
 
 def _attrs_json(attrs: dict[str, Any] | None) -> str | None:
@@ -69,11 +70,13 @@ class SpanBuilder:
     def session(self, session_id: str, *, role: str = "main", parent_session_id: str | None = None,
                 agent_name: str | None = None, parent_span_id: str | None = None,
                 start_ns: int | None = None, end_ns: int | None = None, timing: str | None = None,
-                attributes: dict[str, Any] | None = None) -> str:
+                attributes: dict[str, Any] | None = None, contained: bool = True) -> str:
         """Declare a session and its ``agent`` span (extent: its own first/last record and all its spans).
 
         ``start_ns``/``end_ns`` are the session's own first and last recorded moments, if the log has them;
-        ``timing`` says how they were obtained (default: ``measured`` when both are given).
+        ``timing`` says how they were obtained (default: ``measured`` when both are given). ``contained=False``
+        keeps the session out of its parent session's extent (a retry attempt follows its parent, it does not
+        run inside it).
         """
         if session_id in self.sessions:
             return self.cols["span_id"][self.sessions[session_id].agent_row]
@@ -85,7 +88,7 @@ class SpanBuilder:
             "status": "ok", "attributes": _attrs_json(attrs),
         })
         t = timing or ("measured" if start_ns is not None and end_ns is not None else None)
-        self.sessions[session_id] = _Session(session_id, row, start_ns, end_ns, t)
+        self.sessions[session_id] = _Session(session_id, row, start_ns, end_ns, t, contained=contained)
         return sid
 
     def agent_span_id(self, session_id: str) -> str:
@@ -157,7 +160,7 @@ class SpanBuilder:
         for s in roots:
             visit(s)
         for s in order:
-            rows = list(s.rows) + [c.agent_row for c in by_parent.get(s.session_id, [])]
+            rows = list(s.rows) + [c.agent_row for c in by_parent.get(s.session_id, []) if c.contained]
             lo = [starts[r] for r in rows if starts[r] is not None] + [ends[r] for r in rows if ends[r] is not None]
             hi = list(lo)
             if s.start_ns is not None:

@@ -123,3 +123,20 @@ def test_conversation_without_hashes_has_no_rate():
     b.model("c", 2, 3, input_tokens=120)
     r = _conv(b.trace())
     assert r["session_hit_rate"] is None and r["strict_share"] is None
+
+
+def test_requests_are_walked_in_file_order_like_the_tool(tmp_path):
+    """kv-cache-tester walks ``requests`` as listed. Two parallel requests logged out of ``t`` order (the
+    second written first) keep their file order for the previous-request comparison."""
+    from agentprof.importers import load_any
+
+    a, b = list(range(1, 11)), list(range(1, 6)) + list(range(50, 55))
+    doc = {"id": "order", "block_size": 64, "hash_id_scope": "local", "requests": [
+        {"t": 0.0, "type": "s", "in": 640, "out": 1, "hash_ids": a},
+        {"t": 5.0, "type": "s", "in": 640, "out": 1, "hash_ids": a + [11]},
+        {"t": 4.9, "type": "s", "in": 640, "out": 1, "hash_ids": b},
+        {"t": 6.0, "type": "s", "in": 640, "out": 1, "hash_ids": b + [55]}]}
+    p = tmp_path / "order.json"
+    p.write_text(json.dumps(doc))
+    r = analyze(load_any(p)).conversations.to_dicts()[0]
+    assert (r["hit_blocks"], r["counted_blocks"]) == kvct_rate(doc)

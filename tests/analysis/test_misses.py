@@ -202,3 +202,40 @@ def test_claude_code_one_hour_cache_keeps_a_long_pause_warm(sample_analysis):
             assert m["cache_ttl_s"] == 3600
     line = a.calls.filter(a.calls["line_id"].str.starts_with("258c7280") & (a.calls["line_index"] == 151))
     assert line["miss_cause"].to_list() == [None]
+
+
+def _kvct_trace(requests: list[tuple[float, str, list[int]]], tool_tokens: int = 8014, system_tokens: int = 1210):
+    """A kv-cache-tester-like session: (start s, model, block ids) per request, tools+system recorded."""
+    b = TraceBuilder(hash_scheme="kv-cache-tester")
+    b.session("kv", 0, 1000, **{"agentprof.prompt.tool_tokens": tool_tokens,
+                                "agentprof.prompt.system_tokens": system_tokens})
+    for t, model, ids in requests:
+        n = 64 * len(ids) + 20
+        b.model("kv", t, t + 3, hashes=ids, prompt_tokens=n, model=model, input_tokens=n)
+    return b.trace()
+
+
+def test_interleaved_streams_are_judged_against_the_prompt_they_extend():
+    """Parallel requests of two agents logged in one conversation (as kv-cache-tester trace_0303: an Opus
+    stream and a Haiku stream sharing the tool prefix, requests at the same second). A request that repeats
+    an earlier request of its own stream is not a prefix break, and no model switch is claimed for it."""
+    a = list(range(1, 193))                                   # opus prompt
+    h = list(range(1, 126)) + list(range(900, 966))           # haiku: same first 125 blocks
+    a2, h2 = a + [2000], h + [3000]
+    tr = _kvct_trace([(0, "opus", a), (0, "haiku", h), (4, "haiku", h2), (5, "opus", a2)])
+    misses = analyze(tr).cache_misses
+    assert [m["line_index"] for m in misses] == [1]           # only the haiku stream's first request
+    assert all(c["cause"] != "model_switch" or m["line_index"] == 1 for m in misses for c in m["causes"])
+
+
+def test_a_block_across_the_tools_and_system_boundary_names_both():
+    """Divergence in the block that holds the last tool tokens and the first system tokens (tools end at
+    8014, the block covers 8000-8063): either may have changed, neither is claimed with certainty."""
+    a = list(range(1, 193))
+    h = list(range(1, 126)) + list(range(900, 966))           # first diverging block 125 = tokens 8000-8063
+    r, causes = _top([m for m in analyze(_kvct_trace([(0, "opus", a), (10, "opus", h)])).cache_misses])
+    assert r["location"]["where"] == "tool definitions or system prompt"
+    assert set(causes[:2]) == {"tools_changed", "system_changed"} and {c["score"] for c in r["causes"][:2]} == {0.6}
+    inside = list(range(1, 101)) + list(range(900, 990))     # block 100 = tokens 6400-6463: inside the tools
+    r, causes = _top([m for m in analyze(_kvct_trace([(0, "opus", a), (10, "opus", inside)])).cache_misses])
+    assert r["location"]["where"] == "tool definitions" and causes[0] == "tools_changed"

@@ -38,3 +38,30 @@ def test_architect_mode_alternation_shows_low_prefix_share():
     from agentprof.trace.hashing import common_prefix_blocks
     two_back = [common_prefix_blocks(bh[i - 2], bh[i]) / len(bh[i]) for i in range(11, len(bh))]
     assert sum(1 for a, b in zip(two_back, shares, strict=False) if a > b) >= len(shares) // 3
+
+
+def test_cache_markers_of_block_printed_messages_are_not_content(tmp_path):
+    """With ``--cache-prompts`` (aider 0.86) some messages are content blocks, printed one field per line
+    (``type: text`` / ``text: …`` / ``cache_control: {…}``). The text is the content, the marker is not: the
+    prompt hashes equal those of the same prompt with plain messages. A request whose response is empty (the
+    file ends after ``LLM RESPONSE``) is still a call."""
+    from agentprof.importers import load_any
+    from agentprof.trace.prompt import PromptHasher, openai_chat_segments
+
+    text = ("TO LLM 2026-05-15T19:06:31\n-------\nSYSTEM Act as an expert software developer.\n"
+            "SYSTEM Reply in English.\n-------\nUSER I switched to a new code base.\n-------\n"
+            "ASSISTANT type: text\nASSISTANT text: Ok.\nASSISTANT cache_control: {'type': 'ephemeral'}\n-------\n"
+            "USER which aider\nUSER aider --version\nLLM RESPONSE 2026-05-15T19:06:34\n\n")
+    (tmp_path / "a").mkdir()
+    p = tmp_path / "a" / ".aider.llm.history"
+    p.write_text(text)
+    tr = load_any(p)
+    m = tr.spans.filter(pl.col("kind") == "model")
+    assert m.height == 1 and (m.row(0, named=True)["end_ns"] - m.row(0, named=True)["start_ns"]) == 3 * 10**9
+    plain = [{"role": "system", "content": "Act as an expert software developer.\nReply in English."},
+             {"role": "user", "content": "I switched to a new code base."},
+             {"role": "assistant", "content": "Ok."},
+             {"role": "user", "content": "which aider\naider --version"}]
+    fp = PromptHasher(tr.meta.tokenizer).fingerprint(openai_chat_segments(plain))
+    assert m.get_column("block_hashes").to_list()[0] == fp.block_hashes
+    assert m.get_column("prompt_tokens_hashed").to_list()[0] == fp.tokens

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections import OrderedDict
+from datetime import datetime, timedelta, timezone
 
 import polars as pl
 import pytest
@@ -206,3 +207,148 @@ def test_a_subagent_file_alone_still_imports():
     assert kinds(tr.spans)["model"] == 3
     agent = tr.spans.filter(pl.col("kind") == "agent").row(0, named=True)
     assert json.loads(agent["attributes"])["agentprof.session.role"] == "subagent"
+
+
+def _cc(uuid, parent, typ, ts, content, *, mid=None, usage=None, sid="s-main", **extra):
+    """One Claude Code record (the fields the importer reads)."""
+    msg = {"role": typ, "content": content}
+    if typ == "assistant":
+        msg.update(model="claude-sonnet-4-5-20250929", id=mid, usage=usage or {"input_tokens": 3, "output_tokens": 8})
+    return {"parentUuid": parent, "isSidechain": False, "sessionId": sid, "version": "2.1.7", "type": typ,
+            "uuid": uuid, "timestamp": f"2026-01-14T19:20:{ts}Z", "message": msg, **extra}
+
+
+def _use(tid, name="Read"):
+    return [{"type": "tool_use", "id": tid, "name": name, "input": {"file_path": f"/r/{tid}"}}]
+
+
+def _result(tid, text):
+    return [{"type": "tool_result", "tool_use_id": tid, "content": text}]
+
+
+def _streamed_session() -> list[dict]:
+    """Streaming tool execution (Claude Code 2.1, seen in real sessions): message m1 streams three tool_use
+    blocks; tool a finishes while c still streams, so c's record points to a's result, and b's result is
+    written last. The next request's trigger chain then holds a, a's result, c, c's result, b's result
+    (b itself is on no chain)."""
+    return [
+        _cc("u0", None, "user", "10.000", "read the three files"),
+        _cc("a1", "u0", "assistant", "12.000", _use("ta"), mid="m1"),
+        _cc("a2", "u0", "assistant", "12.100", _use("tb"), mid="m1"),
+        _cc("r1", "a1", "user", "12.200", _result("ta", "alpha " * 200), sourceToolAssistantUUID="a1",
+            toolUseResult={"durationMs": 100}),
+        _cc("a3", "r1", "assistant", "12.300", _use("tc"), mid="m1",
+            usage={"input_tokens": 3, "output_tokens": 90}),
+        _cc("r3", "a3", "user", "12.400", _result("tc", "gamma " * 200), sourceToolAssistantUUID="a3"),
+        _cc("r2", "r3", "user", "13.000", _result("tb", "beta " * 200), sourceToolAssistantUUID="a2"),
+        _cc("a4", "r2", "assistant", "15.000", [{"type": "text", "text": "All three read."}], mid="m2",
+            usage={"input_tokens": 3, "output_tokens": 12}),
+    ]
+
+
+def test_streamed_tool_blocks_rebuild_one_message_with_all_results(tmp_path):
+    recs = _streamed_session()
+    p = tmp_path / "s-main.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    tr = load_any(p)
+    assert kinds(tr.spans)["model"] == 2 and kinds(tr.spans)["tool"] == 3
+    # what the API received for m2: the prompt, m1 with its three blocks in stream order, the three results
+    blocks = [b for r in recs if r["message"].get("id") == "m1" for b in r["message"]["content"]]
+    results = {b["tool_use_id"]: b for r in recs if r["type"] == "user" and isinstance(r["message"]["content"], list)
+               for b in r["message"]["content"]}
+    expected = [{"role": "user", "content": recs[0]["message"]["content"]},
+                {"role": "assistant", "content": blocks},
+                {"role": "user", "content": [results[t] for t in ("ta", "tb", "tc")]}]
+    fp = PromptHasher(tr.meta.tokenizer).fingerprint(anthropic_segments(None, expected))
+    m2 = tr.spans.filter((pl.col("kind") == "model") & pl.col("attributes").str.contains('"m2"', literal=True))
+    row = m2.row(0, named=True)
+    assert [s["role"] for s in row["segments"]] == ["user", "assistant", "user"]
+    assert row["block_hashes"] == fp.block_hashes and row["prompt_tokens_hashed"] == fp.tokens
+
+
+def test_a_resumed_session_does_not_count_the_copied_history_twice(tmp_path):
+    """``claude --resume`` writes a new file (named by the new session id) that starts with copies of the old
+    session's records, still under the old id. Both files in one folder: each main file is its own session,
+    never one the other's sub-agent, and the copied calls count once."""
+    old = _streamed_session()
+    new = [dict(r) for r in old] + [
+        _cc("u9", "a4", "user", "40.000", "now summarize", sid="s-new"),
+        _cc("a9", "u9", "assistant", "44.000", [{"type": "text", "text": "Summary."}], mid="m9", sid="s-new",
+            usage={"input_tokens": 3, "output_tokens": 5}),
+    ]
+    (tmp_path / "s-main.jsonl").write_text("\n".join(json.dumps(r) for r in old) + "\n")
+    (tmp_path / "s-new.jsonl").write_text("\n".join(json.dumps(r) for r in new) + "\n")
+    tr = load_any(tmp_path)
+    calls = tr.spans.filter(pl.col("kind") == "model")
+    assert calls.height == 3  # m1, m2 in the old session; only m9 in the new one
+    by = dict(calls.group_by("session_id").len().iter_rows())
+    assert by == {"s-main": 2, "s-new": 1}
+    agents = tr.spans.filter(pl.col("kind") == "agent")
+    assert agents.get_column("parent_session_id").null_count() == 2  # two top-level sessions
+    new_agent = agents.filter(pl.col("session_id") == "s-new").row(0, named=True)
+    assert new_agent["start_ns"] >= calls.filter(pl.col("session_id") == "s-new").row(0, named=True)["start_ns"] - \
+        5 * 10**9  # starts at its own records (the resume), not at the copied history
+    assert any(d.kind == "resumed_session_copies" for d in tr.diagnostics)
+    # the new session's prompt still holds the copied history
+    m9 = calls.filter(pl.col("session_id") == "s-new").row(0, named=True)
+    m2 = calls.filter(pl.col("attributes").str.contains('"m2"', literal=True)).row(0, named=True)
+    assert m9["block_hashes"][:len(m2["block_hashes"]) - 1] == m2["block_hashes"][:-1]
+
+
+def test_string_content_is_one_text_block(tmp_path):
+    """The Messages API allows a string as message content; such records import like a text block."""
+    recs = [_cc("u0", None, "user", "10.000", "hi"),
+            _cc("a1", "u0", "assistant", "11.000", "hello there", mid="m1")]
+    p = tmp_path / "s.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    assert kinds(load_any(p).spans)["model"] == 1
+
+
+def test_a_background_subagent_hangs_under_the_wait_it_ended_in(tmp_path):
+    """A Task launched in the background returns at once (``async_launched``); the agent then idles until a
+    ``<task-notification>``. The sub-agent (3-30 s) ran past its 2-2.5 s tool call, so it is nested under
+    that idle wait (4-31 s): its model and Bash time are on the critical path, not an opaque wait."""
+    main = [_cc("u0", None, "user", "00.000", "deploy in the background", sid="bgs"),
+            _cc("a1", "u0", "assistant", "02.000", [{"type": "tool_use", "id": "t1", "name": "Task",
+                                                     "input": {"prompt": "deploy", "run_in_background": True}}],
+                mid="m1", sid="bgs"),
+            _cc("r1", "a1", "user", "02.500", _result("t1", "Async agent launched"), sid="bgs",
+                toolUseResult={"status": "async_launched", "agentId": "bg1"}),
+            _cc("a2", "r1", "assistant", "04.000", [{"type": "text", "text": "Launched."}], mid="m2", sid="bgs"),
+            _cc("u3", "a2", "user", "31.000", "<task-notification>bg1 completed</task-notification>", sid="bgs"),
+            _cc("a3", "u3", "assistant", "33.000", [{"type": "text", "text": "Deployed."}], mid="m3", sid="bgs")]
+    sub = [_cc("s0", None, "user", "03.000", "deploy", sid="bgs", agentId="bg1"),
+           _cc("s1", "s0", "assistant", "06.000", _use("st1", "Bash"), mid="sm1", sid="bgs", agentId="bg1"),
+           _cc("s2", "s1", "user", "28.000", _result("st1", "ok"), sid="bgs", agentId="bg1",
+               toolUseResult={"durationMs": 21900}),
+           _cc("s3", "s2", "assistant", "30.000", [{"type": "text", "text": "done"}], mid="sm2", sid="bgs",
+               agentId="bg1")]
+    (tmp_path / "bgs" / "subagents").mkdir(parents=True)
+    (tmp_path / "bgs.jsonl").write_text("\n".join(json.dumps(r) for r in main) + "\n")
+    (tmp_path / "bgs" / "subagents" / "agent-bg1.jsonl").write_text("\n".join(json.dumps(r) for r in sub) + "\n")
+    tr = load_any(tmp_path)
+    df = tr.spans
+    wait = df.filter(pl.col("kind") == "wait").row(0, named=True)
+    assert json.loads(wait["attributes"])["agentprof.wait.reason"] == "idle"
+    sub_agent = df.filter((pl.col("kind") == "agent") & (pl.col("session_id") == "bgs/agent-bg1")).row(0, named=True)
+    assert sub_agent["parent_id"] == wait["span_id"]
+    from agentprof.analysis import analyze
+
+    t = analyze(tr).to_dict()["time"]
+    assert t["wait_s"] == pytest.approx(1.0)          # 30-31 s: only the notification's delay is waiting
+    assert t["tool_s"] == pytest.approx(0.5 + 21.9)   # the Task call and the sub-agent's Bash
+    assert t["model_s"] == pytest.approx(2 + 1.5 + 2 + (6 - 4) + 2)
+
+
+def test_copied_meta_records_do_not_stretch_a_session():
+    """The compaction agent's file starts with the parent's hook notes (``isMeta``), stamped minutes before
+    the compaction ran; the session spans its own records (prompt to summary), so the time it did not run
+    is not charged to it."""
+    raw = jsonl(SUB / "agent-acompact-fffbd0.jsonl")
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    own = [(datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00")) - epoch) // timedelta(microseconds=1)
+           * 1000 for r in raw if not r.get("isMeta")]
+    assert any(r.get("isMeta") for r in raw[:2])
+    agent = imported("claude-code").spans.filter(
+        (pl.col("kind") == "agent") & (pl.col("session_id") == f"{SID}/agent-acompact-fffbd0")).row(0, named=True)
+    assert (agent["start_ns"], agent["end_ns"]) == (min(own), max(own))

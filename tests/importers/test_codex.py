@@ -102,3 +102,167 @@ def test_compacted_record_starts_a_child_session(tmp_path):
     first_after = m.filter(pl.col("session_id") == child["session_id"]).sort("start_ns").row(0, named=True)
     last_before = m.filter(pl.col("session_id") != child["session_id"]).sort("start_ns").row(-1, named=True)
     assert first_after["prompt_tokens_hashed"] < last_before["prompt_tokens_hashed"]
+
+
+def _rec(ts: str, typ: str, payload: dict) -> dict:
+    return {"timestamp": f"2026-02-23T11:41:{ts}Z", "type": typ, "payload": payload}
+
+
+def _usage(inp: int, cached: int, out: int) -> dict:
+    return {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out, "reasoning_output_tokens": 0,
+            "total_tokens": inp + out}
+
+
+def _tc(ts: str, last: dict, total: dict) -> dict:
+    return _rec(ts, "event_msg", {"type": "token_count", "info": {"last_token_usage": last,
+                                                                  "total_token_usage": total}})
+
+
+def test_call_starts_at_its_input_not_at_progress_events(tmp_path):
+    """Codex Desktop 0.104 layout (seen in real rollouts): an ``agent_reasoning``/``agent_message`` event
+    precedes each output item, a rate-limit ``token_count`` (info null) opens the turn, the same totals are
+    reported again after the tool outputs and the next ``turn_context``, and a background command's
+    ``exec_command_end`` can land while the next call streams. None of these start a request: a call starts
+    at its last input record (tool output, user message, turn_context)."""
+    u1, u2 = _usage(17000, 3000, 200), _usage(18000, 17000, 300)
+    t1 = u1
+    t2 = {k: u1[k] + u2[k] for k in u1}
+    recs = [
+        _rec("30.000", "session_meta", {"id": "s1", "timestamp": "2026-02-23T11:41:29.000Z", "cli_version": "0.104.0"}),
+        _rec("32.241", "response_item", {"type": "message", "role": "user",
+                                         "content": [{"type": "input_text", "text": "fix it"}]}),
+        _rec("32.241", "event_msg", {"type": "user_message", "message": "fix it"}),
+        _rec("32.247", "turn_context", {"model": "gpt-5.3-codex"}),
+        _rec("32.787", "event_msg", {"type": "token_count", "info": None, "rate_limits": {}}),
+        _rec("37.307", "event_msg", {"type": "agent_reasoning", "text": "thinking"}),
+        _rec("37.308", "response_item", {"type": "reasoning", "summary": [], "encrypted_content": "x"}),
+        _rec("38.901", "response_item", {"type": "function_call", "name": "exec_command", "arguments": "{}",
+                                         "call_id": "c1"}),
+        _tc("38.914", u1, t1),
+        _rec("39.032", "response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        _rec("39.037", "turn_context", {"model": "gpt-5.3-codex"}),
+        _tc("39.500", u1, t1),  # the same totals again: not a call, not a start
+        _rec("41.000", "event_msg", {"type": "exec_command_end", "call_id": "bg", "duration": {"secs": 9}}),
+        _rec("42.699", "event_msg", {"type": "agent_reasoning", "text": "more"}),
+        _rec("42.700", "response_item", {"type": "reasoning", "summary": [], "encrypted_content": "y"}),
+        _rec("44.972", "event_msg", {"type": "agent_message", "message": "done"}),
+        _rec("44.973", "response_item", {"type": "message", "role": "assistant",
+                                         "content": [{"type": "output_text", "text": "done"}]}),
+        _tc("44.974", u2, t2),
+    ]
+    p = tmp_path / "rollout-2026-02-23T12-41-04-s1.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    m = load_any(p).spans.filter(pl.col("kind") == "model").sort("end_ns")
+    assert m.height == 2  # two distinct totals
+    base = 1771846860 * 10**9  # 2026-02-23T11:41:00Z
+    starts = [(s - base) / 1e9 for s in m.get_column("start_ns").to_list()]
+    ends = [(e - base) / 1e9 for e in m.get_column("end_ns").to_list()]
+    assert starts == pytest.approx([32.247, 39.037]) and ends == pytest.approx([38.914, 44.974])
+    assert m.get_column("input_tokens").to_list() == [17000, 18000]
+
+
+def test_without_token_counts_a_call_ends_at_its_last_output(tmp_path):
+    """Builds that write no token_count: the call closes when the next input arrives, at its last output
+    item, not at a later progress event (here the command's end)."""
+    recs = [
+        _rec("00.000", "session_meta", {"id": "s2", "timestamp": "2026-02-23T11:41:00.000Z"}),
+        _rec("01.000", "response_item", {"type": "message", "role": "user",
+                                         "content": [{"type": "input_text", "text": "go"}]}),
+        _rec("03.000", "response_item", {"type": "function_call", "name": "shell", "arguments": "{}",
+                                         "call_id": "c1"}),
+        _rec("09.000", "event_msg", {"type": "exec_command_end", "call_id": "c1", "duration": {"secs": 6}}),
+        _rec("09.100", "response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        _rec("12.000", "response_item", {"type": "message", "role": "assistant",
+                                         "content": [{"type": "output_text", "text": "done"}]}),
+        _rec("13.000", "event_msg", {"type": "task_complete"}),
+    ]
+    p = tmp_path / "rollout-s2.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    m = load_any(p).spans.filter(pl.col("kind") == "model").sort("end_ns")
+    base = 1771846860 * 10**9
+    spans = [x for s, e in m.select("start_ns", "end_ns").iter_rows() for x in ((s - base) / 1e9, (e - base) / 1e9)]
+    assert spans == pytest.approx([1.0, 3.0, 9.1, 12.0])
+
+
+def _rec2(ts: str, typ: str, payload: dict) -> dict:
+    return {"timestamp": f"2026-05-05T21:{ts}Z", "type": typ, "payload": payload}
+
+
+def _usage2(inp: int, cached: int, out: int) -> dict:
+    return {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out, "reasoning_output_tokens": 0,
+            "total_tokens": inp + out}
+
+
+def _tc2(ts: str, total: dict, last: dict) -> dict:
+    return _rec2(ts, "event_msg", {"type": "token_count", "info": {"total_token_usage": total,
+                                                                   "last_token_usage": last}})
+
+
+P_ID, C_ID = "019e0000-0000-7000-8000-000000000001", "019e0000-0000-7000-8000-000000000002"
+
+
+def _spawn_pair() -> tuple[list[dict], list[dict]]:
+    """A multi-agent Codex run: the parent calls ``spawn_agent``; the child thread's rollout names its parent
+    in ``session_meta.source.subagent.thread_spawn`` and starts with a replay of the parent's records (the
+    parent's session_meta, items and token_count) before its own first ``turn_context`` (the layout third-party
+    Codex parsers document and guard against double counting)."""
+    first = _usage2(10000, 0, 100)
+    parent = [
+        _rec2("50:00.000", "session_meta", {"id": P_ID, "timestamp": "2026-05-05T21:50:00.000Z", "source": "vscode"}),
+        _rec2("50:01.000", "turn_context", {"model": "gpt-5.5"}),
+        _rec2("50:01.000", "response_item", {"type": "message", "role": "user",
+                                             "content": [{"type": "input_text", "text": "review with a helper"}]}),
+        _rec2("50:05.000", "response_item", {"type": "function_call", "name": "spawn_agent", "arguments": "{}",
+                                             "call_id": "sp1"}),
+        _tc2("50:05.010", first, first),
+        _rec2("50:05.200", "response_item", {"type": "function_call_output", "call_id": "sp1", "output": "ok"}),
+        _rec2("50:40.000", "response_item", {"type": "message", "role": "assistant",
+                                             "content": [{"type": "output_text", "text": "done"}]}),
+        _tc2("50:40.010", _usage2(20300, 9900, 150), _usage2(10300, 9900, 50)),
+    ]
+    child = [
+        _rec2("50:05.100", "session_meta", {"id": C_ID, "forked_from_id": P_ID, "source": {"subagent": {
+            "thread_spawn": {"parent_thread_id": P_ID, "depth": 1, "agent_nickname": "Hypatia"}}}}),
+        _rec2("50:05.101", "session_meta", {"id": P_ID, "source": "vscode"}),
+        *[dict(r, timestamp="2026-05-05T21:50:05.102Z") for r in parent[2:5]],  # the replay, stamped at the fork
+        _rec2("50:05.200", "turn_context", {"model": "gpt-5.5"}),
+        _tc2("50:05.202", first, first),  # the parent's totals reported again: not a call of the child
+        _rec2("50:05.300", "response_item", {"type": "message", "role": "user",
+                                             "content": [{"type": "input_text", "text": "you review"}]}),
+        _rec2("50:09.000", "response_item", {"type": "function_call", "name": "exec_command", "arguments": "{}",
+                                             "call_id": "c1"}),
+        _tc2("50:09.010", _usage2(20200, 9800, 150), _usage2(10200, 9800, 50)),
+        _rec2("50:20.000", "response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        _rec2("50:30.000", "response_item", {"type": "message", "role": "assistant",
+                                             "content": [{"type": "output_text", "text": "LGTM"}]}),
+        _tc2("50:30.010", _usage2(30500, 19900, 200), _usage2(10300, 10100, 50)),
+    ]
+    return parent, child
+
+
+def test_a_spawned_agent_thread_is_a_linked_child_without_the_replayed_parent_calls(tmp_path):
+    parent, child = _spawn_pair()
+    (tmp_path / f"rollout-2026-05-05T21-50-00-{P_ID}.jsonl").write_text("\n".join(json.dumps(r) for r in parent))
+    (tmp_path / f"rollout-2026-05-05T21-50-05-{C_ID}.jsonl").write_text("\n".join(json.dumps(r) for r in child))
+    df = load_any(tmp_path).spans
+    calls = df.filter(pl.col("kind") == "model")
+    assert dict(calls.group_by("session_id").len().iter_rows()) == {P_ID: 2, C_ID: 2}
+    own = [r["payload"]["info"]["last_token_usage"] for r in child[-5:] if r["payload"].get("type") == "token_count"]
+    assert calls.filter(pl.col("session_id") == C_ID).get_column("input_tokens").to_list() == \
+        [u["input_tokens"] for u in own]
+    tools = df.filter(pl.col("kind") == "tool")
+    assert dict(tools.group_by("session_id").len().iter_rows()) == {P_ID: 1, C_ID: 1}  # spawn_agent once
+    agent = df.filter((pl.col("kind") == "agent") & (pl.col("session_id") == C_ID)).row(0, named=True)
+    assert agent["parent_session_id"] == P_ID
+    assert json.loads(agent["attributes"])["agentprof.session.role"] == "subagent"
+    # its first prompt holds the replayed context
+    first = calls.filter(pl.col("session_id") == C_ID).sort("start_ns").row(0, named=True)
+    assert first["prompt_tokens_hashed"] > 0 and len(first["segments"]) >= 3
+
+
+def test_the_replay_is_skipped_also_without_the_parent_file(tmp_path):
+    _parent, child = _spawn_pair()
+    p = tmp_path / f"rollout-2026-05-05T21-50-05-{C_ID}.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in child))
+    calls = load_any(p).spans.filter(pl.col("kind") == "model")
+    assert calls.height == 2 and calls.get_column("input_tokens").sum() == 10200 + 10300

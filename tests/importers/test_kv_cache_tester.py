@@ -219,3 +219,110 @@ def test_wrong_types_name_the_request_and_field(tmp_path):
     p.write_text(json.dumps(raw))
     with pytest.raises(TraceFormatError, match=r"requests\[2\]\.hash_ids"):
         load_any(p)
+
+
+def _req(t, ids, api, think=0.0, model="claude-opus-4-6"):
+    return {"t": t, "type": "s", "model": model, "in": 64 * len(ids) + 10, "out": 50, "hash_ids": ids,
+            "input_types": ["tool_result"], "output_types": ["tool_use"], "stop": "tool_use", "api_time": api,
+            "think_time": think}
+
+
+def _nested_doc() -> dict:
+    """Parent requests at 0, 6 and 24 s; its Task tool ran a sub-agent inside the 11-24 s think gap (its own
+    requests timed from its start at 12 s), and launched a second one in the background that outlived the gap."""
+    ids = list(range(1, 301))
+    sub = {"t": 12.0, "type": "subagent", "agent_id": "a1", "subagent_type": "Explore", "duration_ms": 11000,
+           "status": "completed", "requests": [_req(0.5, ids[:80] + [5001], 3.0, model="claude-haiku-4-5"),
+                                               _req(4.0, ids[:80] + [5001, 5002], 4.0, 0.5, "claude-haiku-4-5"),
+                                               _req(9.0, ids[:80] + [5001, 5002, 5003], 2.0, 1.0,
+                                                    "claude-haiku-4-5")]}
+    bg = {"t": 20.0, "type": "subagent", "agent_id": "b2", "status": "async_launched",
+          "requests": [_req(1.0, ids[:80] + [6001], 30.0, model="claude-haiku-4-5")]}
+    return {"id": "nested", "models": ["claude-opus-4-6", "claude-haiku-4-5"], "block_size": 64,
+            "hash_id_scope": "local", "tool_tokens": 4000, "system_tokens": 1000,
+            "requests": [_req(0.0, ids[:100], 5.0), _req(6.0, ids[:120], 5.0, 1.0), sub, bg,
+                         _req(24.0, ids[:140], 6.0, 13.0)]}
+
+
+def test_a_subagent_inside_the_think_gap_is_nested_under_that_wait(tmp_path):
+    p = tmp_path / "nested.json"
+    p.write_text(json.dumps(_nested_doc()))
+    df = load_any(p).spans
+    waits = df.filter((pl.col("kind") == "wait") & (pl.col("session_id") == "nested")).sort("start_ns")
+    wait = waits.row(-1, named=True)
+    assert (wait["start_ns"], wait["end_ns"]) == (11 * 10**9, 24 * 10**9)  # t - think_time of the third request
+    agents = {r["session_id"]: r for r in df.filter(pl.col("kind") == "agent").iter_rows(named=True)}
+    assert agents["nested/sa1-a1"]["parent_id"] == wait["span_id"]
+    # the background one ran past the gap (20 + 1 + 30 > 24): it stays beside it, under the parent agent
+    assert agents["nested/sa2-b2"]["parent_id"] == agents["nested"]["span_id"]
+    a = json.loads(agents["nested/sa2-b2"]["attributes"])
+    assert a["agentprof.kvct.subagent_status"] == "async_launched"
+    assert json.loads(agents["nested/sa1-a1"]["attributes"])["agentprof.kvct.duration_ms"] == 11000
+
+
+def test_a_duration_that_fits_the_conversation_clock_is_noted(tmp_path):
+    """Request times are read from the sub-agent's start (kv-cache-tester's reading); a ``duration_ms`` that
+    matches them only when they count from the conversation start is reported, the timing kept."""
+    doc = _nested_doc()
+    sub = doc["requests"][2]
+    sub["requests"] = [dict(r, t=r["t"] + sub["t"]) for r in sub["requests"]]  # written on the conversation clock
+    p = tmp_path / "clock.json"
+    p.write_text(json.dumps(doc))
+    tr = load_any(p)
+    notes = [d for d in tr.diagnostics if d.kind == "subagent_clock"]
+    assert len(notes) == 1 and "a1" in notes[0].message
+    first = tr.spans.filter((pl.col("session_id") == "nested/sa1-a1") & (pl.col("kind") == "model")) \
+        .get_column("start_ns").min()
+    assert first == round((12.0 + 12.5) * 1e9)  # still t + the entry's t, as the format defines
+    p2 = tmp_path / "own.json"
+    p2.write_text(json.dumps(_nested_doc()))
+    assert not [d for d in load_any(p2).diagnostics if d.kind == "subagent_clock"]
+
+
+def test_json_lines_with_one_trace_per_line(tmp_path):
+    """The cc-traces-*.jsonl packaging: one trace object per line imports like the separate files."""
+    (tmp_path / "sep").mkdir()
+    names = ["trace_0180.json", "trace_0121.json"]
+    lines = []
+    for n in names:
+        shutil.copy(KVCT / n, tmp_path / "sep" / n)
+        lines.append(json.dumps(_raw(n), separators=(",", ":")))
+    (tmp_path / "all.jsonl").write_text("\n".join(lines) + "\n")
+    a = load_any(tmp_path / "all.jsonl").spans
+    b = load_any(tmp_path / "sep").spans
+    assert a.drop("trace_id", "attributes").sort("session_id", "span_id").equals(
+        b.drop("trace_id", "attributes").sort("session_id", "span_id"))
+    assert a.get_column("session_id").n_unique() == 2
+    lines.insert(1, '{"id":"bad","requests":[{"t":0,"in":"x","hash_ids":[]}]}')
+    (tmp_path / "bad.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceFormatError, match=r"bad\.jsonl:2: requests\[0\]\.in"):
+        load_any(tmp_path / "bad.jsonl")
+
+
+def test_scopes_other_than_global_keep_ids_apart(tmp_path):
+    """kv-cache-tester's replayer reads a missing scope as ``per_context``: ids numbered per trace. Only
+    ``global`` ids may be shared across traces."""
+    for name, scope in (("a", "per_context"), ("b", "per_context"), ("g1", "global"), ("g2", "global")):
+        doc = {"id": name, "block_size": 64, "hash_id_scope": scope,
+               "requests": [{"t": 0.0, "type": "n", "in": 640, "out": 1, "hash_ids": list(range(1, 11))}]}
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+    m = load_any(tmp_path).spans.filter(pl.col("kind") == "model")
+    first = {r["session_id"]: r["block_hashes"][0] for r in m.iter_rows(named=True)}
+    assert first["a"] != first["b"] and first["a"] & 0xFFFFFFFF == 1
+    assert first["g1"] == first["g2"] == 1
+
+
+def test_the_nested_subagent_counts_as_model_time_in_the_time_split(tmp_path):
+    """The sub-agent's calls (3 + 4 + 2 s, inside the parent's 11-24 s gap) are model time on the critical
+    path, not part of an opaque think wait; the background sub-agent overlaps and adds nothing to the path."""
+    from agentprof.analysis import analyze
+
+    doc = _nested_doc()
+    doc["requests"] = [r for r in doc["requests"] if r.get("agent_id") != "b2"]
+    p = tmp_path / "nested.json"
+    p.write_text(json.dumps(doc))
+    row = analyze(load_any(p)).to_dict()["time"]  # the conversation, its sub-agent nested inside
+    parent_api = sum(r["api_time"] for r in doc["requests"] if r.get("type") != "subagent")
+    sub_api = sum(r["api_time"] for r in doc["requests"][2]["requests"])
+    assert row["model_s"] == pytest.approx(parent_api + sub_api)
+    assert row["wall_s"] == pytest.approx(30.0)

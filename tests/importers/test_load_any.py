@@ -90,10 +90,11 @@ def test_broken_line_in_the_middle_names_file_and_line(tmp_path):
 def test_wrong_types_are_located(tmp_path):
     recs = jsonl(CC_MAIN)
     i = next(k for k, r in enumerate(recs) if r.get("type") == "assistant")
-    recs[i]["message"]["content"] = "not a list"
+    recs[i]["message"]["content"] = 42
     p = tmp_path / "s.jsonl"
     p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
-    with pytest.raises(TraceFormatError, match=rf"s\.jsonl:{i + 1}: assistant record: message.content must be a list"):
+    with pytest.raises(TraceFormatError,
+                       match=rf"s\.jsonl:{i + 1}: assistant record: message.content must be a string or list"):
         load_any(p)
     recs = jsonl(CODEX)
     recs[5]["payload"] = ["x"]

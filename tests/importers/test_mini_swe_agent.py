@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 import polars as pl
+import pytest
 
+from agentprof.importers import load_any
 from agentprof.trace.prompt import PromptHasher, openai_chat_segments
 
 from .importer_helpers import SAMPLES, imported, kinds, median_late_share
@@ -36,3 +38,107 @@ def test_counts_tokens_and_prompts():
     ends = m.get_column("end_ns").to_list()
     assert ends == [doc["messages"][i]["extra"]["response"]["created"] * 10**9 for i in assistant]
     assert m.get_column("start_ns").to_list()[1:] == ends[:-1]
+
+
+T0 = 1_760_000_000.0
+
+
+def _v2_chat() -> dict:
+    """A mini-swe-agent 2.x trajectory (``mini-swe-agent-1.1``) from a tool-calling chat model, written as
+    ``LitellmToolcallModel`` and the agent write it: every appended message stamped (``extra.timestamp``),
+    observations as ``tool`` messages, a format error as a ``user`` message, an ``exit`` message at the end."""
+    def asst(k, t, cmds, pt, cached):
+        calls = [{"id": f"c{k}{j}", "type": "function", "function": {"name": "bash",
+                                                                   "arguments": json.dumps({"command": c})}}
+                 for j, c in enumerate(cmds)]
+        return {"role": "assistant", "content": None, "tool_calls": calls,
+                "extra": {"actions": [{"command": c, "tool_call_id": f"c{k}{j}"} for j, c in enumerate(cmds)],
+                          "response": {"id": f"chatcmpl-{k}", "created": int(t - 2), "model": "gpt-5-mini",
+                                       "usage": {"prompt_tokens": pt, "completion_tokens": 40,
+                                                 "prompt_tokens_details": {"cached_tokens": cached}}},
+                          "cost": 0.01, "timestamp": t}}
+
+    def obs(k, j, t, rc=0):
+        return {"role": "tool", "tool_call_id": f"c{k}{j}", "content": f"<returncode>{rc}</returncode>",
+                "extra": {"raw_output": "", "returncode": rc, "timestamp": t}}
+
+    msgs = [{"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Fix the bug. " * 200, "extra": {"timestamp": T0}},
+            asst(0, T0 + 3.0, ["ls"], 2000, 0), obs(0, 0, T0 + 3.5),
+            asst(1, T0 + 7.0, ["cat a.py", "pytest -q"], 2100, 1900), obs(1, 0, T0 + 7.25), obs(1, 1, T0 + 19.25, 1),
+            {"role": "user", "content": "Please always provide EXACTLY ONE action",
+             "extra": {"interrupt_type": "FormatError"}},
+            asst(2, T0 + 25.0, ["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"], 2300, 2100), obs(2, 0, T0 + 25.5),
+            {"role": "exit", "content": "diff", "extra": {"exit_status": "Submitted", "submission": "diff"}}]
+    return {"info": {"mini_version": "2.1.0", "model_stats": {"instance_cost": 0.03, "api_calls": 3},
+                     "config": {"model": {"model_name": "openai/gpt-5-mini"}}, "exit_status": "Submitted"},
+            "messages": msgs, "trajectory_format": "mini-swe-agent-1.1", "instance_id": "demo__demo-1"}
+
+
+def test_v2_stamps_split_model_and_command_time(tmp_path):
+    doc = _v2_chat()
+    p = tmp_path / "demo__demo-1.traj.json"
+    p.write_text(json.dumps(doc, indent=2))
+    df = load_any(p).spans
+    m = df.filter(pl.col("kind") == "model").sort("end_ns")
+    tools = df.filter(pl.col("kind") == "tool").sort("end_ns")
+    def secs(df):
+        return [x / 1e9 - T0 for row in df.select("start_ns", "end_ns").iter_rows() for x in row]
+
+    assert secs(m) == pytest.approx([0.0, 3.0, 3.5, 7.0, 19.25, 25.0])  # from the stamp before each request
+    # one bash span per observation (not for the format error), timed between stamps, exit codes kept
+    assert secs(tools) == pytest.approx([3.0, 3.5, 7.0, 7.25, 7.25, 19.25, 25.0, 25.5])
+    assert tools.get_column("status").to_list() == ["ok", "ok", "error", "ok"]
+    assert m.get_column("input_tokens").to_list() == [2000, 2100, 2300]
+    assert m.get_column("cache_read_tokens").to_list() == [0, 1900, 2100]
+    # call 3's prompt: every message before it, the exit message never
+    msgs = doc["messages"]
+    keep = [{k: x[k] for k in ("role", "content", "tool_calls", "tool_call_id") if x.get(k) is not None}
+            for x in msgs[:8]]
+    fp = PromptHasher(load_any(p).meta.tokenizer).fingerprint(openai_chat_segments(keep))
+    assert m.get_column("block_hashes").to_list()[2] == fp.block_hashes
+
+
+def test_v2_responses_api_objects_are_model_calls(tmp_path):
+    """Responses API models store the response object itself in ``messages`` (no role); its output items
+    are what later prompts repeat, observations are ``function_call_output`` items."""
+    def resp(k, t, inp, cached):
+        return {"id": f"resp_{k}", "object": "response", "created_at": int(t - 3), "completed_at": int(t),
+                "model": "gpt-5.5-2026-04-23",
+                "output": [{"type": "function_call", "call_id": f"fc{k}", "name": "bash",
+                            "arguments": json.dumps({"command": "ls"})}],
+                "usage": {"input_tokens": inp, "output_tokens": 30, "input_tokens_details": {"cached_tokens": cached},
+                          "output_tokens_details": {"reasoning_tokens": 10}},
+                "extra": {"actions": [{"command": "ls", "tool_call_id": f"fc{k}"}], "cost": 0.0, "timestamp": t}}
+
+    def out(k, t):
+        return {"type": "function_call_output", "call_id": f"fc{k}", "output": "a.py",
+                "extra": {"raw_output": "a.py", "returncode": 0, "timestamp": t}}
+
+    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task " * 100},
+            resp(0, T0 + 4, 1500, 0), out(0, T0 + 5), resp(1, T0 + 9, 1600, 1400), out(1, T0 + 10)]
+    p = tmp_path / "r.traj.json"
+    p.write_text(json.dumps({"trajectory_format": "mini-swe-agent-1.1", "messages": msgs,
+                             "info": {"mini_version": "2.2.8"}}))
+    tr = load_any(p)
+    m = tr.spans.filter(pl.col("kind") == "model").sort("end_ns")
+    assert m.height == 2 and kinds(tr.spans)["tool"] == 2
+    assert m.get_column("model").to_list() == ["gpt-5.5-2026-04-23"] * 2
+    assert m.get_column("reasoning_tokens").to_list() == [10, 10]
+    assert m.get_column("cache_read_tokens").to_list() == [0, 1400]
+    assert (m.get_column("start_ns")[1] / 1e9 - T0) == pytest.approx(5.0)
+    b = m.get_column("block_hashes").to_list()
+    assert b[1][:len(b[0]) - 1] == b[0][:-1]  # append-only: call 2 extends call 1's prompt
+
+
+def test_a_bare_message_list_imports(tmp_path):
+    """Early trajectories (and the project's test data) are a bare list of messages: calls and prompts, no
+    timing or usage."""
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"},
+            {"role": "assistant", "content": "```bash\nls\n```"}, {"role": "user", "content": "a.py"},
+            {"role": "assistant", "content": "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
+            {"role": "user", "content": ""}]
+    p = tmp_path / "local.traj.json"
+    p.write_text(json.dumps(msgs, indent=2))
+    tr = load_any(tmp_path)  # found by --from auto in a folder
+    assert kinds(tr.spans)["model"] == 2 and tr.meta.source_format == "mini-swe-agent"

@@ -6,6 +6,7 @@ import json
 import shutil
 
 import polars as pl
+import pytest
 
 from agentprof.importers import load_any
 
@@ -75,3 +76,21 @@ def test_unknown_files_in_the_folder_are_skipped_not_fatal(tmp_path):
     tr = load_any(out)
     assert kinds(tr.spans)["model"] == 40
     assert any(d.kind == "skipped_files" and "metadata.json" in d.message for d in tr.diagnostics)
+
+
+def test_the_restart_between_attempts_is_unrecorded_not_agent_time():
+    """Attempt 2 starts 47 min after attempt 1's last call (the runtime was restarted). That gap belongs to
+    neither attempt: attempt 1 ends at its last call, and the conversation's split counts the gap as
+    ``unrecorded`` wait, not as the agent's own (orchestration) time."""
+    from agentprof.analysis import analyze
+
+    docs = _docs()
+    ends = [d["timestamp"] for d in docs]
+    tr = imported("openhands/django__django-10554")
+    main = tr.spans.filter((pl.col("session_id") == "django__django-10554") & (pl.col("kind") == "agent")).row(
+        0, named=True)
+    assert main["end_ns"] == round(ends[4] * 1e9)  # its own last call, not attempt 2's
+    t = analyze(tr).to_dict()["time"]
+    gap = ends[5] - ends[4]  # attempt 2's first call has no start: its timed spans begin at its end
+    assert t["wait_by_reason"]["unrecorded"] == pytest.approx(gap, abs=1e-3)
+    assert t["glue_s"] == pytest.approx(0.0, abs=1e-6)
