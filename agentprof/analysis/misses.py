@@ -51,6 +51,9 @@ FIXES: dict[str, str] = {
                       "results, thinking blocks, reminders).",
     "below_minimum": "The prompt is shorter than the provider's minimum cacheable length, so nothing is cached "
                      "until the stable prefix grows past it.",
+    "thinking_stripped": "With extended thinking, a user turn that is not a tool result makes Anthropic drop "
+                         "earlier thinking blocks, so the cached prefix changes: deliver interjections "
+                         "(notifications, reminders) as tool results, or expect one re-write after them.",
     "provider_miss": "The prefix was unchanged but the provider did not serve it (routing, eviction or "
                      "best-effort caching): pin routing (e.g. prompt_cache_key, session affinity) or set "
                      "explicit cache breakpoints.",
@@ -137,6 +140,14 @@ def _message_overlap(cur: list[_Seg] | None, prev: list[_Seg] | None) -> float |
         return None
     cur_h = {s.hash for s in cur if s.kind == "message"}
     return sum(1 for h in prev_h if h in cur_h) / len(prev_h)
+
+
+def _attrs(raw: str | None) -> dict[str, Any]:
+    try:
+        v = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return v if isinstance(v, dict) else {}
 
 
 def _one_hour_ttl(attrs: str | None) -> bool:
@@ -255,6 +266,13 @@ def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[s
         if provider_miss and sizes and min(sizes) < pc.min_tokens:
             add("below_minimum", 0.9, f"{min(sizes)} input tokens (this call or the previous one), below the "
                 f"{pc.min_tokens}-token minimum for {c['model'][i]}")
+        if provider_miss and not textual and family_of(c["model"][i], c["provider"][i]) == "anthropic":
+            a = _attrs(attrs[i])
+            if a.get("agentprof.prompt.trigger") in ("user_text", "tool_result+user_text") \
+                    and a.get("agentprof.prompt.thinking"):
+                add("thinking_stripped", 0.6, "the triggering user turn holds text, not only tool results, in a "
+                    "conversation with extended thinking (a hypothesis from real Claude Code traces: the read "
+                    "covers only the tools and system prompt)")
         if provider_miss and not textual and not causes:
             add("provider_miss", 0.7, f"reusable {reusable} tokens, provider read {cached}"
                 + (" (reusable estimated from the previous call's input)" if estimated else ""))

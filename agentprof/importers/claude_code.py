@@ -203,6 +203,20 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     return [b for b in content or [] if isinstance(b, dict)]
 
 
+def _prompt_shape(msgs: list[tuple[tuple[str, ...], str, list]]) -> dict[str, Any]:
+    """What the miss explainer needs of a prompt's layout: whether the request was triggered by tool results
+    or by a user turn of another kind, and whether earlier assistant turns hold (extended) thinking."""
+    out: dict[str, Any] = {}
+    if msgs and msgs[-1][1] == "user":
+        kinds = {b.get("type") for b in msgs[-1][2]}
+        out["agentprof.prompt.trigger"] = "tool_result" if kinds == {"tool_result"} else \
+            "user_text" if "tool_result" not in kinds else "tool_result+user_text"
+    if any(role == "assistant" and any(b.get("type") in ("thinking", "redacted_thinking") for b in blocks)
+           for _key, role, blocks in msgs):
+        out["agentprof.prompt.thinking"] = True
+    return out
+
+
 def _user_text(rec: _Rec) -> str | None:
     """The text of a user record that is a typed prompt (not a tool result or a meta message)."""
     if rec.raw.get("isMeta") or rec.raw.get("isCompactSummary") or rec.raw.get("toolUseResult") is not None:
@@ -561,7 +575,9 @@ class _Importer:
             fper = self.fingerprinters.get(sess)
             if fper is None:
                 fper = self.fingerprinters[sess] = self.ctx.fingerprinter()
-            fp = fper.fingerprint(self._segments(self._messages(chain, start)))
+            msgs = self._messages(chain, start)
+            fp = fper.fingerprint(self._segments(msgs))
+            attrs.update(_prompt_shape(msgs))
         if usage is None and out.output_tokens is not None:
             usage = Usage(output_tokens=out.output_tokens, convention="anthropic")
         if usage is not None:

@@ -8,6 +8,7 @@ from datetime import datetime
 
 from agentprof.analysis import analyze
 from agentprof.analysis.misses import FIXES
+from agentprof.importers import load_any
 
 from .analysis_helpers import SAMPLES, TraceBuilder, segmented_prompt
 
@@ -239,3 +240,42 @@ def test_a_block_across_the_tools_and_system_boundary_names_both():
     inside = list(range(1, 101)) + list(range(900, 990))     # block 100 = tokens 6400-6463: inside the tools
     r, causes = _top([m for m in analyze(_kvct_trace([(0, "opus", a), (10, "opus", inside)])).cache_misses])
     assert r["location"]["where"] == "tool definitions" and causes[0] == "tools_changed"
+
+
+def test_claude_code_text_turn_with_thinking_is_named(sample_analysis):
+    """In 258c7280 the provider read only the tools + system breakpoint (21,460 tokens) on the calls whose
+    triggering user turn holds text (an interruption, a <task-notification>) in a conversation with thinking
+    blocks; the explainer names that, and does not name it for the calls triggered by tool results alone."""
+    a = sample_analysis("claude-code")
+    path = SAMPLES / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    first_of_message: dict[str, int] = {}
+    for k, r in enumerate(recs):
+        if r.get("type") == "assistant" and r["message"].get("model") != "<synthetic>":
+            first_of_message.setdefault(r["message"]["id"], k)
+    expected_lines = set()
+    for k in first_of_message.values():
+        usage = recs[k]["message"]["usage"]
+        total = usage["input_tokens"] + usage["cache_read_input_tokens"] + usage["cache_creation_input_tokens"]
+        if usage["cache_read_input_tokens"] >= 0.5 * total:
+            continue
+        j = k - 1  # the user records right before the message (its trigger)
+        kinds = set()
+        while j >= 0 and recs[j].get("type") in ("user", "progress", "queue-operation", "system"):
+            if recs[j].get("type") == "user":
+                content = recs[j]["message"]["content"]
+                kinds |= {"text"} if isinstance(content, str) else {b.get("type") for b in content}
+            j -= 1
+        if kinds and kinds != {"tool_result"} and usage["cache_read_input_tokens"] > 0:
+            expected_lines.add(k + 1)
+    assert expected_lines  # the sample holds such calls
+    trace = load_any([path])
+    line_of = {sid: json.loads(attrs).get("agentprof.source.line")
+               for sid, attrs in zip(trace.spans["span_id"], trace.spans["attributes"], strict=True) if attrs}
+    named = {line_of[m["span_id"]] for m in a.cache_misses if m["session_id"].startswith("258c7280")
+             and not m["session_id"].endswith("subagents") and m["span_id"] in line_of
+             and any(c["cause"] == "thinking_stripped" for c in m["causes"])}
+    assert named == expected_lines
+    for m in a.cache_misses:
+        if any(c["cause"] == "thinking_stripped" for c in m["causes"]):
+            assert m["cached_tokens"] < 0.5 * m["reusable_tokens"]
