@@ -160,17 +160,48 @@ def _python_doc(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat: 
                 continue
             _check_type(r.get("t"), (int, float), f"{w}.t", path, "seconds (a number)")
             _check_type(r.get("in"), (int,), f"{w}.in", path, "an input token count (integer)")
-            ids = r.get("hash_ids")
-            if not isinstance(ids, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in ids):
+            if not isinstance(r.get("hash_ids"), list):
                 raise TraceFormatError(path, None, f"{w}.hash_ids: expected a list of integer block ids")
+            where_of.append(w)  # the ids themselves are checked all at once below
             for key, kinds, what in (("out", (int,), "an integer"), ("api_time", (int, float), "a number"),
                                      ("think_time", (int, float), "a number"), ("ttft", (int, float), "a number")):
                 if r.get(key) is not None:
                     _check_type(r.get(key), kinds, f"{w}.{key}", path, what)
-            flat.append({"sess": s, "idx": n_req, **{k: r.get(k) for k in _FLAT if k not in ("sess", "idx")}})
+            rows.append({"sess": s, "idx": n_req, **{k: r.get(k) for k in _FLAT if k not in ("sess", "idx")}})
             n_req += 1
 
+    where_of: list[str] = []
+    rows: list[dict[str, Any]] = []
     walk(doc, "", name, None, 0.0, 0, None)
+    ids = _check_ids(path, raw, [row["hash_ids"] for row in rows], where_of)
+    # column by column (a list of row dicts with long id lists is several times slower to convert)
+    cols: dict[str, Any] = {k: [row[k] for row in rows] for k in _FLAT if k != "hash_ids"}
+    cols["hash_ids"] = ids
+    flat.append(pl.DataFrame(cols, schema=_FLAT, strict=False).select(list(_FLAT)))
+
+
+_BOOL_ID = re.compile(rb'"hash_ids"\s*:\s*\[[^\]]*\b(?:true|false)\b')
+
+
+def _check_ids(path: str, raw: bytes, lists: list[list[Any]], where_of: list[str]) -> pl.Series:
+    """The requests' ``hash_ids`` as one ``List(Int64)`` column, every id checked to be an integer that fits
+    int64 in that one strict conversion (plus a byte scan for JSON booleans, which it would accept); element
+    by element only to locate a failure."""
+    s = None
+    try:
+        s = pl.Series(values=lists, dtype=pl.List(pl.Int64), strict=True)
+        ok = s.explode().drop_nulls().len() == int(s.list.len().sum() or 0) and not (
+            (b"true" in raw or b"false" in raw) and _BOOL_ID.search(raw))
+    except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
+        ok = False
+    if ok and s is not None:
+        return s
+    for w, ids in zip(where_of, lists, strict=True):
+        if not all(isinstance(h, int) and not isinstance(h, bool) and -(1 << 63) <= h < (1 << 63) for h in ids):
+            raise TraceFormatError(path, None, f"{w}.hash_ids: expected a list of integer block ids")
+    if s is None:  # pragma: no cover - the loop above finds what the conversion rejected
+        raise TraceFormatError(path, None, "hash_ids: expected lists of integer block ids")
+    return s
 
 
 def _fallback_name(path: str, line: int | None) -> str:
@@ -221,7 +252,7 @@ def _validate_flat(flat: pl.DataFrame, sessions: _Sessions) -> None:
 def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
     """Import kv-cache-tester trace files into one trace (each document its own ``trace_id``)."""
     sessions = _Sessions()
-    py_flat: list[dict[str, Any]] = []
+    py_flat: list[pl.DataFrame] = []
     batch: list[_Item] = []
     frames: list[pl.DataFrame] = []
     for file_no, p in enumerate(paths):
@@ -249,7 +280,7 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
         if flat is not None:
             frames.append(flat)
     if py_flat:  # json-path sessions were numbered first
-        frames.insert(0, pl.DataFrame(py_flat, schema=_FLAT, strict=False))
+        frames.insert(0, pl.concat(py_flat))
     flat = pl.concat(frames) if frames else pl.DataFrame(schema=_FLAT)
     _validate_flat(flat, sessions)
     spans = _build_spans(flat, sessions)

@@ -326,3 +326,16 @@ def test_the_nested_subagent_counts_as_model_time_in_the_time_split(tmp_path):
     sub_api = sum(r["api_time"] for r in doc["requests"][2]["requests"])
     assert row["model_s"] == pytest.approx(parent_api + sub_api)
     assert row["wall_s"] == pytest.approx(30.0)
+
+
+@pytest.mark.parametrize("bad", ["x", 1.5, True, None, 2**64])
+def test_a_bad_block_id_inside_a_subagent_is_located(tmp_path, bad):
+    doc = _nested_doc()
+    doc["requests"][2]["requests"][1]["hash_ids"][7] = bad
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError, match=r"requests\[2\]\.requests\[1\]\.hash_ids: expected a list of integer"):
+        load_any(p)
+    good = _nested_doc()
+    p.write_text(json.dumps(good))
+    assert load_any(p).spans.filter(pl.col("kind") == "model").height == 7
