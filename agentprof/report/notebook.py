@@ -12,7 +12,7 @@ import html
 import math
 from typing import Any
 
-from agentprof.report.terminal import TIME_ROWS, fmt_duration, fmt_int, fmt_pct, fmt_tokens, fmt_x
+from agentprof.report.terminal import TIME_ROWS, fmt_bytes, fmt_duration, fmt_int, fmt_pct, fmt_tokens, fmt_x
 
 COLORS = {"model": "#0072b2", "tool": "#e69f00", "parse": "#cc79a7", "orchestration": "#009e73", "wait": "#9aa5b1"}
 _BOX = ("font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:13px;color:#1c2430;"
@@ -144,24 +144,14 @@ def cachesim_html(d: dict[str, Any]) -> str:
 
 def sweep_html(d: dict[str, Any]) -> str:
     """A capacity sweep: hit rate at each capacity and where it reaches its target share of unlimited."""
-    rows = [[_e(_bytes(p.get("capacity_bytes"))), _e(fmt_pct(p.get("hit_rate")))] for p in d.get("points") or []
+    rows = [[_e(fmt_bytes(p.get("capacity_bytes"), none="unlimited")), _e(fmt_pct(p.get("hit_rate")))] for p in d.get("points") or []
             if isinstance(p, dict)]
     target = d.get("capacity_at_target_bytes")
     return (f'<div style="{_BOX}"><div style="font-weight:650;font-size:14px">agentprof cache capacity sweep</div>'
             + _table(["capacity", "token hit rate"], rows, {0, 1})
             + (f"<div>{_e(fmt_pct(d.get('target')))} of the unlimited hit rate "
-               f"({_e(fmt_pct(d.get('unlimited_hit_rate')))}) at {_e(_bytes(target))}</div>" if target else "")
+               f"({_e(fmt_pct(d.get('unlimited_hit_rate')))}) at {_e(fmt_bytes(target, none='unlimited'))}</div>" if target else "")
             + "</div>")
-
-
-def _bytes(b: Any) -> str:
-    if b is None:
-        return "unlimited"
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(b) < 1000 or unit == "TB":
-            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
-        b /= 1000
-    return "—"  # pragma: no cover
 
 
 def trace_html(trace: Any) -> str:

@@ -51,6 +51,17 @@ def fmt_pct(x: float | None, digits: int = 1) -> str:
     return "—" if x is None or not math.isfinite(x) else f"{x * 100:.{digits}f} %"
 
 
+def fmt_bytes(b: float | None, none: str = "—") -> str:
+    """Decimal byte units (``1.2 GB``); ``none`` for a missing value (``unlimited`` for a capacity)."""
+    if b is None:
+        return none
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(b) < 1000:
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
+        b /= 1000
+    return f"{b:.1f} TB"
+
+
 def fmt_int(x: float | None) -> str:
     return "—" if x is None else f"{round(x):,}"
 
@@ -206,21 +217,11 @@ def cachesim_view(d: dict[str, Any]) -> Table:
         if not isinstance(tier, dict):
             continue
         cap = tier.get("capacity_bytes")
-        t.add_row(_t(tier.get("name")), _bytes(cap) if cap is not None else "unlimited", fmt_pct(tier.get("hit_rate")),
-                  _bytes(tier.get("bytes_loaded")), fmt_int(tier.get("evictions")))
+        t.add_row(_t(tier.get("name")), fmt_bytes(cap, none="unlimited"), fmt_pct(tier.get("hit_rate")),
+                  fmt_bytes(tier.get("bytes_loaded")), fmt_int(tier.get("evictions")))
     if d.get("hit_rate") is not None:
         t.add_row(Text("all tiers", style="bold"), "", Text(fmt_pct(d["hit_rate"]), style="bold"), "", "")
     return t
-
-
-def _bytes(b: float | None) -> str:
-    if b is None:
-        return "—"
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(b) < 1000 or unit == "TB":
-            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
-        b /= 1000
-    return "—"  # pragma: no cover
 
 
 def slow_tools_view(tools: Sequence[dict[str, Any]]) -> Table:
