@@ -18,6 +18,7 @@ from opentelemetry.trace import StatusCode
 
 from agentprof import semconv as sc
 from agentprof.capture.failsafe import warn_once
+from agentprof.capture.lean_span import LeanSpan
 from agentprof.trace.writer import JsonlTraceWriter
 
 _dumps = json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False).encode
@@ -31,6 +32,8 @@ _quote = json.encoder.encode_basestring_ascii
 def span_attributes(span: ReadableSpan) -> dict[str, Any]:
     """The span's attributes as a plain dict (read from the SDK's storage directly when it has the usual layout)."""
     stored = getattr(span, "_attributes", None)
+    if type(stored) is dict:  # agentprof's lean spans
+        return stored
     d = getattr(stored, "_dict", None)
     if type(d) is dict:
         return d
@@ -64,24 +67,62 @@ def encode(record: dict[str, Any]) -> bytes:
     return (_dumps(record) + "\n").encode("ascii")
 
 
+_hex_cache: dict[int, str] = {}
+"""Hex forms of recently seen trace ids and parent span ids (a run has one trace id and few parents)."""
+
+
+def _hex(value: int, width: int) -> str:
+    text = _hex_cache.get(value)
+    if text is None:
+        if len(_hex_cache) > 4096:
+            _hex_cache.clear()
+        text = _hex_cache[value] = f"{value:0{width}x}"
+    return text
+
+
+def line_shape(name: str, attributes: dict[str, Any]) -> tuple[str, int] | None:
+    """The fixed start of the trace line of every span with this name and these attributes (the attributes
+    object left open), and how many attributes it holds: spans started from one template (every call of one
+    tool) then encode only their ids, times and CPU time. None when the template cannot be pre-encoded."""
+    if _encode_attrs is None or not attributes or sc.ERROR_TYPE in attributes or sc.CPU_NS in attributes:
+        return None
+    kind = attributes.get(sc.KIND)
+    attrs_json = "".join(_encode_attrs(attributes, 0))
+    return (f'{{"record":"span","name":{_quote(name)},"kind":{"null" if kind is None else _quote(str(kind))},'
+            f'"attributes":{attrs_json[:-1]}', len(attributes))
+
+
 def encode_span(span: ReadableSpan, detach_parent: bool = False) -> bytes:
     """``encode(span_record(span))`` without the intermediate dict: the hot path of every recorded span."""
     if _encode_attrs is None:
         return encode(span_record(span, detach_parent))
-    attrs = span_attributes(span)
-    ctx = span.context
-    parent = None if detach_parent else span.parent
+    if type(span) is LeanSpan:  # its fields directly (the properties cost a call each)
+        ctx, parent, name, start, end = span._context, span._parent, span._name, span._start_time, span._end_time
+        attrs, code = span._attributes, span._status.status_code
+        shape = span._shape
+        if shape is not None and len(attrs) == shape[1] + 1 and code is not StatusCode.ERROR:
+            cpu = attrs.get(sc.CPU_NS)  # the one attribute added since the start (the template is unchanged:
+            if type(cpu) is int and end is not None:  # any change through the span's API drops the shape)
+                parent_id = "null" if parent is None or detach_parent else f'"{_hex(parent.span_id, 16)}"'
+                return (f'{shape[0]},"{sc.CPU_NS}":{cpu}}},"trace_id":"{_hex(ctx.trace_id, 32)}",'
+                        f'"span_id":"{ctx.span_id:016x}","parent_id":{parent_id},"start_ns":{start},'
+                        f'"end_ns":{end},"status":"ok","error_type":null}}\n').encode("ascii")
+    else:
+        ctx, parent, name, start, end = span.context, span.parent, span.name, span.start_time, span.end_time
+        attrs, code = span_attributes(span), span.status.status_code
+    if detach_parent:
+        parent = None
     error_type = attrs.get(sc.ERROR_TYPE)
-    status = "error" if error_type or span.status.status_code is StatusCode.ERROR else "ok"
+    status = "error" if error_type or code is StatusCode.ERROR else "ok"
     kind = attrs.get(sc.KIND)
-    parent_id = "null" if parent is None else f'"{parent.span_id:016x}"'
+    parent_id = "null" if parent is None else f'"{_hex(parent.span_id, 16)}"'
     kind_json = "null" if kind is None else _quote(str(kind))
     error_json = "null" if error_type is None else _quote(str(error_type))
-    end = "null" if span.end_time is None else span.end_time
-    name_json = _quote(span.name)
+    if end is None:
+        end = "null"
     attrs_json = "".join(_encode_attrs(attrs, 0))
-    return (f'{{"record":"span","trace_id":"{ctx.trace_id:032x}","span_id":"{ctx.span_id:016x}",'
-            f'"parent_id":{parent_id},"name":{name_json},"kind":{kind_json},"start_ns":{span.start_time},'
+    return (f'{{"record":"span","trace_id":"{_hex(ctx.trace_id, 32)}","span_id":"{ctx.span_id:016x}",'
+            f'"parent_id":{parent_id},"name":{_quote(name)},"kind":{kind_json},"start_ns":{start},'
             f'"end_ns":{end},"status":"{status}","error_type":{error_json},"attributes":{attrs_json}}}\n'
             ).encode("ascii")
 

@@ -11,12 +11,10 @@ import contextvars
 import time
 from typing import Any
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace as otel_trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from agentprof import semconv as sc
-from agentprof.capture import provider
+from agentprof.capture import current_span, provider
 from agentprof.capture.error_type import error_type
 from agentprof.capture.failsafe import internal_error
 from agentprof.capture.session import Session, current, parent_context
@@ -31,30 +29,32 @@ _CPU_SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("agent
 
 _perf = time.perf_counter_ns
 _thread_time = time.thread_time_ns
-_attach = otel_context.attach
-_detach = otel_context.detach
-_in_context = otel_trace.set_span_in_context
+_enter = current_span.enter
+_leave = current_span.leave
 _INTERNAL = SpanKind.INTERNAL
 
 
+def raw_attributes(span: Any) -> dict[str, Any] | None:
+    """The dict a live span keeps its attributes in (a lean span's own, or inside the SDK span's bounded
+    mapping), for writing agentprof's own always-valid values without per-value validation; None if the
+    layout is unknown (the public API is used then)."""
+    stored = getattr(span, "_attributes", None)
+    if type(stored) is dict:
+        return stored
+    inner = getattr(stored, "_dict", None)
+    return inner if type(inner) is dict else None
+
+
 def _start(sess: Session, name: str, attributes: dict[str, Any], kind: SpanKind) -> Any:
-    """Start a span with ``attributes``: agentprof's own attribute values are always valid OTel values, so
-    they go straight into the SDK's attribute dict (its per-value validation is ~15 % of a span's cost);
-    if the SDK ever stores attributes differently, the public API is used instead."""
-    span = provider.start_span(name, parent_context(sess), kind)
-    store = getattr(getattr(span, "_attributes", None), "_dict", None)
-    if type(store) is dict:
-        store.update(attributes)
-    else:
-        span.set_attributes(attributes)
-    return span
+    """Start a span of ``sess`` with a copy of ``attributes``."""
+    return provider.start_span(name, parent_context(sess), kind, dict(attributes))
 
 
 def set_many(span: Any, attributes: dict[str, Any]) -> None:
     """Set attributes agentprof computed (ints, strings, lists of ints or strings) on a live span; lists are
     stored as tuples, as the SDK would store them, without its per-element validation."""
-    store = getattr(getattr(span, "_attributes", None), "_dict", None)
-    if type(store) is dict and span.end_time is None:
+    store = raw_attributes(span)
+    if store is not None and span.end_time is None:
         for key, value in attributes.items():
             store[key] = tuple(value) if isinstance(value, list) else value
     else:
@@ -82,20 +82,17 @@ class Scope:
     __slots__ = ("sess", "span", "store", "token", "cpu_token", "cpu0", "child_cpu_ns", "overhead")
 
     def __init__(self, sess: Session, name: str, attributes: dict[str, Any], cpu: bool = False,
-                 kind: SpanKind = _INTERNAL) -> None:
+                 kind: SpanKind = _INTERNAL, shape: tuple[str, int] | None = None) -> None:
         t0 = _perf()
         self.sess = sess
-        span = self.span = provider.start_span(name, parent_context(sess), kind)
-        # agentprof's own attribute values are always valid OTel values: they go straight into the SDK's
-        # attribute dict (its per-value validation is ~15 % of a span's cost); public API if the layout differs
-        store = getattr(getattr(span, "_attributes", None), "_dict", None)
-        if type(store) is dict:
-            store.update(attributes)
-            self.store = store
+        attrs = dict(attributes)
+        span = self.span = provider.start_span(name, parent_context(sess), kind, attrs)
+        if getattr(span, "_attributes", None) is attrs:  # a lean span
+            self.store = attrs
+            span._shape = shape  # encoded line start for ``attributes`` (from exporter.line_shape)
         else:
-            span.set_attributes(attributes)
-            self.store = None
-        self.token = _attach(_in_context(span))
+            self.store = raw_attributes(span)
+        self.token = _enter(span)
         self.child_cpu_ns = 0
         if cpu:
             self.cpu_token = _CPU_SCOPE.set(self)
@@ -134,7 +131,7 @@ class Scope:
         except Exception as e:
             internal_error("recording a span", e)
         try:
-            _detach(self.token)
+            _leave(self.token)
             span.end()
         except Exception as e:
             internal_error("ending a span", e)

@@ -15,6 +15,7 @@ from time import thread_time_ns as _thread_time
 from typing import Any, TypeVar, overload
 
 from agentprof import semconv as sc
+from agentprof.capture.exporter import line_shape
 from agentprof.capture.failsafe import internal_error
 from agentprof.capture.session import current
 from agentprof.capture.spans import DetachedSpan, Scope
@@ -87,7 +88,7 @@ def _make(fn: Callable[..., Any], tool_name: str) -> Callable[..., Any]:
     except (TypeError, ValueError):
         sig = None
 
-    last: list[Any] = [(None, None)]  # [(session, its attribute dict)], one atomic slot: reused per session
+    last: list[Any] = [(None, None, None)]  # [(session, its attribute dict, line shape)], one atomic slot
 
     def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Scope | None:
         sess = current()
@@ -97,12 +98,14 @@ def _make(fn: Callable[..., Any], tool_name: str) -> Callable[..., Any]:
             if sess.capture_content:
                 attrs = {**template, sc.SESSION_ID: sess.id,
                          sc.TOOL_CALL_ARGUMENTS: _arguments(sig, args, kwargs)}
+                shape = None
             else:
-                cached_sess, attrs = last[0]
+                cached_sess, attrs, shape = last[0]
                 if cached_sess is not sess:
                     attrs = {**template, sc.SESSION_ID: sess.id}
-                    last[0] = (sess, attrs)
-            return Scope(sess, span_name, attrs, cpu=True)
+                    shape = line_shape(span_name, attrs)
+                    last[0] = (sess, attrs, shape)
+            return Scope(sess, span_name, attrs, cpu=True, shape=shape)
         except Exception as e:
             internal_error("starting a tool span", e)
             return None

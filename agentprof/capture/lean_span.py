@@ -1,0 +1,176 @@
+"""The span class of agentprof's hot path: a complete OpenTelemetry span at a fraction of the SDK span's cost.
+
+Tool, parse and custom-phase spans are started and ended on the agent's own thread, often thousands of times
+per run, so their cost is the profiler's overhead. The SDK's span class builds locks, bounded containers and
+a read-only copy for every span; this one is both an API ``Span`` (it can be the current span, and anything
+started under it, agentprof's or the application's own OpenTelemetry spans, nests under it) and an SDK
+``ReadableSpan``, which it hands to the span processor itself when it ends, as the SDK span hands its copy.
+Processors and exporters see the same fields the SDK span would give them (name, ids, parent, kind, times,
+status, attributes, events, links, resource, scope).
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Mapping, Sequence
+from time import time_ns as _time_ns
+from typing import Any
+
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.util import types
+
+_log = logging.getLogger("agentprof")
+
+MAX_ATTRIBUTES = 1024
+"""Same limit agentprof's tracer provider gives its SDK spans (attribute values are not truncated)."""
+
+_UNSET = Status(StatusCode.UNSET)
+_SCALARS = (str, bool, int, float)
+
+try:  # the SDK's own value cleaning (1.4x: any value; older: homogeneous scalar sequences), same results
+    from opentelemetry.attributes import _clean_attribute_value as _sdk_clean_value
+except ImportError:  # pragma: no cover - other SDK versions
+    try:
+        from opentelemetry.attributes import _clean_attribute
+
+        def _sdk_clean_value(value: Any, max_len: int | None) -> Any:
+            return _clean_attribute("attribute", value, max_len)
+    except ImportError:
+        _sdk_clean_value = None
+
+
+def clean_value(value: Any) -> Any:
+    """An attribute value as the SDK would store it (sequences become tuples); None when it is not storable."""
+    if isinstance(value, _SCALARS):
+        return value
+    if _sdk_clean_value is not None:
+        return _sdk_clean_value(value, None)
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):  # pragma: no cover
+        items = tuple(value)
+        kinds = {type(v) for v in items if v is not None}
+        return items if len(kinds) <= 1 and kinds <= set(_SCALARS) else None
+    return None  # pragma: no cover
+
+
+class LeanSpan(trace_api.Span, ReadableSpan):
+    """A recording span: API methods for the code it wraps, ``ReadableSpan`` fields for processors.
+
+    Not built directly: :func:`agentprof.capture.provider.start_span` creates it with agentprof's resource,
+    scope and processor. ``_attributes`` is a plain dict that agentprof's own (always valid) values are
+    written into directly; values set through the API are validated as the SDK would.
+    """
+
+    __slots__ = ("_name", "_context", "_kind", "_instrumentation_info", "_instrumentation_scope", "_parent",
+                 "_start_time", "_end_time", "_attributes", "_events", "_links", "_resource", "_status",
+                 "_processor", "_dropped", "_shape")
+
+    def __init__(self, name: str, context: SpanContext, parent: SpanContext | None, kind: SpanKind,
+                 attributes: dict[str, Any], resource: Any, scope: Any, info: Any, processor: Any,
+                 start_time: int) -> None:
+        self._name = name
+        self._context = context
+        self._parent = parent
+        self._kind = kind
+        self._attributes = attributes
+        self._resource = resource
+        self._instrumentation_scope = scope
+        self._instrumentation_info = info
+        self._processor = processor
+        self._start_time = start_time
+        self._end_time: int | None = None
+        self._events: Sequence[Event] = ()
+        self._links: Sequence[Link] = ()
+        self._status = _UNSET
+        self._dropped = 0
+        self._shape: tuple[str, int] | None = None  # pre-encoded start of its trace line (see capture.exporter)
+
+    # --- ReadableSpan --------------------------------------------------------------------------------------
+    @property
+    def dropped_attributes(self) -> int:
+        return self._dropped
+
+    # --- API Span ------------------------------------------------------------------------------------------
+    def get_span_context(self) -> SpanContext:
+        return self._context
+
+    def is_recording(self) -> bool:
+        return self._end_time is None
+
+    def set_attribute(self, key: str, value: types.AttributeValue) -> None:
+        if self._end_time is not None:
+            _log.debug("attribute %r set on an ended span %r: ignored", key, self._name)
+            return
+        if not isinstance(key, str) or not key:
+            _log.warning("invalid span attribute key %r: ignored", key)
+            return
+        cleaned = clean_value(value)
+        if cleaned is None:
+            _log.warning("invalid type %s for span attribute %r: ignored", type(value).__name__, key)
+            return
+        self._shape = None
+        attrs = self._attributes
+        if key not in attrs and len(attrs) >= MAX_ATTRIBUTES:
+            self._dropped += 1
+            return
+        attrs[key] = cleaned
+
+    def set_attributes(self, attributes: Mapping[str, types.AttributeValue]) -> None:
+        for key, value in attributes.items():
+            self.set_attribute(key, value)
+
+    def add_event(self, name: str, attributes: types.Attributes = None, timestamp: int | None = None) -> None:
+        if self._end_time is not None:
+            return
+        clean = {k: c for k, v in (attributes or {}).items() if (c := clean_value(v)) is not None}
+        if not isinstance(self._events, list):
+            self._events = []
+        self._events.append(Event(name, clean, _time_ns() if timestamp is None else timestamp))
+
+    def add_link(self, context: SpanContext, attributes: types.Attributes = None) -> None:
+        if self._end_time is not None or context is None or not context.is_valid:
+            return
+        if not isinstance(self._links, list):
+            self._links = []
+        self._links.append(Link(context, attributes))
+
+    def update_name(self, name: str) -> None:
+        if self._end_time is None:
+            self._name = name
+            self._shape = None
+
+    def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
+        if self._end_time is not None or self._status.status_code is StatusCode.OK:
+            return  # as the SDK: OK is final, ended spans are read-only
+        if isinstance(status, Status):
+            if status.status_code is not StatusCode.UNSET:
+                self._status = status
+        elif isinstance(status, StatusCode) and status is not StatusCode.UNSET:
+            self._status = Status(status, description)
+
+    def record_exception(self, exception: BaseException, attributes: types.Attributes = None,
+                         timestamp: int | None = None, escaped: bool = False) -> None:
+        """An ``exception`` event with the attributes the SDK records (type, message, stack trace, escaped)."""
+        module, qualname = type(exception).__module__, type(exception).__qualname__
+        attrs: dict[str, Any] = {
+            "exception.type": f"{module}.{qualname}" if module and module != "builtins" else qualname,
+            "exception.message": str(exception),
+            "exception.stacktrace": "".join(traceback.format_exception(exception)),
+            "exception.escaped": str(escaped),
+        }
+        if attributes:
+            attrs.update(attributes)
+        self.add_event("exception", attrs, timestamp)
+
+    def end(self, end_time: int | None = None) -> None:
+        """Stamp the end time and hand the span to the processor (once; later calls are ignored)."""
+        if self._end_time is not None:
+            _log.debug("span %r ended twice: ignored", self._name)
+            return
+        self._end_time = _time_ns() if end_time is None else end_time
+        self._processor.on_end(self)
+
+    def __repr__(self) -> str:
+        return f'{type(self).__name__}(name="{self._name}", context={self._context})'
