@@ -209,9 +209,13 @@ def bench_wall(calls: int, rounds: int, tmp: Path, chunk: int = 20) -> dict[str,
     off_cost = per_span_ns(agentprof.tool(name="x")(plain), 100000) - per_span_ns(plain, 100000)
 
     unprofiled = agentprof.tool(name="work")(work_1ms)
-    for _ in range(3):  # the loop's own call path runs at its own speed (frame layout, see above)
-        per_call = statistics.median(contextvars.Context().run(timed, unprofiled) for _ in range(7)) / chunk
-        n[0] = max(1, int(n[0] * 0.001 / per_call))
+
+    def recalibrate() -> None:
+        """Re-fit the work to 1 ms on the loop's own call path (frame layout, see above) before each round:
+        the machine's speed drifts between rounds."""
+        for _ in range(2):
+            per_call = statistics.median(contextvars.Context().run(timed, unprofiled) for _ in range(5)) / chunk
+            n[0] = max(1, int(n[0] * 0.001 / per_call))
 
     out: dict[str, float] = {}
     for label, body, groups in (("cpu", work_1ms, calls // (2 * chunk)), ("io", sleep_1ms, calls // (2 * chunk))):
@@ -222,6 +226,8 @@ def bench_wall(calls: int, rounds: int, tmp: Path, chunk: int = 20) -> dict[str,
         bare_chunks: list[float] = []
         session_s: list[float] = []
         for r in range(rounds + 1):  # the first round warms up and is dropped
+            if body is work_1ms:
+                recalibrate()
             t0 = perf()
             with agentprof.profile("bench-wall", out=tmp / "wall"):
                 on = contextvars.copy_context()

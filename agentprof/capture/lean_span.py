@@ -58,34 +58,40 @@ def clean_value(value: Any) -> Any:
 class LeanSpan(trace_api.Span, ReadableSpan):
     """A recording span: API methods for the code it wraps, ``ReadableSpan`` fields for processors.
 
-    Not built directly: :func:`agentprof.capture.provider.start_span` creates it with agentprof's resource,
-    scope and processor. ``_attributes`` is a plain dict that agentprof's own (always valid) values are
-    written into directly; values set through the API are validated as the SDK would.
+    Not built directly: :func:`agentprof.capture.provider.start_span` creates it. The fields every span of
+    agentprof's tracer shares (resource, instrumentation scope, processor) live on the class, set once by
+    :meth:`bind`; so do the defaults of fields most spans never change (no events, links or status), which an
+    instance overrides when they change. ``_attributes`` is a plain dict that agentprof's own (always valid)
+    values are written into directly; values set through the API are validated as the SDK would.
     """
 
-    __slots__ = ("_name", "_context", "_kind", "_instrumentation_info", "_instrumentation_scope", "_parent",
-                 "_start_time", "_end_time", "_attributes", "_events", "_links", "_resource", "_status",
-                 "_processor", "_dropped", "_shape")
+    __slots__ = ("_name", "_context", "_parent", "_kind", "_attributes", "_start_time", "_end_time", "_shape")
+
+    _resource: Any = None
+    _instrumentation_scope: Any = None
+    _instrumentation_info: Any = None
+    _processor: Any = None
+    _events: Sequence[Event] = ()
+    _links: Sequence[Link] = ()
+    _status: Status = _UNSET
+    _dropped = 0
 
     def __init__(self, name: str, context: SpanContext, parent: SpanContext | None, kind: SpanKind,
-                 attributes: dict[str, Any], resource: Any, scope: Any, info: Any, processor: Any,
-                 start_time: int) -> None:
+                 attributes: dict[str, Any], start_time: int) -> None:
         self._name = name
         self._context = context
         self._parent = parent
         self._kind = kind
         self._attributes = attributes
-        self._resource = resource
-        self._instrumentation_scope = scope
-        self._instrumentation_info = info
-        self._processor = processor
         self._start_time = start_time
         self._end_time: int | None = None
-        self._events: Sequence[Event] = ()
-        self._links: Sequence[Link] = ()
-        self._status = _UNSET
-        self._dropped = 0
         self._shape: tuple[str, int] | None = None  # pre-encoded start of its trace line (see capture.exporter)
+
+    @classmethod
+    def bind(cls, resource: Any, scope: Any, info: Any, processor: Any) -> None:
+        """Attach lean spans to a tracer: its resource and scope, and the processor their ``end`` calls."""
+        cls._resource, cls._instrumentation_scope, cls._instrumentation_info = resource, scope, info
+        cls._processor = processor
 
     # --- ReadableSpan --------------------------------------------------------------------------------------
     @property

@@ -23,6 +23,7 @@ from agentprof import __version__
 from agentprof import semconv as sc
 from agentprof.capture.exporter import span_attributes
 from agentprof.capture.failsafe import internal_error
+from agentprof.capture.lean_span import LeanSpan as _LeanSpan
 from agentprof.capture.otlp import otlp_processor, otlp_requested
 
 SpanSink = Callable[[ReadableSpan], None]
@@ -47,7 +48,8 @@ class CaptureSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
-            sink = SINKS.get(span_attributes(span).get(sc.SESSION_ID))
+            attrs = span._attributes if type(span) is _LeanSpan else span_attributes(span)
+            sink = SINKS.get(attrs.get(sc.SESSION_ID))
             if sink is not None:
                 sink(span)
         except Exception as e:
@@ -102,7 +104,6 @@ try:  # pieces of the lean start path below (the tracer's public start_span is u
     from opentelemetry.trace import get_current_span as _get_current_span
 
     from agentprof.capture.current_span import current as _current_span
-    from agentprof.capture.lean_span import LeanSpan as _LeanSpan
 
     _RANDOM = getattr(_TraceFlags, "RANDOM_TRACE_ID", 0)
     _FLAGS = _TraceFlags(_TraceFlags.SAMPLED | _RANDOM)
@@ -110,6 +111,32 @@ try:  # pieces of the lean start path below (the tracer's public start_span is u
     _lean = True
 except (ImportError, AttributeError):  # pragma: no cover - other SDK layouts
     _lean = False
+
+
+def _public_span_context(trace_id: int, span_id: int, flags: Any) -> Any:
+    return _SpanContext(trace_id, span_id, False, flags)
+
+
+def _checked_span_context() -> Callable[[int, int, Any], Any]:
+    """A local ``SpanContext`` built as the tuple it is (its constructor re-validates ids agentprof's own id
+    generator and a valid parent already guarantee), if that gives exactly what the constructor gives."""
+    try:
+        from opentelemetry.trace.span import DEFAULT_TRACE_STATE
+
+        new = tuple.__new__
+
+        def fast(trace_id: int, span_id: int, flags: Any) -> Any:
+            return new(_SpanContext, (trace_id, span_id, False, flags, DEFAULT_TRACE_STATE, True))
+
+        a, b = fast(0x1234, 0x5678, _FLAGS), _SpanContext(0x1234, 0x5678, False, _FLAGS)
+        same = a == b and all(getattr(a, f) == getattr(b, f) for f in (
+            "trace_id", "span_id", "is_remote", "trace_flags", "trace_state", "is_valid"))
+        return fast if same else _public_span_context
+    except Exception:  # pragma: no cover - another API layout
+        return _public_span_context
+
+
+_span_context = _checked_span_context() if _lean else _public_span_context
 
 _time_ns = time.time_ns
 
@@ -128,6 +155,8 @@ def _build() -> None:
     provider.add_span_processor(processor)
     _processor, _provider = processor, provider
     _tracer = provider.get_tracer("agentprof", __version__)
+    _LeanSpan.bind(_tracer.resource, _tracer._instrumentation_scope, _tracer.instrumentation_info,  # type: ignore[attr-defined]
+                   processor)
 
 
 def tracer() -> Tracer:
@@ -177,13 +206,10 @@ def start_span(name: str, context: Any, kind: Any, attributes: dict[str, Any] | 
             else:
                 trace_id = parent.trace_id
                 flags = _FLAGS if getattr(parent.trace_flags, "random_trace_id", False) else _FLAGS_NOT_RANDOM
-            ctx = _SpanContext(trace_id, tr.id_generator.generate_span_id(), False, flags)  # type: ignore[union-attr]
-            proc = _processor
-            span = _LeanSpan(name, ctx, parent, kind, {} if attributes is None else attributes,
-                             tr.resource, tr._instrumentation_scope, tr.instrumentation_info,  # type: ignore[union-attr]
-                             proc, _time_ns())
-            if proc.otlp is not None:  # type: ignore[union-attr]
-                proc.on_start(span, context)  # type: ignore[union-attr]
+            ctx = _span_context(trace_id, tr.id_generator.generate_span_id(), flags)  # type: ignore[union-attr]
+            span = _LeanSpan(name, ctx, parent, kind, {} if attributes is None else attributes, _time_ns())
+            if _processor.otlp is not None:  # type: ignore[union-attr]
+                _processor.on_start(span, context)  # type: ignore[union-attr]
             return span
         except Exception:
             _lean = False

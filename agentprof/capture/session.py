@@ -232,8 +232,14 @@ class Session:
     def write_span(self, span: ReadableSpan) -> None:
         """Write an ended span to this session's file and the files of enclosing sessions."""
         line = encode_span(span)
+        sinks = self.sinks
+        if len(sinks) == 1 and not self._root_ending:  # the usual case: one file, not the root span
+            sinks[0].write_line(line)
+            with self._lock:
+                self.spans += 1
+            return
         own = self.exporter
-        for sink in self.sinks:
+        for sink in sinks:
             if self._root_ending and sink is own and span.parent is not None \
                     and span.context.span_id == self.root_span_id:
                 # the root of its own file (its OTel parent, an enclosing session's or the application's own

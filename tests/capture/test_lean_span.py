@@ -34,12 +34,12 @@ class _Keep(SpanProcessor):
 def _lean(name="execute_tool t", attrs=None, parent=None, keep=None):
     provider.tracer()
     keep = keep or _Keep()
-    tr = provider._tracer
     sc_parent = parent.get_span_context() if parent is not None else None
     span_ctx = otel_trace.SpanContext(sc_parent.trace_id if sc_parent else 7, 1234 if parent is None else 5678,
                                       False, provider._FLAGS)
-    return LeanSpan(name, span_ctx, sc_parent, SpanKind.INTERNAL, dict(attrs or {}), tr.resource,
-                    tr._instrumentation_scope, tr.instrumentation_info, keep, 1000), keep
+    span = LeanSpan(name, span_ctx, sc_parent, SpanKind.INTERNAL, dict(attrs or {}), 1000)
+    span._processor = keep  # this span only (the class default is agentprof's processor)
+    return span, keep
 
 
 def test_api_behaviour_matches_the_sdk_span():
