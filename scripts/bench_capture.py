@@ -161,6 +161,38 @@ def _decorated(tracer, fn: Callable[[], None], name: str) -> Callable[[], None]:
     return wrapper
 
 
+def _floor(fn: Callable[[], None], path: Path) -> tuple[Callable[[], None], Callable[[bool], None]]:
+    """The least a crash-safe OpenTelemetry tool span can do, as a reference for what this machine allows: an
+    agentprof lean span made current (parents for nested spans), thread CPU before and after, and one short
+    JSON line written with one ``write`` as it ends; no attributes, no session, no accounting. Returns the
+    wrapper and a switch (off: the same wrapper calls ``fn`` straight, so frames match the baseline's)."""
+    from opentelemetry.trace import SpanKind
+
+    from agentprof.capture import current_span, provider
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    state = [False]
+    tt, time_ns, write = time.thread_time_ns, time.time_ns, os.write
+
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if not state[0]:
+            return fn(*args, **kwargs)
+        span = provider.start_span("execute_tool work", None, SpanKind.INTERNAL, {})
+        token = current_span.enter(span)
+        c0 = tt()
+        result = fn(*args, **kwargs)
+        c1 = tt()
+        current_span.leave(token)
+        write(fd, f'{{"span_id":"{span._context.span_id:016x}","start_ns":{span._start_time},'
+                  f'"end_ns":{time_ns()},"cpu_ns":{c1 - c0}}}\n'.encode())
+        return result
+
+    def switch(on: bool) -> None:  # noqa: FBT001
+        state[0] = on
+
+    return wrapper, switch
+
+
 def bench_wall(calls: int, rounds: int, tmp: Path, chunk: int = 20) -> dict[str, float]:
     """Overhead of profiling a loop of ``calls`` tool calls of 1 ms each, next to a hand-written bare OTel SDK
     span decorator (lean file exporter) around the same calls.
@@ -221,8 +253,15 @@ def bench_wall(calls: int, rounds: int, tmp: Path, chunk: int = 20) -> dict[str,
     for label, body, groups in (("cpu", work_1ms, calls // (2 * chunk)), ("io", sleep_1ms, calls // (2 * chunk))):
         tool = agentprof.tool(name="work")(body)
         sdk_on, sdk_off = _decorated(sdk, body, "work"), _decorated(noop_tracer, body, "work")
+        floor, floor_on = _floor(body, tmp / f"wall-floor-{label}.jsonl")
+
+        def floor_timed(on: bool, floor=floor, floor_on=floor_on) -> float:  # type: ignore[no-untyped-def]  # noqa: FBT001
+            floor_on(on)
+            return timed(floor)
+
         ours: list[float] = []
         theirs: list[float] = []
+        floors: list[float] = []
         bare_chunks: list[float] = []
         session_s: list[float] = []
         for r in range(rounds + 1):  # the first round warms up and is dropped
@@ -239,14 +278,17 @@ def bench_wall(calls: int, rounds: int, tmp: Path, chunk: int = 20) -> dict[str,
                     p2, a2 = on.run(timed, tool), off.run(timed, tool)
                     b1, s1 = off.run(timed, sdk_off), off.run(timed, sdk_on)
                     s2, b2 = off.run(timed, sdk_on), off.run(timed, sdk_off)
-                    found.append((a1 + a2, p1 + p2, b1 + b2, s1 + s2))
+                    f1, g1 = off.run(floor_timed, False), on.run(floor_timed, True)
+                    g2, f2 = on.run(floor_timed, True), off.run(floor_timed, False)
+                    found.append((a1 + a2, p1 + p2, b1 + b2, s1 + s2, f1 + f2, g1 + g2))
                 t2 = perf()
             t3 = perf()
             if r:
                 session_s.append((t1 - t0) + (t3 - t2))
-                ours += [(p - a) / a for a, p, _, _ in found]
-                theirs += [(s - b) / b for _, _, b, s in found]
-                bare_chunks += [a / 2 for a, _, _, _ in found]
+                ours += [(p - a) / a for a, p, *_ in found]
+                theirs += [(s - b) / b for _, _, b, s, *_ in found]
+                floors += [(g - f) / f for *_, f, g in found]
+                bare_chunks += [a / 2 for a, *_ in found]
         bare_loop = statistics.median(bare_chunks) * calls / chunk
         session = statistics.median(session_s)
         overhead_pct = 100 * statistics.median(ours) + 100 * (session + calls * off_cost / 1e9) / bare_loop
@@ -256,6 +298,8 @@ def bench_wall(calls: int, rounds: int, tmp: Path, chunk: int = 20) -> dict[str,
                     f"{label}_per_call_us": overhead_pct / 100 * bare_loop / calls * 1e6,
                     f"{label}_sdk_overhead_pct": sdk_pct,
                     f"{label}_sdk_per_call_us": sdk_pct / 100 * bare_loop / calls * 1e6,
+                    f"{label}_floor_overhead_pct": 100 * statistics.median(floors),
+                    f"{label}_floor_per_call_us": statistics.median(floors) * bare_loop / calls * 1e6,
                     f"{label}_group_p25_pct": 100 * q[0], f"{label}_group_p75_pct": 100 * q[2],
                     f"{label}_session_start_finish_ms": session * 1e3})
     exporter.shutdown()
@@ -382,7 +426,9 @@ def main() -> int:
         print(f"      quartiles over groups {wall[label + '_group_p25_pct']:+.2f} % .. "
               f"{wall[label + '_group_p75_pct']:+.2f} %; a hand-written bare OTel SDK span decorator (lean file "
               f"exporter) in the same loop: {wall[label + '_sdk_overhead_pct']:+.2f} % "
-              f"({wall[label + '_sdk_per_call_us']:.1f} us per call)")
+              f"({wall[label + '_sdk_per_call_us']:.1f} us per call); the least a crash-safe OTel span can do here "
+              f"(lean span made current, thread CPU, one short line written): "
+              f"{wall[label + '_floor_overhead_pct']:+.2f} % ({wall[label + '_floor_per_call_us']:.1f} us per call)")
     print(f"  load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     print(f"model call with a {model['prompt_chars'] / 1e3:.0f} kB prompt ({model['prompt_tokens']:.0f} tokens)")
     print(f"  tokenize + hash inline: {model['inline_first_ms']:.1f} ms first time, "

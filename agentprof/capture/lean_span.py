@@ -85,7 +85,7 @@ class LeanSpan(trace_api.Span, ReadableSpan):
         self._attributes = attributes
         self._start_time = start_time
         self._end_time: int | None = None
-        self._shape: tuple[str, int] | None = None  # pre-encoded start of its trace line (see capture.exporter)
+        self._shape: tuple[bytes, bytes, int] | None = None  # pre-encoded start of its trace line (see capture.exporter)
 
     @classmethod
     def bind(cls, resource: Any, scope: Any, info: Any, processor: Any) -> None:

@@ -82,7 +82,7 @@ class Scope:
     __slots__ = ("sess", "span", "store", "token", "cpu_token", "cpu0", "child_cpu_ns", "overhead")
 
     def __init__(self, sess: Session, name: str, attributes: dict[str, Any], cpu: bool = False,
-                 kind: SpanKind = _INTERNAL, shape: tuple[str, int] | None = None) -> None:
+                 kind: SpanKind = _INTERNAL, shape: tuple[bytes, bytes, int] | None = None) -> None:
         t0 = _perf()
         self.sess = sess
         attrs = dict(attributes)

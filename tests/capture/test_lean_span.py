@@ -93,10 +93,10 @@ def test_application_spans_nest_under_a_lean_span():
 
 
 def test_shaped_line_equals_the_generic_encoding():
-    attrs = {sc.KIND: "tool", sc.SESSION_ID: "s" * 32, sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: "t\u00e9\"x"}
+    attrs = {sc.KIND: "tool", sc.SESSION_ID: "s" * 32, sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: "t\u00e9\"x %d%s"}
     parent, _ = _lean("invoke_agent a", {sc.KIND: "agent"})
     for with_parent in (False, True):
-        span, _ = _lean(attrs=attrs, parent=parent if with_parent else None)
+        span, _ = _lean("execute_tool 100%", attrs=attrs, parent=parent if with_parent else None)
         span._shape = line_shape(span.name, attrs)
         span._attributes[sc.CPU_NS] = 4321
         span.end(end_time=9999)
