@@ -4,8 +4,8 @@
 Mapping (see ``docs/IMPORTING.md``): each request is a ``model`` span from its ``TO LLM`` to its
 ``LLM RESPONSE`` time (both recorded, second resolution: ``measured``; local time without a zone, read as
 UTC). The prompt is the verbatim message list; a message sent as content blocks is printed one ``key: value``
-line per field (``type: text``, ``text: …``, ``cache_control: {…}`` with ``--cache-prompts``): its text is the
-content, the cache markers are not. The file has no token counts, no model name and no tool events; the gap
+line per field (``type: text``, ``text: …``, ``cache_control: {…}`` with ``--cache-prompts``; a multi-line
+text continues on lines without a role prefix): its text is the content, the cache markers are not. The file has no token counts, no model name and no tool events; the gap
 before each request is a ``wait`` (``user``, inferred: it also holds edits being applied).
 """
 
@@ -64,6 +64,11 @@ def _parse(path: Path, ctx: ImportContext) -> list[dict[str, Any]]:
             ctx.bad(str(path), n, "text outside a TO LLM / LLM RESPONSE block (not an Aider LLM history?)")
             continue
         r = _ROLE.match(line)
+        if r is None and msg is not None and msg["lines"] and msg["lines"][0].startswith("type: "):
+            # content blocks are printed ``ROLE key: value`` with the value verbatim: the later lines of a
+            # multi-line text carry no role prefix (blank ones included)
+            msg["lines"].append(line)
+            continue
         if r is None:
             if not line:
                 continue

@@ -40,12 +40,18 @@ def classify(obj: Any) -> str:
         return "claude-code"
     if "messages" in obj and "response" in obj:
         return "openhands"
+    if ("messages" in obj or "input" in obj) and ("response" in obj or "error" in obj) \
+            and ("latency_sec" in obj or "timestamp" in obj or "kwargs" in obj):
+        return "openhands"  # V1 SDK logs: Responses API calls (``input``) and failed calls (``-error.json``)
     fmt = str(obj.get("trajectory_format", ""))
     info = obj.get("info") if isinstance(obj.get("info"), dict) else {}
     if fmt.startswith("mini-swe-agent") or ("messages" in obj and ("mini_version" in info or "config" in info)):
         return "mini-swe-agent"
     if "trajectory" in obj and ("history" in obj or "info" in obj):
         return "swe-agent"
+    attempts = obj.get("attempts")
+    if isinstance(attempts, list) and attempts and all(isinstance(a, dict) and "trajectory" in a for a in attempts):
+        return "swe-agent"  # the retry agent's file: one trajectory per attempt
     return UNKNOWN
 
 

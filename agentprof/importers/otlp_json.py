@@ -35,10 +35,17 @@ _TL_KINDS = {"tool": "tool", "agent": "agent", "workflow": "agent"}
 _SESSION_KEYS = (sc.SESSION_ID, sc.CONVERSATION_ID, "session.id", "traceloop.association.properties.session_id",
                  "langfuse.session.id")
 _USAGE_PREFIXES = ("gen_ai.usage.", "llm.usage.", "llm.token_count.")
+_USAGE_ONLY = "model?"  # usage attributes and nothing else: a model call, unless it sums model calls below it
 
 
 def classify(name: str, attrs: dict[str, Any]) -> str:
-    """The agentprof span kind of a foreign span."""
+    """The agentprof span kind of a foreign span, judged alone (a span known only by its token usage counts
+    as a model call; the importer also looks below it, see :func:`_settle_usage_only`)."""
+    k = _classify(name, attrs)
+    return "model" if k == _USAGE_ONLY else k
+
+
+def _classify(name: str, attrs: dict[str, Any]) -> str:
     k = attrs.get(sc.KIND)
     if k in ("agent", "model", "tool", "parse", "orchestration", "wait"):
         return k
@@ -55,16 +62,21 @@ def classify(name: str, attrs: dict[str, Any]) -> str:
     tl = attrs.get("traceloop.span.kind")
     if isinstance(tl, str) and tl in _TL_KINDS:
         return _TL_KINDS[tl]
-    if attrs.get("llm.request.type") in ("chat", "completion", "embedding") or \
-            any(key.startswith(_USAGE_PREFIXES) for key in attrs):
+    if attrs.get("llm.request.type") in ("chat", "completion", "embedding"):
         return "model"
     first = name.split(" ", 1)[0]
     if first in _MODEL_OPS or name.endswith((".chat", ".completion", ".messages", ".responses")):
         return "model"
     if first == sc.OP_EXECUTE_TOOL:
         return "tool"
-    if first == sc.OP_INVOKE_AGENT:
+    # an agent run by name (Pydantic AI: "agent run", later "invoke_agent <name>"); it may carry the run's
+    # summed token usage, which does not make it a model call
+    if first == sc.OP_INVOKE_AGENT or name == "agent run":
         return "agent"
+    if any(key.startswith(_USAGE_PREFIXES) for key in attrs):
+        return _USAGE_ONLY
+    if attrs.get(sc.TOOL_NAME) and (attrs.get(sc.TOOL_CALL_ID) or name.startswith("running tool")):
+        return "tool"  # a tool run named otherwise (Pydantic AI before the execute_tool span name)
     return "orchestration"
 
 
@@ -130,10 +142,11 @@ def _foreign_records(items: list[tuple[dict[str, Any], str | None, int]], ctx: I
         return []
     by_id: dict[tuple[str, str], dict[str, Any]] = {}
     for rec, scope, _line in items:
-        rec["kind"] = classify(rec["name"], rec["attributes"])
+        rec["kind"] = _classify(rec["name"], rec["attributes"])
         if scope:
             rec["attributes"].setdefault("otel.scope.name", scope)
         by_id[(rec["trace_id"], rec["span_id"])] = rec
+    _settle_usage_only(by_id)
     sessions: dict[tuple[str, str], str] = {}
     parent_session: dict[str, str | None] = {}
     roles: dict[str, str] = {}
@@ -216,6 +229,27 @@ def _foreign_records(items: list[tuple[dict[str, Any], str | None, int]], ctx: I
                       "attributes": {sc.SESSION_ROLE: roles.get(s, "subagent" if parent_session.get(s) else "main"),
                                      "agentprof.synthesized": "no agent span in the source"}})
     return synth + out
+
+
+def _settle_usage_only(by_id: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """A span known only by its token usage is a model call, unless a model call runs below it: then its
+    usage is a sum over those calls (a framework's run or step span) and counting it again would double it."""
+    summing: set[tuple[str, str]] = set()
+    for rec in by_id.values():
+        if rec["kind"] not in ("model", _USAGE_ONLY):
+            continue
+        cur = by_id.get((rec["trace_id"], rec["parent_id"])) if rec["parent_id"] else None
+        for _ in range(1000):
+            if cur is None:
+                break
+            if cur["kind"] == _USAGE_ONLY:
+                summing.add((cur["trace_id"], cur["span_id"]))
+            cur = by_id.get((cur["trace_id"], cur["parent_id"])) if cur["parent_id"] else None
+    for key, rec in by_id.items():
+        if rec["kind"] == _USAGE_ONLY:
+            rec["kind"] = "orchestration" if key in summing else "model"
+            if key in summing:
+                rec["attributes"].setdefault("agentprof.usage.aggregate", "sums the model calls below it")
 
 
 def _has_agent_ancestor(rec: dict[str, Any], by_id: dict[tuple[str, str], dict[str, Any]]) -> bool:

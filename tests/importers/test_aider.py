@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from pathlib import Path
 
 import polars as pl
 
@@ -65,3 +66,27 @@ def test_cache_markers_of_block_printed_messages_are_not_content(tmp_path):
     fp = PromptHasher(tr.meta.tokenizer).fingerprint(openai_chat_segments(plain))
     assert m.get_column("block_hashes").to_list()[0] == fp.block_hashes
     assert m.get_column("prompt_tokens_hashed").to_list()[0] == fp.tokens
+
+
+FIXTURES = Path(__file__).parent / "fixtures_other"
+
+
+def test_multiline_content_block_text_continues_without_role_prefix(tmp_path):
+    # Synthetic fixture (fixtures_other/README.md): with --cache-prompts Aider prints a content block one
+    # ``ROLE key: value`` line per field, so the later lines of a multi-line text have no role prefix.
+    from agentprof.importers import load_any
+
+    blocks = load_any(FIXTURES / "aider-blocks.llm.history", fmt="aider")
+    # the same request with the system text as a plain string: one ``SYSTEM line`` per line
+    plain = tmp_path / ".aider.llm.history"
+    plain.write_text("TO LLM 2025-01-10T10:00:00\n-------\nSYSTEM You are an expert.\nSYSTEM Always reply in "
+                     "English.\nSYSTEM \nSYSTEM Use SEARCH/REPLACE blocks.\n-------\nUSER Fix the bug in foo.py\n"
+                     "LLM RESPONSE 2025-01-10T10:00:05\nASSISTANT Done.\n")
+    ref = load_any(plain, fmt="aider")
+    mb = blocks.spans.filter(pl.col("kind") == "model")
+    mr = ref.spans.filter(pl.col("kind") == "model")
+    assert mb.height == mr.height == 1
+    assert not [d for d in blocks.diagnostics if d.kind == "bad_line"]
+    # the cache marker is not content, the continuation lines are: the prompts hash identically
+    assert mb.get_column("block_hashes").to_list() == mr.get_column("block_hashes").to_list()
+    assert mb.get_column("prompt_tokens_hashed").item() == mr.get_column("prompt_tokens_hashed").item() > 10

@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -31,6 +32,24 @@ CODEX = next((SAMPLES / "codex").glob("rollout-*.jsonl"))
     (SAMPLES / "openhands" / "metadata.json", "unknown")])
 def test_detect_format(path, fmt):
     assert detect_format(path) == fmt
+
+
+OTHER = Path(__file__).parent / "fixtures_other"
+
+
+@pytest.mark.parametrize("name,fmt", [
+    ("openhands-v1/anthropic__claude-sonnet-4-5-20250929-1760000015.250-9c1d-error.json", "openhands"),
+    ("swe-agent-retry.traj", "swe-agent"), ("swe-agent-query.traj", "swe-agent"),
+    ("aider-blocks.llm.history", "aider"), ("pydantic-ai-agent-run.otlp.json", "otlp-json")])
+def test_detect_later_layouts(name, fmt):
+    """Failed-call logs of the OpenHands V1 SDK and retry-agent SWE-agent files are found in a folder too."""
+    assert detect_format(OTHER / name) == fmt
+
+
+def test_a_folder_of_v1_logs_keeps_its_failed_call():
+    t = load_any(OTHER / "openhands-v1")
+    models = t.spans.filter(pl.col("kind") == "model")
+    assert models.height == 3 and models.get_column("status").to_list().count("error") == 1
 
 
 def test_all_samples_at_once_and_deterministic(tmp_path):

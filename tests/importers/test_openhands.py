@@ -94,3 +94,48 @@ def test_the_restart_between_attempts_is_unrecorded_not_agent_time():
     gap = ends[5] - ends[4]  # attempt 2's first call has no start: its timed spans begin at its end
     assert t["wait_by_reason"]["unrecorded"] == pytest.approx(gap, abs=1e-3)
     assert t["glue_s"] == pytest.approx(0.0, abs=1e-6)
+
+
+FIXTURES = SAMPLES.parents[1] / "tests" / "importers" / "fixtures_other"
+
+
+def test_v1_sdk_logs_latency_tools_and_failed_calls(tmp_path):
+    # Synthetic fixture (fixtures_other/README.md): the V1 SDK's Telemetry.log_llm_call layout.
+    files = sorted((FIXTURES / "openhands-v1").glob("*.json"))
+    docs = sorted((json.loads(f.read_text()) for f in files), key=lambda d: d["timestamp"])
+    tr = load_any(files, fmt="openhands")
+    m = tr.spans.filter(pl.col("kind") == "model").sort("end_ns")
+    assert m.height == len(docs) == 3
+    # start = timestamp - latency_sec, both logged by the SDK
+    assert m.get_column("end_ns").to_list() == [round(d["timestamp"] * 1e9) for d in docs]
+    assert m.get_column("start_ns").to_list() == [round(d["timestamp"] * 1e9) - round(d["latency_sec"] * 1e9)
+                                                  for d in docs]
+    assert set(m.get_column("timing").to_list()) == {"measured"}
+    # the -error.json log is a failed call, not a bad file
+    assert m.get_column("status").to_list() == ["ok" if "response" in d else "error" for d in docs]
+    assert m.filter(pl.col("status") == "error").get_column("error_type").item() == "RateLimitError"
+    ok = [d for d in docs if "response" in d]
+    assert m.filter(pl.col("status") == "ok").get_column("input_tokens").to_list() == \
+        [d["response"]["usage"]["prompt_tokens"] for d in ok]
+    assert m.filter(pl.col("status") == "ok").get_column("cache_read_tokens").to_list() == \
+        [d["response"]["usage"]["cache_read_input_tokens"] for d in ok]
+    n_tools = sum(len(d["response"]["choices"][0]["message"].get("tool_calls") or []) for d in ok)
+    assert kinds(tr.spans)["tool"] == n_tools == 1
+    # the top-level 'tools' are part of the prompt: dropping them changes the first call's hashes
+    first = json.loads(files[0].read_text())
+    del first["tools"]
+    (tmp_path / "call.json").write_text(json.dumps(first))
+    bare = load_any(tmp_path / "call.json", fmt="openhands").spans.filter(pl.col("kind") == "model")
+    assert bare.get_column("prompt_tokens_hashed").item() < m.get_column("prompt_tokens_hashed").to_list()[0]
+
+
+def test_mock_function_calling_tools_come_from_fncall_response():
+    # Synthetic fixture: V0 with mocked function calling logs the text form as 'response'.
+    path = next((FIXTURES / "openhands-mock-fncall").glob("*.json"))
+    doc = json.loads(path.read_text())
+    tr = load_any(path, fmt="openhands")
+    t = tr.spans.filter(pl.col("kind") == "tool")
+    calls = doc["fncall_response"]["choices"][0]["message"]["tool_calls"]
+    assert "tool_calls" not in doc["response"]["choices"][0]["message"]
+    assert t.height == len(calls) == 1
+    assert json.loads(t.get_column("attributes").item())["gen_ai.tool.call.id"] == calls[0]["id"]

@@ -154,3 +154,43 @@ def test_malformed_otlp_is_located(tmp_path):
     p.write_text('{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": 5}]}]}]}\n')
     with pytest.raises(TraceFormatError, match=r"bad\.jsonl:1: malformed OTLP request"):
         load_any(p, fmt="otlp-json")
+
+
+FIXTURES = Path(__file__).parent / "fixtures_other"
+
+
+def _otlp_spans(path: Path) -> list[dict]:
+    req = json.loads(path.read_text())
+    return [sp for rs in req["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]]
+
+
+def _attr(sp: dict, key: str):
+    return next((kv["value"] for kv in sp["attributes"] if kv["key"] == key), None)
+
+
+def test_run_span_with_summed_usage_is_not_a_model_call(tmp_path):
+    # Synthetic fixture (fixtures_other/README.md): Pydantic AI puts the run's token totals on "agent run".
+    path = FIXTURES / "pydantic-ai-agent-run.otlp.json"
+    raw = _otlp_spans(path)
+    chats = [sp for sp in raw if (_attr(sp, "gen_ai.operation.name") or {}).get("stringValue") == "chat"]
+    tr = load_any(path)
+    m = tr.spans.filter(pl.col("kind") == "model")
+    assert m.height == len(chats) == 2
+    assert m.get_column("input_tokens").sum() == sum(int(_attr(c, "gen_ai.usage.input_tokens")["intValue"])
+                                                     for c in chats)
+    run = tr.spans.filter(pl.col("name") == "agent run")
+    assert run.get_column("kind").to_list() == ["agent"]
+    tools = tr.spans.filter(pl.col("kind") == "tool")
+    assert tools.get_column("name").to_list() == ["running tool"]
+    # a span known only by its usage: a model call alone, a sum when model calls run below it
+    spans = [dict(sp) for sp in raw]
+    for sp in spans:
+        if sp["name"] == "agent run":
+            sp["name"] = "workflow"
+    (tmp_path / "w.otlp.json").write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
+    w = load_any(tmp_path / "w.otlp.json").spans
+    assert w.filter(pl.col("name") == "workflow").get_column("kind").to_list() == ["orchestration"]
+    assert w.filter(pl.col("kind") == "model").get_column("input_tokens").sum() == 300
+    alone = [sp for sp in spans if sp["name"] == "workflow"]
+    (tmp_path / "a.otlp.json").write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": alone}]}]}))
+    assert load_any(tmp_path / "a.otlp.json").spans.filter(pl.col("kind") == "model").height == 1
