@@ -5,15 +5,19 @@ Mapping (see ``docs/IMPORTING.md``):
 
 - sessions: the main file is one session; each ``system/compact_boundary`` starts a new segment (child session,
   role ``compaction``); each sub-agent file (and inline ``isSidechain`` chains of older versions) is a child
-  session (role ``subagent``) under the tool call that started it (``toolUseResult.agentId``), or, when it
+  session (role ``subagent``; inline records with an ``agentId`` are that agent's session, and transcripts
+  deeper under ``<session>/subagents/`` join it too) under the tool call that started it
+  (``toolUseResult.agentId``, or the result record's own ``agentId``), or, when it
   outlived that call (a background agent), under the parent's wait its end falls in. Main files are never
   grouped together: a resumed session's file starts with copies of the records of the session it continues,
   and records already imported from another file feed prompts but make no spans;
 - model calls: assistant records grouped by ``message.id`` (one record per content block). Start = the record
   the first block points to (``parentUuid``: the tool result or prompt that triggered the request), end = the
   last block: ``derived``, as the log has no request-start time and the interval includes CLI pre-processing.
-  ``message.model`` is read per call. ``output_tokens`` is resolved over the message's records (streaming
-  placeholders, see :func:`agentprof.trace.usage.resolve_streamed_output`);
+  ``message.model`` is read per call. A record the CLI wrote in the model's place for a failed request
+  (``isApiErrorMessage``) is a failed call with the ``error`` code as ``error_type``. ``output_tokens`` is
+  resolved over the message's records (streaming placeholders, see
+  :func:`agentprof.trace.usage.resolve_streamed_output`);
 - prompts: the ``parentUuid`` chain from the call's first block back to the root, user/assistant records only,
   every block of a message on it (all records with its ``message.id``: with streaming tool execution some are
   on no chain), parallel tool results restored. System prompt and tool definitions are not logged, so hashes
@@ -143,10 +147,11 @@ def group(files: Sequence[Path]) -> list[list[Path]]:
     alone: list[list[Path]] = []
     for f, sid in subs:
         owner = by_stem.get(sid or "")  # <session>.jsonl
-        if owner is None and f.parent.name == "subagents":
-            owner = by_stem.get(f.parent.parent.name)  # <session>/subagents/agent-*.jsonl
+        if owner is None:  # <session>/subagents/agent-*.jsonl, also deeper (subagents/workflows/<run>/)
+            owner = next((by_stem[d.parent.name] for d in f.parents if d.name == "subagents" and
+                          d.parent.name in by_stem), None)
         if owner is None and sid is not None:
-            owner = by_sid.get(sid)  # a renamed main file
+            owner = by_sid.get(sid, by_stem.get(sid.split("#", 1)[0]))  # a renamed main file; "<main>#agent-…"
         if owner is None:
             alone.append([f])
         else:
@@ -191,8 +196,10 @@ def _read_file(path: Path, ctx: ImportContext) -> _File:
             out.session_ids.add(raw["sessionId"])
             if out.session_id is None:
                 out.session_id = raw["sessionId"]
-        if out.agent_id is None and isinstance(raw.get("agentId"), str):
-            out.agent_id = raw["agentId"]
+                # a sub-agent file says so on its first record (as :func:`group` reads it); a main file's
+                # Task result or inline side chain can carry the agentId of the sub-agent it ran
+                if isinstance(raw.get("agentId"), str):
+                    out.agent_id = raw["agentId"]
         out.recs.append(_Rec(line, out.path, raw, ts))
     return out
 
@@ -256,6 +263,7 @@ class _Importer:
         self.extent: dict[str, tuple[int, int] | None] = {}      # session -> first/last own record time
         self.tool_end: dict[str, int] = {}                         # tool_use id -> its span's end
         self.wait_spans: list[tuple[str, str, int, int]] = []     # (session, span id, start, end)
+        self.inline_agents: dict[str, str] = {}                    # inline side chain session -> agentId
 
     def _background_host(self, sess: str, tool: str | None) -> str | None:
         """For a sub-agent that outlived the tool call that launched it (a background agent: the call returns
@@ -300,10 +308,14 @@ class _Importer:
                         if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
                             self.tool_results.setdefault(b["tool_use_id"], (r, b))
                     tur = r.raw.get("toolUseResult")
-                    if isinstance(tur, dict) and isinstance(tur.get("agentId"), str):
+                    # the Task result names the sub-agent it ran (in toolUseResult, or on the record itself)
+                    aid = tur.get("agentId") if isinstance(tur, dict) else None
+                    if not isinstance(aid, str) and not r.raw.get("isSidechain"):
+                        aid = r.raw.get("agentId")
+                    if isinstance(aid, str):
                         for b in _blocks(r.content):
                             if b.get("type") == "tool_result":
-                                self.agent_tool.setdefault(tur["agentId"], b.get("tool_use_id"))
+                                self.agent_tool.setdefault(aid, b.get("tool_use_id"))
                 elif r.type == "progress":
                     data = r.raw.get("data") or {}
                     tid = r.raw.get("toolUseID")
@@ -319,6 +331,7 @@ class _Importer:
         cur = self.sid
         decl.append((cur, {"role": "main" if main.agent_id is None else "subagent"}))
         side_root: dict[str, str] = {}
+        file_agents = {f.agent_id or Path(f.path).stem for f in self.files[1:]}
         for r in main.recs:
             if r.type == "system" and r.raw.get("subtype") == "compact_boundary":
                 seg += 1
@@ -330,10 +343,16 @@ class _Importer:
                     "agentprof.compaction.pre_tokens": meta.get("preTokens") if isinstance(meta, dict) else None,
                     "agentprof.compaction.previous_session": prev}}))
             if r.raw.get("isSidechain") and main.agent_id is None:
-                root = self._sidechain_root(r, side_root)
-                sess = f"{self.sid}/sidechain-{root[:8]}"
+                aid = r.raw.get("agentId")
+                if isinstance(aid, str) and aid and aid not in file_agents:  # a sub-agent's records, inline
+                    sess = f"{self.sid}/agent-{aid}"
+                    attrs: dict[str, Any] = {sc.AGENT_ID: aid}
+                    self.inline_agents[sess] = aid
+                else:
+                    sess = f"{self.sid}/sidechain-{self._sidechain_root(r, side_root)[:8]}"
+                    attrs = {}
                 if not any(s == sess for s, _ in decl):
-                    decl.append((sess, {"role": "subagent", "parent_session_id": cur}))
+                    decl.append((sess, {"role": "subagent", "parent_session_id": cur, "attributes": attrs}))
                 r.session = sess
             else:
                 r.session = cur
@@ -398,7 +417,7 @@ class _Importer:
         where: dict[str, int] = {}  # message id -> index in msgs
         for r in chain:
             if r.type == "assistant":
-                if (r.raw.get("message") or {}).get("model") == "<synthetic>":
+                if (r.raw.get("message") or {}).get("model") == "<synthetic>" or r.raw.get("isApiErrorMessage"):
                     continue
                 mid = f"{r.file}\x1f{(r.raw.get('message') or {}).get('id') or r.uuid or r.line}"
                 if mid in where:
@@ -498,9 +517,15 @@ class _Importer:
             else:
                 self.b.set_session_parent(sess, self.b.agent_span_id(self.b.cols["parent_session_id"][
                     self.b.sessions[sess].agent_row] or self.sid))
+        for sess, aid in self.inline_agents.items():  # side chains of a known sub-agent: under its tool call
+            tool = self.agent_tool.get(aid)
+            if sess in declared and tool and tool in self.tool_spans:
+                launched = self._background_host(sess, tool)
+                self.b.set_session_parent(sess, launched if launched is not None else self.tool_spans[tool])
         self.emitted.update(r.uuid for f in self.files for r in f.recs if r.uuid)
         for sess, kw in decl:
-            if kw.get("role") in ("compaction",) or sess.startswith(f"{self.sid}/sidechain-"):
+            if (kw.get("role") in ("compaction",) or sess.startswith(f"{self.sid}/sidechain-") or (
+                    sess in self.inline_agents and self.agent_tool.get(self.inline_agents[sess]) not in self.tool_spans)):
                 parent = self.b.cols["parent_session_id"][self.b.sessions[sess].agent_row]
                 if parent in self.b.sessions:
                     self.b.set_session_parent(sess, self.b.agent_span_id(parent))
@@ -532,12 +557,17 @@ class _Importer:
         start = trigger.ts if trigger is not None and trigger.ts is not None and first.ts is not None and \
             trigger.ts <= first.ts else first.ts
         end = max((r.ts for r in blocks if r.ts is not None), default=None)
-        if model == "<synthetic>":
-            if not any(r.raw.get("isApiErrorMessage") for r in blocks):
+        failed = next((r for r in blocks if r.raw.get("isApiErrorMessage")), None)
+        if model == "<synthetic>" or failed is not None:
+            # the CLI's own message in the model's place: a failed request (isApiErrorMessage) or a notice
+            if failed is None:
                 return
+            err = failed.raw.get("error")
+            attrs_err: dict[str, Any] = {"agentprof.source.line": first.line,
+                                         "agentprof.claude_code.api_error_status": failed.raw.get("apiErrorStatus")}
             self.b.add(sess, "model", sc.model_span_name(None), key=("call", key), start_ns=start, end_ns=end,
-                       timing="derived", status="error", error_type="api_error",
-                       attributes={"agentprof.source.line": first.line})
+                       timing="derived", status="error",
+                       error_type=err if isinstance(err, str) and err else "api_error", attributes=attrs_err)
             return
         # usage: the final record of the message carries the final counts
         usages = [r.raw["message"].get("usage") for r in blocks]

@@ -6,8 +6,12 @@ Mapping (see ``docs/IMPORTING.md``):
   whose history is the compaction's ``replacement_history`` (or its summary message); a sub-agent thread's
   rollout (``session_meta.source.subagent.thread_spawn``) is a child session of its parent thread, and the
   parent's records replayed at its start (also in forks, ``forked_from_id``) are context, not calls;
-- model calls: each ``event_msg/token_count`` with usage closes one call (``last_token_usage``, OpenAI subset
-  semantics; a repeated report of the same totals is the same call). Start = the last input record before the
+- model calls: each ``event_msg/token_count`` with usage closes one call (``last_token_usage``, or the
+  difference of consecutive ``total_token_usage`` where a build reports totals only; OpenAI subset semantics;
+  a repeated report of the same totals is the same call). Files without ``token_count`` use
+  ``token_usage_record`` (``usage``, paginated history mode). A count written before the response's items
+  (0.4x) keeps those items as its outputs. A response cut short by ``turn_aborted`` is a failed call ending
+  at the interruption. Start = the last input record before the
   call's first output item (tool output, user message, ``turn_context``) or the previous call's end, whichever
   is later: progress events written while a response streams or a background command ends
   (``agent_reasoning``, ``agent_message``, ``exec_command_end``, rate-limit ``token_count``) are not request
@@ -20,7 +24,8 @@ Mapping (see ``docs/IMPORTING.md``):
 - tools: ``function_call``/``custom_tool_call``/``local_shell_call`` -> their output. ``exec_command_end``
   ``duration`` and ``custom_tool_call_output`` ``metadata.duration_seconds`` give measured spans ending at the
   record; otherwise call -> output (derived). ``web_search_call`` runs inside the model call (an attribute);
-- waits: ``task_complete`` (or the last record) -> next turn's user message (``user``); approval requests ->
+- waits: ``task_complete`` (or the last record) -> next turn's user message (``user``; in paginated history
+  mode the ``item_completed`` UserMessage event); approval requests ->
   the next event of the same call (``permission``).
 """
 
@@ -44,7 +49,10 @@ from agentprof.trace.schema import Trace, TraceMeta
 from agentprof.trace.usage import normalize_usage
 
 FORMAT = "codex"
-_TOP = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
+_TOP = {"session_meta", "turn_context", "response_item", "event_msg", "compacted", "token_usage_record"}
+# durable records of newer builds (thread state, inter-agent metadata) that say nothing about calls or tools
+_IGNORED_TOP = {"world_state", "retained_context", "security_risk_score", "inter_agent_communication",
+                "inter_agent_communication_metadata", "realtime_item"}
 _OUTPUT_ITEMS = {"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call",
                  "image_generation_call", "tool_search_call"}
 _INPUT_ITEMS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output",
@@ -60,6 +68,16 @@ def _is_output(item: dict[str, Any]) -> bool:
     if t == "message":
         return item.get("role") == "assistant"
     return t in _OUTPUT_ITEMS
+
+
+def _is_turn_input(payload: dict[str, Any]) -> bool:
+    """An event after which a request can be sent: a user turn (``user_message``, or in paginated history
+    mode an ``item_completed`` UserMessage) or the turn's start."""
+    et = payload.get("type")
+    if et in _TRIGGER_EVENTS:
+        return True
+    item = payload.get("item")
+    return et == "item_completed" and isinstance(item, dict) and item.get("type") == "UserMessage"
 
 
 def _duration(v: Any) -> float | None:
@@ -80,6 +98,19 @@ def _total_tokens(payload: dict[str, Any]) -> int:
     total = info.get("total_token_usage") if isinstance(info.get("total_token_usage"), dict) else {}
     v = total.get("total_tokens")
     return v if isinstance(v, int) and not isinstance(v, bool) else -1
+
+
+def _usage_delta(total: Any, prev: Any) -> dict[str, Any] | None:
+    """One call's usage from two cumulative totals (``token_count`` events without ``last_token_usage``)."""
+    if not isinstance(total, dict):
+        return None
+    prev = prev if isinstance(prev, dict) else {}
+    out: dict[str, Any] = {}
+    for k, v in total.items():
+        if isinstance(v, int) and not isinstance(v, bool):
+            p = prev.get(k)
+            out[k] = v - p if isinstance(p, int) and not isinstance(p, bool) and p <= v else v
+    return out or None
 
 
 def _count_key(payload: dict[str, Any]) -> str:
@@ -118,6 +149,8 @@ class _Importer:
                     ctx.bad(self.path, line, "record without 'type' and 'payload' (not a Codex rollout record)")
                     continue
             t = rec.get("type")
+            if t in _IGNORED_TOP:
+                continue
             if t not in _TOP:
                 ctx.unknown(self.path, line, repr(t))
                 continue
@@ -152,8 +185,13 @@ class _Importer:
 
     def run(self) -> Trace:
         recs = self.recs
-        has_token_counts = any(r["type"] == "event_msg" and r["payload"].get("type") == "token_count" and
-                               r["payload"].get("info") for _, _, r in recs)
+        tc_files = any(r["type"] == "event_msg" and r["payload"].get("type") == "token_count" and
+                       r["payload"].get("info") for _, _, r in recs)
+        # ``token_usage_record`` (one per completed response, newer builds) stands in for token_count only
+        # where a file has none: both are written for the same response
+        use_records = not tc_files and any(r["type"] == "token_usage_record" and
+                                           isinstance(r["payload"].get("usage"), dict) for _, _, r in recs)
+        has_token_counts = tc_files or use_records
         times = [ts for _, ts, _ in recs if ts is not None]
         created = iso_to_ns(self.meta.get("timestamp"))
         if created is not None:
@@ -180,6 +218,9 @@ class _Importer:
         hist_segs: list[list[Segment]] = []
         model: str | None = None
         call: dict[str, Any] | None = None
+        # a call closed by a usage report written before its output items (0.4x-era rollouts record the
+        # response's items after its token_count): those items are its outputs, not a new request
+        early: dict[str, Any] | None = None
         pending_user: str | None = None
         turn_users: list[str] = []
         prev_ts: int | None = None
@@ -204,13 +245,18 @@ class _Importer:
             return {"start": ts_trigger, "prompt_len": len(history), "line": line, "outputs": [], "web": 0,
                     "end": None, "last_out": None}
 
-        def close_call(c: dict[str, Any], ts: int | None, usage_raw: Any, line: int) -> str:
+        def close_call(c: dict[str, Any], ts: int | None, usage_raw: Any, line: int,
+                       error: str | None = None) -> str:
             nonlocal turn_first_call, trigger_ts
             segs = list(sys_segs)
             for s in hist_segs[:c["prompt_len"]]:
                 segs.extend(s)
             fp = fper.fingerprint(segs) if segs else None
             usage = normalize_usage(usage_raw, provider="openai") if usage_raw else None
+            write = usage_raw.get("cache_write_input_tokens") if isinstance(usage_raw, dict) else None
+            if usage is not None and isinstance(write, int) and not isinstance(write, bool) and \
+                    usage.input_tokens is not None and (usage.cache_read_tokens or 0) + write <= usage.input_tokens:
+                usage.cache_write_tokens = write  # newer builds: a part of input_tokens, like the cached part
             attrs = {"agentprof.source.line": c["line"], "agentprof.timing.start":
                      "record before the first output item"}
             if c["web"]:
@@ -218,7 +264,8 @@ class _Importer:
             sid = self.b.add_model_call(
                 sess, model=model, provider=self.provider or provider_for_model(model), usage=usage,
                 fingerprint=fp, path=self.path, line=line, key=("call", c["line"], line),
-                start_ns=c["start"], end_ns=ts, timing="derived", stream=True, attributes=attrs)
+                start_ns=c["start"], end_ns=ts, timing="derived", stream=True, attributes=attrs,
+                status="error" if error else "ok", error_type=error)
             if turn_first_call is None:
                 turn_first_call = sid
             if ts is not None:
@@ -277,13 +324,16 @@ class _Importer:
                     if it not in _OUTPUT_ITEMS and it not in _INPUT_ITEMS and it != "message":
                         self.ctx.unknown(self.path, line, f"response_item {it!r}")
                     if _is_output(p):
-                        if call is None:
-                            call = open_call(trigger_ts if trigger_ts is not None else prev_ts, line)
-                        call["outputs"].append(p)
-                        if ts is not None:
-                            call["last_out"] = ts
-                        if it == "web_search_call":
-                            call["web"] += 1
+                        if early is not None:
+                            early["outputs"].append(p)  # its span is written; the items feed later prompts
+                        else:
+                            if call is None:
+                                call = open_call(trigger_ts if trigger_ts is not None else prev_ts, line)
+                            call["outputs"].append(p)
+                            if ts is not None:
+                                call["last_out"] = ts
+                            if it == "web_search_call":
+                                call["web"] += 1
                         if it in _TOOL_CALLS:
                             cid = str(p.get("call_id") or p.get("id") or f"{line}")
                             own_calls.add(cid)
@@ -293,6 +343,7 @@ class _Importer:
                                     "sess": sess, "kind": it})
                         push(p)
                     else:
+                        early = None
                         if p.get("type") == "message" and p.get("role") == "user":
                             text = content_text(p.get("content"))
                             turn_users.append(text)
@@ -312,12 +363,27 @@ class _Importer:
                                 if d is not None:
                                     info.setdefault("duration", d)
                                     info.setdefault("duration_end", ts)
+                elif t == "token_usage_record":
+                    if use_records:
+                        key = json.dumps(["record", p.get("response_id"), p.get("thread_token_usage")],
+                                         sort_keys=True)
+                        replayed = self.forked and key in seen_counts
+                        own_counts.add(key)
+                        if not replayed:
+                            c = call if call is not None else open_call(
+                                trigger_ts if trigger_ts is not None else prev_ts, line)
+                            close_call(c, ts, p.get("usage"), line)
+                            early = c if call is None else None
+                            call = None
                 elif t == "event_msg":
                     et = p.get("type")
                     if et == "token_count":
                         info = p.get("info")
-                        if isinstance(info, dict) and info.get("last_token_usage") is not None:
-                            total = info.get("total_token_usage")
+                        total = info.get("total_token_usage") if isinstance(info, dict) else None
+                        last = info.get("last_token_usage") if isinstance(info, dict) else None
+                        if last is None and isinstance(total, dict):
+                            last = _usage_delta(total, last_tc_total)  # builds reporting the totals only
+                        if last is not None:
                             key = _count_key(p)
                             replayed = self.forked and (key in seen_counts or _total_tokens(p) <= baseline)
                             own_counts.add(key)
@@ -328,10 +394,14 @@ class _Importer:
                                 baseline = max(baseline, _total_tokens(p))
                                 c = call if call is not None else open_call(
                                     trigger_ts if trigger_ts is not None else prev_ts, line)
-                                close_call(c, ts, info.get("last_token_usage"), line)
+                                close_call(c, ts, last, line)
+                                early = c if call is None else None
                                 call = None
-                    elif et == "user_message":
-                        msg = p.get("message")
+                    elif et == "user_message" or (et == "item_completed" and isinstance(p.get("item"), dict)
+                                                  and p["item"].get("type") == "UserMessage"):
+                        # paginated history mode logs a user turn only as an ``item_completed`` UserMessage
+                        early = None
+                        msg = p.get("message") if et == "user_message" else content_text(p["item"].get("content"))
                         if isinstance(msg, str) and not any(msg.strip() in u for u in turn_users[-3:]):
                             pending_user = msg
                         if turn_idle_from is not None and ts is not None and ts > turn_idle_from:
@@ -343,8 +413,14 @@ class _Importer:
                         turn_first_call = None
                         turn_users = []
                     elif et in ("task_complete", "turn_aborted"):
-                        if call is not None and not has_token_counts:
-                            close_call(call, call["last_out"] or prev_ts, None, line)
+                        if call is not None and call["outputs"]:
+                            # a response that reported no usage (no token_count in this build, or the turn was
+                            # interrupted while it streamed) ends with the turn, at its last output item
+                            # (an interrupted request was in flight until the interruption)
+                            aborted = et == "turn_aborted" and has_token_counts
+                            close_call(call, (ts if aborted else None) or call["last_out"] or prev_ts, None, line,
+                                       error=(p["reason"] if isinstance(p.get("reason"), str) and p["reason"]
+                                              else "interrupted") if aborted else None)
                             call = None
                         ttft = p.get("time_to_first_token_ms")
                         if turn_first_call is not None and isinstance(ttft, (int, float)):
@@ -372,11 +448,13 @@ class _Importer:
             except (KeyError, TypeError, ValueError, AttributeError) as e:
                 self.ctx.bad(self.path, line, f"{t} record has unexpected content ({type(e).__name__}: {e})")
                 continue
+            is_input = t in ("session_meta", "turn_context", "compacted") or (
+                t == "response_item" and not _is_output(p)) or (t == "event_msg" and _is_turn_input(p))
+            if is_input:
+                early = None
             if ts is not None:
                 prev_ts = ts if prev_ts is None else max(prev_ts, ts)
-                if t in ("session_meta", "turn_context", "compacted") or (
-                        t == "response_item" and not _is_output(p)) or (
-                        t == "event_msg" and p.get("type") in _TRIGGER_EVENTS):
+                if is_input:
                     trigger_ts = ts if trigger_ts is None else max(trigger_ts, ts)
         if call is not None:
             close_call(call, call["last_out"] or prev_ts, None, call["line"])

@@ -352,3 +352,65 @@ def test_copied_meta_records_do_not_stretch_a_session():
     agent = imported("claude-code").spans.filter(
         (pl.col("kind") == "agent") & (pl.col("session_id") == f"{SID}/agent-acompact-fffbd0")).row(0, named=True)
     assert (agent["start_ns"], agent["end_ns"]) == (min(own), max(own))
+
+
+# ---- regression fixtures (synthetic, tests/importers/fixtures/README.md): layouts of real public sessions
+
+FIXTURES = CC.parents[2] / "tests" / "importers" / "fixtures"
+
+
+def test_inline_subagent_records_with_an_agent_id_make_a_subagent_under_its_task():
+    """A 2.0.x main file can hold a Task sub-agent's records (``isSidechain: true`` with ``agentId``) and a Task
+    result carrying the sub-agent's ``agentId`` on the record itself. That agentId must not turn the main file
+    into a sub-agent file: the main session stays ``main``, the side chain is the sub-agent's session, hung
+    under the Task tool call."""
+    path = FIXTURES / "cc_inline_subagent.jsonl"
+    raw = jsonl(path)
+    sid = raw[0]["sessionId"]
+    aid = next(r["agentId"] for r in raw if r.get("isSidechain"))
+    side_msgs = {r["message"]["id"] for r in raw if r.get("type") == "assistant" and r.get("isSidechain")}
+    main_msgs = {r["message"]["id"] for r in raw if r.get("type") == "assistant" and not r.get("isSidechain")}
+    spans = load_any(path).spans
+    agents = {s: json.loads(a)["agentprof.session.role"] for s, a in
+              spans.filter(pl.col("kind") == "agent").select("session_id", "attributes").iter_rows()}
+    sub = f"{sid}/agent-{aid}"
+    assert agents == {sid: "main", sub: "subagent"}
+    assert kinds(spans, sid)["model"] == len(main_msgs) and kinds(spans, sub)["model"] == len(side_msgs)
+    task = spans.filter(pl.col("name") == "execute_tool Task").get_column("span_id").item()
+    assert spans.filter((pl.col("kind") == "agent") & (pl.col("session_id") == sub)).get_column("parent_id").item() \
+        == task
+
+
+def test_subagent_transcripts_in_nested_subagent_folders_join_their_session():
+    """Sub-agent transcripts under ``<session>/subagents/workflows/<run>/`` (with a ``journal.jsonl`` beside
+    them, which is not a session file) belong to that session, even when their ``sessionId`` is
+    ``<session>#agent-<id>``."""
+    folder = FIXTURES / "cc_workflow"
+    main = next(folder.glob("*.jsonl"))
+    tr = load_any(folder)
+    agents = dict(tr.spans.filter(pl.col("kind") == "agent").select("session_id", "parent_session_id").iter_rows())
+    assert agents == {main.stem: None, f"{main.stem}/agent-agsp0001": main.stem}
+
+
+def test_api_error_records_are_failed_calls_with_their_error_code():
+    """Records the CLI writes in the model's place when a request fails (``isApiErrorMessage``, with ``error``
+    and ``apiErrorStatus``; the model is ``<synthetic>`` or absent) are failed calls carrying the provider's
+    error code, never successful calls, and stay out of later prompts."""
+    path = FIXTURES / "cc_api_errors.jsonl"
+    raw = jsonl(path)
+    failed = [r for r in raw if r.get("isApiErrorMessage")]
+    ok = [r for r in raw if r.get("type") == "assistant" and not r.get("isApiErrorMessage")]
+    tr = load_any(path)
+    m = tr.spans.filter(pl.col("kind") == "model").sort("end_ns")
+    assert m.height == len(failed) + len(ok)
+    errs = m.filter(pl.col("status") == "error")
+    assert errs.get_column("error_type").to_list() == [r["error"] for r in failed]
+    assert [json.loads(a)["agentprof.claude_code.api_error_status"] for a in errs.get_column("attributes")] \
+        == [r["apiErrorStatus"] for r in failed]
+    good = m.filter(pl.col("status") == "ok")
+    assert good.height == len(ok) and good.get_column("model").to_list() == [r["message"]["model"] for r in ok]
+    # the prompt of the successful call holds the three user turns (one message), not the error texts
+    users = [{"role": "user", "content": [{"type": "text", "text": r["message"]["content"]} for r in raw
+                                          if r.get("type") == "user"]}]
+    fp = PromptHasher(tr.meta.tokenizer).fingerprint(anthropic_segments(None, users))
+    assert good.get_column("block_hashes").item().to_list() == fp.block_hashes

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -266,3 +268,96 @@ def test_the_replay_is_skipped_also_without_the_parent_file(tmp_path):
     p.write_text("\n".join(json.dumps(r) for r in child))
     calls = load_any(p).spans.filter(pl.col("kind") == "model")
     assert calls.height == 2 and calls.get_column("input_tokens").sum() == 10200 + 10300
+
+
+# ---- regression fixtures (synthetic, tests/importers/fixtures/README.md): layouts of real public rollouts
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _usage_events(raw: list[dict]) -> list[dict]:
+    return [r["payload"]["info"] for r in raw if r["type"] == "event_msg"
+            and r["payload"]["type"] == "token_count" and r["payload"].get("info")]
+
+
+def test_usage_reported_before_the_items_does_not_open_a_second_call():
+    """0.4x rollouts write a response's ``token_count`` before its items (reasoning, function_call, message),
+    as a published 0.46.0 ``codex exec`` rollout shows: the items after the count belong to that call, so
+    every call carries usage and none is left without it at the end of the file."""
+    path = FIXTURES / "codex_046_usage_before_items.jsonl"
+    raw = jsonl(path)
+    counts = _usage_events(raw)
+    tr = load_any(path)
+    m = tr.spans.filter(pl.col("kind") == "model").sort("end_ns")
+    assert m.height == len(counts) == 2
+    assert m.get_column("input_tokens").to_list() == [c["last_token_usage"]["input_tokens"] for c in counts]
+    assert m.get_column("output_tokens").null_count() == 0
+    assert (m.get_column("end_ns") >= m.get_column("start_ns")).all()
+    # the second request's prompt holds the first call's items and the tool output recorded after its count
+    assert m.get_column("prompt_tokens_hashed").to_list()[1] > m.get_column("prompt_tokens_hashed").to_list()[0]
+    tools = tr.spans.filter(pl.col("kind") == "tool")
+    assert tools.height == 1 and tools.get_column("timing").to_list() == ["measured"]
+
+
+def test_token_counts_with_totals_only_give_each_call_its_difference():
+    """``token_count`` events that carry ``total_token_usage`` without ``last_token_usage``: each call's usage
+    is the difference of consecutive totals (before, these events were ignored and the file had no calls
+    closed by usage)."""
+    path = FIXTURES / "codex_totals_only.jsonl"
+    totals = [c["total_token_usage"] for c in _usage_events(jsonl(path))]
+    m = load_any(path).spans.filter(pl.col("kind") == "model").sort("end_ns")
+    assert m.height == len(totals) == 2
+    prev = {k: 0 for k in totals[0]}
+    for row, tot in zip(m.select("input_tokens", "cache_read_tokens", "output_tokens").iter_rows(), totals,
+                        strict=True):
+        assert row == (tot["input_tokens"] - prev["input_tokens"],
+                       tot["cached_input_tokens"] - prev["cached_input_tokens"],
+                       tot["output_tokens"] - prev["output_tokens"])
+        prev = tot
+
+
+def test_paginated_rollout_user_turns_and_usage_records():
+    """``history_mode: "paginated"`` (0.15x): user turns only as ``item_completed`` UserMessage events, usage in
+    ``token_usage_record`` (one per response), thread state in ``world_state``: waits come from the user items,
+    calls from the usage records, and the known record kinds raise no diagnostics."""
+    path = FIXTURES / "codex_paginated.jsonl"
+    raw = jsonl(path)
+    records = [r["payload"]["usage"] for r in raw if r["type"] == "token_usage_record"]
+    users = [r for r in raw if r["type"] == "event_msg" and r["payload"]["type"] == "item_completed"
+             and r["payload"]["item"]["type"] == "UserMessage"]
+    tr = load_any(path)
+    m = tr.spans.filter(pl.col("kind") == "model").sort("end_ns")
+    assert m.height == len(records) == 3
+    assert m.get_column("input_tokens").to_list() == [u["input_tokens"] for u in records]
+    assert m.get_column("cache_read_tokens").to_list() == [u["cached_input_tokens"] for u in records]
+    assert m.get_column("cache_write_tokens").to_list()[1] == records[1]["cache_write_input_tokens"]
+    waits = tr.spans.filter((pl.col("kind") == "wait") & (pl.col("name") == "wait user")).sort("end_ns")
+    ends = [r["timestamp"] for r in users]
+    base = datetime.fromisoformat(ends[0].replace("Z", "+00:00"))
+    got = [(e - int(base.timestamp() * 1e9)) / 1e9 for e in waits.get_column("end_ns").to_list()]
+    want = [(datetime.fromisoformat(t.replace("Z", "+00:00")) - base).total_seconds() for t in ends]
+    assert got == pytest.approx(want, abs=1e-3)
+    assert not [d for d in tr.diagnostics if d.kind == "unknown_record"]
+
+
+def test_an_interrupted_response_is_its_own_failed_call_not_part_of_the_next():
+    """A turn interrupted while the response streams (``turn_aborted``) leaves output items without a
+    ``token_count``: that response ends at the interruption as a failed call, and the next turn's call starts
+    at its own input, after the user's wait, instead of absorbing the aborted one."""
+    path = FIXTURES / "codex_interrupted_turn.jsonl"
+    raw = jsonl(path)
+    stamp = {r["payload"]["type"]: r["timestamp"] for r in raw if r["type"] == "event_msg"}
+    tr = load_any(path)
+    m = tr.spans.filter(pl.col("kind") == "model").sort("start_ns")
+    assert m.height == 1 + len(_usage_events(raw))
+    assert m.get_column("status").to_list() == ["error", "ok"]
+    assert m.get_column("error_type").to_list()[0] == "interrupted"
+
+    def ns(iso: str) -> int:
+        return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1e9)
+
+    assert m.get_column("end_ns").to_list()[0] == ns(stamp["turn_aborted"])
+    waits = tr.spans.filter(pl.col("kind") == "wait").sort("start_ns")
+    gap_end = waits.get_column("end_ns").to_list()[-1]
+    assert m.get_column("start_ns").to_list()[1] >= gap_end  # the second call does not overlap the user's wait
+    assert m.get_column("input_tokens").to_list() == [None, _usage_events(raw)[0]["last_token_usage"]["input_tokens"]]
