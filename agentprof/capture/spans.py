@@ -16,6 +16,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from agentprof import semconv as sc
 from agentprof.capture import current_span, provider
 from agentprof.capture.error_type import error_type
+from agentprof.capture.exporter import line_shape
 from agentprof.capture.failsafe import internal_error
 from agentprof.capture.session import Session, current, parent_context
 
@@ -151,6 +152,11 @@ class _NoSpan:
 _NO_SPAN = _NoSpan()
 
 
+_CPU_KINDS = ("tool", "parse", "orchestration")
+_TEMPLATES: dict[tuple[str, str, str], tuple[dict[str, Any], Any]] = {}
+"""Attributes and line template of ``span(kind, name)`` without extra attributes, per session, kind and name."""
+
+
 class span:
     """``with agentprof.span(kind, name):`` records a custom phase as a span of that kind.
 
@@ -176,13 +182,24 @@ class span:
         if sess is None:
             return _NO_SPAN
         try:
-            attrs: dict[str, Any] = {sc.KIND: self.kind, sc.SESSION_ID: sess.id}
-            if self.attributes:
-                attrs.update(self.attributes)
-            if self.kind == "tool":
-                attrs.setdefault(sc.OPERATION_NAME, sc.OP_EXECUTE_TOOL)
-                attrs.setdefault(sc.TOOL_NAME, self.name)
-            self._scope = Scope(sess, self.name, attrs, cpu=self.kind in ("tool", "parse", "orchestration"))
+            cpu = self.kind in _CPU_KINDS
+            key = (sess.id, self.kind, self.name)
+            cached = None if self.attributes else _TEMPLATES.get(key)
+            if cached is not None:
+                attrs, shape = cached
+            else:
+                attrs = {sc.KIND: self.kind, sc.SESSION_ID: sess.id}
+                if self.attributes:
+                    attrs.update(self.attributes)
+                if self.kind == "tool":
+                    attrs.setdefault(sc.OPERATION_NAME, sc.OP_EXECUTE_TOOL)
+                    attrs.setdefault(sc.TOOL_NAME, self.name)
+                shape = line_shape(self.name, attrs) if cpu and not sess.capture_content else None
+                if not self.attributes:
+                    if len(_TEMPLATES) >= 4096:
+                        _TEMPLATES.clear()
+                    _TEMPLATES[key] = (attrs, shape)
+            self._scope = Scope(sess, self.name, attrs, cpu=cpu, shape=shape)
         except Exception as e:
             internal_error("starting a span", e)
             return _NO_SPAN
