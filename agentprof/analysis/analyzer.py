@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from agentprof.analysis.calls import model_calls, session_table
+from agentprof.analysis.failures import failures
 from agentprof.analysis.hitrate import conversation_hit_rates, walk_counts
 from agentprof.analysis.misses import MISS_RATIO, _layout, explain
 from agentprof.analysis.redundancy import previous_rows, redundancy_columns
@@ -66,7 +67,8 @@ def analyze(trace: Trace, miss_ratio: float = MISS_RATIO) -> Analysis:
     conv_out = conv.rename({"line_id": "conversation_id"})
     redundancy = _redundancy(calls, conv_out)
     n_conv = conv_out.height if conv_out.height else int(sessions.get_column("primary").sum() or 0)
-    a = Analysis(trace.meta, calls, per_session, conv_out, time, redundancy, misses, diags, n_conversations=n_conv)
+    a = Analysis(trace.meta, calls, per_session, conv_out, time, redundancy, misses, diags, n_conversations=n_conv,
+                 failures=failures(spans))
     a.redundancy["timed_conversations"] = timed
     return a
 

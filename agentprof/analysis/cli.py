@@ -102,6 +102,12 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     tt.add_row("[bold]Amdahl bound[/bold] (model time → 0)", _sec(t["amdahl_bound_s"]),
                _pct(t["amdahl_bound_s"] / wall if wall else None))
     con.print(tt)
+    f = d.get("failures") or {}
+    if f.get("model_calls") or f.get("tool_calls"):
+        kinds = ", ".join(f"{g['count']:,} {g['error_type']}" + (f" ({g['kind']})" if g["kind"] != "model" else "")
+                          for g in f["by_error_type"][:5])
+        con.print(f"[bold]failed calls:[/bold] {f['model_calls']:,} model ({_sec(f['model_s'])}), "
+                  f"{f['tool_calls']:,} tool ({_sec(f['tool_s'])}) — {kinds}", highlight=False)
     r = d["redundancy"]
     rt = Table(title="Prompt redundancy", title_justify="left")
     rt.add_column("metric")

@@ -34,6 +34,7 @@ class Analysis:
     cache_misses: list[dict[str, Any]]
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
     n_conversations: int = 0
+    failures: dict[str, Any] = field(default_factory=dict)  # failed model and tool calls (analysis.failures)
 
     html_renderer: ClassVar[Callable[[Analysis], str] | None] = None
     """Set by the report stage to render rich HTML in notebooks."""
@@ -61,6 +62,7 @@ class Analysis:
             "time": time,
             "redundancy": self.redundancy,
             "cache_misses": self.cache_misses,
+            "failures": self.failures,
             "per_session": _jsonable(self.sessions.to_dicts()),
             "per_conversation": _jsonable(self.conversations.to_dicts()),
             "diagnostics": self.diagnostics,

@@ -224,6 +224,78 @@ def _prompt_shape(msgs: list[tuple[tuple[str, ...], str, list]]) -> dict[str, An
     return out
 
 
+# Anthropic API error types by HTTP status (https://docs.anthropic.com/en/api/errors), for retry records whose
+# error object carries a status but no error body (network-level failures carry neither)
+_STATUS_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
+                 504: "timeout_error", 529: "overloaded_error"}
+
+
+def _is_retry(rec: _Rec) -> bool:
+    """A ``system/api_error`` record: the CLI logged a failed API attempt that it will retry."""
+    return rec.type == "system" and rec.raw.get("subtype") == "api_error"
+
+
+def _retry_status(raw: dict[str, Any]) -> int | None:
+    """HTTP status of a retried attempt: ``error.status``, else ``api_error_status``, else ``error.formatted``."""
+    err = raw.get("error")
+    cands = [err.get("status") if isinstance(err, dict) else None, raw.get("api_error_status")]
+    for c in cands:
+        if isinstance(c, int) and not isinstance(c, bool):
+            return c
+    fmt = err.get("formatted") if isinstance(err, dict) else None
+    if isinstance(fmt, str) and fmt[:3].isdigit() and (len(fmt) == 3 or not fmt[3].isdigit()):
+        return int(fmt[:3])  # "529 Overloaded"
+    return None
+
+
+def _retry_error_type(raw: dict[str, Any], status: int | None) -> str:
+    """The API error type of a retried attempt, whichever of the layouts the CLI version wrote.
+
+    The error is the serialized SDK error: ``{status, headers, requestID, error: {type: "error", error: {type,
+    message}}}`` (Anthropic body), a gateway's ``{error: {type, code, message}}``, a connection failure
+    ``{message, formatted, connection|cause: {code}}``, or a plain string (``"Connection error (ECONNRESET)"``).
+    """
+    err = raw.get("error")
+    if isinstance(err, dict):
+        body = err.get("error")
+        if isinstance(body, dict):
+            inner = body.get("error")
+            if isinstance(inner, dict) and isinstance(inner.get("type"), str) and inner["type"]:
+                return inner["type"]
+        for t in (err.get("type"), body.get("type") if isinstance(body, dict) else None):
+            if isinstance(t, str) and t and t != "error":
+                return t
+        for k in ("connection", "cause"):
+            code = err.get(k).get("code") if isinstance(err.get(k), dict) else None
+            if isinstance(code, str) and code:
+                return code
+        if status in _STATUS_TYPES:
+            return _STATUS_TYPES[status]
+        text = " ".join(str(err.get(k) or "") for k in ("message", "formatted"))
+    else:
+        if status in _STATUS_TYPES:
+            return _STATUS_TYPES[status]
+        text = err if isinstance(err, str) else ""
+    code = text[text.rfind("(") + 1:text.rfind(")")] if text.rfind("(") < text.rfind(")") else ""
+    if code.isupper() or (code[:1].isupper() and code.isalnum()):  # "... (ECONNRESET)", "(FailedToOpenSocket)"
+        return code
+    low = text.lower()
+    if "timed out" in low or "timeout" in low:
+        return "timeout"
+    if "connect" in low:
+        return "connection_error"
+    return f"http_{status}" if status is not None else "api_error"
+
+
+def _retry_delay_ns(raw: dict[str, Any]) -> int | None:
+    """The back-off the CLI announced before the next attempt (``retryInMs``, fractional ms), or None."""
+    ms = raw.get("retryInMs")
+    if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms >= 0:
+        return int(ms * 1_000_000)
+    return None
+
+
 def _user_text(rec: _Rec) -> str | None:
     """The text of a user record that is a typed prompt (not a tool result or a meta message)."""
     if rec.raw.get("isMeta") or rec.raw.get("isCompactSummary") or rec.raw.get("toolUseResult") is not None:
@@ -260,6 +332,7 @@ class _Importer:
         self.seg_cache: dict[tuple[str, ...], list[Segment]] = {}
         self.version: str | None = None
         self.fingerprinters: dict[str, Any] = {}
+        self.backoff_end: dict[tuple[str, int], int] = {}  # retry record (file, line) -> end of its back-off
         self.extent: dict[str, tuple[int, int] | None] = {}      # session -> first/last own record time
         self.tool_end: dict[str, int] = {}                         # tool_use id -> its span's end
         self.wait_spans: list[tuple[str, str, int, int]] = []     # (session, span id, start, end)
@@ -536,35 +609,117 @@ class _Importer:
     def _session_spans(self, sess: str, recs: list[_Rec], waits: bool) -> None:
         calls: dict[str, list[_Rec]] = {}
         order: list[str] = []
+        # retry records belong to the next call of their session; a typed prompt before it ends the run
+        # (the attempts were abandoned: interrupted, or the session ended)
+        retries: dict[str, list[_Rec]] = {}
+        orphans: list[tuple[list[_Rec], int | None]] = []  # (run, time of the record that ended it)
+        pending: list[_Rec] = []
         for r in recs:
-            if r.type == "assistant":
+            if _is_retry(r):
+                pending.append(r)
+            elif r.type == "assistant":
                 msg = r.raw["message"]
                 key = str(msg.get("id") or r.raw.get("requestId") or r.uuid or r.line)
                 if key not in calls:
                     calls[key] = []
                     order.append(key)
+                    if pending:
+                        retries[key], pending = pending, []
                 calls[key].append(r)
+            elif pending and r.type == "user" and not r.raw.get("isMeta"):
+                orphans.append((pending, r.ts))
+                pending = []
+        if pending:
+            orphans.append((pending, None))
         for key in order:
-            self._model_call(sess, key, calls[key])
+            self._model_call(sess, key, calls[key], retries.get(key, []))
+        for run, bound in orphans:
+            first = self._trigger(run[0])
+            self._retries(sess, run, first.ts if first is not None else None, None, bound)
         if waits:  # a sub-agent's prompts come from its parent agent, not from a person
             self._waits(sess, recs)
 
-    def _model_call(self, sess: str, key: str, blocks: list[_Rec]) -> None:
+    def _trigger(self, rec: _Rec) -> _Rec | None:
+        """The record a request was sent for: ``rec``'s parent, past the retry records logged in between."""
+        seen: set[str] = set()
+        cur = self.by_uuid.get(rec.parent) if rec.parent else None
+        while cur is not None and _is_retry(cur) and cur.parent and cur.parent not in seen:
+            seen.add(cur.parent)
+            cur = self.by_uuid.get(cur.parent)
+        return None if cur is not None and _is_retry(cur) else cur
+
+    def _retries(self, sess: str, run: list[_Rec], start: int | None, model: str | None,
+                 bound: int | None) -> int | None:
+        """One failed ``model`` span per retry record and a ``retry`` wait for its back-off; returns when the
+        next attempt started (the last back-off's end), or ``start`` when no record has a time.
+
+        An attempt starts at ``start`` (the request's trigger) or the previous back-off's end and fails at the
+        record's time; the back-off is ``retryInMs`` from there, clipped at the next record (``bound``)."""
+        timed = [r for r in run if r.ts is not None]
+        for i, r in enumerate(timed):
+            end = r.ts
+            assert end is not None
+            begin = end if start is None or start > end else start
+            status = _retry_status(r.raw)
+            m = model
+            if m is None and isinstance(r.raw.get("message"), dict) and r.raw["message"].get("model") != "<synthetic>":
+                m = r.raw["message"].get("model")
+            attempt = r.raw.get("retryAttempt")
+            attrs: dict[str, Any] = {
+                "agentprof.source.line": r.line, sc.HTTP_STATUS_CODE: status,
+                "agentprof.claude_code.api_error_status": status, "agentprof.retry.attempt": attempt,
+                "agentprof.retry.max": r.raw.get("maxRetries"),
+                "agentprof.timing.start": "request trigger" if start is not None and i == 0 else
+                "end of the previous retry back-off" if start is not None else "unknown (record time)"}
+            self.b.add(sess, "model", sc.model_span_name(m), key=("retry", r.file, r.line), start_ns=begin,
+                       end_ns=end, timing="derived", status="error", error_type=_retry_error_type(r.raw, status),
+                       model=m, provider=(provider_for_model(m) or "anthropic") if m else None, stream=True,
+                       attributes=attrs)
+            nxt = timed[i + 1].ts if i + 1 < len(timed) else bound
+            delay = _retry_delay_ns(r.raw)
+            start = end
+            if delay is None:
+                continue
+            stop = end + delay
+            clipped = nxt is not None and nxt >= end and stop > nxt
+            if clipped:
+                assert nxt is not None
+                stop = nxt
+            self.backoff_end[(r.file, r.line)] = stop
+            if stop > end:
+                self.b.add(sess, "wait", "wait retry", key=("backoff", r.file, r.line), start_ns=end, end_ns=stop,
+                           timing="derived", attributes={
+                               sc.WAIT_REASON: "retry", "agentprof.source.line": r.line,
+                               "agentprof.retry.attempt": attempt, "agentprof.retry.delay_ms": r.raw["retryInMs"],
+                               "agentprof.retry.clipped": True if clipped else None})
+            start = stop
+        return start
+
+    def _model_call(self, sess: str, key: str, blocks: list[_Rec], retries: list[_Rec] | None = None) -> None:
         first, _last = blocks[0], blocks[-1]
         msg = first.raw["message"]
         model = msg.get("model")
-        trigger = self.by_uuid.get(first.parent) if first.parent else None
+        trigger = self._trigger(first)
         start = trigger.ts if trigger is not None and trigger.ts is not None and first.ts is not None and \
             trigger.ts <= first.ts else first.ts
         end = max((r.ts for r in blocks if r.ts is not None), default=None)
         failed = next((r for r in blocks if r.raw.get("isApiErrorMessage")), None)
+        prompt_at = start  # the request's content was fixed when it was first sent
+        timing_start = "trigger record (parentUuid of the first block)"
+        if retries:
+            first_try = trigger.ts if trigger is not None and trigger.ts is not None else None
+            start = self._retries(sess, retries, first_try, None if model == "<synthetic>" else model, first.ts)
+            timing_start = "end of the last retry back-off (system/api_error retryInMs)"
+            if start is None or (first.ts is not None and start > first.ts):
+                start = first.ts
         if model == "<synthetic>" or failed is not None:
             # the CLI's own message in the model's place: a failed request (isApiErrorMessage) or a notice
             if failed is None:
                 return
             err = failed.raw.get("error")
             attrs_err: dict[str, Any] = {"agentprof.source.line": first.line,
-                                         "agentprof.claude_code.api_error_status": failed.raw.get("apiErrorStatus")}
+                                         "agentprof.claude_code.api_error_status": failed.raw.get("apiErrorStatus"),
+                                         "agentprof.retry.count": len(retries) if retries else None}
             self.b.add(sess, "model", sc.model_span_name(None), key=("call", key), start_ns=start, end_ns=end,
                        timing="derived", status="error",
                        error_type=err if isinstance(err, str) and err else "api_error", attributes=attrs_err)
@@ -588,7 +743,8 @@ class _Importer:
                                       visible_tokens=visible or None)
         attrs: dict[str, Any] = {sc.RESPONSE_ID: msg.get("id"), "agentprof.source.line": first.line,
                                  "agentprof.usage.output_tokens_source": out.source,
-                                 "agentprof.timing.start": "trigger record (parentUuid of the first block)"}
+                                 "agentprof.timing.start": timing_start,
+                                 "agentprof.retry.count": len(retries) if retries else None}
         if out.source == "estimate":
             attrs["agentprof.usage.output_tokens_reported"] = out.reported
         if final and isinstance(final.get("cache_creation"), dict):
@@ -605,7 +761,7 @@ class _Importer:
             fper = self.fingerprinters.get(sess)
             if fper is None:
                 fper = self.fingerprinters[sess] = self.ctx.fingerprinter()
-            msgs = self._messages(chain, start)
+            msgs = self._messages(chain, prompt_at)
             fp = fper.fingerprint(self._segments(msgs))
             attrs.update(_prompt_shape(msgs))
         if usage is None and out.output_tokens is not None:
@@ -701,6 +857,8 @@ class _Importer:
                                          attributes={sc.WAIT_REASON: reason, "agentprof.source.line": r.line})
                         self.wait_spans.append((sess, wid, prev, end))
             prev = r.ts if prev is None else max(prev, r.ts)
+            if _is_retry(r):  # the CLI was backing off, not waiting for anyone
+                prev = max(prev, self.backoff_end.get((r.file, r.line), prev))
 
 
 def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:

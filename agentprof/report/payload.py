@@ -7,6 +7,7 @@ import datetime as _dt
 from typing import Any
 
 from agentprof import __version__
+from agentprof.analysis.failures import failures
 from agentprof.report import results
 from agentprof.report.gaps import trace_gaps
 from agentprof.report.headline import headline, trace_figures
@@ -82,7 +83,7 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
         "diagnostics": {"count": len(trace.diagnostics),
                         "first": [d.message for d in trace.diagnostics[:3]]},
         "timeline": tl,
-        "slow": {"tools": slow_tools(spans), "calls": slow_calls(spans, labels, t0)},
+        "slow": {"tools": slow_tools(spans), "calls": slow_calls(spans, labels, t0), "failures": failures(spans)},
         "redundancy": results.redundancy_panel(analysis, a, labels, notes.get("analysis")),
         "cache": results.cache_panel(cache, notes.get("cache"), cache_model),
         "whatif": results.whatif_panel(r, notes.get("replay")),

@@ -859,6 +859,18 @@
       right.appendChild(h("table", { class: "t" }, [h("thead", null, h("tr", null, [h("th", null, ""), h("th", null, "span"), h("th", null, "session"),
         h("th", { class: "r" }, "at"), h("th", { class: "r" }, "duration"), h("th", { class: "r" }, "tokens")])), tb2]));
     }
+    var F = SL.failures || {};
+    if (F.model_calls || F.tool_calls) {
+      var part = function (kind) {
+        var n = F[kind + "_calls"] || 0;
+        if (!n) return null;
+        var types = (F.by_error_type || []).filter(function (g) { return g.kind === kind; }).slice(0, 4)
+          .map(function (g) { return fmtInt(g.count) + " " + g.error_type; }).join(", ");
+        return fmtInt(n) + " " + kind + (n === 1 ? " call" : " calls") + " (" + fmtDur(F[kind + "_s"]) + (types ? ": " + types : "") + ")";
+      };
+      var txt = [part("model"), part("tool")].filter(function (x) { return x; }).join("; ");
+      sec.appendChild(h("p", { class: "hint", id: "failures" }, "Failed: " + txt + ". Their time is part of the split above."));
+    }
   }
 
   /* ---------- corpus view ---------- */
