@@ -102,7 +102,9 @@ def _call_diagnostics(calls: pl.DataFrame, diags: list[dict[str, Any]]) -> None:
         diags.append({"kind": "no_model_calls", "message": "the trace has no model calls; redundancy, hit rates "
                       "and cache misses are empty"})
         return
-    no_hash = calls.filter(~pl.col("has_hashes")).group_by("session_id", maintain_order=True).len()
+    # a failed attempt's request is often not logged (Claude Code retries): no hashes is expected there
+    no_hash = calls.filter(~pl.col("has_hashes") & (pl.col("status") != "error")).group_by(
+        "session_id", maintain_order=True).len()
     for sid, n in no_hash.iter_rows():
         diags.append({"kind": "missing_hashes", "message": f"{n} model calls of session {sid} have no prompt block "
                       "hashes; their prefix reuse and hit rates are left empty", "session_id": sid})

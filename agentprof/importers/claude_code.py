@@ -18,6 +18,11 @@ Mapping (see ``docs/IMPORTING.md``):
   (``isApiErrorMessage``) is a failed call with the ``error`` code as ``error_type``. ``output_tokens`` is
   resolved over the message's records (streaming placeholders, see
   :func:`agentprof.trace.usage.resolve_streamed_output`);
+- retries: each ``system/api_error`` record (a failed attempt the CLI retries; ``retryInMs``, ``retryAttempt``,
+  ``maxRetries``, the SDK error) is a failed ``model`` call from the request's trigger (or the previous
+  back-off's end) to the record, with the API error type and HTTP status, no usage and no prompt hashes, then a
+  ``retry`` wait of ``retryInMs`` clipped at the next record (all ``derived``); the call that follows starts
+  when the last back-off ends. Retries that no call follows (interrupted) keep their spans, model unknown;
 - prompts: the ``parentUuid`` chain from the call's first block back to the root, user/assistant records only,
   every block of a message on it (all records with its ``message.id``: with streaming tool execution some are
   on no chain), parallel tool results restored. System prompt and tool definitions are not logged, so hashes

@@ -414,3 +414,108 @@ def test_api_error_records_are_failed_calls_with_their_error_code():
                                           if r.get("type") == "user"]}]
     fp = PromptHasher(tr.meta.tokenizer).fingerprint(anthropic_segments(None, users))
     assert good.get_column("block_hashes").item().to_list() == fp.block_hashes
+
+
+def _ns(ts: str) -> int:
+    return int(datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1_000_000_000)
+
+
+def _retry_expectations(raw: list[dict]) -> list[dict]:
+    """Independent recount of the fixture's retry runs: each ``system/api_error`` record's attempt window and
+    back-off window (``retryInMs`` from its timestamp, clipped at the next record's time)."""
+    out, start = [], None
+    for i, r in enumerate(raw):
+        if r.get("type") == "user":
+            start = _ns(r["timestamp"])  # a request trigger (prompt or tool result)
+        if r.get("type") == "system" and r.get("subtype") == "api_error":
+            end = _ns(r["timestamp"])
+            nxt = _ns(raw[i + 1]["timestamp"]) if i + 1 < len(raw) else None
+            stop = end + int(r["retryInMs"] * 1_000_000)
+            out.append({"start": start, "end": end, "wait_end": min(stop, nxt) if nxt is not None else stop,
+                        "line": i + 1})
+            start = out[-1]["wait_end"]
+    return out
+
+
+def test_api_retry_records_become_failed_attempts_and_retry_waits():
+    """``system/api_error`` records (one per failed attempt the CLI retries): each is a failed model call from
+    the request's trigger (or the previous back-off's end) to the record, then a ``retry`` wait of
+    ``retryInMs`` clipped at the next record; the call that finally succeeds starts after the last back-off.
+    Error types are read from the three error layouts the CLI writes (SDK error with the Anthropic body,
+    connection failure, plain string)."""
+    path = FIXTURES / "cc_api_retries.jsonl"
+    raw = jsonl(path)
+    want = _retry_expectations(raw)
+    assert len(want) == 3
+    tr = load_any(path)
+    s = tr.spans
+    failed = s.filter((pl.col("kind") == "model") & (pl.col("status") == "error")).sort("end_ns")
+    assert failed.height == len(want)
+    assert failed.get_column("start_ns").to_list() == [w["start"] for w in want]
+    assert failed.get_column("end_ns").to_list() == [w["end"] for w in want]
+    assert failed.get_column("error_type").to_list() == ["overloaded_error", "ECONNRESET", "timeout"]
+    attrs = [json.loads(a) for a in failed.get_column("attributes")]
+    assert [a.get("http.response.status_code") for a in attrs] == [529, None, None]
+    assert [a["agentprof.retry.attempt"] for a in attrs] == [1, 2, 1]
+    assert set(failed.get_column("timing")) == {"derived"}
+    # the model of the call they retried; unknown where no call followed; no usage, no prompt hashes
+    assert failed.get_column("model").to_list() == ["claude-sonnet-4-6", "claude-sonnet-4-6", None]
+    for col in ("input_tokens", "output_tokens", "cache_read_tokens", "block_hashes"):
+        assert failed.get_column(col).null_count() == failed.height
+    waits = s.filter(pl.col("attributes").str.contains('"agentprof.wait.reason":"retry"')).sort("start_ns")
+    assert waits.get_column("start_ns").to_list() == [w["end"] for w in want]
+    assert waits.get_column("end_ns").to_list() == [w["wait_end"] for w in want]
+    assert json.loads(waits.get_column("attributes")[2]).get("agentprof.retry.clipped") is True
+    ok = s.filter((pl.col("kind") == "model") & (pl.col("status") == "ok")).sort("start_ns")
+    assert ok.height == 2
+    retried = ok.row(1, named=True)
+    assert retried["start_ns"] == want[1]["wait_end"]
+    assert json.loads(retried["attributes"])["agentprof.retry.count"] == 2
+    # the interrupted back-off is not also counted as the user's time
+    user = s.filter(pl.col("attributes").str.contains('"agentprof.wait.reason":"user"'))
+    assert all(e <= want[2]["end"] or st >= want[2]["wait_end"]
+               for st, e in zip(user.get_column("start_ns"), user.get_column("end_ns"), strict=True))
+
+
+def test_api_retries_in_the_time_split_and_unchanged_without_them(tmp_path):
+    """``analyze`` counts back-off as ``wait: retry`` and failed attempts as failed model time; the same session
+    without its retry records (parents relinked) imports exactly as before: same calls, tokens, prompts, wall,
+    and the retried call then starts at its trigger."""
+    from agentprof.analysis import analyze
+
+    path = FIXTURES / "cc_api_retries.jsonl"
+    raw = jsonl(path)
+    want = _retry_expectations(raw)
+    res = analyze(load_any(path)).to_dict()
+    backoff_s = sum(w["wait_end"] - w["end"] for w in want) / 1e9
+    assert res["time"]["wait_by_reason"]["retry"] == pytest.approx(backoff_s)
+    assert res["failures"]["model_calls"] == len(want)
+    assert res["failures"]["model_s"] == pytest.approx(sum(w["end"] - w["start"] for w in want) / 1e9)
+    # strip the retry records, pointing each child at the nearest kept ancestor
+    gone = {r["uuid"]: r["parentUuid"] for r in raw if r.get("subtype") == "api_error"}
+    plain = []
+    for r in raw:
+        if r["uuid"] in gone:
+            continue
+        r = dict(r)
+        while r.get("parentUuid") in gone:
+            r["parentUuid"] = gone[r["parentUuid"]]
+        plain.append(r)
+    stripped = tmp_path / "stripped.jsonl"
+    stripped.write_text("".join(json.dumps(r) + "\n" for r in plain))
+    a, b = load_any(path).spans, load_any(stripped).spans
+    assert b.filter(pl.col("status") == "error").height == 0
+    assert b.filter(pl.col("attributes").str.contains('"retry"')).height == 0
+    cols = ["name", "end_ns", "model", "input_tokens", "cache_read_tokens", "output_tokens", "block_hashes"]
+    ok_a = a.filter((pl.col("kind") == "model") & (pl.col("status") == "ok")).sort("end_ns")
+    ok_b = b.filter((pl.col("kind") == "model") & (pl.col("status") == "ok")).sort("end_ns")
+    assert ok_a.select(cols).to_dicts() == ok_b.select(cols).to_dicts()
+    first_retry = raw[want[0]["line"] - 1]
+    trigger = next(r for r in raw if r.get("uuid") == first_retry["parentUuid"])
+    assert ok_b.get_column("start_ns")[1] == _ns(trigger["timestamp"])
+    for kind in ("agent", "tool"):
+        assert a.filter(pl.col("kind") == kind).select("start_ns", "end_ns").to_dicts() == \
+            b.filter(pl.col("kind") == kind).select("start_ns", "end_ns").to_dicts()
+    plain_res = analyze(load_any(stripped)).to_dict()
+    assert plain_res["time"]["wall_s"] == res["time"]["wall_s"]
+    assert "retry" not in plain_res["time"]["wait_by_reason"]
