@@ -175,7 +175,10 @@ def test_captured_run_with_known_sleeps(tmp_path):
     assert t.wait_by_reason == {"permission": pytest.approx(watch["wait"], rel=0.02)}
     assert ttft <= t.model_ttft_s <= watch["sdk"]  # the streamed call's first chunk
     tools = trace.spans.filter(trace.spans["kind"] == "tool")
-    tool_sum = float(((tools["end_ns"] - tools["start_ns"]) / 1e9).sum())
-    assert tool_sum == pytest.approx(0.3 + 0.15 + 0.25 + 0.35, rel=0.02)
+    durs = sorted(((tools["end_ns"] - tools["start_ns"]) / 1e9).to_list())
+    tool_sum = sum(durs)
+    # each tool span holds its sleep (a sleep never ends early) and no more than the stopwatch around it
+    assert all(d >= s for d, s in zip(durs, sorted((0.3, 0.15, 0.25, 0.35)), strict=True))
+    assert tool_sum <= watch["tool"] + 3 * watch["parallel"]
     assert t.tool_s < tool_sum  # parallel tools count once
     assert t.amdahl_bound_s == pytest.approx(t.wall_s - expected["model_s"], rel=0.02)
