@@ -113,8 +113,9 @@ class LeanSpan(trace_api.Span, ReadableSpan):
             _log.warning("invalid span attribute key %r: ignored", key)
             return
         cleaned = clean_value(value)
-        if cleaned is None:
-            _log.warning("invalid type %s for span attribute %r: ignored", type(value).__name__, key)
+        if cleaned is None:  # a None value says nothing: dropped quietly; anything else unstorable is warned
+            if value is not None:
+                _log.warning("invalid type %s for span attribute %r: ignored", type(value).__name__, key)
             return
         self._shape = None
         attrs = self._attributes
