@@ -3,6 +3,8 @@
 ``create`` (plain and ``stream=True``) and ``parse`` are wrapped at the class level. ``messages.stream(...)``
 returns a manager that sends the request when entered (``with client.messages.stream(...) as s:``); its
 request function is wrapped so the model span starts there and follows the stream to its end.
+``with_raw_response`` / ``with_streaming_response`` go through ``create``; see
+:mod:`~agentprof.capture.raw_response`.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import SpanKind
 
 from agentprof import semconv as sc
-from agentprof.capture import fingerprint, provider
+from agentprof.capture import fingerprint, provider, raw_response
 from agentprof.capture.failsafe import internal_error, warn_once
 from agentprof.capture.plain import given
 from agentprof.capture.session import Session, current, parent_context
@@ -37,6 +37,7 @@ PROMPT_FIELDS = {
 }
 # Responses API events sent before any output exists (they do not count as the first chunk)
 _RESPONSES_PREAMBLE = frozenset({"response.created", "response.in_progress", "response.queued"})
+_NOT_PARSED = object()  # handle_result: no parsed result handed in
 
 
 def _snapshot_value(value: Any) -> Any:
@@ -130,24 +131,61 @@ class ModelCall:
         self.exc = exc
         self._response_done(_time_ns())
 
-    def handle_result(self, result: Any) -> Any:
-        """Record a response or start observing a stream; returns ``result`` itself (maybe instrumented)."""
+    def handle_result(self, result: Any, parsed: Any = _NOT_PARSED) -> Any:
+        """Record a response or start observing a stream; returns ``result`` itself (maybe instrumented).
+
+        ``result`` may be a raw-response wrapper (:mod:`~agentprof.capture.raw_response`): then what its
+        ``.parse()`` returns (``parsed``, already awaited on the async path) is read or observed instead.
+        """
         t0 = _perf()
+        end = _time_ns()
+        agent_ns = 0  # parsing a raw response for the agent is the agent's cost, not agentprof's
         try:
-            if self.stream:
-                if _instrument_stream(result, self):
-                    self.sess.add_overhead(_perf() - t0)
+            target = result
+            kind = raw_response.kind(result)
+            if kind == raw_response.LAZY:
+                raw_response.follow_lazy(result, self)
+                self.sess.add_overhead(_perf() - t0)
+                return result
+            if kind == raw_response.READY:
+                if parsed is _NOT_PARSED:
+                    t1 = _perf()
+                    parsed = raw_response.parse_now(result, self.provider)
+                    agent_ns = _perf() - t1
+                raw_response.follow_close(result, self)
+                if parsed is raw_response.FAILED:
+                    self._response_done(end, incomplete=self.stream)
+                    self.sess.add_overhead(_perf() - t0 - agent_ns)
                     return result
-                self._response_done(_time_ns(), incomplete=True)  # a raw-response wrapper: no chunks to see
+                target = parsed
+            if self.stream:
+                if _instrument_stream(target, self):
+                    self.sess.add_overhead(_perf() - t0 - agent_ns)
+                    return result
+                self._response_done(end, incomplete=True)  # not a stream agentprof knows: no chunks to see
             else:
-                end = _time_ns()
-                self._read_response(result)
+                self._read_response(target)
                 self._response_done(end)
         except Exception as e:
             internal_error(f"reading a {self.provider} response", e)
             self._response_done(_time_ns())
-        self.sess.add_overhead(_perf() - t0)
+        self.sess.add_overhead(_perf() - t0 - agent_ns)
         return result
+
+    def lazy_parsed(self, parsed: Any) -> None:
+        """The agent parsed a response whose body it read itself (``with_streaming_response``)."""
+        end = _time_ns()
+        if self.end_ns is not None:
+            return
+        try:
+            if self.stream:
+                if _instrument_stream(parsed, self):
+                    return
+            else:
+                self._read_response(parsed)
+        except Exception as e:
+            internal_error(f"reading a {self.provider} response", e)
+        self._response_done(end, incomplete=self.stream)
 
     def _read_response(self, obj: Any) -> None:
         usage = getattr(obj, "usage", None)
@@ -430,7 +468,8 @@ async def record_async(provider_name: str, api: str, kwargs: dict[str, Any], res
         call.fail(e)
         raise
     call.detach(token)
-    return call.handle_result(raw)
+    parsed = await raw_response.parse_async(raw, provider_name) if raw_response.needs_await(raw) else _NOT_PARSED
+    return call.handle_result(raw, parsed)
 
 
 # --- stream instrumentation ---------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Patched at the class level (``Completions``/``AsyncCompletions``, ``Responses``/``AsyncResponses``):
 ``create`` (plain and ``stream=True``) and ``parse``. The ``.stream(...)`` helpers send their request through
 ``create``, so they are recorded too, as one call each. Raw-response wrappers (``with_raw_response``,
-``with_streaming_response``) are timed but carry no usage (their body is the agent's to read).
+``with_streaming_response``) go through the same methods; :mod:`~agentprof.capture.raw_response` reads them.
 """
 
 from __future__ import annotations
