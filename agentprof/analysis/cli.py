@@ -108,6 +108,12 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
                           for g in f["by_error_type"][:5])
         con.print(f"[bold]failed calls:[/bold] {f['model_calls']:,} model ({_sec(f['model_s'])}), "
                   f"{f['tool_calls']:,} tool ({_sec(f['tool_s'])}) — {kinds}", highlight=False)
+    co = d.get("capture_overhead")
+    if co:
+        share = f" ({_pct(co['share_of_wall'])} of wall)" if co.get("share_of_wall") is not None else ""
+        took = f"{co['s'] * 1e3:.1f} ms" if co["s"] < 1 else _sec(co["s"])
+        con.print(f"agentprof's own time on the agent's threads while capturing: {took}{share} (imports of its "
+                  "capture modules on the first profile included)", highlight=False)
     r = d["redundancy"]
     rt = Table(title="Prompt redundancy", title_justify="left")
     rt.add_column("metric")

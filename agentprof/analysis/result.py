@@ -47,6 +47,15 @@ class Analysis:
     def n_model_calls(self) -> int:
         return self.calls.height
 
+    def capture_overhead(self) -> dict[str, Any] | None:
+        """agentprof's own time on the agent's threads while it captured this trace (from the trace's final
+        meta record; None for imported traces), and its share of the wall time."""
+        ns = self.meta.capture_overhead_ns
+        if ns is None:
+            return None
+        wall = self.time.wall_s
+        return {"s": ns / 1e9, "share_of_wall": (ns / 1e9 / wall) if wall else None}
+
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` document."""
         t = self.time.to_dict()
@@ -63,6 +72,7 @@ class Analysis:
             "redundancy": self.redundancy,
             "cache_misses": self.cache_misses,
             "failures": self.failures,
+            "capture_overhead": self.capture_overhead(),
             "per_session": _jsonable(self.sessions.to_dicts()),
             "per_conversation": _jsonable(self.conversations.to_dicts()),
             "diagnostics": self.diagnostics,

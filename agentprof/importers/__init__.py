@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -162,7 +162,7 @@ def _merge(traces: list[Trace], formats: list[str], ctx: ImportContext, given: l
         source_format=uniq[0] if len(uniq) == 1 else "mixed", tokenizer=tokenizer, tokenizer_exact=exact,
         block_size=first.block_size, tool_version=first.tool_version or f"agentprof {__version__}",
         created=first.created, name=first.name or (Path(given[0]).name if len(given) == 1 else "import"),
-        capture_overhead_ns=first.capture_overhead_ns, sources=sources, extra=extra,
+        capture_overhead_ns=_summed(t.meta.capture_overhead_ns for t in traces), sources=sources, extra=extra,
     )
     if len({t.meta.block_size for t in traces}) > 1:
         diags.append(Diagnostic("mixed_block_size", "inputs use different block sizes: "
@@ -171,3 +171,9 @@ def _merge(traces: list[Trace], formats: list[str], ctx: ImportContext, given: l
 
 
 __all__ = ["FORMATS", "UNKNOWN", "ImportContext", "detect_format", "import_path", "load_any"]
+
+
+def _summed(values: Iterable[int | None]) -> int | None:
+    """The sum of the known values (agentprof's own capture time over several captured traces), None if none."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None

@@ -76,6 +76,7 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
             "tokenizer": meta.tokenizer,
             "tokenizer_exact": meta.tokenizer_exact,
             "block_size": meta.block_size,
+            "capture_overhead_s": meta.capture_overhead_ns / 1e9 if meta.capture_overhead_ns is not None else None,
             "first_start": _iso(int(fig["first_start_ns"])) if fig.get("first_start_ns") else None,
         },
         "headline": headline(fig, a, r),

@@ -53,3 +53,4 @@ def test_failures_of_real_traces_are_their_error_spans(sample):
     expected = spans.filter((spans["status"] == "error") & spans["kind"].is_in(["model", "tool"])).height
     assert f["model_calls"] + f["tool_calls"] == expected
     assert sum(g["count"] for g in f["by_error_type"]) == expected
+

@@ -27,7 +27,7 @@ def evil_trace():
                     "gen_ai.input.messages": "<b>prompt</b> & </script>"}),
             span(EVIL_SESSION, "t", "a", "tool", "execute_tool " + EVIL_TOOL, T0 + 5 * SEC, T0 + 40 * SEC,
                  status="error", **{"gen_ai.tool.name": EVIL_TOOL})]
-    return make_trace(recs, name="/home/USER/<evil>.jsonl")
+    return make_trace(recs, name="/home/USER/<evil>.jsonl", capture_overhead_ns=123_000_000)
 
 
 def _data(page: str) -> dict:
@@ -44,6 +44,7 @@ def test_trace_text_cannot_leave_the_data_block():
     assert "&lt;evil&gt;" in page.split("</title>")[0]  # the title is HTML-escaped
     data = _data(page)
     assert EVIL_TOOL in [t["tool"] for t in data["slow"]["tools"]]
+    assert data["meta"]["capture_overhead_s"] == 0.123
     f = data["slow"]["failures"]
     assert (f["model_calls"], f["tool_calls"], f["tool_s"]) == (0, 1, 35.0)
     assert f["by_error_type"] == [{"kind": "tool", "error_type": "ToolError", "count": 1, "time_s": 35.0}]
