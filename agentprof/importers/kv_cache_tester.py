@@ -3,8 +3,11 @@ as per-request 64-token block hash ids plus timing, no text.
 
 Mapping (see ``docs/IMPORTING.md``):
 
-- one trace document -> one session (``id``); a file holds one document, or one per line (JSON Lines, the
-  ``cc-traces-*.jsonl`` packaging); each ``type: "subagent"`` entry -> a child session (role ``subagent``)
+- one trace document -> one session (``id``; a document whose ``id`` an earlier document of the same import
+  already took, e.g. the same file name from two trace sets, becomes ``id~<content hash>`` with a
+  ``duplicate_id`` diagnostic, so the two are never walked as one conversation); a file holds one document,
+  or one per line (JSON Lines, the ``cc-traces-*.jsonl`` packaging); ``_start_ts`` (the wall-clock start some
+  builder versions write) is kept as an attribute of the agent span, the timeline still starts at 0; each ``type: "subagent"`` entry -> a child session (role ``subagent``)
   whose requests are timed from the sub-agent's own start ``t`` (as kv-cache-tester's replayer reads them; a
   ``subagent_clock`` diagnostic notes a ``duration_ms`` that fits the conversation's clock better). A
   sub-agent that ran inside the parent's next ``think_time`` gap (the Task tool's execution) is nested under
@@ -13,6 +16,8 @@ Mapping (see ``docs/IMPORTING.md``):
   absolute time, so the epoch is the conversation start), end = start + ``api_time`` (measured; without it,
   derived from the next request's start minus its ``think_time``, or unknown), ``ttft``,
   ``type`` ``"s"`` = streamed; ``in``/``out`` -> input/output tokens (cache counts are not in the format);
+  a request without ``model`` (the builder's documented sub-agent layout) gets its session's model when
+  ``models`` names exactly one; a sub-agent marker without ``requests`` is a sub-agent with no calls;
 - ``hash_ids`` -> ``block_hashes`` as they are (``prompt_tokens_hashed`` = ``in``). With
   ``hash_id_scope: "local"`` the ids are numbered per trace, so the trace's namespace (31 bits of
   ``xxh3_64(id)``) goes into the high 32 bits: ``id == h & 0xFFFFFFFF`` and ids of different traces never
@@ -59,6 +64,7 @@ _REQUEST = pl.Struct({
 _FILE = {
     "id": pl.Utf8, "models": pl.List(pl.Utf8), "block_size": pl.Int64, "hash_id_scope": pl.Utf8,
     "tool_tokens": pl.Int64, "system_tokens": pl.Int64, "requests": pl.List(_REQUEST),
+    "_start_ts": pl.Utf8,  # the conversation's wall-clock start (ISO 8601), in some builder versions' files
 }
 # flat request table: one row per request of every session
 _FLAT = {
@@ -79,6 +85,23 @@ class _Sessions:
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
         self.notes: list[tuple[str, str, str]] = []  # (diagnostic kind, path, message)
+        self.names: set[str] = set()  # conversation ids taken by earlier documents of this import
+
+    def unique_name(self, name: str, trace_id: str, path: str) -> str:
+        """The document's conversation id, made unique within the import: two documents with the same ``id``
+        (the same file name from two trace sets, a file given twice) stay two conversations instead of
+        being walked as one; the first keeps its id, later ones get ``~`` and their content hash."""
+        out = name
+        if out in self.names:
+            out = f"{name}~{trace_id[:8]}"
+            n = 2
+            while out in self.names:
+                out = f"{name}~{trace_id[:8]}-{n}"
+                n += 1
+            self.notes.append(("duplicate_id", path, f"conversation id {name!r} already imported from another "
+                               f"document: this one is {out!r}"))
+        self.names.add(out)
+        return out
 
     def add(self, **kw: Any) -> int:
         self.rows.append(kw)
@@ -128,7 +151,8 @@ def _python_doc(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat: 
                                "expected a kv-cache-tester trace") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("requests"), list):
         raise TraceFormatError(path, 1, "not a kv-cache-tester trace: expected an object with a 'requests' list")
-    name = doc.get("id") if isinstance(doc.get("id"), str) else _fallback_name(path, line)
+    name = sessions.unique_name(doc.get("id") if isinstance(doc.get("id"), str) else _fallback_name(path, line),
+                                trace_id, path)
     scope = doc.get("hash_id_scope") or "local"
     ns = 0 if scope == "global" else _namespace(name)  # only "global" ids are shared across traces
 
@@ -142,7 +166,9 @@ def _python_doc(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat: 
                          models=entry.get("models"), agent_id=agent_id, subagent_type=entry.get("subagent_type"),
                          depth=depth, launched_before=launched_before, offset=float(entry.get("t") or 0.0),
                          duration_ms=dur if isinstance(dur, (int, float)) and not isinstance(dur, bool) else None,
-                         status=entry.get("status") if isinstance(entry.get("status"), str) else None)
+                         status=entry.get("status") if isinstance(entry.get("status"), str) else None,
+                         start_ts=doc.get("_start_ts") if parent is None and isinstance(doc.get("_start_ts"), str)
+                         else None)
         n_sub = 0
         n_req = 0
         for i, r in enumerate(entry.get("requests") or []):
@@ -152,7 +178,7 @@ def _python_doc(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat: 
             if r.get("type") == "subagent":
                 n_sub += 1
                 _check_type(r.get("t", 0.0), (int, float), f"{w}.t", path, "seconds (a number)")
-                if not isinstance(r.get("requests"), list):
+                if not isinstance(r.get("requests", []), list):  # a marker without requests has none
                     raise TraceFormatError(path, None, f"{w}.requests: expected a list of requests")
                 aid = str(r.get("agent_id") or n_sub)
                 walk(r, f"{w}.", f"{session_id}/sa{n_sub}-{aid}", s, base + float(r.get("t") or 0.0), depth + 1,
@@ -160,6 +186,8 @@ def _python_doc(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat: 
                 continue
             _check_type(r.get("t"), (int, float), f"{w}.t", path, "seconds (a number)")
             _check_type(r.get("in"), (int,), f"{w}.in", path, "an input token count (integer)")
+            if r.get("hash_ids") is None:  # the tool reads a request without block ids as one with none
+                r = {**r, "hash_ids": []}
             if not isinstance(r.get("hash_ids"), list):
                 raise TraceFormatError(path, None, f"{w}.hash_ids: expected a list of integer block ids")
             where_of.append(w)  # the ids themselves are checked all at once below
@@ -221,17 +249,18 @@ def _polars_files(items: list[_Item], sessions: _Sessions) -> pl.DataFrame | Non
         return None
     if df.height != len(items):
         return None
-    meta = df.select("id", "hash_id_scope", "block_size", "tool_tokens", "system_tokens", "models").to_dicts()
+    meta = df.select("id", "hash_id_scope", "block_size", "tool_tokens", "system_tokens", "models",
+                     "_start_ts").to_dicts()
     first_sess = len(sessions.rows)
     for (path, _raw, file_no, trace_id, line), m in zip(items, meta, strict=False):
-        name = m["id"] or _fallback_name(path, line)
+        name = sessions.unique_name(m["id"] or _fallback_name(path, line), trace_id, path)
         scope = m["hash_id_scope"] or "local"
         sessions.add(trace_id=trace_id, file_no=file_no, path=path, line=line, session_id=name, parent=None,
                      base=0.0,
                      ns=0 if scope == "global" else _namespace(name), name=name, scope=scope,
                      block_size=m["block_size"], tool_tokens=m["tool_tokens"], system_tokens=m["system_tokens"],
                      models=m["models"], agent_id=None, subagent_type=None, depth=0, launched_before=None,
-                     offset=0.0, duration_ms=None, status=None)
+                     offset=0.0, duration_ms=None, status=None, start_ts=m["_start_ts"])
     flat = (df.select(pl.int_range(first_sess, first_sess + df.height, dtype=pl.Int64).alias("sess"), "requests")
             .explode("requests").filter(pl.col("requests").is_not_null()).unnest("requests")
             .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("sess").alias("idx")))
@@ -240,7 +269,7 @@ def _polars_files(items: list[_Item], sessions: _Sessions) -> pl.DataFrame | Non
 
 def _validate_flat(flat: pl.DataFrame, sessions: _Sessions) -> None:
     """Required request fields present (polars turns missing fields into nulls)."""
-    for col, what in (("t", "seconds (a number)"), ("in", "an input token count"), ("hash_ids", "a list of block ids")):
+    for col, what in (("t", "seconds (a number)"), ("in", "an input token count")):
         bad = flat.filter(pl.col(col).is_null())
         if bad.height:
             row = bad.row(0, named=True)
@@ -283,6 +312,8 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
         frames.insert(0, pl.concat(py_flat))
     flat = pl.concat(frames) if frames else pl.DataFrame(schema=_FLAT)
     _validate_flat(flat, sessions)
+    # the tool reads a request without block ids as one with none (its hit-rate walk skips it)
+    flat = flat.with_columns(pl.col("hash_ids").fill_null(pl.lit([], dtype=pl.List(pl.Int64))))
     spans = _build_spans(flat, sessions)
     for kind, path, msg in sessions.notes:
         ctx.note(kind, msg, path)
@@ -379,9 +410,12 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
         "parent_agent_span": [f"01{local[s['parent']]:06x}{0:08x}" if s["parent"] is not None else None
                               for s in srows],
         "local": local,
+        # a request without ``model`` ran on its session's model when ``models`` names exactly one
+        "sole_model": [s["models"][0] if isinstance(s["models"], list) and len(s["models"]) == 1
+                       and isinstance(s["models"][0], str) else None for s in srows],
     }, schema={"sess": pl.Int64, "trace_id": pl.Utf8, "session_id": pl.Utf8, "parent_session_id": pl.Utf8,
                "base_ns": pl.Int64, "ns": pl.Int64, "agent_span": pl.Utf8, "parent_agent_span": pl.Utf8,
-               "local": pl.Int64})
+               "local": pl.Int64, "sole_model": pl.Utf8})
     # ids that do not fit 32 bits cannot be namespaced: keep them as they are
     wide = (flat.group_by("sess").agg(pl.col("hash_ids").list.max().max().alias("mx"),
                                       pl.col("hash_ids").list.min().min().alias("mn"))
@@ -396,7 +430,7 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
     sess_idx = flat.get_column("sess")
     f = flat.with_columns(sess_df.get_column(c).gather(sess_idx).alias(c) for c in sess_df.columns if c != "sess")
     start = pl.col("base_ns") + (pl.col("t") * _NS).round().cast(pl.Int64)
-    f = f.with_columns(start.alias("start_ns"))
+    f = f.with_columns(start.alias("start_ns"), pl.coalesce("model", "sole_model").alias("model"))
     # Without ``api_time`` the response end is derived from the next request: its start minus its
     # ``think_time`` (the gap after the response). When that lands before this request's start (the format's
     # integer-second ``t`` and ``think_time`` disagree) the duration is unknown (zero-length span); with no
@@ -498,6 +532,7 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
              "agentprof.kvct.models": s["models"], "agentprof.kvct.hash_id_scope": s["scope"],
              sc.AGENT_ID: s["agent_id"], "agentprof.subagent.type": s["subagent_type"],
              "agentprof.kvct.subagent_status": s.get("status"), "agentprof.kvct.duration_ms": s.get("duration_ms"),
+             "agentprof.kvct.start_ts": s.get("start_ts"),
              "agentprof.source.path": s["path"]}
         if s["parent"] is not None and hi is not None:
             _check_subagent_clock(s, (hi - base_ns) / _NS, sessions)

@@ -13,7 +13,12 @@ later prompts repeat).
   ``user`` message carrying ``extra.returncode``) is a ``bash`` tool span from the previous stamp to its own.
   v1 logs only ``response.created`` (second resolution): a call then reaches back to the previous call's end
   and also holds the previous command's execution, and each assistant message followed by a ``user``
-  observation is one ``bash`` call without time. Both are ``derived``.
+  observation is one ``bash`` call without time (a format-error reply is not: no command ran). Both are
+  ``derived``.
+- Several commands of one response run one after another and are stamped together once all have finished,
+  so the first span holds the whole batch (``agentprof.tool.batch_size``) and the others have no time.
+  Commands never run (``returncode`` -1, ``exception_info`` "action was not executed") are errors without
+  time. The submitting command of v2 leaves no observation, only the ``exit`` message: one untimed span.
 - Usage: ``extra.response.usage`` (chat) or the response object's ``usage`` (Responses API), normalized.
 """
 
@@ -63,6 +68,33 @@ def _stamp(m: dict[str, Any]) -> int | None:
     return epoch_s_to_ns(_extra(m).get("timestamp"))
 
 
+# What mini-swe-agent 1.x writes in place of an observation when the response held no single command, and
+# when a command timed out (``format_error_template`` / ``timeout_template`` defaults; a trajectory's own
+# templates in ``info.config.agent`` take precedence).
+_FORMAT_ERROR_DEFAULT = "Please always provide EXACTLY ONE action"
+_TIMEOUT_DEFAULT = "The last command <command>"
+_NOT_EXECUTED = "action was not executed"
+_SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+def _template_prefix(template: Any, default: str) -> str:
+    """The literal text a Jinja template starts with (up to its first tag), or ``default``."""
+    if not isinstance(template, str):
+        return default
+    cut = min([k for k in (template.find("{{"), template.find("{%")) if k >= 0], default=len(template))
+    prefix = template[:cut].strip()
+    return prefix if len(prefix) >= 12 else default
+
+
+def _content_text(m: dict[str, Any]) -> str:
+    c = m.get("content")
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list):  # content blocks
+        return "".join(b.get("text", "") for b in c if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
+
+
 def _api_items(m: dict[str, Any]) -> list[dict[str, Any]]:
     """What a message contributes to later Responses API prompts (a response object: its output items)."""
     if m.get("object") == "response":
@@ -106,6 +138,9 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
                           "agentprof.reported_api_calls": stats.get("api_calls")})
     responses_api = any(m.get("object") == "response" for m in clean)
     kinds = [_kind(m) if m else "" for m in clean]
+    agent_cfg = cfg.get("agent") if isinstance(cfg.get("agent"), dict) else {}
+    v1_texts = (_template_prefix(agent_cfg.get("format_error_template"), _FORMAT_ERROR_DEFAULT),
+                _template_prefix(agent_cfg.get("timeout_template"), _TIMEOUT_DEFAULT))
     prev_end: int | None = None       # the previous call's end
     last_stamp: int | None = None     # the latest v2 message stamp so far
     prompt: list[dict[str, Any]] = []
@@ -143,41 +178,61 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
                                attributes=attrs)
         prev_end = end if end is not None else prev_end
         last_stamp = _stamp(m) or last_stamp
-        _tools(b, sid, clean, kinds, i, mid)
+        _tools(b, sid, clean, kinds, i, mid, v1_texts)
         prompt.extend(_api_items(m) if responses_api else [_chat_message(m)])
     meta = TraceMeta(source_format=FORMAT, sources=[str(path)])
     return Trace(meta, b.finish(), [])
 
 
-def _tools(b: SpanBuilder, sid: str, msgs: list[dict[str, Any]], kinds: list[str], i: int, model_span: str) -> None:
+def _tools(b: SpanBuilder, sid: str, msgs: list[dict[str, Any]], kinds: list[str], i: int, model_span: str,
+           v1_texts: tuple[str, str]) -> None:
     """The commands run after model message ``i``: one ``bash`` span per observation that follows it."""
     obs = []
     for j in range(i + 1, len(msgs)):
         if kinds[j] != "observation":
             break
         obs.append(j)
-    if not obs:  # v1: the observation is a plain user message right after the call
-        if i + 1 < len(msgs) and kinds[i + 1] == "input" and msgs[i + 1].get("role") == "user" \
-                and not _extra(msgs[i + 1]):
+    base = {sc.TOOL_NAME: "bash", "agentprof.tool.requested_by": model_span}
+    if not obs:
+        nxt = msgs[i + 1] if i + 1 < len(msgs) else {}
+        if kinds[i + 1 if nxt else i] == "input" and nxt.get("role") == "user" and not _extra(nxt):
+            # v1: the observation is a plain user message right after the call, unless it is the format
+            # error the agent answers with when the response held no single command (nothing ran then)
+            text = _content_text(nxt).lstrip()
+            format_error, timeout = v1_texts
+            if not text.startswith(format_error):
+                timed_out = text.startswith(timeout)
+                b.add(sid, "tool", sc.tool_span_name("bash"), key=("tool", i), timing="unknown",
+                      status="error" if timed_out else "ok", error_type="timeout" if timed_out else None,
+                      attributes=base)
+        elif nxt.get("role") == "exit" and _extra(nxt).get("exit_status") == "Submitted":
+            # v2: the submitting command raises instead of leaving an observation; it ran all the same
             b.add(sid, "tool", sc.tool_span_name("bash"), key=("tool", i), timing="unknown",
-                  attributes={sc.TOOL_NAME: "bash", "agentprof.tool.requested_by": model_span})
+                  attributes={**base, "agentprof.tool.submitted": True})
         return
     start = _stamp(msgs[i])
+    ran = [j for j in obs if _extra(msgs[j]).get("exception_info") != _NOT_EXECUTED]
     for j in obs:
         end = _stamp(msgs[j])
         ex = _extra(msgs[j])
         rc = ex.get("returncode")
-        failed = isinstance(rc, int) and not isinstance(rc, bool) and rc != 0
-        attrs: dict[str, Any] = {sc.TOOL_NAME: "bash", "agentprof.tool.requested_by": model_span,
-                                 "agentprof.message_index": j}
+        attrs: dict[str, Any] = {**base, "agentprof.message_index": j}
         call_id = msgs[j].get("tool_call_id") or msgs[j].get("call_id")
         if call_id:
             attrs[sc.TOOL_CALL_ID] = call_id
         if rc is not None:
             attrs["agentprof.tool.exit_code"] = rc
-        timed = start is not None and end is not None
+        if j not in ran:
+            b.add(sid, "tool", sc.tool_span_name("bash"), key=("tool", j), timing="unknown", status="error",
+                  error_type="not_executed", attributes=attrs)
+            continue
+        failed = isinstance(rc, int) and not isinstance(rc, bool) and rc != 0
+        # the commands of one response run in turn and are all stamped after the last one finished: the
+        # first span holds the batch, the others have no time of their own
+        timed = start is not None and end is not None and j == ran[0]
+        if timed and len(ran) > 1:
+            attrs["agentprof.tool.batch_size"] = len(ran)
         b.add(sid, "tool", sc.tool_span_name("bash"), key=("tool", j), start_ns=start if timed else None,
               end_ns=end if timed else None, timing="derived" if timed else "unknown",
               status="error" if failed else "ok", error_type=f"exit_code {rc}" if failed else None,
               attributes=attrs)
-        start = end if end is not None else start

@@ -190,11 +190,17 @@ def normalize_usage(raw: Any, provider: str | None = None) -> Usage:
         if a_write is not None and write is None:
             write = a_write
         if (a_read is not None or a_write is not None) and inp is not None:
+            # LiteLLM versions differ: prompt_tokens = input + reads + writes (inclusive), = input + reads (writes
+            # left out), or a proxy's copy of Anthropic's additive input_tokens. A total smaller than its own
+            # cached part can only be the additive one; one that holds the reads but not the writes, the second
             conv = "litellm-anthropic"
-            if (read or 0) + (write or 0) > inp:
-                # prompt_tokens held only the uncached part (Anthropic's additive input_tokens)
-                inp += (read or 0) + (write or 0)
+            r, w = read or 0, write or 0
+            if inp < r:
+                inp += r + w
                 conv = "litellm-anthropic-additive"
+            elif inp < r + w:
+                inp += w
+                conv = "litellm-anthropic-reads-only"
         return _check(Usage(inp, read, write, _int(d.get("completion_tokens")),
                             _int(_get(d, "completion_tokens_details", "reasoning_tokens")), conv))
 

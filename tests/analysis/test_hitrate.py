@@ -140,3 +140,36 @@ def test_requests_are_walked_in_file_order_like_the_tool(tmp_path):
     p.write_text(json.dumps(doc))
     r = analyze(load_any(p)).conversations.to_dicts()[0]
     assert (r["hit_blocks"], r["counted_blocks"]) == kvct_rate(doc)
+
+
+FIXTURES = __import__("pathlib").Path(__file__).parents[1] / "importers" / "fixtures_kvct"
+
+
+@pytest.mark.parametrize("name", ["subagent_spec.json", "parallel_models.json"])
+def test_synthetic_layouts_match_the_tools_definition(name):
+    """Sub-agent entries (excluded from the walk) and parallel requests of two models listed at the same
+    ``t`` (walked as listed): the tool's rate recomputed from the raw file."""
+    from agentprof.importers import load_any
+
+    doc = json.loads((FIXTURES / name).read_text())
+    hits, counted = kvct_rate(doc)
+    assert 0 < hits < counted
+    r = _conv(load_any(FIXTURES / name))
+    assert r["conversation_id"] == doc["id"]
+    assert (r["hit_blocks"], r["counted_blocks"]) == (hits, counted)
+    assert r["session_hit_rate"] == hits / counted
+
+
+def test_documents_sharing_an_id_each_get_their_own_rate(tmp_path):
+    """Two trace sets with the same file names: each document is its own conversation, walked alone."""
+    from agentprof.importers import load_any
+
+    doc = json.loads((FIXTURES / "parallel_models.json").read_text())
+    short = dict(doc, requests=doc["requests"][:3])
+    for sub, d in (("a", doc), ("b", short)):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "t.json").write_text(json.dumps(d))
+    rows = analyze(load_any(tmp_path)).conversations.to_dicts()
+    assert len(rows) == 2
+    got = sorted((r["hit_blocks"], r["counted_blocks"]) for r in rows)
+    assert got == sorted([kvct_rate(doc), kvct_rate(short)])

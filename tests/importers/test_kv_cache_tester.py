@@ -215,10 +215,27 @@ def test_wrong_types_name_the_request_and_field(tmp_path):
     with pytest.raises(TraceFormatError, match=r"t\.json.*requests\[3\]\.in: expected an input token count"):
         load_any(p)
     raw = _raw("trace_0180.json")
-    del raw["requests"][2]["hash_ids"]
+    raw["requests"][2]["hash_ids"] = "1,2,3"
     p.write_text(json.dumps(raw))
     with pytest.raises(TraceFormatError, match=r"requests\[2\]\.hash_ids"):
         load_any(p)
+
+
+def test_a_request_without_block_ids_has_none_as_in_the_tool(tmp_path):
+    """kv-cache-tester reads a missing ``hash_ids`` as an empty list; so does the import, on both paths."""
+    raw = _raw("trace_0180.json")
+    del raw["requests"][2]["hash_ids"]
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps(raw))
+    p, sub_raw, _entry = _with_subagent(tmp_path)  # a file with a sub-agent takes the json path
+    del sub_raw["requests"][0]["hash_ids"]
+    p.write_text(json.dumps(sub_raw))
+    for path, n_requests in ((plain, len(raw["requests"])), (p, len(sub_raw["requests"]) - 1)):
+        df = load_any(path).spans
+        models = df.filter((pl.col("session_id") == json.loads(path.read_text())["id"]) & (pl.col("kind") == "model"))
+        assert models.height == n_requests
+        empty = models.filter(pl.col("block_hashes").list.len() == 0)
+        assert empty.height == 1
 
 
 def _req(t, ids, api, think=0.0, model="claude-opus-4-6"):
@@ -339,3 +356,72 @@ def test_a_bad_block_id_inside_a_subagent_is_located(tmp_path, bad):
     good = _nested_doc()
     p.write_text(json.dumps(good))
     assert load_any(p).spans.filter(pl.col("kind") == "model").height == 7
+
+
+FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures_kvct"
+
+
+def _flatten(requests: list[dict], base: float = 0.0) -> list[tuple[float, dict]]:
+    """(sub-agent start, request) for every request, sub-agents' own requests included (their ``t`` counts
+    from the sub-agent's start, as kv-cache-tester's ``flatten_requests`` reads it)."""
+    out: list[tuple[float, dict]] = []
+    for r in requests:
+        if r.get("type") == "subagent":
+            out += _flatten(r.get("requests", []), base + r["t"])
+        else:
+            out.append((base, r))
+    return out
+
+
+def test_subagent_layout_of_the_format_spec():
+    """Synthetic file in the sub-agent layout the trace builder documents: inner requests without ``model``
+    or ``api_time``, a marker without ``requests``, an unknown request type, ``_start_ts`` and extra keys."""
+    path = FIXTURES / "subagent_spec.json"
+    raw = json.loads(path.read_text())
+    df = load_any(path).spans
+    m = df.filter(pl.col("kind") == "model")
+    flat = _flatten(raw["requests"])
+    assert m.height == len(flat)
+    assert m.get_column("input_tokens").sum() == sum(r["in"] for _, r in flat) == raw["totals"]["combined_tokens"]["input"]
+    assert m.get_column("output_tokens").sum() == sum(r["out"] for _, r in flat)
+    assert sorted(m.get_column("start_ns").to_list()) == sorted(round((b + r["t"]) * 1e9) for b, r in flat)
+    measured = m.filter(pl.col("timing") == "measured")
+    assert measured.height == sum(1 for _, r in flat if r.get("api_time") is not None)
+    # sub-agent requests without a model ran on the sub-agent's only model
+    sa = raw["requests"][1]
+    child = f"{raw['id']}/sa1-{sa['agent_id']}"
+    assert m.filter(pl.col("session_id") == child).get_column("model").to_list() == sa["models"] * len(sa["requests"])
+    # the marker without requests is a sub-agent session with no calls; the unknown type is not a stream flag
+    marker = f"{raw['id']}/sa2-{raw['requests'][2]['agent_id']}"
+    agents = df.filter(pl.col("kind") == "agent")
+    assert marker in agents.get_column("session_id").to_list()
+    assert m.filter(pl.col("session_id") == marker).height == 0
+    odd = m.filter(pl.col("start_ns") == round(raw["requests"][4]["t"] * 1e9)).row(0, named=True)
+    assert odd["stream"] is None and odd["model"] == raw["requests"][4]["model"]
+    main = json.loads(agents.filter(pl.col("session_id") == raw["id"]).row(0, named=True)["attributes"])
+    assert main["agentprof.kvct.start_ts"] == raw["_start_ts"]
+    # think gaps, sub-agent ones included (a null think_time is no gap)
+    w = df.filter(pl.col("kind") == "wait")
+    assert w.height == sum(1 for _, r in flat if (r.get("think_time") or 0) > 0)
+    assert (w.get_column("end_ns") - w.get_column("start_ns")).sum() == sum(
+        round(r["think_time"] * 1e9) for _, r in flat if (r.get("think_time") or 0) > 0)
+
+
+def test_documents_with_the_same_id_stay_apart(tmp_path):
+    """The same file name in two trace sets (e.g. kv-cache-tester's local and global-scope releases) must not
+    merge into one conversation, nor share a local id namespace."""
+    raw = _raw("trace_0180.json")
+    other = dict(raw, requests=raw["requests"][:3])
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "trace_0180.json").write_text(json.dumps(raw))
+    (tmp_path / "b" / "trace_0180.json").write_text(json.dumps(other))
+    tr = load_any(tmp_path)
+    m = tr.spans.filter(pl.col("kind") == "model")
+    counts = m.group_by("session_id").len()
+    assert counts.height == 2
+    assert sorted(counts.get_column("len").to_list()) == [len(other["requests"]), len(raw["requests"])]
+    assert raw["id"] in counts.get_column("session_id").to_list()
+    namespaces = m.group_by("session_id").agg((pl.col("block_hashes").list.first() // (1 << 32)).first())
+    assert namespaces.get_column("block_hashes").n_unique() == 2
+    assert any(d.kind == "duplicate_id" for d in tr.diagnostics)

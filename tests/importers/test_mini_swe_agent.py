@@ -65,7 +65,8 @@ def _v2_chat() -> dict:
     msgs = [{"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "Fix the bug. " * 200, "extra": {"timestamp": T0}},
             asst(0, T0 + 3.0, ["ls"], 2000, 0), obs(0, 0, T0 + 3.5),
-            asst(1, T0 + 7.0, ["cat a.py", "pytest -q"], 2100, 1900), obs(1, 0, T0 + 7.25), obs(1, 1, T0 + 19.25, 1),
+            asst(1, T0 + 7.0, ["cat a.py", "pytest -q"], 2100, 1900),
+            obs(1, 0, T0 + 19.25), obs(1, 1, T0 + 19.2502, 1),  # both stamped once the batch has run
             {"role": "user", "content": "Please always provide EXACTLY ONE action",
              "extra": {"interrupt_type": "FormatError"}},
             asst(2, T0 + 25.0, ["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"], 2300, 2100), obs(2, 0, T0 + 25.5),
@@ -83,12 +84,17 @@ def test_v2_stamps_split_model_and_command_time(tmp_path):
     m = df.filter(pl.col("kind") == "model").sort("end_ns")
     tools = df.filter(pl.col("kind") == "tool").sort("end_ns")
     def secs(df):
-        return [x / 1e9 - T0 for row in df.select("start_ns", "end_ns").iter_rows() for x in row]
+        return [None if x is None else x / 1e9 - T0 for row in df.select("start_ns", "end_ns").iter_rows()
+                for x in row]
 
-    assert secs(m) == pytest.approx([0.0, 3.0, 3.5, 7.0, 19.25, 25.0])  # from the stamp before each request
-    # one bash span per observation (not for the format error), timed between stamps, exit codes kept
-    assert secs(tools) == pytest.approx([3.0, 3.5, 7.0, 7.25, 7.25, 19.25, 25.0, 25.5])
-    assert tools.get_column("status").to_list() == ["ok", "ok", "error", "ok"]
+    assert secs(m) == pytest.approx([0.0, 3.0, 3.5, 7.0, 19.2502, 25.0])  # from the stamp before each request
+    # one bash span per observation (not for the format error), timed between stamps, exit codes kept; the two
+    # commands of call 2 ran in turn before either was stamped: the first span holds both, the second no time
+    tools = df.filter(pl.col("kind") == "tool").sort("end_ns", nulls_last=True)
+    assert secs(tools) == pytest.approx([3.0, 3.5, 7.0, 19.25, 25.0, 25.5, None, None])
+    batch = [json.loads(a).get("agentprof.tool.batch_size") for a in tools.get_column("attributes")]
+    assert batch == [None, 2, None, None]
+    assert tools.get_column("status").to_list() == ["ok", "ok", "ok", "error"]
     assert m.get_column("input_tokens").to_list() == [2000, 2100, 2300]
     assert m.get_column("cache_read_tokens").to_list() == [0, 1900, 2100]
     # call 3's prompt: every message before it, the exit message never
@@ -142,3 +148,57 @@ def test_a_bare_message_list_imports(tmp_path):
     p.write_text(json.dumps(msgs, indent=2))
     tr = load_any(tmp_path)  # found by --from auto in a folder
     assert kinds(tr.spans)["model"] == 2 and tr.meta.source_format == "mini-swe-agent"
+
+
+FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures_msa"
+
+
+def _tool_spans(path):
+    df = load_any(path).spans
+    return df, df.filter(pl.col("kind") == "tool")
+
+
+def test_v1_format_error_replies_are_not_commands():
+    """A 1.x response without exactly one bash block is answered with the rendered ``format_error_template``:
+    no command ran, so no bash span; a timed-out command ran and is an error (synthetic fixture)."""
+    p = FIXTURES / "v1-format-error-timeout.traj.json"
+    doc = json.loads(p.read_text())
+    msgs, agent = doc["messages"], doc["info"]["config"]["agent"]
+    fmt = agent["format_error_template"].split("{{")[0].strip()
+    tmo = agent["timeout_template"].split("{{")[0].strip()
+    replies = [msgs[i + 1]["content"] for i, m in enumerate(msgs) if m["role"] == "assistant"]
+    ran = [r for r in replies if not r.startswith(fmt)]
+    assert 0 < len(ran) < len(replies)  # the fixture holds both kinds
+    df, tools = _tool_spans(p)
+    assert kinds(df)["model"] == len(replies) == doc["info"]["model_stats"]["api_calls"]
+    assert tools.height == len(ran)
+    assert tools.filter(pl.col("error_type") == "timeout").height == sum(r.startswith(tmo) for r in ran) == 1
+
+
+def test_v2_batch_not_executed_and_submit():
+    """2.x (synthetic fixture in the layout of a real tool-calling trajectory): commands of one response are
+    stamped together after all ran, a padded output was never run, the submitting command leaves only the
+    ``exit`` message."""
+    p = FIXTURES / "v2-batch-submit.traj.json"
+    msgs = json.loads(p.read_text())["messages"]
+    df, tools = _tool_spans(p)
+    observations = [m for m in msgs if m["role"] == "tool"]
+    not_run = [m for m in observations if m["extra"]["exception_info"] == "action was not executed"]
+    assert msgs[-1]["role"] == "exit" and msgs[-2]["role"] == "assistant"
+    assert tools.height == len(observations) + 1  # + the submitting command
+    assert tools.filter(pl.col("error_type") == "not_executed").height == len(not_run) == 1
+    timed = tools.filter(pl.col("start_ns").is_not_null()).sort("start_ns")
+    # one timed span per response with run observations: from the response's stamp to its first observation's
+    stamps, ran = [], []
+    for i, m in enumerate(msgs):
+        if m["role"] == "assistant" and i + 1 < len(msgs) and msgs[i + 1]["role"] == "tool":
+            stamps += [m["extra"]["timestamp"], msgs[i + 1]["extra"]["timestamp"]]
+            obs = [o for o in msgs[i + 1:i + 1 + len(m["extra"]["actions"])] if o["role"] == "tool"]
+            ran.append(sum(o["extra"]["exception_info"] != "action was not executed" for o in obs))
+    got = [x / 1e9 for row in timed.select("start_ns", "end_ns").iter_rows() for x in row]
+    assert got == pytest.approx(stamps, abs=1e-6)
+    batch = [json.loads(a).get("agentprof.tool.batch_size") for a in timed.get_column("attributes")]
+    assert batch == [n if n > 1 else None for n in ran] == [None, 3, None]
+    m = df.filter(pl.col("kind") == "model")
+    assert m.get_column("cache_read_tokens").sum() == sum(
+        x["extra"]["response"]["usage"]["prompt_tokens_details"]["cached_tokens"] for x in msgs if x["role"] == "assistant")

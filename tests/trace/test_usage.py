@@ -81,3 +81,25 @@ def test_streamed_output_placeholders():
     ok = resolve_streamed_output([90], visible_tokens=100)  # within the other-tokenizer tolerance
     assert (ok.output_tokens, ok.source) == (90, "only")
     assert resolve_streamed_output([None]).source == "none"
+
+
+def test_litellm_in_front_of_anthropic_three_conventions():
+    """Uncached 3, reads 10,529, writes 406 (a real OpenHands/LiteLLM call's figures), as each LiteLLM
+    convention reports them: the prompt is 10,938 tokens every time."""
+    def via(prompt_tokens: int):
+        return normalize_usage({"prompt_tokens": prompt_tokens, "completion_tokens": 50,
+                                "prompt_tokens_details": {"cached_tokens": 10_529},
+                                "cache_read_input_tokens": 10_529, "cache_creation_input_tokens": 406})
+
+    inclusive, reads_only, additive = via(3 + 10_529 + 406), via(3 + 10_529), via(3)
+    for u in (inclusive, reads_only, additive):
+        assert (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens) == (10_938, 10_529, 406)
+    assert [u.convention for u in (inclusive, reads_only, additive)] == [
+        "litellm-anthropic", "litellm-anthropic-reads-only", "litellm-anthropic-additive"]
+    # a first call (nothing read): a total below its own writes left them out (reads-only and additive agree);
+    # one above them reads as inclusive, the only reading that needs no assumption
+    first = normalize_usage({"prompt_tokens": 300, "completion_tokens": 50, "cache_read_input_tokens": 0,
+                             "cache_creation_input_tokens": 406})
+    assert (first.input_tokens, first.cache_read_tokens) == (706, 0)
+    assert normalize_usage({"prompt_tokens": 1_200, "cache_read_input_tokens": 0,
+                            "cache_creation_input_tokens": 406}).input_tokens == 1_200
