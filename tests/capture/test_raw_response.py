@@ -110,17 +110,24 @@ def check_spans(models, log, parsed, chunks, provider):
             assert attrs(row)["agentprof.stream.chunks"] == n  # every chunk the agent iterated was seen
 
 
-def test_openai_raw_calls_record_what_plain_calls_do(tmp_path):
+def run_sync_and_async(tmp_path, provider, clients, sync_calls, async_calls):
+    """Both clients' calls inside one profile against the loopback server: (model span rows, server log)."""
     with ModelServer(script=script, latency=latency) as server:
-        sync = openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)
-        aclient = openai.AsyncOpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)
-        with agentprof.profile("raw-openai", out=tmp_path) as run:
-            parsed, chunks = openai_sync(sync)
-            aparsed, achunks = asyncio.run(openai_async(aclient))
+        sync, aclient = clients(server)
+        with agentprof.profile(f"raw-{provider}", out=tmp_path) as run:
+            parsed, chunks = sync_calls(sync)
+            aparsed, achunks = asyncio.run(async_calls(aclient))
         log = list(server.log)
     _, rows = load(run.path)
     models = of_kind(rows, "model")
-    check_spans(models, log, parsed + aparsed, chunks + achunks, "openai")
+    check_spans(models, log, parsed + aparsed, chunks + achunks, provider)
+    return models, log
+
+
+def test_openai_raw_calls_record_what_plain_calls_do(tmp_path):
+    models, log = run_sync_and_async(tmp_path, "openai", lambda server: (
+        openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0),
+        openai.AsyncOpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)), openai_sync, openai_async)
     # the raw calls repeat the plain call's prompt, so the server served part of it from its cache
     assert log[1].cached_tokens > 0 and models[1]["cache_read_tokens"] == log[1].cached_tokens
     assert log[4].cached_tokens > 0 and models[4]["cache_read_tokens"] == log[4].cached_tokens
@@ -157,16 +164,10 @@ async def anthropic_async(client):
 
 
 def test_anthropic_raw_calls_record_what_plain_calls_do(tmp_path):
-    with ModelServer(script=script, latency=latency) as server:
-        sync = anthropic.Anthropic(base_url=server.base_url, api_key="test", max_retries=0)
-        aclient = anthropic.AsyncAnthropic(base_url=server.base_url, api_key="test", max_retries=0)
-        with agentprof.profile("raw-anthropic", out=tmp_path) as run:
-            parsed, chunks = anthropic_sync(sync)
-            aparsed, achunks = asyncio.run(anthropic_async(aclient))
-        log = list(server.log)
-    _, rows = load(run.path)
-    models = of_kind(rows, "model")
-    check_spans(models, log, parsed + aparsed, chunks + achunks, "anthropic")
+    models, log = run_sync_and_async(tmp_path, "anthropic", lambda server: (
+        anthropic.Anthropic(base_url=server.base_url, api_key="test", max_retries=0),
+        anthropic.AsyncAnthropic(base_url=server.base_url, api_key="test", max_retries=0)),
+        anthropic_sync, anthropic_async)
     for row, served in zip(models, log, strict=True):
         # Anthropic's own figure excludes the cache; the span's is the whole prompt
         assert served.usage["input_tokens"] == served.prompt_tokens - served.cached_tokens - served.cache_write_tokens
