@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from agentprof.capture import anthropic_sdk, openai_sdk
+from agentprof.capture import anthropic_sdk, litellm_hook, openai_sdk
 from agentprof.capture.failsafe import internal_error
 
-TARGETS: dict[str, Callable[[ModuleType], list[str]]] = {**openai_sdk.TARGETS, **anthropic_sdk.TARGETS}
+TARGETS: dict[str, Callable[[ModuleType], list[str]]] = {**openai_sdk.TARGETS, **anthropic_sdk.TARGETS,
+                                                         **litellm_hook.TARGETS}
 PATCHED: dict[str, list[str]] = {}
 """Module name -> methods patched in it (for diagnostics and tests)."""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -38,6 +39,10 @@ PROMPT_FIELDS = {
 # Responses API events sent before any output exists (they do not count as the first chunk)
 _RESPONSES_PREAMBLE = frozenset({"response.created", "response.in_progress", "response.queued"})
 _NOT_PARSED = object()  # handle_result: no parsed result handed in
+
+OUTER_CALL: ContextVar[bool] = ContextVar("agentprof_outer_model_call", default=False)
+"""True while a wrapper library's call (LiteLLM) is being recorded: the SDK calls it makes inside are the same
+model call, so :func:`begin` records nothing for them."""
 
 
 def _snapshot_value(value: Any) -> Any:
@@ -427,7 +432,7 @@ def _str(v: Any) -> str | None:
 def begin(provider_name: str, api: str, kwargs: dict[str, Any], resource: Any) -> ModelCall | None:
     """Start recording a call when a profile is active (``None`` otherwise, or if agentprof failed)."""
     sess = current()
-    if sess is None:
+    if sess is None or OUTER_CALL.get():
         return None
     try:
         materialize(kwargs, api)
