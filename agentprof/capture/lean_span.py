@@ -12,13 +12,13 @@ status, attributes, events, links, resource, scope).
 from __future__ import annotations
 
 import logging
-import traceback
 from collections.abc import Mapping, Sequence
 from time import time_ns as _time_ns
 from typing import Any
 
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace import Span as _SdkSpan
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
 from opentelemetry.util import types
 
@@ -157,19 +157,8 @@ class LeanSpan(trace_api.Span, ReadableSpan):
         elif isinstance(status, StatusCode) and status is not StatusCode.UNSET:
             self._status = Status(status, description)
 
-    def record_exception(self, exception: BaseException, attributes: types.Attributes = None,
-                         timestamp: int | None = None, escaped: bool = False) -> None:
-        """An ``exception`` event with the attributes the SDK records (type, message, stack trace, escaped)."""
-        module, qualname = type(exception).__module__, type(exception).__qualname__
-        attrs: dict[str, Any] = {
-            "exception.type": f"{module}.{qualname}" if module and module != "builtins" else qualname,
-            "exception.message": str(exception),
-            "exception.stacktrace": "".join(traceback.format_exception(exception)),
-            "exception.escaped": str(escaped),
-        }
-        if attributes:
-            attrs.update(attributes)
-        self.add_event("exception", attrs, timestamp)
+    # the SDK span's own: an ``exception`` event built through ``add_event`` with the attributes this SDK records
+    record_exception = _SdkSpan.record_exception
 
     def end(self, end_time: int | None = None) -> None:
         """Stamp the end time and hand the span to the processor (once; later calls are ignored)."""

@@ -48,8 +48,7 @@ class CaptureSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
-            attrs = span._attributes if type(span) is _LeanSpan else span_attributes(span)
-            sink = SINKS.get(attrs.get(sc.SESSION_ID))
+            sink = SINKS.get(span_attributes(span).get(sc.SESSION_ID))
             if sink is not None:
                 sink(span)
         except Exception as e:

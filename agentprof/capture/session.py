@@ -235,18 +235,16 @@ class Session:
         sinks = self.sinks
         if len(sinks) == 1 and not self._root_ending:  # the usual case: one file, not the root span
             sinks[0].write_line(line)
-            with self._lock:
-                self.spans += 1
-            return
-        own = self.exporter
-        for sink in sinks:
-            if self._root_ending and sink is own and span.parent is not None \
-                    and span.context.span_id == self.root_span_id:
-                # the root of its own file (its OTel parent, an enclosing session's or the application's own
-                # span, is not in this file); enclosing sessions' files keep the real parent
-                sink.write_line(encode_span(span, detach_parent=True))
-            else:
-                sink.write_line(line)
+        else:
+            own = self.exporter
+            for sink in sinks:
+                if self._root_ending and sink is own and span.parent is not None \
+                        and span.context.span_id == self.root_span_id:
+                    # the root of its own file (its OTel parent, an enclosing session's or the application's own
+                    # span, is not in this file); enclosing sessions' files keep the real parent
+                    sink.write_line(encode_span(span, detach_parent=True))
+                else:
+                    sink.write_line(line)
         with self._lock:
             self.spans += 1
 
