@@ -33,8 +33,9 @@ def _public_current() -> Any:
     return None if span is otel_trace.INVALID_SPAN else span
 
 
-def _shortcut() -> tuple[Any, Any, Any] | None:
-    """(enter, leave, current) working on the runtime context's ContextVar, or None if this OpenTelemetry differs."""
+def _shortcut() -> tuple[Any, Any, Any, Any, Any] | None:
+    """(enter, leave, current, the ContextVar, the span's key in a context) working on the runtime context's
+    ContextVar, or None if this OpenTelemetry differs."""
     try:
         from opentelemetry.context.context import Context
         from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
@@ -70,14 +71,18 @@ def _shortcut() -> tuple[Any, Any, Any] | None:
         outer = _public_enter(probe)
         ok = ok and current() is probe
         _public_leave(outer)
-        return (enter, leave, current) if ok else None
+        return (enter, leave, current, var, key) if ok else None
     except Exception:  # pragma: no cover - another OpenTelemetry layout
         return None
 
 
 _fast = _shortcut()
-enter, leave, current = _fast if _fast is not None else (_public_enter, _public_leave, _public_current)
+enter, leave, current = _fast[:3] if _fast is not None else (_public_enter, _public_leave, _public_current)
 """``enter(span) -> token`` makes ``span`` current; ``leave(token)`` restores the context before it;
 ``current()`` is the current span or None."""
 
 FAST = _fast is not None
+CONTEXT_VAR: Any = _fast[3] if _fast is not None else None
+"""OpenTelemetry's runtime context variable when the shortcut holds (hot paths inline ``enter``/``leave``)."""
+SPAN_KEY: Any = _fast[4] if _fast is not None else None
+"""The key of the current span in an OpenTelemetry ``Context`` (with :data:`CONTEXT_VAR`)."""

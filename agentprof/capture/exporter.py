@@ -156,12 +156,16 @@ class JsonlSpanExporter(SpanExporter):
         try:
             self.writer.write_line(line)
         except Exception as e:
-            self.failed = True
-            warn_once(f"write:{self.path}", f"cannot write trace file {self.path} ({type(e).__name__}: {e}); "
-                                            "the agent continues but the trace stops here")
+            self.fail(e)
             return False
         self.written += 1
         return True
+
+    def fail(self, error: Exception) -> None:
+        """Stop writing after ``error`` (one warning; the agent goes on)."""
+        self.failed = True
+        warn_once(f"write:{self.path}", f"cannot write trace file {self.path} ({type(error).__name__}: {error}); "
+                                        "the agent continues but the trace stops here")
 
     def write_record(self, record: dict[str, Any]) -> bool:
         try:

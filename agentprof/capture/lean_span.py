@@ -28,6 +28,8 @@ MAX_ATTRIBUTES = 1024
 """Same limit agentprof's tracer provider gives its SDK spans (attribute values are not truncated)."""
 
 _UNSET = Status(StatusCode.UNSET)
+UNSET_STATUS = _UNSET
+"""The status of every lean span until one is set (a set status is stored on the span itself)."""
 _SCALARS = (str, bool, int, float)
 
 try:  # the SDK's own value cleaning (1.4x: any value; older: homogeneous scalar sequences), same results
@@ -65,7 +67,8 @@ class LeanSpan(trace_api.Span, ReadableSpan):
     values are written into directly; values set through the API are validated as the SDK would.
     """
 
-    __slots__ = ("_name", "_context", "_parent", "_kind", "_attributes", "_start_time", "_end_time", "_shape")
+    __slots__ = ("_name", "_context", "_parent", "_kind", "_attributes", "_start_time", "_end_time", "_shape",
+                 "child_cpu_ns")
 
     _resource: Any = None
     _instrumentation_scope: Any = None
@@ -77,7 +80,7 @@ class LeanSpan(trace_api.Span, ReadableSpan):
     _dropped = 0
 
     def __init__(self, name: str, context: SpanContext, parent: SpanContext | None, kind: SpanKind,
-                 attributes: dict[str, Any], start_time: int) -> None:
+                 attributes: dict[str, Any], start_time: int, shape: tuple[bytes, bytes, int] | None = None) -> None:
         self._name = name
         self._context = context
         self._parent = parent
@@ -85,7 +88,8 @@ class LeanSpan(trace_api.Span, ReadableSpan):
         self._attributes = attributes
         self._start_time = start_time
         self._end_time: int | None = None
-        self._shape: tuple[bytes, bytes, int] | None = None  # pre-encoded start of its trace line (see capture.exporter)
+        self._shape = shape  # its trace line pre-encoded (see capture.exporter.line_shape); dropped on any change
+        self.child_cpu_ns = 0  # CPU of child processes waited for while it was the innermost CPU-measuring span
 
     @classmethod
     def bind(cls, resource: Any, scope: Any, info: Any, processor: Any) -> None:

@@ -102,13 +102,18 @@ try:  # pieces of the lean start path below (the tracer's public start_span is u
     from opentelemetry.trace import TraceFlags as _TraceFlags
     from opentelemetry.trace import get_current_span as _get_current_span
 
+    from agentprof.capture.current_span import FAST as _current_span_fast
     from agentprof.capture.current_span import current as _current_span
 
     _RANDOM = getattr(_TraceFlags, "RANDOM_TRACE_ID", 0)
     _FLAGS = _TraceFlags(_TraceFlags.SAMPLED | _RANDOM)
     _FLAGS_NOT_RANDOM = _TraceFlags(_TraceFlags.SAMPLED)
+    FLAGS, FLAGS_NOT_RANDOM, RANDOM_TRACE_ID = _FLAGS, _FLAGS_NOT_RANDOM, _RANDOM
+    """Trace flags of a new span whose parent's trace id is random, or not (the bit that tells)."""
     _lean = True
 except (ImportError, AttributeError):  # pragma: no cover - other SDK layouts
+    FLAGS = FLAGS_NOT_RANDOM = None
+    RANDOM_TRACE_ID = 0
     _lean = False
 
 
@@ -179,6 +184,17 @@ def shutdown() -> None:
             _processor.shutdown()
         except Exception as e:
             internal_error("OTLP shutdown", e)
+
+
+def hot_ready() -> bool:
+    """Whether a span can be started inline as :func:`start_span` starts it (lean spans, span contexts built as
+    tuples, the SDK's random id generator, the runtime context shortcut) and ends with nothing but agentprof's
+    own file to go to (no OTLP export): the condition of the tool-call hot path (:mod:`agentprof.capture.hot_tool`)."""
+    from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+
+    return (_lean and _span_context is not _public_span_context and _current_span_fast
+            and _tracer is not None and type(_tracer.id_generator) is RandomIdGenerator  # type: ignore[attr-defined]
+            and _processor is not None and _processor.otlp is None)
 
 
 def start_span(name: str, context: Any, kind: Any, attributes: dict[str, Any] | None = None) -> Any:

@@ -32,7 +32,11 @@ from agentprof.trace.meta import Diagnostic, TraceMeta
 from agentprof.trace.writer import FORMAT_NAME, FORMAT_VERSION, JsonlTraceWriter
 
 _ACTIVE: contextvars.ContextVar[Session | None] = contextvars.ContextVar("agentprof_session", default=None)
+ACTIVE_SESSION = _ACTIVE
+"""The context variable holding the session of this context (hot paths read it directly; see :func:`current`)."""
 _process_session: Session | None = None
+_live: set[Session] = set()
+"""Sessions started and not yet finished in this process (their hot-path state follows pipeline changes)."""
 """Session of ``agentprof run``: used by threads whose context carries no session."""
 
 BLOCK_SIZE = 64
@@ -95,7 +99,10 @@ class Session:
         self.root_context: otel_context.Context | None = None
         self.diagnostics: list[Diagnostic] = []
         self.pending: set[Any] = set()  # model calls and subprocess spans not ended yet
-        self.spans = 0
+        self.general_spans = 0  # spans written through write_span
+        self.hot_spans = 0  # spans written by the tool-call hot path (capture.hot_tool)
+        self.hot: JsonlSpanExporter | None = None
+        """This session's only file while spans may be written to it directly (see :meth:`refresh_hot`)."""
         self.overhead_ns = 0
         self._lock = threading.Lock()
         self._out = out
@@ -147,6 +154,9 @@ class Session:
         self.root_context = otel_trace.set_span_in_context(self.root)
         self.active = True
         self._tokens = (otel_context.attach(self.root_context), _ACTIVE.set(self))
+        _live.add(self)
+        for s in list(_live):  # this start may have turned OTLP export on or off for every session
+            s.refresh_hot()
         self.add_overhead(time.perf_counter_ns() - t0)
         return self
 
@@ -176,8 +186,11 @@ class Session:
             return
         if os.getpid() != self.pid:  # a forked child leaving the profile: the parent process owns the run
             self.active = False
+            self.hot = None
             return
         t0 = time.perf_counter_ns()
+        self.hot = None
+        _live.discard(self)
         try:
             deadline = time.monotonic() + 10.0
             for item in list(self.pending):
@@ -228,6 +241,20 @@ class Session:
         self.exporter.write_record(rec)
         self.exporter.writer.close()
 
+    @property
+    def spans(self) -> int:
+        """Spans of this session written so far (to its own file and enclosing sessions' files)."""
+        return self.general_spans + self.hot_spans
+
+    def refresh_hot(self) -> None:
+        """Let the tool-call hot path write this session's spans directly while that gives what the span
+        processor would do: one file and nothing else to send spans to (no enclosing session, no OTLP), no
+        content captured, a file that has not failed, and the lean start path available."""
+        ex = self.exporter
+        ok = (self.active and not self._root_ending and not self.capture_content and ex is not None
+              and not ex.failed and self.sinks == (ex,) and provider.hot_ready())
+        self.hot = ex if ok else None
+
     # --- writing ----------------------------------------------------------------------------------------
     def write_span(self, span: ReadableSpan) -> None:
         """Write an ended span to this session's file and the files of enclosing sessions."""
@@ -246,7 +273,7 @@ class Session:
                 else:
                     sink.write_line(line)
         with self._lock:
-            self.spans += 1
+            self.general_spans += 1
 
     def note_tokenizer(self, name: str, model: str | None, exact: bool) -> None:
         """Record which tokenizer hashed the prompts (meta update written before the first hashed span)."""

@@ -25,8 +25,9 @@ KINDS = ("agent", "model", "tool", "parse", "orchestration", "wait")
 
 ERROR_MESSAGE = "agentprof.error.message"  # only with capture_content: messages can quote prompt text
 
-_CPU_SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("agentprof_cpu_scope", default=None)
-"""Innermost open scope that measures CPU: child-process CPU of subprocesses waited for is added to it."""
+CPU_SCOPE: contextvars.ContextVar[Any] = contextvars.ContextVar("agentprof_cpu_scope", default=None)
+"""Innermost open scope (or hot tool span) that measures CPU: child-process CPU of subprocesses waited for is
+added to its ``child_cpu_ns``."""
 
 _perf = time.perf_counter_ns
 _thread_time = time.thread_time_ns
@@ -72,7 +73,7 @@ def record_error(span: Any, exc: BaseException, capture_content: bool) -> None:
 
 def add_child_cpu(ns: int) -> None:
     """Credit CPU used by a child process to the innermost CPU-measuring scope of this context."""
-    scope = _CPU_SCOPE.get()
+    scope = CPU_SCOPE.get()
     if scope is not None:
         scope.child_cpu_ns += ns
 
@@ -96,7 +97,7 @@ class Scope:
         self.token = _enter(span)
         self.child_cpu_ns = 0
         if cpu:
-            self.cpu_token = _CPU_SCOPE.set(self)
+            self.cpu_token = CPU_SCOPE.set(self)
             self.overhead = _perf() - t0
             self.cpu0 = _thread_time()
         else:
@@ -118,7 +119,7 @@ class Scope:
         span = self.span
         try:
             if self.cpu_token is not None:
-                _CPU_SCOPE.reset(self.cpu_token)
+                CPU_SCOPE.reset(self.cpu_token)
                 child = self.child_cpu_ns
                 if child:
                     add_child_cpu(child)

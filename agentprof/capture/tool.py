@@ -3,6 +3,8 @@
 Works on sync and async functions, with or without arguments (``@tool``, ``@tool(name="search")``), and
 costs one context-variable lookup when no profile is active. Thread CPU is measured for the replay stage:
 for async tools only while the tool's own coroutine runs (not while other tasks run during its awaits).
+Synchronous tools take :mod:`agentprof.capture.hot_tool` in the common case and the general path below
+otherwise; both record the same span.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, TypeVar, overload
 from agentprof import semconv as sc
 from agentprof.capture.exporter import line_shape
 from agentprof.capture.failsafe import internal_error
+from agentprof.capture.hot_tool import sync_tool
 from agentprof.capture.session import current
 from agentprof.capture.spans import DetachedSpan, Scope
 
@@ -141,8 +144,7 @@ def _make(fn: Callable[..., Any], tool_name: str) -> Callable[..., Any]:
         async_wrapper.__agentprof_tool__ = tool_name  # type: ignore[attr-defined]
         return async_wrapper
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def general(*args: Any, **kwargs: Any) -> Any:
         scope = begin(args, kwargs)
         if scope is None:
             return fn(*args, **kwargs)
@@ -156,6 +158,7 @@ def _make(fn: Callable[..., Any], tool_name: str) -> Callable[..., Any]:
         scope.end()
         return result
 
+    wrapper = functools.wraps(fn)(sync_tool(fn, span_name, general, last))
     wrapper.__agentprof_tool__ = tool_name  # type: ignore[attr-defined]
     return wrapper
 

@@ -1,0 +1,173 @@
+"""The tool-call hot path records what the general path records, and gives way to it wherever they could differ."""
+
+from __future__ import annotations
+
+import re
+import threading
+import warnings
+
+import pytest
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import Status, StatusCode
+
+import agentprof
+from agentprof import semconv as sc
+from agentprof.capture.failsafe import CaptureWarning
+
+from .capture_helpers import load, raw_records
+from .test_otlp import collector  # noqa: F401  (fixture)
+
+
+@agentprof.tool
+def add(a, b=1):
+    return a + b
+
+
+VARYING = ("span_id", "start_ns", "end_ns")
+
+
+def _same_shape(record):
+    """A tool record without what differs from call to call (ids, times, CPU)."""
+    out = {k: v for k, v in record.items() if k not in VARYING}
+    out["attributes"] = {k: v for k, v in record["attributes"].items() if k != sc.CPU_NS}
+    return out
+
+
+def test_hot_and_general_paths_write_the_same_line(tmp_path):
+    with agentprof.profile("same", out=tmp_path) as run:
+        sess = run._session
+        assert sess.hot is not None
+        hot = [add(i) for i in range(3)]  # the first call fills the tool's cache on the general path
+        assert sess.hot_spans == 2
+        sess.hot = None
+        general = [add(i, b=2) for i in range(3)]
+        assert sess.hot_spans == 2
+        sess.refresh_hot()
+    assert hot == [1, 2, 3] and general == [2, 3, 4]
+    lines = [line for line in run.path.read_bytes().splitlines() if b'"execute_tool add"' in line]
+    records = [r for r in raw_records(run.path) if r.get("name") == "execute_tool add"]
+    assert len(records) == 6 and len({r["span_id"] for r in records}) == 6
+    assert all(_same_shape(r) == _same_shape(records[0]) for r in records)
+    # byte for byte, once the varying numbers are blanked: same keys, same order, same escaping
+    blank = [re.sub(rb'"(span_id|start_ns|end_ns|agentprof\.cpu_ns)":"?[0-9a-f]+"?', rb'"\1":0', x) for x in lines]
+    assert len(set(blank)) == 1
+    (root,) = [r for r in raw_records(run.path) if r.get("kind") == "agent"]
+    for r in records:
+        assert r["parent_id"] == root["span_id"] and r["trace_id"] == root["trace_id"]
+        assert r["start_ns"] <= r["end_ns"] and r["attributes"][sc.CPU_NS] >= 0
+    t, rows = load(run.path)
+    assert t.meta.extra["spans"] == 7  # the final meta counts both paths' spans
+
+
+def test_changes_through_the_span_api_take_the_general_way(tmp_path):
+    @agentprof.tool
+    def noted(mode):
+        span = otel_trace.get_current_span()
+        if mode == "attr":
+            span.set_attribute("app.note", "kept")
+        elif mode == "status":
+            span.set_status(Status(StatusCode.ERROR, "bad"))
+        elif mode == "name":
+            span.update_name("execute_tool renamed")
+        elif mode == "raise":
+            raise LookupError("from the tool")
+        return mode
+
+    with agentprof.profile("api", out=tmp_path) as run:
+        noted("plain")
+        noted("plain")
+        assert run._session.hot_spans == 1
+        for mode in ("attr", "status", "name"):
+            assert noted(mode) == mode
+        err = LookupError("x")
+        with pytest.raises(LookupError) as caught:
+            noted("raise")
+        assert str(caught.value) == "from the tool" and caught.value is not err
+        assert run._session.hot_spans == 1
+    records = [r for r in raw_records(run.path) if r.get("kind") == "tool"]
+    by_mode = dict(zip(["plain", "plain2", "attr", "status", "name", "raise"], records, strict=True))
+    assert by_mode["attr"]["attributes"]["app.note"] == "kept"
+    assert by_mode["status"]["status"] == "error" and by_mode["status"]["error_type"] is None
+    assert by_mode["name"]["name"] == "execute_tool renamed"
+    assert by_mode["raise"]["status"] == "error" and by_mode["raise"]["error_type"] == "LookupError"
+    assert all(r["attributes"][sc.CPU_NS] >= 0 for r in records)
+
+
+def test_spans_inside_a_hot_tool_nest_under_it_and_it_under_the_application_span(tmp_path):
+    app = TracerProvider(shutdown_on_exit=False).get_tracer("app")
+
+    @agentprof.tool
+    def outer():
+        with app.start_as_current_span("app.inside"):
+            return add(1)
+
+    with agentprof.profile("nest", out=tmp_path) as run:
+        outer()
+        add(0)  # every tool's cache filled: the calls below run hot
+        with app.start_as_current_span("app.step") as step:
+            outer()
+        step_id = f"{step.get_span_context().span_id:016x}"
+        assert run._session.hot_spans >= 2
+    records = raw_records(run.path)
+    last_outer = [r for r in records if r.get("name") == "execute_tool outer"][-1]
+    last_add = [r for r in records if r.get("name") == "execute_tool add"][-1]
+    assert last_outer["parent_id"] == step_id  # the application's span was current: the tool nests under it
+    assert last_outer["trace_id"] == f"{step.get_span_context().trace_id:032x}"
+    assert last_outer["attributes"][sc.SESSION_ID] == run.session_id
+    # the add call inside it: under the application's span the tool opened (not in the file), same trace
+    assert last_add["trace_id"] == last_outer["trace_id"]
+    assert last_add["parent_id"] not in (last_outer["parent_id"], last_outer["span_id"], None)
+    assert last_add["end_ns"] <= last_outer["end_ns"]
+
+
+def test_a_profile_that_turns_otlp_on_takes_enclosing_sessions_off_the_hot_path(tmp_path, collector, monkeypatch):  # noqa: F811
+    with agentprof.profile("outer", out=tmp_path) as outer:
+        add(0)
+        add(0)
+        assert outer._session.hot is not None and outer._session.hot_spans == 1
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+        with agentprof.profile("inner", out=tmp_path) as inner:
+            assert inner._session.hot is None  # two files to write: the general path
+            assert outer._session.hot is None  # spans must reach OTLP now
+            add(1)
+        add(2)
+        assert outer._session.hot_spans == 1
+    names = [s.name for s in collector.wait_for(3)]
+    assert names.count("execute_tool add") >= 2
+
+
+def test_content_capture_never_runs_hot(tmp_path):
+    with agentprof.profile("content", out=tmp_path, capture_content=True) as run:
+        add(1)
+        add(2)
+        assert run._session.hot is None and run._session.hot_spans == 0
+    records = [r for r in raw_records(run.path) if r.get("kind") == "tool"]
+    assert [r["attributes"][sc.TOOL_CALL_RESULT] for r in records] == ["2", "3"]
+
+
+def test_a_tool_still_running_when_its_session_ends(tmp_path):
+    started, release, done = threading.Event(), threading.Event(), []
+
+    @agentprof.tool
+    def slow():
+        started.set()
+        release.wait(10)
+        return "late"
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with agentprof.profile("early-end", out=tmp_path) as run:
+            release.set()
+            slow()  # fills the tool's cache: the next call runs hot
+            release.clear()
+            started.clear()
+            t = threading.Thread(target=lambda: done.append(slow()))  # the thread inherits the session
+            t.start()
+            assert started.wait(10)
+        release.set()  # the session has ended and its file is closed while the tool runs
+        t.join(10)
+    assert done == ["late"]
+    assert not [w for w in caught if issubclass(w.category, CaptureWarning)]
+    _, rows = load(run.path)  # complete and valid; the late call is not in it
+    assert [r["name"] for r in rows] == ["invoke_agent early-end", "execute_tool slow"]
