@@ -29,7 +29,7 @@ from agentprof import semconv as sc
 from agentprof.capture import current_span, provider
 from agentprof.capture.failsafe import internal_error
 from agentprof.capture.lean_span import UNSET_STATUS, LeanSpan
-from agentprof.capture.session import ACTIVE_SESSION, Session
+from agentprof.capture.session import ACTIVE_SESSION, Session, current
 from agentprof.capture.spans import CPU_SCOPE, add_child_cpu, record_error
 
 _PARENTS = frozenset((LeanSpan, _SdkSpan, _SdkTracerSpan))
@@ -87,6 +87,8 @@ def sync_tool(fn: Callable[..., Any], span_name: str, general: Callable[..., Any
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         sess = session_get()
         if sess is None or sess.hot is None:
+            if current() is None:  # no profile at all (nor a process-wide one): the tool runs as it is
+                return fn(*args, **kwargs)
             return general(*args, **kwargs)
         cached = last[0]
         octx = ctx_get()
