@@ -1,10 +1,12 @@
-"""Instrumentation of LiteLLM: each ``litellm.completion`` / ``litellm.acompletion`` call is one model span.
+"""Instrumentation of LiteLLM: each ``litellm.completion`` / ``acompletion`` call (chat) and each
+``litellm.responses`` / ``aresponses`` call (Responses API) is one model span.
 
-LiteLLM posts to most providers (Anthropic among them) with its own HTTP client, which the SDK hooks never
-see; for OpenAI-compatible providers it goes through the ``openai`` SDK, whose hook then stands aside
-(:data:`~agentprof.capture.model_call.OUTER_CALL`) so the call is counted once. LiteLLM answers in the OpenAI
-chat shape whatever the provider, so its calls are recorded as the ``chat`` API; streams
-(``CustomStreamWrapper``) are observed chunk by chunk while the agent iterates them.
+LiteLLM posts to most providers (Anthropic among them, and OpenAI's Responses API) with its own HTTP client,
+which the SDK hooks never see; for OpenAI-compatible chat providers it goes through the ``openai`` SDK, whose
+hook then stands aside (:data:`~agentprof.capture.model_call.OUTER_CALL`) so the call is counted once. LiteLLM
+answers in OpenAI's shapes whatever the provider (chat completions, or Responses API objects and events), so
+usage is read in OpenAI's convention; streams (``CustomStreamWrapper``, the Responses streaming iterators) are
+observed item by item while the agent iterates them.
 """
 
 from __future__ import annotations
@@ -24,12 +26,16 @@ from agentprof.capture.model_call import OUTER_CALL, ModelCall
 from agentprof.capture.sdk_patch import ORIGINAL
 from agentprof.capture.session import current
 
-FUNCTIONS = ("completion", "acompletion")
+FUNCTIONS = {"completion": ("chat", False), "acompletion": ("chat", True), "responses": ("responses", False),
+             "aresponses": ("responses", True)}
+"""The LiteLLM functions recorded: the API their requests and answers have the shape of, and whether they are
+coroutine functions."""
 # LiteLLM provider ids whose OpenTelemetry GenAI name differs (gen_ai.provider.name well-known values)
 _OTEL_PROVIDER = {"azure": "azure.ai.openai", "azure_ai": "azure.ai.inference", "bedrock": "aws.bedrock",
                   "vertex_ai": "gcp.vertex_ai", "gemini": "gcp.gemini", "mistral": "mistral_ai", "xai": "x_ai",
                   "watsonx": "ibm.watsonx.ai"}
-_POSITIONAL = ("model", "messages")  # LiteLLM's public signature starts completion(model, messages, ...)
+# LiteLLM's public signatures start completion(model, messages, ...) and responses(input, model, ...)
+_POSITIONAL = {"chat": ("model", "messages"), "responses": ("input", "model")}
 
 
 def _provider_and_model(kw: dict[str, Any]) -> tuple[str, str | None]:
@@ -49,12 +55,14 @@ def _provider_and_model(kw: dict[str, Any]) -> tuple[str, str | None]:
     return _OTEL_PROVIDER.get(prov, prov), name
 
 
-def _begin(kw: dict[str, Any]) -> ModelCall | None:
+def _begin(kw: dict[str, Any], api: str) -> ModelCall | None:
     try:
         prov, model = _provider_and_model(kw)
-        request = {"model": model, "stream": kw.get("stream") is True, "messages": kw.get("messages"),
-                   "tools": kw.get("tools") or kw.get("functions")}
-        call = model_call.begin(prov, "chat", request, None)
+        request = {"model": model, "stream": kw.get("stream") is True,
+                   **{key: kw.get(key) for key in model_call.PROMPT_FIELDS[api]}}
+        if api == "chat" and not request["tools"]:
+            request["tools"] = kw.get("functions")
+        call = model_call.begin(prov, api, request, None, usage_shape="openai")
         if call is not None:
             base = kw.get("api_base") or kw.get("base_url")
             if isinstance(base, str) and base:
@@ -69,14 +77,16 @@ def _begin(kw: dict[str, Any]) -> ModelCall | None:
         return None
 
 
-def _fold(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Positional ``model, messages`` moved into the keywords (so one-shot ``messages`` can be made a list)."""
-    if len(args) > len(_POSITIONAL):
+def _fold(args: tuple[Any, ...], kwargs: dict[str, Any], api: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Leading positional arguments (``model, messages`` or ``input, model``) moved into the keywords, so a
+    one-shot iterable prompt can be made a list both LiteLLM and agentprof read."""
+    names = _POSITIONAL[api]
+    if len(args) > len(names):
         return args, kwargs
-    kw = dict(zip(_POSITIONAL, args, strict=False))
+    kw = dict(zip(names, args, strict=False))
     kw.update(kwargs)
     try:
-        model_call.materialize(kw, "chat")
+        model_call.materialize(kw, api)
     except Exception as e:
         internal_error("reading a litellm request", e)
     return (), kw
@@ -173,13 +183,13 @@ def _finish(call: ModelCall, result: Any) -> Any:
 
 
 # --- the wrappers -------------------------------------------------------------------------------------
-def _wrap_sync(original: Callable[..., Any]) -> Callable[..., Any]:
+def _wrap_sync(original: Callable[..., Any], api: str) -> Callable[..., Any]:
     @functools.wraps(original)
     def completion(*args: Any, **kwargs: Any) -> Any:
         if current() is None or OUTER_CALL.get():
             return original(*args, **kwargs)
-        args, kwargs = _fold(args, kwargs)
-        call = _begin(kwargs)
+        args, kwargs = _fold(args, kwargs, api)
+        call = _begin(kwargs, api)
         if call is None:
             return original(*args, **kwargs)
         token, span_token = OUTER_CALL.set(True), call.attach()
@@ -191,7 +201,7 @@ def _wrap_sync(original: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             call.detach(span_token)
             OUTER_CALL.reset(token)
-        if inspect.isawaitable(result):  # completion(..., acompletion=True) hands back a coroutine
+        if inspect.isawaitable(result):  # completion(..., acompletion=True) hands back a coroutine (responses too)
             return _await_then_finish(call, result)
         return _finish(call, result)
 
@@ -212,13 +222,13 @@ async def _await_then_finish(call: ModelCall, pending: Any) -> Any:
     return _finish(call, result)
 
 
-def _wrap_async(original: Callable[..., Any]) -> Callable[..., Any]:
+def _wrap_async(original: Callable[..., Any], api: str) -> Callable[..., Any]:
     @functools.wraps(original)
     async def acompletion(*args: Any, **kwargs: Any) -> Any:
         if current() is None or OUTER_CALL.get():
             return await original(*args, **kwargs)
-        args, kwargs = _fold(args, kwargs)
-        call = _begin(kwargs)
+        args, kwargs = _fold(args, kwargs, api)
+        call = _begin(kwargs, api)
         if call is None:
             return await original(*args, **kwargs)
         return await _await_then_finish(call, original(*args, **kwargs))
@@ -228,14 +238,14 @@ def _wrap_async(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def patch(module: ModuleType) -> list[str]:
-    """Wrap ``completion`` / ``acompletion`` where ``module`` defines or re-exports them (once)."""
+    """Wrap the :data:`FUNCTIONS` ``module`` defines or re-exports (once each)."""
     done = []
-    for name, wrap in zip(FUNCTIONS, (_wrap_sync, _wrap_async), strict=True):
+    for name, (api, is_async) in FUNCTIONS.items():
         fn = module.__dict__.get(name)
-        if fn is None or not callable(fn):
+        if fn is None or not callable(fn) or isinstance(fn, ModuleType):
             continue
         if getattr(fn, ORIGINAL, None) is None:
-            setattr(module, name, wrap(fn))
+            setattr(module, name, (_wrap_async if is_async else _wrap_sync)(fn, api))
         done.append(name)
     return done
 
@@ -247,6 +257,8 @@ def unpatch(module: ModuleType) -> None:
             setattr(module, name, original)
 
 
-# ``litellm`` re-exports the functions; ``litellm.main`` defines them; newer versions route the public names
-# through ``litellm.chat_completions.dispatch`` (absent in older ones, then nothing is patched there)
-TARGETS = {"litellm": patch, "litellm.main": patch, "litellm.chat_completions.dispatch": patch}
+# ``litellm`` re-exports the functions; ``litellm.main`` defines the chat ones and ``litellm.responses.main``
+# the Responses ones; newer versions route the public chat names through ``litellm.chat_completions.dispatch``
+# (absent in older ones, then nothing is patched there)
+TARGETS = {"litellm": patch, "litellm.main": patch, "litellm.chat_completions.dispatch": patch,
+           "litellm.responses.main": patch}

@@ -72,11 +72,12 @@ class ModelCall:
     """The span of one model call and what is learned about it until it ends."""
 
     def __init__(self, sess: Session, provider_name: str, api: str, request: Mapping[str, Any],
-                 resource: Any = None) -> None:
+                 resource: Any = None, usage_shape: str | None = None) -> None:
         t0 = _perf()
         self.sess = sess
         self.api = api
         self.provider = provider_name
+        self.usage_shape = usage_shape or provider_name  # whose usage convention the response follows
         model = given(request.get("model"))
         self.model = str(model) if model is not None else None
         self.stream = given(request.get("stream")) is True
@@ -381,7 +382,7 @@ class ModelCall:
         if self.finish_reasons:
             a[sc.RESPONSE_FINISH_REASONS] = self.finish_reasons
         if self.usage:
-            u = normalize_usage(self.usage, self.provider)
+            u = normalize_usage(self.usage, self.usage_shape)
             for key, value in ((sc.USAGE_INPUT_TOKENS, u.input_tokens), (sc.USAGE_OUTPUT_TOKENS, u.output_tokens),
                                (sc.USAGE_CACHE_READ_INPUT_TOKENS, u.cache_read_tokens),
                                (sc.USAGE_CACHE_CREATION_INPUT_TOKENS, u.cache_write_tokens),
@@ -429,14 +430,17 @@ def _str(v: Any) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
-def begin(provider_name: str, api: str, kwargs: dict[str, Any], resource: Any) -> ModelCall | None:
-    """Start recording a call when a profile is active (``None`` otherwise, or if agentprof failed)."""
+def begin(provider_name: str, api: str, kwargs: dict[str, Any], resource: Any,
+          usage_shape: str | None = None) -> ModelCall | None:
+    """Start recording a call when a profile is active (``None`` otherwise, or if agentprof failed).
+    ``usage_shape``: the provider whose usage convention responses follow, when not ``provider_name``'s own
+    (LiteLLM answers in OpenAI's shapes whatever the provider)."""
     sess = current()
     if sess is None or OUTER_CALL.get():
         return None
     try:
         materialize(kwargs, api)
-        return ModelCall(sess, provider_name, api, kwargs, resource)
+        return ModelCall(sess, provider_name, api, kwargs, resource, usage_shape)
     except Exception as e:
         internal_error(f"starting a {provider_name} model span", e)
         return None

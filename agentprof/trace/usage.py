@@ -211,7 +211,8 @@ def normalize_usage(raw: Any, provider: str | None = None) -> Usage:
         inp = None if base is None and read is None and write is None else (base or 0) + (read or 0) + (write or 0)
         return _check(Usage(inp, read, write, _int(d.get("output_tokens")), None, "anthropic"))
 
-    # OpenAI Responses API / Codex token_count
+    # OpenAI Responses API / Codex token_count (LiteLLM's Responses objects add the cache writes of providers
+    # that bill them, inside the inclusive input_tokens)
     if "input_tokens" in d or "output_tokens" in d:
         read = _int(_get(d, "input_tokens_details", "cached_tokens"))
         if read is None:
@@ -219,8 +220,8 @@ def normalize_usage(raw: Any, provider: str | None = None) -> Usage:
         reasoning = _int(_get(d, "output_tokens_details", "reasoning_tokens"))
         if reasoning is None:
             reasoning = _int(d.get("reasoning_output_tokens"))
-        return _check(Usage(_int(d.get("input_tokens")), read, None, _int(d.get("output_tokens")), reasoning,
-                            "openai-responses"))
+        return _check(Usage(_int(d.get("input_tokens")), read, _int(_get(d, "input_tokens_details", "cache_write_tokens")),
+                            _int(d.get("output_tokens")), reasoning, "openai-responses"))
     return Usage()
 
 

@@ -165,3 +165,63 @@ def test_sdk_call_inside_litellm_counted_once(tmp_path):
     models = of_kind(rows, "model")
     assert [m["provider"] for m in models] == ["viasdk", "openai"]
     assert [m["input_tokens"] for m in models] == [s.prompt_tokens for s in log]
+
+
+# --- the Responses API (litellm.responses / aresponses): LiteLLM's own HTTP client for every provider ------
+def responses_input(turn):
+    system = {"role": "system", "content": [{"type": "input_text", "text": SYSTEM,
+                                             "cache_control": {"type": "ephemeral"}}]}
+    return [system, {"role": "user", "content": f"question {turn}"}]
+
+
+def responses_kwargs(server, prov, model):
+    base = server.openai_base_url if prov == "openai" else server.base_url
+    return dict(model=f"{prov}/{model}", api_base=base, api_key="test", max_output_tokens=64)
+
+
+def output_text(response):
+    return "".join(part.text for item in response.output for part in (getattr(item, "content", None) or ())
+                   if getattr(part, "text", None))
+
+
+@pytest.mark.parametrize(("prov", "model"), PROVIDERS)
+def test_responses_sync_async_and_streams(tmp_path, prov, model):
+    with ModelServer(script=lambda req: Reply(text="responses answer"),
+                     latency=lambda *a: Latency(TTFT, 0.0005)) as server:
+        kw = responses_kwargs(server, prov, model)
+
+        async def agent():
+            a = await litellm.aresponses(input=responses_input(4), **kw)
+            stream = await litellm.aresponses(input=responses_input(5), stream=True, **kw)
+            return output_text(a), [event async for event in stream]
+
+        with agentprof.profile(f"litellm-responses-{prov}", out=tmp_path) as run:
+            first = litellm.responses(input=responses_input(1), **kw)
+            second = litellm.responses(responses_input(2), kw.pop("model"), **kw)  # positional input, model
+            kw["model"] = f"{prov}/{model}"
+            events = list(litellm.responses(input=responses_input(3), stream=True, **kw))
+            async_text, async_events = asyncio.run(agent())
+        log = list(server.log)
+    assert output_text(first) == output_text(second) == async_text == "responses answer"
+    assert events[-1].type == async_events[-1].type == "response.completed"  # a str enum in LiteLLM
+    _, rows = load(run.path)
+    models = of_kind(rows, "model")
+    check(models, log, prov, model)  # one span per request, the server's token counts, cached in both conventions
+    assert log[1].cached_tokens > 0  # the system prompt was cached by the first call
+    if prov == "anthropic":
+        assert log[0].cache_write_tokens > 0
+    assert [m["ttft_s"] is None for m in models] == [True, True, False, True, False]
+    for m in (models[2], models[4]):
+        assert TTFT <= m["ttft_s"] < (m["end_ns"] - m["start_ns"]) / 1e9
+    assert all(m["status"] != "error" and m["prompt_tokens_hashed"] > 0 for m in models)
+
+
+def test_responses_error_propagates_and_is_recorded(tmp_path):
+    with ModelServer(script=lambda req: ErrorReply(400, "bad input")) as server:
+        kw = responses_kwargs(server, "openai", "gpt-4o-mini")
+        with agentprof.profile("responses-err", out=tmp_path) as run, \
+                pytest.raises(litellm.exceptions.BadRequestError) as caught:
+            litellm.responses(input="hello", **kw)
+    _, rows = load(run.path)
+    (span,) = of_kind(rows, "model")
+    assert span["status"] == "error" and attrs(span)["http.response.status_code"] == caught.value.status_code

@@ -23,6 +23,12 @@ def test_responses_and_codex():
     c = normalize_usage({"input_tokens": 500, "cached_input_tokens": 450, "output_tokens": 30,
                          "reasoning_output_tokens": 12, "total_tokens": 530})
     assert (c.input_tokens, c.cache_read_tokens, c.reasoning_tokens) == (500, 450, 12)
+    # LiteLLM's Responses objects for a provider that bills cache writes: inclusive input, writes in the details
+    w = normalize_usage({"input_tokens": 276, "input_tokens_details": {"cached_tokens": 240, "cache_write_tokens": 32},
+                         "output_tokens": 2}, provider="openai")
+    assert (w.input_tokens, w.cache_read_tokens, w.cache_write_tokens, w.convention) == (276, 240, 32,
+                                                                                         "openai-responses")
+    assert not w.problems
 
 
 def test_gemini_thoughts_are_added_to_output():
