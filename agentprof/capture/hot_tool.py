@@ -20,8 +20,7 @@ from random import getrandbits
 from typing import Any
 
 from opentelemetry.context.context import Context
-from opentelemetry.sdk.trace import Span as _SdkSpan
-from opentelemetry.sdk.trace import _Span as _SdkTracerSpan
+from opentelemetry.sdk import trace as _sdk_trace
 from opentelemetry.trace import SpanContext, SpanKind
 from opentelemetry.trace.span import DEFAULT_TRACE_STATE
 
@@ -32,7 +31,7 @@ from agentprof.capture.lean_span import UNSET_STATUS, LeanSpan
 from agentprof.capture.session import ACTIVE_SESSION, Session, current
 from agentprof.capture.spans import CPU_SCOPE, add_child_cpu, record_error
 
-_PARENTS = frozenset((LeanSpan, _SdkSpan, _SdkTracerSpan))
+_PARENTS = frozenset((LeanSpan, _sdk_trace.Span, getattr(_sdk_trace, "_Span", _sdk_trace.Span)))
 """Span classes whose context a hot call reads directly (``_context``); any other current span: general path."""
 
 _INTERNAL = SpanKind.INTERNAL
