@@ -32,15 +32,17 @@ UNSET_STATUS = _UNSET
 """The status of every lean span until one is set (a set status is stored on the span itself)."""
 _SCALARS = (str, bool, int, float)
 
-try:  # the SDK's own value cleaning (1.4x: any value; older: homogeneous scalar sequences), same results
-    from opentelemetry.attributes import _clean_attribute_value as _sdk_clean_value
-except ImportError:  # pragma: no cover - other SDK versions
-    try:
-        from opentelemetry.attributes import _clean_attribute
+try:  # the SDK's own value cleaning, same results. Older SDKs (1.30-1.3x): ``_clean_attribute`` (key and
+    # value; homogeneous scalar sequences), their ``_clean_attribute_value`` cleans scalars only; newer ones (1.4x)
+    # have only ``_clean_attribute_value``, which cleans any value
+    from opentelemetry.attributes import _clean_attribute
 
-        def _sdk_clean_value(value: Any, max_len: int | None) -> Any:
-            return _clean_attribute("attribute", value, max_len)
-    except ImportError:
+    def _sdk_clean_value(value: Any, max_len: int | None) -> Any:
+        return _clean_attribute("attribute", value, max_len)
+except ImportError:
+    try:
+        from opentelemetry.attributes import _clean_attribute_value as _sdk_clean_value
+    except ImportError:  # pragma: no cover - other SDK versions
         _sdk_clean_value = None
 
 

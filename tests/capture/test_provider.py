@@ -10,7 +10,7 @@ from agentprof.capture import provider
 
 def _describe(span):
     return (span.name, span.kind, span.resource, span.instrumentation_scope, bool(span.context.trace_flags.sampled),
-            span.context.trace_flags.random_trace_id, span.context.is_remote, span.is_recording(),
+            int(span.context.trace_flags), span.context.is_remote, span.is_recording(),
             span.context.is_valid, span.context.trace_state, type(span.context))
 
 
