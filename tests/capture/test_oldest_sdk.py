@@ -1,0 +1,28 @@
+"""The capture tests pass on the oldest OpenTelemetry SDK agentprof supports too (opentelemetry-sdk 1.30.0 in
+.venv-otel-oldest, made by scripts/setup_otel_oldest.sh): lean spans, the lean start path, the current-span
+shortcut and the tool-call hot path read SDK internals, each checked at import, with fallbacks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from .capture_helpers import REPO
+
+VENV_PY = REPO / ".venv-otel-oldest" / "bin" / "python"
+
+
+def test_capture_on_the_oldest_supported_sdk():
+    if not VENV_PY.exists():
+        pytest.skip(f"{VENV_PY} missing: run scripts/setup_otel_oldest.sh (needs the package registry)")
+    probe = subprocess.run([str(VENV_PY), "-c", "import opentelemetry.sdk.version as v; print(v.__version__)"],
+                           capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0 and probe.stdout.strip() == "1.30.0", probe.stderr
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PYTEST_"))}
+    done = subprocess.run([str(VENV_PY), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:warnings",
+                           "tests/capture", f"--ignore={__file__}"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and " failed" not in done.stdout
