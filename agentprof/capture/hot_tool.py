@@ -1,10 +1,12 @@
-"""The hot path of a synchronous ``@tool`` call: the whole span in the tool's own wrapper, one Python frame.
+"""The hot path of a ``@tool`` call: the span started, made current, measured and written by the tool's own
+wrapper and two helpers, without the span processor, exporter and writer layers.
 
 Why a separate path: on a tool of about a millisecond the profiler's cost is set less by how much it does
 than by how much code and data it touches, because the tool's own work has evicted them from the CPU's
 caches by the time the span ends (measured in docs/PERFORMANCE.md: a Python call costs several times its
 warm price there). So in the common case (the session writes one file, no OTLP export, no content capture,
-the tool is called under agentprof's or the SDK's own span) this wrapper does inline what
+the tool is called under agentprof's or the SDK's own span) the wrapper and :func:`_start` / :func:`_finish`
+do what
 :class:`~agentprof.capture.spans.Scope`, :meth:`LeanSpan.end`, the span processor and the exporter do, and
 writes the very line they would write. Anything else (another case at the start, an exception, an attribute
 or status set through the span's API, a session that started finishing) goes the general way from the point
@@ -26,9 +28,10 @@ from opentelemetry.trace.span import DEFAULT_TRACE_STATE
 
 from agentprof import semconv as sc
 from agentprof.capture import current_span, provider
+from agentprof.capture.coroutine_cpu import MeasuredCoroutine
 from agentprof.capture.failsafe import internal_error
 from agentprof.capture.lean_span import UNSET_STATUS, LeanSpan
-from agentprof.capture.session import ACTIVE_SESSION, Session, current
+from agentprof.capture.session import ACTIVE_SESSION, current
 from agentprof.capture.spans import CPU_SCOPE, add_child_cpu, record_error
 
 _PARENTS = frozenset((LeanSpan, _sdk_trace.Span, getattr(_sdk_trace, "_Span", _sdk_trace.Span)))
@@ -46,10 +49,10 @@ def _span_id() -> int:
     return span_id
 
 
-def _end_failed(sess: Session, span: LeanSpan, token: Any, cpu_token: Any, cpu_ns: int, overhead: int,
-                exc: BaseException) -> None:
+def _end_failed(started: tuple[Any, ...], cpu_ns: int, exc: BaseException) -> None:
     """End a hot call whose tool raised, as ``Scope.end(exc)`` does."""
     t0 = time.perf_counter_ns()
+    sess, span, _, token, cpu_token, overhead = started
     try:
         CPU_SCOPE.reset(cpu_token)
         child = span.child_cpu_ns
@@ -67,93 +70,140 @@ def _end_failed(sess: Session, span: LeanSpan, token: Any, cpu_token: Any, cpu_n
     sess.overhead_ns += overhead + time.perf_counter_ns() - t0
 
 
+_ctx_get, _ctx_set, _ctx_reset = (current_span.CONTEXT_VAR.get, current_span.CONTEXT_VAR.set,
+                                  current_span.CONTEXT_VAR.reset) if current_span.FAST else (None, None, None)
+_KEY = current_span.SPAN_KEY
+_put = dict.__setitem__
+_session_get, _cpu_set, _cpu_reset = ACTIVE_SESSION.get, CPU_SCOPE.set, CPU_SCOPE.reset
+_perf, _thread_time, _time_ns, _write = time.perf_counter_ns, time.thread_time_ns, time.time_ns, os.write
+_new_tuple = tuple.__new__
+_Started = tuple  # (session, span, its line shape, context token, CPU-scope token, agentprof's time so far)
+
+
+def _start(last: list[Any], span_name: str) -> _Started | None:
+    """Start the span of a hot call and make it current; None when this call must take the general path.
+    ``last[0]`` is the tool's ``(session, attributes, line shape)`` as the general path last built it."""
+    sess = _session_get()
+    if sess is None or sess.hot is None:
+        return None
+    cached = last[0]
+    octx = _ctx_get()
+    parent = octx.get(_KEY)
+    if cached[0] is not sess or type(parent) not in _PARENTS:
+        return None
+    t0 = _perf()
+    shape = cached[2]
+    pctx = parent._context
+    span = LeanSpan(span_name, _new_tuple(SpanContext, (
+        pctx[0], getrandbits(64) or _span_id(), False,
+        provider.FLAGS if pctx[3] & provider.RANDOM_TRACE_ID else provider.FLAGS_NOT_RANDOM, DEFAULT_TRACE_STATE,
+        True)), pctx, _INTERNAL, cached[1].copy(), _time_ns(), shape)
+    new = Context(octx)
+    _put(new, _KEY, span)  # a fresh copy no one else holds yet, as current_span.enter
+    token = _ctx_set(new)
+    return sess, span, shape, token, _cpu_set(span), _perf() - t0
+
+
+def _finish(started: _Started, cpu_ns: int) -> None:
+    """End a hot call's span (``cpu_ns``: the tool's own thread CPU) and write its line, as the general path
+    would; a span changed through its API on the way is handed to the span processor instead."""
+    end = _time_ns()
+    t1 = _perf()
+    sess, span, shape, token, cpu_token, overhead = started
+    try:
+        _cpu_reset(cpu_token)
+        child = span.child_cpu_ns
+        if child:
+            add_child_cpu(child)
+        own = cpu_ns + child
+        try:
+            _ctx_reset(token)
+        except Exception:  # a token from another context: as OpenTelemetry's detach
+            current_span.leave(token)
+        attrs = span._attributes
+        hot = sess.hot
+        if hot is not None and span._shape is shape and shape is not None and len(attrs) == shape[2] \
+                and span._status is UNSET_STATUS and span._end_time is None and not hot.failed:
+            attrs[_CPU_NS] = own
+            span._end_time = end
+            ctx, parent = span._context, span._parent
+            line = shape[0] % (own, ctx[0], ctx[1], parent[1], span._start_time, end)
+            writer = hot.writer
+            try:
+                with writer._lock:  # as JsonlTraceWriter.write_line (a closed writer: the session ended)
+                    fd = writer._fd
+                    if fd >= 0:
+                        n = _write(fd, line)
+                        while n < len(line):
+                            line = line[n:]
+                            n = _write(fd, line)
+                    sess.hot_spans += 1
+            except Exception as e:
+                hot.fail(e)
+        elif span._end_time is None:
+            attrs[_CPU_NS] = own
+            span.end(end)
+    except Exception as e:
+        internal_error("ending a tool span", e)
+    sess.overhead_ns += overhead + _perf() - t1
+
+
+def _available() -> bool:
+    return current_span.FAST and provider.FLAGS is not None
+
+
 def sync_tool(fn: Callable[..., Any], span_name: str, general: Callable[..., Any],
               last: list[Any]) -> Callable[..., Any]:
     """A wrapper calling ``fn`` that records the call on the hot path when it can and through ``general``
-    (the tool's general wrapper) otherwise. ``last[0]`` is the tool's ``(session, attributes, line shape)``
-    as ``general`` last built it for a session."""
-    if not current_span.FAST or provider.FLAGS is None:
+    (the tool's general wrapper) otherwise."""
+    if not _available():
         return general
-    ctx_get, ctx_set, ctx_reset = current_span.CONTEXT_VAR.get, current_span.CONTEXT_VAR.set, \
-        current_span.CONTEXT_VAR.reset
-    key, put = current_span.SPAN_KEY, dict.__setitem__
-    session_get, cpu_set, cpu_reset = ACTIVE_SESSION.get, CPU_SCOPE.set, CPU_SCOPE.reset
-    flags_random, flags_not_random, random_bit = provider.FLAGS, provider.FLAGS_NOT_RANDOM, provider.RANDOM_TRACE_ID
-    perf, thread_time, time_ns, write = time.perf_counter_ns, time.thread_time_ns, time.time_ns, os.write
-    new_tuple, parents, unset, kind, cpu_key = tuple.__new__, _PARENTS, UNSET_STATUS, _INTERNAL, _CPU_NS
-    trace_state, leave = DEFAULT_TRACE_STATE, current_span.leave
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        sess = session_get()
-        if sess is None or sess.hot is None:
-            if current() is None:  # no profile at all (nor a process-wide one): the tool runs as it is
-                return fn(*args, **kwargs)
-            return general(*args, **kwargs)
-        cached = last[0]
-        octx = ctx_get()
-        parent = octx.get(key)
-        if cached[0] is not sess or type(parent) not in parents:
-            return general(*args, **kwargs)
+        if _session_get() is None and current() is None:  # no profile at all: the tool runs as it is
+            return fn(*args, **kwargs)
         try:
-            t0 = perf()
-            shape = cached[2]
-            pctx = parent._context
-            span_id = getrandbits(64) or _span_id()
-            span = LeanSpan(span_name, new_tuple(SpanContext, (
-                pctx[0], span_id, False, flags_random if pctx[3] & random_bit else flags_not_random, trace_state,
-                True)), pctx, kind, cached[1].copy(), time_ns(), shape)
-            new = Context(octx)
-            put(new, key, span)  # a fresh copy no one else holds yet, as current_span.enter
-            token = ctx_set(new)
-            cpu_token = cpu_set(span)
-            overhead = perf() - t0
+            started = _start(last, span_name)
         except Exception as e:
             internal_error("starting a tool span", e)
             return fn(*args, **kwargs)
-        cpu0 = thread_time()
+        if started is None:
+            return general(*args, **kwargs)
+        cpu0 = _thread_time()
         try:
             result = fn(*args, **kwargs)
         except BaseException as e:
-            _end_failed(sess, span, token, cpu_token, thread_time() - cpu0, overhead, e)
+            _end_failed(started, _thread_time() - cpu0, e)
             raise
-        cpu1 = thread_time()
-        end = time_ns()
-        t1 = perf()
+        _finish(started, _thread_time() - cpu0)
+        return result
+
+    return wrapper
+
+
+def async_tool(fn: Callable[..., Any], span_name: str, general: Callable[..., Any],
+               last: list[Any]) -> Callable[..., Any]:
+    """:func:`sync_tool` for coroutine functions: CPU is the thread CPU of the tool's own steps."""
+    if not _available():
+        return general
+
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if _session_get() is None and current() is None:
+            return await fn(*args, **kwargs)
         try:
-            cpu_reset(cpu_token)
-            child = span.child_cpu_ns
-            if child:
-                add_child_cpu(child)
-            own = cpu1 - cpu0 + child
-            try:
-                ctx_reset(token)
-            except Exception:  # a token from another context: as OpenTelemetry's detach
-                leave(token)
-            attrs = span._attributes
-            hot = sess.hot
-            if hot is not None and span._shape is shape and shape is not None and len(attrs) == shape[2] \
-                    and span._status is unset and span._end_time is None and not hot.failed:
-                attrs[cpu_key] = own
-                span._end_time = end
-                line = shape[0] % (own, pctx[0], span_id, pctx[1], span._start_time, end)
-                writer = hot.writer
-                try:
-                    with writer._lock:  # as JsonlTraceWriter.write_line (a closed writer: the session ended)
-                        fd = writer._fd
-                        if fd >= 0:
-                            n = write(fd, line)
-                            while n < len(line):
-                                line = line[n:]
-                                n = write(fd, line)
-                        sess.hot_spans += 1
-                except Exception as e:
-                    hot.fail(e)
-            elif span._end_time is None:
-                attrs[cpu_key] = own
-                span.end(end)
+            started = _start(last, span_name)
         except Exception as e:
-            internal_error("ending a tool span", e)
-        sess.overhead_ns += overhead + perf() - t1
+            internal_error("starting a tool span", e)
+            return await fn(*args, **kwargs)
+        if started is None:
+            return await general(*args, **kwargs)
+        measured = MeasuredCoroutine(fn(*args, **kwargs))
+        try:
+            result = await measured
+        except BaseException as e:
+            _end_failed(started, measured.cpu_ns, e)
+            raise
+        _finish(started, measured.cpu_ns)
         return result
 
     return wrapper

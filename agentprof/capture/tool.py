@@ -3,8 +3,8 @@
 Works on sync and async functions, with or without arguments (``@tool``, ``@tool(name="search")``), and
 costs one context-variable lookup when no profile is active. Thread CPU is measured for the replay stage:
 for async tools only while the tool's own coroutine runs (not while other tasks run during its awaits).
-Synchronous tools take :mod:`agentprof.capture.hot_tool` in the common case and the general path below
-otherwise; both record the same span.
+Calls take :mod:`agentprof.capture.hot_tool` in the common case and the general path below otherwise; both
+record the same span.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-from collections.abc import Callable, Generator
-from time import thread_time_ns as _thread_time
+from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from agentprof import semconv as sc
+from agentprof.capture.coroutine_cpu import MeasuredCoroutine
 from agentprof.capture.exporter import line_shape
 from agentprof.capture.failsafe import internal_error
-from agentprof.capture.hot_tool import sync_tool
+from agentprof.capture.hot_tool import async_tool, sync_tool
 from agentprof.capture.session import current
 from agentprof.capture.spans import DetachedSpan, Scope
 
@@ -44,43 +44,6 @@ def _arguments(sig: inspect.Signature | None, args: tuple[Any, ...], kwargs: dic
     except TypeError:
         pass
     return _content({"args": list(args), "kwargs": kwargs})
-
-
-class _Measured:
-    """Await a coroutine, summing the thread CPU used while it (not the tasks it waits on) runs.
-
-    Drives the coroutine step by step exactly as ``await`` does (PEP 380 delegation), timing each step.
-    """
-
-    __slots__ = ("coro", "cpu_ns")
-
-    def __init__(self, coro: Any) -> None:
-        self.coro = coro
-        self.cpu_ns = 0
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        coro = self.coro
-        tt = _thread_time
-        send: Any = None
-        throw: BaseException | None = None
-        while True:
-            t = tt()
-            try:
-                yielded = coro.throw(throw) if throw is not None else coro.send(send)
-            except StopIteration as stop:
-                self.cpu_ns += tt() - t
-                return stop.value
-            except BaseException:
-                self.cpu_ns += tt() - t
-                raise
-            self.cpu_ns += tt() - t
-            try:
-                send, throw = (yield yielded), None
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as e:
-                send, throw = None, e
 
 
 def _make(fn: Callable[..., Any], tool_name: str) -> Callable[..., Any]:
@@ -124,14 +87,11 @@ def _make(fn: Callable[..., Any], tool_name: str) -> Callable[..., Any]:
         return _make_generator(fn, span_name, template)
 
     if inspect.iscoroutinefunction(fn):
-        @functools.wraps(fn)
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            if current() is None:
-                return await fn(*args, **kwargs)
+        async def async_general(*args: Any, **kwargs: Any) -> Any:
             scope = begin(args, kwargs)
             if scope is None:
                 return await fn(*args, **kwargs)
-            measured = _Measured(fn(*args, **kwargs))
+            measured = MeasuredCoroutine(fn(*args, **kwargs))
             try:
                 result = await measured
             except BaseException as e:
@@ -141,6 +101,7 @@ def _make(fn: Callable[..., Any], tool_name: str) -> Callable[..., Any]:
             scope.end(None, cpu_ns=measured.cpu_ns)
             return result
 
+        async_wrapper = functools.wraps(fn)(async_tool(fn, span_name, async_general, last))
         async_wrapper.__agentprof_tool__ = tool_name  # type: ignore[attr-defined]
         return async_wrapper
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 import warnings
@@ -58,6 +59,33 @@ def test_hot_and_general_paths_write_the_same_line(tmp_path):
         assert r["start_ns"] <= r["end_ns"] and r["attributes"][sc.CPU_NS] >= 0
     t, rows = load(run.path)
     assert t.meta.extra["spans"] == 7  # the final meta counts both paths' spans
+
+
+@agentprof.tool
+async def async_add(a, b=1):
+    await asyncio.sleep(0)
+    return a + b
+
+
+def test_async_tools_run_hot_and_write_the_same_line(tmp_path):
+    async def calls(b):
+        return [await async_add(i, b=b) for i in range(3)]
+
+    with agentprof.profile("async-same", out=tmp_path) as run:
+        sess = run._session
+        hot = asyncio.run(calls(1))
+        assert sess.hot_spans == 2
+        sess.hot = None
+        general = asyncio.run(calls(2))
+        sess.refresh_hot()
+        with pytest.raises(TypeError):  # an exception on the hot path: recorded, propagated unchanged
+            asyncio.run(async_add("x"))
+        assert sess.hot_spans == 2
+    assert hot == [1, 2, 3] and general == [2, 3, 4]
+    records = [r for r in raw_records(run.path) if r.get("name") == "execute_tool async_add"]
+    assert len(records) == 7
+    assert all(_same_shape(r) == _same_shape(records[0]) for r in records[:6])
+    assert records[6]["status"] == "error" and records[6]["error_type"] == "TypeError"
 
 
 def test_changes_through_the_span_api_take_the_general_way(tmp_path):

@@ -41,12 +41,20 @@ def test_names_and_wrapping():
         agentprof.tool("search")
 
 
-def test_sync_tool_cpu(tmp_path):
+PATHS = pytest.mark.parametrize("warm", [False, True], ids=["general-path", "hot-path"])
+"""A tool's first call in a session takes the general path; later ones the hot path (capture.hot_tool)."""
+
+
+@PATHS
+def test_sync_tool_cpu(tmp_path, warm):
     with agentprof.profile("cpu", out=tmp_path) as run:
+        if warm:
+            busy(0.0)
         busy(0.05)
         time.sleep(0.05)
+        assert run._session.hot_spans == int(warm)
     _, rows = load(run.path)
-    (tool,) = of_kind(rows, "tool")
+    tool = of_kind(rows, "tool")[-1]
     assert tool["name"] == "execute_tool busy"
     assert 0.05e9 <= tool["cpu_ns"] <= (tool["end_ns"] - tool["start_ns"])
     a = attrs(tool)
@@ -54,19 +62,23 @@ def test_sync_tool_cpu(tmp_path):
     assert "gen_ai.tool.call.arguments" not in a
 
 
-def test_async_tool_cpu_excludes_other_tasks(tmp_path):
+@PATHS
+def test_async_tool_cpu_excludes_other_tasks(tmp_path, warm):
     async def noisy_neighbour():
         for _ in range(10):
             spin(0.01)  # 0.1 s of CPU on the same thread, while the tool awaits
             await asyncio.sleep(0.005)
 
     async def main():
+        if warm:
+            await sleepy_cpu(0.0, 0.0)
         await asyncio.gather(sleepy_cpu(0.02, 0.1), noisy_neighbour())
 
     with agentprof.profile("async-cpu", out=tmp_path) as run:
         asyncio.run(main())
+        assert run._session.hot_spans == int(warm)
     _, rows = load(run.path)
-    (tool,) = of_kind(rows, "tool")
+    tool = of_kind(rows, "tool")[-1]
     assert tool["name"] == "execute_tool sleepy"
     wall = tool["end_ns"] - tool["start_ns"]
     assert wall >= 0.1e9
