@@ -322,6 +322,67 @@ def bench_wall(calls: int, rounds: int, tmp: Path, chunk: int = 20) -> dict[str,
     return out
 
 
+def bench_async_wall(calls: int, rounds: int, tmp: Path, chunk: int = 20) -> dict[str, float]:
+    """Overhead on an async agent: ``calls`` awaits of an ``async`` tool that awaits ``asyncio.sleep(0.001)``,
+    profiled against the same decorated tool unprofiled (tasks run in an empty context), chunks in the order
+    off, on, hot path off, hot path off, on, off, medians over groups, profile start and finish added."""
+    import asyncio
+    import contextvars
+
+    async def body() -> None:
+        await asyncio.sleep(0.001)
+
+    tool = agentprof.tool(name="fetch")(body)
+    perf = time.perf_counter
+
+    async def timed() -> float:
+        t0 = perf()
+        for _ in range(chunk):
+            await tool()
+        return perf() - t0
+
+    async def run_all() -> dict[str, float]:
+        ours: list[float] = []
+        general: list[float] = []
+        bare: list[float] = []
+        session_s: list[float] = []
+        for r in range(rounds + 1):  # the first round warms up and is dropped
+            t0 = perf()
+            with agentprof.profile("bench-async", out=tmp / "async") as run:
+                on = contextvars.copy_context()
+                sess = run._session
+                t1 = perf()
+                found = []
+                for _ in range(calls // (2 * chunk)):
+                    def task(context: contextvars.Context) -> asyncio.Task[float]:
+                        return asyncio.get_running_loop().create_task(timed(), context=context)
+
+                    a1 = await task(contextvars.Context())
+                    p1 = await task(on.copy())
+                    sess.hot = None
+                    h1 = await task(on.copy())
+                    h2 = await task(on.copy())
+                    sess.refresh_hot()
+                    p2 = await task(on.copy())
+                    a2 = await task(contextvars.Context())
+                    found.append((a1 + a2, p1 + p2, h1 + h2))
+                t2 = perf()
+            t3 = perf()
+            if r:
+                session_s.append((t1 - t0) + (t3 - t2))
+                ours += [(p - a) / a for a, p, _ in found]
+                general += [(h - a) / a for a, _, h in found]
+                bare += [a / 2 for a, _, _ in found]
+        loop_s = statistics.median(bare) * calls / chunk
+        extra = 100 * statistics.median(session_s) / loop_s
+        pct, general_pct = 100 * statistics.median(ours) + extra, 100 * statistics.median(general) + extra
+        return {"async_bare_s": loop_s, "async_overhead_pct": pct, "async_per_call_us": pct / 100 * loop_s / calls * 1e6,
+                "async_general_overhead_pct": general_pct,
+                "async_general_per_call_us": general_pct / 100 * loop_s / calls * 1e6}
+
+    return asyncio.run(run_all())
+
+
 def bench_cold_penalty(samples: int = 300) -> dict[str, float]:
     """How much slower a small piece of Python runs right after 1 ms of other work than in a tight loop (a
     property of the machine, not of agentprof: caches and predictors go cold, more so on a shared VM)."""
@@ -410,6 +471,7 @@ def main() -> int:
     try:
         spans = bench_spans(args.spans, args.rounds, tmp)
         wall = bench_wall(args.calls, args.rounds, tmp)
+        wall.update(bench_async_wall(args.calls, args.rounds, tmp))
         try:
             model: dict[str, float] | None = bench_model_call(200, 2000, tmp)
         except ImportError as e:  # the model-call part needs the openai SDK (the test extra); the rest does not
@@ -449,6 +511,10 @@ def main() -> int:
               f"({wall[label + '_sdk_per_call_us']:.1f} us per call); the least a crash-safe OTel span can do here "
               f"(lean span made current, thread CPU, one short line written): "
               f"{wall[label + '_floor_overhead_pct']:+.2f} % ({wall[label + '_floor_per_call_us']:.1f} us per call)")
+    print(f"  async tool awaiting asyncio.sleep(0.001), in an event loop: unprofiled loop {wall['async_bare_s']:.4f} s; "
+          f"agentprof overhead {wall['async_overhead_pct']:+.2f} % ({wall['async_per_call_us']:.1f} us per call); "
+          f"with its hot path off {wall['async_general_overhead_pct']:+.2f} % "
+          f"({wall['async_general_per_call_us']:.1f} us per call)")
     print(f"  load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     if model is None:
         print(f"model call: skipped ({missing} is not installed)")
