@@ -15,7 +15,8 @@ def __getattr__(name: str):  # lazy: importing agentprof must stay cheap for wra
     if name in _CAPTURE_API:
         from agentprof import capture
 
-        return getattr(capture, name)
+        value = globals()[name] = getattr(capture, name)  # found directly from then on (per-call APIs: span)
+        return value
     raise AttributeError(f"module 'agentprof' has no attribute {name!r}")
 
 

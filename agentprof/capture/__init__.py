@@ -8,10 +8,11 @@ other threads with the current span as parent. See ``docs/CAPTURE.md``.
 from __future__ import annotations
 
 from agentprof.capture.context import wrap
+from agentprof.capture.custom_span import span
 from agentprof.capture.failsafe import CaptureWarning
 from agentprof.capture.parse import parse_json
 from agentprof.capture.profile import Run, profile
-from agentprof.capture.spans import KINDS, span
+from agentprof.capture.spans import KINDS
 from agentprof.capture.tool import tool
 
 __all__ = ["KINDS", "CaptureWarning", "Run", "parse_json", "profile", "span", "tool", "wrap"]

@@ -5,7 +5,7 @@ Why a separate path: on a tool of about a millisecond the profiler's cost is set
 than by how much code and data it touches, because the tool's own work has evicted them from the CPU's
 caches by the time the span ends (measured in docs/PERFORMANCE.md: a Python call costs several times its
 warm price there). So in the common case (the session writes one file, no OTLP export, no content capture,
-the tool is called under agentprof's or the SDK's own span) the wrapper and :func:`_start` / :func:`_finish`
+the tool is called under agentprof's or the SDK's own span) the wrapper and :func:`start` / :func:`finish`
 do what
 :class:`~agentprof.capture.spans.Scope`, :meth:`LeanSpan.end`, the span processor and the exporter do, and
 writes the very line they would write. Anything else (another case at the start, an exception, an attribute
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from random import getrandbits
 from typing import Any
 
@@ -49,7 +49,7 @@ def _span_id() -> int:
     return span_id
 
 
-def _end_failed(started: tuple[Any, ...], cpu_ns: int, exc: BaseException) -> None:
+def end_failed(started: tuple[Any, ...], cpu_ns: int, exc: BaseException) -> None:
     """End a hot call whose tool raised, as ``Scope.end(exc)`` does."""
     t0 = time.perf_counter_ns()
     sess, span, _, token, cpu_token, overhead = started
@@ -80,7 +80,7 @@ _new_tuple = tuple.__new__
 _Started = tuple  # (session, span, its line shape, context token, CPU-scope token, agentprof's time so far)
 
 
-def _start(last: list[Any], span_name: str) -> _Started | None:
+def start(last: Sequence[Any], span_name: str) -> _Started | None:
     """Start the span of a hot call and make it current; None when this call must take the general path.
     ``last[0]`` is the tool's ``(session, attributes, line shape)`` as the general path last built it."""
     sess = _session_get()
@@ -104,7 +104,7 @@ def _start(last: list[Any], span_name: str) -> _Started | None:
     return sess, span, shape, token, _cpu_set(span), _perf() - t0
 
 
-def _finish(started: _Started, cpu_ns: int) -> None:
+def finish(started: _Started, cpu_ns: int) -> None:
     """End a hot call's span (``cpu_ns``: the tool's own thread CPU) and write its line, as the general path
     would; a span changed through its API on the way is handed to the span processor instead."""
     end = _time_ns()
@@ -163,7 +163,7 @@ def sync_tool(fn: Callable[..., Any], span_name: str, general: Callable[..., Any
         if _session_get() is None and current() is None:  # no profile at all: the tool runs as it is
             return fn(*args, **kwargs)
         try:
-            started = _start(last, span_name)
+            started = start(last, span_name)
         except Exception as e:
             internal_error("starting a tool span", e)
             return fn(*args, **kwargs)
@@ -173,9 +173,9 @@ def sync_tool(fn: Callable[..., Any], span_name: str, general: Callable[..., Any
         try:
             result = fn(*args, **kwargs)
         except BaseException as e:
-            _end_failed(started, _thread_time() - cpu0, e)
+            end_failed(started, _thread_time() - cpu0, e)
             raise
-        _finish(started, _thread_time() - cpu0)
+        finish(started, _thread_time() - cpu0)
         return result
 
     return wrapper
@@ -191,7 +191,7 @@ def async_tool(fn: Callable[..., Any], span_name: str, general: Callable[..., An
         if _session_get() is None and current() is None:
             return await fn(*args, **kwargs)
         try:
-            started = _start(last, span_name)
+            started = start(last, span_name)
         except Exception as e:
             internal_error("starting a tool span", e)
             return await fn(*args, **kwargs)
@@ -201,9 +201,9 @@ def async_tool(fn: Callable[..., Any], span_name: str, general: Callable[..., An
         try:
             result = await measured
         except BaseException as e:
-            _end_failed(started, measured.cpu_ns, e)
+            end_failed(started, measured.cpu_ns, e)
             raise
-        _finish(started, measured.cpu_ns)
+        finish(started, measured.cpu_ns)
         return result
 
     return wrapper

@@ -16,9 +16,8 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from agentprof import semconv as sc
 from agentprof.capture import current_span, provider
 from agentprof.capture.error_type import error_type
-from agentprof.capture.exporter import line_shape
 from agentprof.capture.failsafe import internal_error
-from agentprof.capture.session import Session, current, parent_context
+from agentprof.capture.session import Session, parent_context
 
 KINDS = ("agent", "model", "tool", "parse", "orchestration", "wait")
 """Span kinds of the trace model (``agentprof.trace.schema.KINDS``, repeated here to keep polars unloaded)."""
@@ -139,83 +138,6 @@ class Scope:
             internal_error("ending a span", e)
         # lock-free on purpose: a rare lost update under thread switches costs a few microseconds of accounting
         self.sess.overhead_ns += self.overhead + _perf() - t0
-
-
-class _NoSpan:
-    """Handle returned when no profile is active: accepts and ignores attributes."""
-
-    span_id = None
-
-    def set_attribute(self, key: str, value: Any) -> None:
-        pass
-
-
-_NO_SPAN = _NoSpan()
-
-
-_CPU_KINDS = ("tool", "parse", "orchestration")
-_TEMPLATES: dict[tuple[str, str, str], tuple[dict[str, Any], Any]] = {}
-"""Attributes and line template of ``span(kind, name)`` without extra attributes, per session, kind and name."""
-
-
-class span:
-    """``with agentprof.span(kind, name):`` records a custom phase as a span of that kind.
-
-    ``kind`` is one of ``agent``, ``model``, ``tool``, ``parse``, ``orchestration``, ``wait``; ``attributes``
-    adds span attributes (e.g. ``{"agentprof.wait.reason": "user"}`` on a wait). Tool, parse and
-    orchestration spans measure the thread CPU they use. Outside a profile it does nothing.
-    """
-
-    __slots__ = ("kind", "name", "attributes", "_scope")
-
-    def __init__(self, kind: str, name: str, attributes: dict[str, Any] | None = None) -> None:
-        if kind not in KINDS:
-            raise ValueError(f"unknown span kind {kind!r} (expected one of {', '.join(KINDS)})")
-        if not isinstance(name, str) or not name:
-            raise ValueError("span name must be a non-empty string")
-        self.kind = kind
-        self.name = name
-        self.attributes = attributes
-        self._scope: Scope | None = None
-
-    def __enter__(self) -> Scope | _NoSpan:
-        sess = current()
-        if sess is None:
-            return _NO_SPAN
-        try:
-            cpu = self.kind in _CPU_KINDS
-            key = (sess.id, self.kind, self.name)
-            cached = None if self.attributes else _TEMPLATES.get(key)
-            if cached is not None:
-                attrs, shape = cached
-            else:
-                attrs = {sc.KIND: self.kind, sc.SESSION_ID: sess.id}
-                if self.attributes:
-                    attrs.update(self.attributes)
-                if self.kind == "tool":
-                    attrs.setdefault(sc.OPERATION_NAME, sc.OP_EXECUTE_TOOL)
-                    attrs.setdefault(sc.TOOL_NAME, self.name)
-                shape = line_shape(self.name, attrs) if cpu and not sess.capture_content else None
-                if not self.attributes:
-                    if len(_TEMPLATES) >= 4096:
-                        _TEMPLATES.clear()
-                    _TEMPLATES[key] = (attrs, shape)
-            self._scope = Scope(sess, self.name, attrs, cpu=cpu, shape=shape)
-        except Exception as e:
-            internal_error("starting a span", e)
-            return _NO_SPAN
-        return self._scope
-
-    def __exit__(self, et: Any, exc: BaseException | None, tb: Any) -> None:
-        scope, self._scope = self._scope, None
-        if scope is not None:
-            scope.end(exc)
-
-    async def __aenter__(self) -> Scope | _NoSpan:
-        return self.__enter__()
-
-    async def __aexit__(self, et: Any, exc: BaseException | None, tb: Any) -> None:
-        self.__exit__(et, exc, tb)
 
 
 class DetachedSpan:

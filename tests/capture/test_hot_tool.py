@@ -199,3 +199,36 @@ def test_a_tool_still_running_when_its_session_ends(tmp_path):
     assert not [w for w in caught if issubclass(w.category, CaptureWarning)]
     _, rows = load(run.path)  # complete and valid; the late call is not in it
     assert [r["name"] for r in rows] == ["invoke_agent early-end", "execute_tool slow"]
+
+
+def test_custom_spans_run_hot_and_record_what_the_general_path_records(tmp_path):
+    def phase(note=None):
+        with agentprof.span("orchestration", "plan") as s:
+            if note:
+                s.set_attribute("app.note", note)
+            add(1)  # nests under the phase
+            return s.span_id
+
+    with agentprof.profile("custom", out=tmp_path) as run:
+        sess = run._session
+        ids = [phase(), phase(), phase()]
+        hot = sess.hot_spans
+        sess.hot = None
+        ids += [phase(), phase()]
+        sess.refresh_hot()
+        ids.append(phase(note="kept"))
+        with pytest.raises(KeyError), agentprof.span("orchestration", "plan"):
+            raise KeyError("x")
+        with agentprof.span("wait", "user"):  # a kind that measures no CPU: always the general path
+            pass
+    assert hot == 3 + 2  # the three phases, and the add calls inside them after the first (which fills its cache)
+    records = raw_records(run.path)
+    plans = [r for r in records if r.get("name") == "plan"]
+    assert [r["span_id"] for r in plans[:6]] == ids
+    assert all(_same_shape(r) == _same_shape(plans[0]) for r in plans[:5])
+    assert plans[5]["attributes"]["app.note"] == "kept" and sc.CPU_NS in plans[5]["attributes"]
+    assert plans[6]["status"] == "error" and plans[6]["error_type"] == "KeyError"
+    adds = [r for r in records if r.get("name") == "execute_tool add"]
+    assert [a["parent_id"] for a in adds] == ids
+    (wait,) = [r for r in records if r.get("name") == "user"]
+    assert sc.CPU_NS not in wait["attributes"]
