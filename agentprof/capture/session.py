@@ -35,9 +35,9 @@ _ACTIVE: contextvars.ContextVar[Session | None] = contextvars.ContextVar("agentp
 ACTIVE_SESSION = _ACTIVE
 """The context variable holding the session of this context (hot paths read it directly; see :func:`current`)."""
 _process_session: Session | None = None
+"""Session of ``agentprof run``: used by threads whose context carries no session."""
 _live: set[Session] = set()
 """Sessions started and not yet finished in this process (their hot-path state follows pipeline changes)."""
-"""Session of ``agentprof run``: used by threads whose context carries no session."""
 
 BLOCK_SIZE = 64
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
