@@ -80,23 +80,38 @@ def _hex(value: int, width: int) -> str:
     return text
 
 
-LineShape = tuple[bytes, bytes, int]
-"""(line template with a parent, without one, number of template attributes): see :func:`line_shape`."""
+LineShape = tuple[bytes, bytes, int, tuple[str, ...]]
+"""(line template with a parent, without one, number of template attributes, the integer attributes filled in
+per span): see :func:`line_shape`."""
 
 
-def line_shape(name: str, attributes: dict[str, Any]) -> LineShape | None:
+def line_shape(name: str, attributes: dict[str, Any], ints: tuple[str, ...] = ()) -> LineShape | None:
     """The trace line of every span with this name and these attributes as a bytes template, and how many
     attributes it holds: spans started from one template (every call of one tool) then fill in only their CPU
-    time, ids and times, in one formatting call. None when the template cannot be pre-encoded."""
+    time, ids and times, in one formatting call. ``ints`` names the last attributes of ``attributes`` whose
+    integer values differ from span to span (a parse's byte count): they are filled in too, in that order.
+    None when the template cannot be pre-encoded."""
     if _encode_attrs is None or not attributes or sc.ERROR_TYPE in attributes or sc.CPU_NS in attributes:
         return None
+    keys = list(attributes)
+    if ints and (len(ints) >= len(keys) or tuple(keys[-len(ints):]) != ints):
+        return None
+    fixed_attrs = {k: attributes[k] for k in keys[:len(keys) - len(ints)]}
     kind = attributes.get(sc.KIND)
-    attrs_json = "".join(_encode_attrs(attributes, 0))
+    attrs_json = "".join(_encode_attrs(fixed_attrs, 0))
     fixed = (f'{{"record":"span","name":{_quote(name)},"kind":{"null" if kind is None else _quote(str(kind))},'
              f'"attributes":{attrs_json[:-1]}').encode("ascii").replace(b"%", b"%%")  # literal for formatting
-    head = fixed + f',"{sc.CPU_NS}":%d}},"trace_id":"%032x","span_id":"%016x",'.encode("ascii")
+    slots = "".join(f",{_quote(k)}:%d" for k in ints).encode("ascii")
+    head = fixed + slots + f',"{sc.CPU_NS}":%d}},"trace_id":"%032x","span_id":"%016x",'.encode("ascii")
     tail = b'"start_ns":%d,"end_ns":%d,"status":"ok","error_type":null}\n'
-    return head + b'"parent_id":"%016x",' + tail, head + b'"parent_id":null,' + tail, len(attributes)
+    return (head + b'"parent_id":"%016x",' + tail, head + b'"parent_id":null,' + tail, len(attributes),
+            tuple(ints))
+
+
+def shape_ints(shape: LineShape, attributes: dict[str, Any]) -> tuple[int, ...] | None:
+    """The values of ``shape``'s per-span integer attributes in ``attributes``; None if one is not an int."""
+    values = tuple(attributes.get(k) for k in shape[3])
+    return values if all(type(v) is int for v in values) else None
 
 
 def encode_span(span: ReadableSpan, detach_parent: bool = False) -> bytes:
@@ -109,10 +124,11 @@ def encode_span(span: ReadableSpan, detach_parent: bool = False) -> bytes:
         shape = span._shape
         if shape is not None and len(attrs) == shape[2] + 1 and code is not StatusCode.ERROR:
             cpu = attrs.get(sc.CPU_NS)  # the one attribute added since the start (the template is unchanged:
-            if type(cpu) is int and end is not None:  # any change through the span's API drops the shape)
+            ints = shape_ints(shape, attrs) if shape[3] else ()  # any change through the span's API drops it)
+            if type(cpu) is int and end is not None and ints is not None:
                 if parent is None or detach_parent:
-                    return shape[1] % (cpu, ctx.trace_id, ctx.span_id, start, end)
-                return shape[0] % (cpu, ctx.trace_id, ctx.span_id, parent.span_id, start, end)
+                    return shape[1] % (*ints, cpu, ctx.trace_id, ctx.span_id, start, end)
+                return shape[0] % (*ints, cpu, ctx.trace_id, ctx.span_id, parent.span_id, start, end)
     else:
         ctx, parent, name, start, end = span.context, span.parent, span.name, span.start_time, span.end_time
         attrs, code = span_attributes(span), span.status.status_code

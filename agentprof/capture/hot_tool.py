@@ -29,6 +29,7 @@ from opentelemetry.trace.span import DEFAULT_TRACE_STATE
 from agentprof import semconv as sc
 from agentprof.capture import current_span, provider
 from agentprof.capture.coroutine_cpu import MeasuredCoroutine
+from agentprof.capture.exporter import shape_ints
 from agentprof.capture.failsafe import internal_error
 from agentprof.capture.lean_span import UNSET_STATUS, LeanSpan
 from agentprof.capture.session import ACTIVE_SESSION, current
@@ -122,12 +123,13 @@ def finish(started: _Started, cpu_ns: int) -> None:
             current_span.leave(token)
         attrs = span._attributes
         hot = sess.hot
+        ints = () if shape is None or not shape[3] else shape_ints(shape, attrs)
         if hot is not None and span._shape is shape and shape is not None and len(attrs) == shape[2] \
-                and span._status is UNSET_STATUS and span._end_time is None and not hot.failed:
+                and span._status is UNSET_STATUS and span._end_time is None and not hot.failed and ints is not None:
             attrs[_CPU_NS] = own
             span._end_time = end
             ctx, parent = span._context, span._parent
-            line = shape[0] % (own, ctx[0], ctx[1], parent[1], span._start_time, end)
+            line = shape[0] % (*ints, own, ctx[0], ctx[1], parent[1], span._start_time, end)
             writer = hot.writer
             try:
                 with writer._lock:  # as JsonlTraceWriter.write_line (a closed writer: the session ended)

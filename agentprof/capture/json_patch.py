@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from agentprof.capture.parse import parse_scope
+from agentprof.capture.parse import recorded_loads
 from agentprof.capture.patches import RefPatch
 from agentprof.capture.session import current
 
@@ -36,16 +36,7 @@ def _make(original: Callable[..., Any]) -> Callable[..., Any]:
         sess = current()
         if sess is None or not sess.instrument_json or _from_internals(sys._getframe(1)):
             return original(s, *args, **kwargs)
-        scope = parse_scope(sess, SPAN_NAME, s)
-        if scope is None:
-            return original(s, *args, **kwargs)
-        try:
-            result = original(s, *args, **kwargs)
-        except BaseException as e:
-            scope.end(e)
-            raise
-        scope.end()
-        return result
+        return recorded_loads(sess, SPAN_NAME, original, s, args, kwargs)
 
     loads.__wrapped__ = original  # type: ignore[attr-defined]
     loads.__doc__ = original.__doc__

@@ -1,11 +1,16 @@
-"""``agentprof.parse_json``: parse JSON and record the parse as a ``parse`` span with its size in bytes."""
+"""``agentprof.parse_json``: parse JSON and record the parse as a ``parse`` span with its size in bytes (on the
+tool-call hot path in the common case, the general :class:`Scope` otherwise: the same span either way)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from time import thread_time_ns as _thread_time
 from typing import Any
 
 from agentprof import semconv as sc
+from agentprof.capture import hot_tool
+from agentprof.capture.exporter import line_shape
 from agentprof.capture.failsafe import internal_error
 from agentprof.capture.session import Session, current
 from agentprof.capture.spans import Scope
@@ -23,12 +28,55 @@ def nbytes(text: Any) -> int:
     return 0
 
 
-def parse_scope(sess: Session, name: str, text: Any) -> Scope | None:
+_SHAPES: dict[tuple[str, str], tuple[dict[str, Any], Any]] = {}
+"""Per session id and span name: the parse span's attributes (byte count last) and line template (hot path)."""
+
+
+def _hot_start(sess: Session, name: str, size: int) -> Any:
+    """Start a parse span on the tool-call hot path (:mod:`agentprof.capture.hot_tool`), or None."""
+    key = (sess.id, name)
+    cached = _SHAPES.get(key)
+    if cached is None:
+        attrs = {sc.KIND: "parse", sc.SESSION_ID: sess.id, sc.PARSE_BYTES: 0}
+        if len(_SHAPES) >= 4096:
+            _SHAPES.clear()
+        cached = _SHAPES[key] = (attrs, line_shape(name, attrs, ints=(sc.PARSE_BYTES,)))
+    if cached[1] is None:
+        return None
+    started = hot_tool.start(((sess, *cached),), name)
+    if started is not None:
+        started[1]._attributes[sc.PARSE_BYTES] = size
+    return started
+
+
+def recorded_loads(sess: Session, name: str, loads: Callable[..., Any], text: Any, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> Any:
+    """``loads(text, *args, **kwargs)`` recorded as a ``parse`` span of ``sess`` named ``name``; its exception
+    (a parse error) propagates unchanged and marks the span failed."""
     try:
-        return Scope(sess, name, {sc.KIND: "parse", sc.SESSION_ID: sess.id, sc.PARSE_BYTES: nbytes(text)}, cpu=True)
+        size = nbytes(text)
+        started = _hot_start(sess, name, size) if sess.hot is not None else None
+        scope = None if started is not None else \
+            Scope(sess, name, {sc.KIND: "parse", sc.SESSION_ID: sess.id, sc.PARSE_BYTES: size}, cpu=True)
     except Exception as e:
         internal_error("starting a parse span", e)
-        return None
+        return loads(text, *args, **kwargs)
+    if started is None:
+        try:
+            result = loads(text, *args, **kwargs)
+        except BaseException as e:
+            scope.end(e)  # type: ignore[union-attr]
+            raise
+        scope.end()  # type: ignore[union-attr]
+        return result
+    cpu0 = _thread_time()
+    try:
+        result = loads(text, *args, **kwargs)
+    except BaseException as e:
+        hot_tool.end_failed(started, _thread_time() - cpu0, e)
+        raise
+    hot_tool.finish(started, _thread_time() - cpu0)
+    return result
 
 
 def parse_json(text: str | bytes | bytearray, name: str = "parse_json", **kwargs: Any) -> Any:
@@ -37,13 +85,6 @@ def parse_json(text: str | bytes | bytearray, name: str = "parse_json", **kwargs
     Parse errors (``json.JSONDecodeError``) propagate unchanged and mark the span failed.
     """
     sess = current()
-    scope = parse_scope(sess, name, text) if sess is not None else None
-    if scope is None:
+    if sess is None:
         return ORIGINAL_LOADS(text, **kwargs)
-    try:
-        result = ORIGINAL_LOADS(text, **kwargs)
-    except BaseException as e:
-        scope.end(e)
-        raise
-    scope.end()
-    return result
+    return recorded_loads(sess, name, ORIGINAL_LOADS, text, (), kwargs)

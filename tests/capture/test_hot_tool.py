@@ -232,3 +232,30 @@ def test_custom_spans_run_hot_and_record_what_the_general_path_records(tmp_path)
     assert [a["parent_id"] for a in adds] == ids
     (wait,) = [r for r in records if r.get("name") == "user"]
     assert sc.CPU_NS not in wait["attributes"]
+
+
+def test_parses_run_hot_with_their_byte_counts(tmp_path):
+    docs = ['{"a": 1}', '{"path": "src/\u00e9t\u00e9.py", "n": [1, 2, 3]}', b'[1, 2, 3, 4]']
+    with agentprof.profile("parse", out=tmp_path, instrument_json=True) as run:
+        sess = run._session
+        hot = [agentprof.parse_json(d, name="args") for d in docs]
+        import json
+        loaded = json.loads('{"via": "json.loads"}')  # instrument_json: the same path, span json.loads
+        assert sess.hot_spans == 4
+        sess.hot = None
+        general = [agentprof.parse_json(d, name="args") for d in docs]
+        sess.refresh_hot()
+        with pytest.raises(ValueError):  # a parse error on the hot path: recorded, propagated unchanged
+            agentprof.parse_json("{broken", name="args")
+    assert hot == general and loaded == {"via": "json.loads"}
+    records = [r for r in raw_records(run.path) if r.get("kind") == "parse"]
+    args = [r for r in records if r["name"] == "args"]
+    sizes = [len(d.encode() if isinstance(d, str) else d) for d in docs]
+    assert [r["attributes"][sc.PARSE_BYTES] for r in args[:6]] == sizes * 2
+    shapes = [{**_same_shape(r), "attributes": {k: v for k, v in r["attributes"].items()
+                                                 if k not in (sc.CPU_NS, sc.PARSE_BYTES)}} for r in args[:6]]
+    assert all(s == shapes[0] for s in shapes)
+    assert args[6]["status"] == "error" and args[6]["error_type"] == "json.decoder.JSONDecodeError"
+    assert args[6]["attributes"][sc.PARSE_BYTES] == len("{broken")
+    (via,) = [r for r in records if r["name"] == "json.loads"]
+    assert via["attributes"][sc.PARSE_BYTES] == len('{"via": "json.loads"}')

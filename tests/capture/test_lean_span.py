@@ -109,6 +109,29 @@ def test_shaped_line_equals_the_generic_encoding():
         assert json.loads(encode_span(span, detach_parent=True))["parent_id"] is None
 
 
+
+def test_shaped_line_with_per_span_integers_equals_the_generic_encoding():
+    attrs = {sc.KIND: "parse", sc.SESSION_ID: "s" * 32, sc.PARSE_BYTES: 0}
+    shape = line_shape("args", attrs, ints=(sc.PARSE_BYTES,))
+    assert shape is not None and shape[3] == (sc.PARSE_BYTES,)
+    assert line_shape("args", attrs, ints=(sc.KIND,)) is None  # per-span integers must come last
+    parent, _ = _lean("invoke_agent a", {sc.KIND: "agent"})
+    for size in (0, 7, 123456):
+        span, _ = _lean("args", attrs={**attrs, sc.PARSE_BYTES: size}, parent=parent)
+        span._shape = shape
+        span._attributes[sc.CPU_NS] = 99
+        span.end(end_time=5000)
+        fast = encode_span(span)
+        span._shape = None
+        assert json.loads(fast) == json.loads(encode_span(span)) == span_record(span)
+        assert json.loads(fast)["attributes"][sc.PARSE_BYTES] == size
+    span, _ = _lean("args", attrs={**attrs, sc.PARSE_BYTES: "not an int"}, parent=parent)
+    span._shape = shape
+    span._attributes[sc.CPU_NS] = 1
+    span.end(end_time=5000)
+    assert json.loads(encode_span(span))["attributes"][sc.PARSE_BYTES] == "not an int"  # the general way
+
+
 def test_a_changed_tool_span_falls_back_to_the_generic_line(tmp_path):
     @agentprof.tool
     def lookup(fail: bool) -> None:
