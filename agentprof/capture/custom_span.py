@@ -35,22 +35,6 @@ _TEMPLATES: dict[tuple[str, str, str], tuple[dict[str, Any], Any]] = {}
 """Attributes and line template of ``span(kind, name)`` without extra attributes, per session, kind and name."""
 
 
-class _HotHandle:
-    """What ``with span(...) as s`` gives on the hot path: the same methods as :class:`Scope` offers there."""
-
-    __slots__ = ("span",)
-
-    def __init__(self, span: Any) -> None:
-        self.span = span
-
-    def set_attribute(self, key: str, value: Any) -> None:
-        self.span.set_attribute(key, value)  # the span leaves the hot path's line template: written in full
-
-    @property
-    def span_id(self) -> str:
-        return f"{self.span.get_span_context().span_id:016x}"
-
-
 class span:
     """``with agentprof.span(kind, name):`` records a custom phase as a span of that kind.
 
@@ -73,7 +57,7 @@ class span:
         self._hot: Any = None
         self._cpu0 = 0
 
-    def __enter__(self) -> Scope | _HotHandle | _NoSpan:
+    def __enter__(self) -> Scope | _NoSpan:
         sess = current()
         if sess is None:
             return _NO_SPAN
@@ -100,7 +84,7 @@ class span:
                 if started is not None:
                     self._hot = started
                     self._cpu0 = _thread_time()
-                    return _HotHandle(started[1])
+                    return started
             self._scope = Scope(sess, self.name, attrs, cpu=cpu, shape=shape)
         except Exception as e:
             internal_error("starting a span", e)
@@ -114,13 +98,13 @@ class span:
             if exc is None:
                 hot_tool.finish(started, cpu)
             else:
-                hot_tool.end_failed(started, cpu, exc)
+                started.end(exc, cpu_ns=cpu)
             return
         scope, self._scope = self._scope, None
         if scope is not None:
             scope.end(exc)
 
-    async def __aenter__(self) -> Scope | _HotHandle | _NoSpan:
+    async def __aenter__(self) -> Scope | _NoSpan:
         return self.__enter__()
 
     async def __aexit__(self, et: Any, exc: BaseException | None, tb: Any) -> None:

@@ -33,7 +33,7 @@ from agentprof.capture.exporter import shape_ints
 from agentprof.capture.failsafe import internal_error
 from agentprof.capture.lean_span import UNSET_STATUS, LeanSpan
 from agentprof.capture.session import ACTIVE_SESSION, current
-from agentprof.capture.spans import CPU_SCOPE, add_child_cpu, record_error
+from agentprof.capture.spans import CPU_SCOPE, Scope, add_child_cpu
 
 _PARENTS = frozenset((LeanSpan, _sdk_trace.Span, getattr(_sdk_trace, "_Span", _sdk_trace.Span)))
 """Span classes whose context a hot call reads directly (``_context``); any other current span: general path."""
@@ -50,27 +50,6 @@ def _span_id() -> int:
     return span_id
 
 
-def end_failed(started: tuple[Any, ...], cpu_ns: int, exc: BaseException) -> None:
-    """End a hot call whose tool raised, as ``Scope.end(exc)`` does."""
-    t0 = time.perf_counter_ns()
-    sess, span, _, token, cpu_token, overhead = started
-    try:
-        CPU_SCOPE.reset(cpu_token)
-        child = span.child_cpu_ns
-        if child:
-            add_child_cpu(child)
-        span._attributes[_CPU_NS] = cpu_ns + child
-        record_error(span, exc, sess.capture_content)
-    except Exception as e:
-        internal_error("recording a span", e)
-    try:
-        current_span.leave(token)
-        span.end()
-    except Exception as e:
-        internal_error("ending a span", e)
-    sess.overhead_ns += overhead + time.perf_counter_ns() - t0
-
-
 _ctx_get, _ctx_set, _ctx_reset = (current_span.CONTEXT_VAR.get, current_span.CONTEXT_VAR.set,
                                   current_span.CONTEXT_VAR.reset) if current_span.FAST else (None, None, None)
 _KEY = current_span.SPAN_KEY
@@ -78,12 +57,13 @@ _put = dict.__setitem__
 _session_get, _cpu_set, _cpu_reset = ACTIVE_SESSION.get, CPU_SCOPE.set, CPU_SCOPE.reset
 _perf, _thread_time, _time_ns, _write = time.perf_counter_ns, time.thread_time_ns, time.time_ns, os.write
 _new_tuple = tuple.__new__
-_Started = tuple  # (session, span, its line shape, context token, CPU-scope token, agentprof's time so far)
+_new_scope = object.__new__
 
 
-def start(last: Sequence[Any], span_name: str) -> _Started | None:
-    """Start the span of a hot call and make it current; None when this call must take the general path.
-    ``last[0]`` is the tool's ``(session, attributes, line shape)`` as the general path last built it."""
+def start(last: Sequence[Any], span_name: str) -> Scope | None:
+    """Start the span of a hot call and make it current, as a :class:`Scope` (whose general ``end`` serves a
+    call that raised); None when this call must take the general path. ``last[0]`` is the tool's
+    ``(session, attributes, line shape)`` as the general path last built it."""
     sess = _session_get()
     if sess is None or sess.hot is None:
         return None
@@ -93,39 +73,44 @@ def start(last: Sequence[Any], span_name: str) -> _Started | None:
     if cached[0] is not sess or type(parent) not in _PARENTS:
         return None
     t0 = _perf()
-    shape = cached[2]
     pctx = parent._context
+    attrs = cached[1].copy()
     span = LeanSpan(span_name, _new_tuple(SpanContext, (
         pctx[0], getrandbits(64) or _span_id(), False,
         provider.FLAGS if pctx[3] & provider.RANDOM_TRACE_ID else provider.FLAGS_NOT_RANDOM, DEFAULT_TRACE_STATE,
-        True)), pctx, _INTERNAL, cached[1].copy(), _time_ns(), shape)
+        True)), pctx, _INTERNAL, attrs, _time_ns(), cached[2])
     new = Context(octx)
     _put(new, _KEY, span)  # a fresh copy no one else holds yet, as current_span.enter
-    token = _ctx_set(new)
-    return sess, span, shape, token, _cpu_set(span), _perf() - t0
+    scope = _new_scope(Scope)  # the fields Scope.__init__ sets; CPU comes from the caller (cpu0 unused)
+    scope.sess, scope.span, scope.store, scope.child_cpu_ns, scope.cpu0 = sess, span, attrs, 0, None
+    scope.token = _ctx_set(new)
+    scope.cpu_token = _cpu_set(scope)
+    scope.overhead = _perf() - t0
+    return scope
 
 
-def finish(started: _Started, cpu_ns: int) -> None:
+def finish(scope: Scope, cpu_ns: int) -> None:
     """End a hot call's span (``cpu_ns``: the tool's own thread CPU) and write its line, as the general path
     would; a span changed through its API on the way is handed to the span processor instead."""
     end = _time_ns()
     t1 = _perf()
-    sess, span, shape, token, cpu_token, overhead = started
+    sess, span = scope.sess, scope.span
     try:
-        _cpu_reset(cpu_token)
-        child = span.child_cpu_ns
+        _cpu_reset(scope.cpu_token)
+        child = scope.child_cpu_ns
         if child:
             add_child_cpu(child)
         own = cpu_ns + child
         try:
-            _ctx_reset(token)
+            _ctx_reset(scope.token)
         except Exception:  # a token from another context: as OpenTelemetry's detach
-            current_span.leave(token)
+            current_span.leave(scope.token)
         attrs = span._attributes
         hot = sess.hot
+        shape = span._shape  # None once the span changed through its API (or had no template)
         ints = () if shape is None or not shape[3] else shape_ints(shape, attrs)
-        if hot is not None and span._shape is shape and shape is not None and len(attrs) == shape[2] \
-                and span._status is UNSET_STATUS and span._end_time is None and not hot.failed and ints is not None:
+        if hot is not None and shape is not None and len(attrs) == shape[2] and span._status is UNSET_STATUS \
+                and span._end_time is None and not hot.failed and ints is not None:
             attrs[_CPU_NS] = own
             span._end_time = end
             ctx, parent = span._context, span._parent
@@ -147,7 +132,7 @@ def finish(started: _Started, cpu_ns: int) -> None:
             span.end(end)
     except Exception as e:
         internal_error("ending a tool span", e)
-    sess.overhead_ns += overhead + _perf() - t1
+    sess.overhead_ns += scope.overhead + _perf() - t1
 
 
 def _available() -> bool:
@@ -175,7 +160,7 @@ def sync_tool(fn: Callable[..., Any], span_name: str, general: Callable[..., Any
         try:
             result = fn(*args, **kwargs)
         except BaseException as e:
-            end_failed(started, _thread_time() - cpu0, e)
+            started.end(e, cpu_ns=_thread_time() - cpu0)
             raise
         finish(started, _thread_time() - cpu0)
         return result
@@ -203,7 +188,7 @@ def async_tool(fn: Callable[..., Any], span_name: str, general: Callable[..., An
         try:
             result = await measured
         except BaseException as e:
-            end_failed(started, measured.cpu_ns, e)
+            started.end(e, cpu_ns=measured.cpu_ns)
             raise
         finish(started, measured.cpu_ns)
         return result

@@ -69,8 +69,7 @@ class LeanSpan(trace_api.Span, ReadableSpan):
     values are written into directly; values set through the API are validated as the SDK would.
     """
 
-    __slots__ = ("_name", "_context", "_parent", "_kind", "_attributes", "_start_time", "_end_time", "_shape",
-                 "child_cpu_ns")
+    __slots__ = ("_name", "_context", "_parent", "_kind", "_attributes", "_start_time", "_end_time", "_shape")
 
     _resource: Any = None
     _instrumentation_scope: Any = None
@@ -91,7 +90,6 @@ class LeanSpan(trace_api.Span, ReadableSpan):
         self._start_time = start_time
         self._end_time: int | None = None
         self._shape = shape  # its trace line pre-encoded (see capture.exporter.line_shape); dropped on any change
-        self.child_cpu_ns = 0  # CPU of child processes waited for while it was the innermost CPU-measuring span
 
     @classmethod
     def bind(cls, resource: Any, scope: Any, info: Any, processor: Any) -> None:

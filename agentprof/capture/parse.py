@@ -32,7 +32,7 @@ _SHAPES: dict[tuple[str, str], tuple[dict[str, Any], Any]] = {}
 """Per session id and span name: the parse span's attributes (byte count last) and line template (hot path)."""
 
 
-def _hot_start(sess: Session, name: str, size: int) -> Any:
+def _hot_start(sess: Session, name: str, size: int) -> Scope | None:
     """Start a parse span on the tool-call hot path (:mod:`agentprof.capture.hot_tool`), or None."""
     key = (sess.id, name)
     cached = _SHAPES.get(key)
@@ -45,7 +45,7 @@ def _hot_start(sess: Session, name: str, size: int) -> Any:
         return None
     started = hot_tool.start(((sess, *cached),), name)
     if started is not None:
-        started[1]._attributes[sc.PARSE_BYTES] = size
+        started.store[sc.PARSE_BYTES] = size
     return started
 
 
@@ -73,7 +73,7 @@ def recorded_loads(sess: Session, name: str, loads: Callable[..., Any], text: An
     try:
         result = loads(text, *args, **kwargs)
     except BaseException as e:
-        hot_tool.end_failed(started, _thread_time() - cpu0, e)
+        started.end(e, cpu_ns=_thread_time() - cpu0)
         raise
     hot_tool.finish(started, _thread_time() - cpu0)
     return result

@@ -25,8 +25,8 @@ KINDS = ("agent", "model", "tool", "parse", "orchestration", "wait")
 ERROR_MESSAGE = "agentprof.error.message"  # only with capture_content: messages can quote prompt text
 
 CPU_SCOPE: contextvars.ContextVar[Any] = contextvars.ContextVar("agentprof_cpu_scope", default=None)
-"""Innermost open scope (or hot tool span) that measures CPU: child-process CPU of subprocesses waited for is
-added to its ``child_cpu_ns``."""
+"""Innermost open scope that measures CPU: child-process CPU of subprocesses waited for is added to its
+``child_cpu_ns``."""
 
 _perf = time.perf_counter_ns
 _thread_time = time.thread_time_ns
