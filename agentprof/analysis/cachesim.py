@@ -19,10 +19,10 @@ Sessions are interleaved on their recorded timestamps (lookup at the call's star
 else at its end), so concurrent sessions compete for capacity. Provider mode adds a TTL (refreshed on every
 use) and a minimum cacheable prompt, and keys chunks by the recorded model (provider caches are per model).
 
-The LRU engine computes, once, every chunk lookup's *stack distance* (distinct chunks used since its last
-use, with a Fenwick tree over the touch sequence, vectorized per call): a chunk is in an LRU cache of C
-chunks exactly when its distance is below C, so one pass gives every tier and the whole capacity sweep.
-LFU and FIFO run a direct (slower, per-chunk) simulation.
+The LRU engine (:mod:`agentprof.analysis.lru_stack`) computes, once, every chunk lookup's *stack distance*
+(distinct chunks used since its last use): a chunk is in an LRU cache of C chunks exactly when its distance is
+below C, so one pass gives every tier and the whole capacity sweep. LFU and FIFO run a direct (slower,
+per-chunk) simulation.
 """
 
 from __future__ import annotations
@@ -37,6 +37,16 @@ import numpy as np
 import polars as pl
 
 from agentprof.analysis.calls import CallBlocks, mix64, model_calls
+from agentprof.analysis.lru_stack import (
+    LruStack,
+    Runs,
+    finite_hits,
+    inserts,
+    leading_hits,
+    lru_stack,
+    smallest_capacity,
+    total_hits,
+)
 from agentprof.analysis.stats import summary
 from agentprof.catalog import ModelSpec, resolve_model
 from agentprof.errors import AgentprofError
@@ -178,116 +188,26 @@ def _workload(trace: Trace, block: int, key_by_model: bool, min_tokens: int) -> 
 # --------------------------------------------------------------------------------------------- LRU engine
 
 
-class _Fenwick:
-    """Fenwick (binary indexed) tree with vectorized point updates and prefix sums."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.tree = np.zeros(n + 1, dtype=np.int64)
-
-    def add(self, idx: np.ndarray, delta: int) -> None:
-        i = idx.astype(np.int64) + 1
-        while i.size:
-            np.add.at(self.tree, i, delta)
-            i = i + (i & -i)
-            i = i[i <= self.n]
-
-    def prefix(self, idx: np.ndarray) -> np.ndarray:
-        """Sum of positions ``0..idx`` (inclusive) for every entry of ``idx`` (``-1`` gives 0)."""
-        i = idx.astype(np.int64) + 1
-        out = np.zeros(i.size, dtype=np.int64)
-        while True:
-            live = i > 0
-            if not live.any():
-                return out
-            out[live] += self.tree[i[live]]
-            i[live] -= i[live] & -i[live]
-
-
-@dataclass
-class _Distances:
-    """Per chunk lookup (flat, call row order): LRU stack distance and age at lookup; per stored chunk: the
-    distance it had when stored (``inf``: not present)."""
-
-    lookup: np.ndarray  # float64, inf = never seen
-    age_s: np.ndarray  # float64 seconds since last store, inf = never
-    store: np.ndarray  # float64
-    distinct: int
-
-
-def _dense_ids(keys: np.ndarray) -> tuple[np.ndarray, int]:
-    """Keys renumbered 0..k-1 (hash-based, so no sort), and k."""
-    if keys.size == 0:
-        return np.zeros(0, dtype=np.int64), 0
-    ids = pl.Series(keys).rank("dense").cast(pl.Int64).to_numpy() - 1
-    return ids, int(ids.max()) + 1
-
-
-def _lru_distances(w: _Workload) -> _Distances:
-    total = int(w.keys.size)
-    fen = _Fenwick(max(total, 1))
-    kid, n_keys = _dense_ids(w.keys)
-    last_pos = np.full(n_keys, -1, dtype=np.int64)
-    last_t = np.zeros(n_keys, dtype=np.int64)
-    d_look = np.full(total, _INF)
-    age = np.full(total, _INF)
-    d_store = np.full(total, _INF)
-    live = 0  # distinct keys so far
-    touched = 0
-    offs = w.offsets.tolist()
-    eligible = w.eligible.tolist()
-    for t, typ, i in w.events:
-        a, b = offs[i], offs[i + 1]
-        if a == b or not eligible[i]:
-            continue
-        ids = kid[a:b]
-        q = last_pos[ids]
-        seen = q >= 0
-        any_seen = bool(seen.any())
-        d = np.full(b - a, _INF)
-        if any_seen:
-            d[seen] = live - fen.prefix(q[seen])
-        if typ == LOOKUP:
-            d_look[a:b] = d
-            if any_seen:
-                age[a:b] = np.where(seen, (t - last_t[ids]) / 1e9, _INF)
-            continue
-        d_store[a:b] = d
-        if any_seen:
-            fen.add(q[seen], -1)
-        n = b - a
-        pos = touched + (n - 1 - np.arange(n, dtype=np.int64))  # reversed: chunk 0 is touched last (MRU)
-        fen.add(pos, 1)
-        last_pos[ids] = pos
-        last_t[ids] = t
-        live += n - int(seen.sum())
-        touched += n
-    return _Distances(d_look, age, d_store, live)
-
-
-def _effective(w: _Workload, dist: _Distances, ttl_s: float | None) -> np.ndarray:
-    """Per chunk lookup: the smallest LRU capacity (chunks) that serves it as part of the prefix run (TTL
-    expiry and never-seen chunks give ``inf``); non-decreasing within each call (prefix-only hits)."""
-    eff = dist.lookup.copy()
-    if ttl_s is not None:
-        eff[dist.age_s > ttl_s] = _INF
-    if eff.size == 0:
-        return eff
+def _lru_stack(w: _Workload) -> LruStack:
+    """Stack distances of the workload's lookups and stores (calls with chunks that take part only)."""
     lengths = np.diff(w.offsets)
-    big = float(max(int(np.nanmax(np.where(np.isfinite(eff), eff, 0))), 0) + 2)
-    finite = np.where(np.isfinite(eff), eff, big - 1)
-    call = np.repeat(np.arange(lengths.size, dtype=np.float64), lengths)
-    acc = np.maximum.accumulate(finite + call * big) - call * big
-    return np.where(acc >= big - 1, _INF, acc)
+    active = (w.eligible & (lengths > 0)).tolist()
+    ev = [(i, typ == STORE) for _, typ, i in w.events if active[i]]
+    ev_call = np.fromiter((i for i, _ in ev), dtype=np.int64, count=len(ev))
+    ev_store = np.fromiter((st for _, st in ev), dtype=bool, count=len(ev))
+    return lru_stack(w.keys, w.offsets, ev_call, ev_store)
 
 
-def _count_below(eff: np.ndarray, offsets: np.ndarray, cap: float) -> np.ndarray:
-    """Per call: chunks whose effective capacity is below ``cap`` (the prefix run length)."""
-    n = offsets.size - 1
-    if eff.size == 0:
-        return np.zeros(n, dtype=np.int64)
-    call = np.repeat(np.arange(n), np.diff(offsets))
-    return np.bincount(call, weights=(eff < cap), minlength=n).astype(np.int64)
+def _lookup_runs(w: _Workload, st: LruStack, ttl_s: float | None) -> Runs:
+    """The lookup runs, with chunks older than the TTL (refreshed by every store) expired."""
+    if ttl_s is None:
+        return st.lookups
+    n = w.calls.height
+    lookup_ns = np.zeros(n, dtype=np.int64)
+    store_ns = np.zeros(n, dtype=np.int64)
+    for t, typ, i in w.events:
+        (store_ns if typ == STORE else lookup_ns)[i] = t
+    return st.expire(ttl_s, lookup_ns, store_ns[st.store_call])
 
 
 # --------------------------------------------------------------------------------------------- other policies
@@ -434,17 +354,12 @@ def simulate(trace: Trace, model: str, tiers: Sequence[Tier] | None = None, bloc
     if no_hash:
         diags.append(f"{no_hash} model calls have no block hashes: counted as misses")
     if policy == "lru":
-        dist = _lru_distances(w)
-        eff = _effective(w, dist, ttl_s)
-        counts = [_count_below(eff, w.offsets, c) for c in caps]
+        st = _lru_stack(w)
+        runs = _lookup_runs(w, st, ttl_s)
+        counts = [leading_hits(runs, n, c) for c in caps]
         served = _split_tiers(counts, hbm_first)
-        evictions = []
-        for c in caps:
-            if math.isinf(c):
-                evictions.append(0)
-            else:
-                inserts = int((dist.store >= c).sum())
-                evictions.append(max(0, inserts - int(min(c, dist.distinct))))
+        evictions = [0 if math.isinf(c) else max(0, inserts(st.stores, c) - int(min(c, st.distinct)))
+                     for c in caps]
     else:
         served_m, evictions = _direct(w, caps, policy, ttl_s, hbm_first)
         served = [served_m[:, x] for x in range(len(caps))]
@@ -545,17 +460,16 @@ def capacity_sweep(trace: Trace, model: str, block: int = 256, policy: str = "lr
         return hit_chunks * w.block / prompt_total if prompt_total else 0.0
 
     if policy == "lru":
-        dist = _lru_distances(w)
-        eff = _effective(w, dist, ttl_s)
-        finite = np.sort(eff[np.isfinite(eff)])
-        working = max(int(dist.distinct), 1)
+        st = _lru_stack(w)
+        runs = _lookup_runs(w, st, ttl_s)
+        reachable = finite_hits(runs)
+        working = max(int(st.distinct), 1)
 
         def hits_at(c: float) -> int:
-            return int(np.searchsorted(finite, c, side="left"))
+            return total_hits(runs, c)
 
-        unlimited = rate(finite.size)
-        need = math.ceil(target * finite.size - 1e-9)
-        c90 = int(finite[need - 1]) + 1 if need > 0 else 0
+        unlimited = rate(reachable)
+        c90 = smallest_capacity(runs, math.ceil(target * reachable - 1e-9))
     else:
         def run(c: float) -> int:
             served, _ = _direct(w, [c], policy, ttl_s, False)

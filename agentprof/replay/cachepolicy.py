@@ -15,13 +15,13 @@ block size. A call without hashes falls back to the provider's reported cache re
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
 from agentprof.analysis.calls import CallBlocks
+from agentprof.analysis.lru_stack import LruStack, leading_hits, lru_stack
 from agentprof.analysis.units import parse_size
 from agentprof.errors import AgentprofError
 
@@ -92,35 +92,21 @@ def _leading_hits_unbounded(keys: np.ndarray, offsets: np.ndarray) -> np.ndarray
     return np.minimum(first_miss_at - offsets[:-1], lengths).astype(np.int64)
 
 
-def _leading_hits_lru(keys: np.ndarray, offsets: np.ndarray, capacities: list[float]) -> list[np.ndarray]:
-    """Leading blocks found within each of several nested LRU capacities (in blocks), calls in row order.
+def _row_order_stack(keys: np.ndarray, offsets: np.ndarray) -> LruStack:
+    """LRU stack distances with the calls taken one after another in row order (each looks up, then stores)."""
+    rows = np.flatnonzero(np.diff(offsets) > 0)
+    return lru_stack(keys, offsets, np.repeat(rows, 2), np.tile(np.array([False, True]), rows.size))
 
-    Capacity ``c_k`` holds the ``c_k`` most recently used blocks; a call's leading run is counted against each
-    capacity separately. After a call its blocks are touched last-to-first, so eviction takes the deepest
-    blocks of the least recently used prompts first and shared prefixes survive longest."""
-    n = offsets.size - 1
-    out = [np.zeros(n, dtype=np.int64) for _ in capacities]
-    caches = [OrderedDict() for _ in capacities]
-    klist = keys.tolist()
-    for i in range(n):
-        a, b = int(offsets[i]), int(offsets[i + 1])
-        blocks = klist[a:b]
-        for k, (cache, cap) in enumerate(zip(caches, capacities, strict=True)):
-            h = 0
-            for x in blocks:
-                if x in cache:
-                    h += 1
-                else:
-                    break
-            out[k][i] = h
-            for x in reversed(blocks):  # the prompt's first block ends most recently used (vLLM frees a
-                if x in cache:          # finished request's blocks tail-first, so deep blocks go first)
-                    cache.move_to_end(x)
-                else:
-                    cache[x] = None
-            while len(cache) > cap:
-                cache.popitem(last=False)
-    return out
+
+def _leading_hits_lru(keys: np.ndarray, offsets: np.ndarray, capacities: list[float]) -> list[np.ndarray]:
+    """Leading blocks found within each of several LRU capacities (in blocks), calls in row order.
+
+    Capacity ``c`` holds the ``floor(c)`` most recently used blocks; a call's leading run is counted against
+    each capacity separately. After a call its blocks are touched last-to-first, so eviction takes the deepest
+    blocks of the least recently used prompts first and shared prefixes survive longest (vLLM frees a
+    finished request's blocks tail-first). Exact, from stack distances (:mod:`agentprof.analysis.lru_stack`)."""
+    st = _row_order_stack(keys, offsets)
+    return [leading_hits(st.lookups, offsets.size - 1, float(np.floor(c))) for c in capacities]
 
 
 class PrefixIndex:
@@ -139,6 +125,7 @@ class PrefixIndex:
         else:
             self.max_line_blocks = 0
         self._unbounded: np.ndarray | None = None
+        self._stack: LruStack | None = None
         self._lru: dict[float, np.ndarray] = {}
 
     def leading_hits(self, capacity_blocks: float) -> tuple[np.ndarray, bool]:
@@ -146,14 +133,16 @@ class PrefixIndex:
 
         Lines are taken one after another (``cb`` order), so when every line's working set fits, no block a
         line reuses can have been evicted and the exact answer is the unbounded one (vectorized); otherwise
-        the LRU is simulated call by call."""
+        the LRU answer comes from the stack distances (computed once, shared by every capacity)."""
         if self.max_line_blocks <= capacity_blocks:
             if self._unbounded is None:
                 self._unbounded = _leading_hits_unbounded(self.keys, self.cb.offsets)
             return self._unbounded, False
         cap = float(np.floor(capacity_blocks))
         if cap not in self._lru:
-            self._lru[cap] = _leading_hits_lru(self.keys, self.cb.offsets, [cap])[0]
+            if self._stack is None:
+                self._stack = _row_order_stack(self.keys, self.cb.offsets)
+            self._lru[cap] = leading_hits(self._stack.lookups, self.cb.calls.height, cap)
         return self._lru[cap], True
 
     def no_hash_note(self) -> list[str]:
