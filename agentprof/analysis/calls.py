@@ -9,6 +9,7 @@ simulator run as numpy/polars array operations instead of per-block Python loops
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,7 +52,9 @@ class CallBlocks:
     def prefix_keys(self) -> np.ndarray:
         """Keys that identify the whole prompt prefix through each block (see :func:`rechain`); computed once."""
         if self._keys is None:
-            self._keys = self.ids if self.chained else rechain(self.ids, self.offsets)
+            keys = self.ids if self.chained else rechain(self.ids, self.offsets)
+            keys.flags.writeable = False
+            self._keys = keys
         return self._keys
 
 
@@ -112,8 +115,16 @@ def session_table(spans: pl.DataFrame) -> pl.DataFrame:
                "trace_id": pl.Utf8})
 
 
+_MEMO: dict[tuple[int, int, str], tuple[weakref.ref, CallBlocks]] = {}
+
+
 def model_calls(trace: Trace, sessions: pl.DataFrame | None = None) -> CallBlocks:
-    """The trace's model calls in analysis order with their block hashes flattened.
+    """The trace's model calls in analysis order with their block hashes flattened (``sessions``, if given,
+    is ``session_table(trace.spans)``).
+
+    Built once per span table: analysis, replay and the cache sweeps of one report share it (its arrays are
+    read-only; its prefix keys are computed on first use).
+
 
     Order: conversation lines in order of first appearance, calls by start time (a missing start takes the
     previous call's), ties in file order; kv-cache-tester traces keep their file order (the tool walks the
@@ -122,10 +133,22 @@ def model_calls(trace: Trace, sessions: pl.DataFrame | None = None) -> CallBlock
     (``prompt_tokens_hashed``; else full blocks × block size; else the provider's ``input_tokens``).
     """
     spans = trace.spans
-    if sessions is None:
-        sessions = session_table(spans)
     bs = int(trace.meta.block_size or 64)
     scheme = str(trace.meta.extra.get("hash_scheme") or "")
+    key = (id(spans), bs, scheme)
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0]() is spans:
+        return hit[1]
+    cb = _model_calls(spans, sessions, bs, scheme)
+    cb.ids.flags.writeable = False
+    cb.offsets.flags.writeable = False
+    _MEMO[key] = (weakref.ref(spans, lambda _r, k=key: _MEMO.pop(k, None)), cb)
+    return cb
+
+
+def _model_calls(spans: pl.DataFrame, sessions: pl.DataFrame | None, bs: int, scheme: str) -> CallBlocks:
+    if sessions is None:
+        sessions = session_table(spans)
     line_order = (sessions.select("line_id").unique(maintain_order=True)
                   .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_line_order")))
     # order the calls on light columns only; the (large) hash lists are gathered once, at the end
