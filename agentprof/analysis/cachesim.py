@@ -140,11 +140,12 @@ def _coarsen(cb: CallBlocks, block: int) -> tuple[np.ndarray, np.ndarray]:
     counts = cb.lengths // k
     if k == 1:
         return keys, cb.offsets
-    pos = cb.position_of_block()
-    sel = ((pos + 1) % k == 0) & (pos < np.repeat(counts * k, cb.lengths))
     offsets = np.zeros(counts.size + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    return keys[sel], offsets
+    # chunk j of call x is the trace's block offsets[x] + k·(j+1) − 1 (the last of its k blocks)
+    idx = k * np.arange(int(offsets[-1]), dtype=np.int64) + np.repeat(cb.offsets[:-1] + k - 1 - k * offsets[:-1],
+                                                                        counts)
+    return keys[idx], offsets
 
 
 def _workload(trace: Trace, block: int, key_by_model: bool, min_tokens: int) -> _Workload:

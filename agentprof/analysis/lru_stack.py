@@ -181,21 +181,26 @@ def _lcp_prev(keys: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return out
 
 
+def fresh_positions(keys: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per call row, its leading keys shared with the previous row (:func:`_lcp_prev`), and the flat positions
+    of the rest (the *fresh* keys, in row order). The first occurrence of every key is a fresh position."""
+    lengths = np.diff(offsets)
+    lcp = _lcp_prev(keys, offsets)
+    fresh_len = lengths - lcp
+    fo = np.zeros(fresh_len.size + 1, dtype=np.int64)
+    np.cumsum(fresh_len, out=fo[1:])
+    idx = np.arange(int(fo[-1]), dtype=np.int64) + np.repeat(offsets[:-1] + lcp - fo[:-1], fresh_len)
+    return lcp, idx
+
+
 def dense_ids(keys: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, int]:
     """Keys renumbered ``0..k-1`` (int32 when it fits) and ``k``. A call's leading keys shared with the previous
     row reuse that row's ids; only the rest are ranked (hash-based, no sort)."""
     n = keys.size
     if n == 0:
         return np.zeros(0, dtype=np.int32), 0
-    lengths = np.diff(offsets)
-    lcp = _lcp_prev(keys, offsets)
-    fresh_len = lengths - lcp
-    total_fresh = int(fresh_len.sum())
-    # positions of the fresh keys: each call's range [offset + lcp, offset + length)
-    fresh_starts = offsets[:-1] + lcp
-    fo = np.zeros(fresh_len.size + 1, dtype=np.int64)
-    np.cumsum(fresh_len, out=fo[1:])
-    idx = np.arange(total_fresh, dtype=np.int64) + np.repeat(fresh_starts - fo[:-1], fresh_len)
+    lcp, idx = fresh_positions(keys, offsets)
+    total_fresh = idx.size
     fresh_keys = pl.Series(keys[idx])
     uniq = fresh_keys.unique(maintain_order=True)
     k = uniq.len()

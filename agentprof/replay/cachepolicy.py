@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from agentprof.analysis.calls import CallBlocks
-from agentprof.analysis.lru_stack import LruStack, leading_hits, lru_stack
+from agentprof.analysis.lru_stack import LruStack, fresh_positions, leading_hits, lru_stack
 from agentprof.analysis.units import parse_size
 from agentprof.errors import AgentprofError
 
@@ -83,9 +83,9 @@ def _leading_hits_unbounded(keys: np.ndarray, offsets: np.ndarray) -> np.ndarray
     n = offsets.size - 1
     if keys.size == 0:
         return np.zeros(n, dtype=np.int64)
-    seen_before = ~pl.Series(keys).is_first_distinct().to_numpy()
     lengths = np.diff(offsets)
-    miss_pos = np.flatnonzero(~seen_before)
+    _, fresh = fresh_positions(keys, offsets)  # a key shared with the previous row was seen before
+    miss_pos = fresh[pl.Series(keys[fresh]).is_first_distinct().to_numpy()]
     first_miss = np.searchsorted(miss_pos, offsets[:-1])
     first_miss_at = np.where(first_miss < miss_pos.size, miss_pos[np.minimum(first_miss, miss_pos.size - 1)],
                              keys.size)
@@ -109,6 +109,20 @@ def _leading_hits_lru(keys: np.ndarray, offsets: np.ndarray, capacities: list[fl
     return [leading_hits(st.lookups, offsets.size - 1, float(np.floor(c))) for c in capacities]
 
 
+def _max_line_blocks(keys: np.ndarray, cb: CallBlocks) -> int:
+    """The largest number of distinct blocks one conversation line uses. Every occurrence of a key in a line is
+    fresh (not shared with the previous row), shared with a previous row of the same line (so seen in the line
+    before), or shared with a previous row of another line: only the first and last kind are counted."""
+    line = cb.calls.get_column("line_id").rank("dense").cast(pl.Int64).to_numpy()
+    lcp, fresh = fresh_positions(keys, cb.offsets)
+    other = np.flatnonzero((lcp > 0) & (np.diff(line, prepend=line[:1] - 1) != 0))
+    idx = [fresh, *(np.arange(cb.offsets[x], cb.offsets[x] + lcp[x]) for x in other.tolist())]
+    pos = np.concatenate(idx) if len(idx) > 1 else fresh
+    call = np.searchsorted(cb.offsets, pos, side="right") - 1
+    df = pl.DataFrame({"line": line[call], "key": keys[pos]}).unique()
+    return int(df.group_by("line").len().get_column("len").max())
+
+
 class PrefixIndex:
     """The trace-dependent part of prefix matching, computed once and shared by every replayed system:
     prefix keys, each line's working set and the unbounded leading hits; LRU runs are memoized by capacity."""
@@ -118,12 +132,7 @@ class PrefixIndex:
         self.keys = cb.prefix_keys()
         self.has = cb.calls.get_column("has_hashes").to_numpy()
         self.reads = cb.calls.get_column("cache_read_tokens").fill_null(0).to_numpy().astype(float)
-        if self.keys.size:
-            line = cb.calls.get_column("line_id").rank("dense").cast(pl.Int64).to_numpy()
-            df = pl.DataFrame({"line": np.repeat(line, cb.lengths), "key": self.keys})
-            self.max_line_blocks = int(df.group_by("line").agg(pl.col("key").n_unique()).get_column("key").max())
-        else:
-            self.max_line_blocks = 0
+        self.max_line_blocks = _max_line_blocks(self.keys, cb) if self.keys.size else 0
         self._unbounded: np.ndarray | None = None
         self._stack: LruStack | None = None
         self._lru: dict[float, np.ndarray] = {}

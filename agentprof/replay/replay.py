@@ -116,16 +116,19 @@ class ReplayResult:
 
 
 def _subset_blocks(cb: CallBlocks, rows: np.ndarray) -> CallBlocks:
+    """The calls ``rows`` of ``cb`` with their prefix keys (all of them: ``cb`` itself, nothing copied)."""
+    if rows.size == cb.calls.height and np.array_equal(rows, np.arange(rows.size)):
+        return cb
     lengths = cb.lengths[rows]
     offsets = np.zeros(rows.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     if cb.ids.size and rows.size:
         idx = np.concatenate([np.arange(cb.offsets[r], cb.offsets[r + 1]) for r in rows]) if rows.size < 64 else \
             np.repeat(cb.offsets[:-1][rows], lengths) + (np.arange(int(lengths.sum())) - np.repeat(offsets[:-1], lengths))
-        ids = cb.ids[idx.astype(np.int64)]
+        keys = cb.prefix_keys()[idx.astype(np.int64)]  # prefix keys restart per call: a subset keeps them
     else:
-        ids = cb.ids[:0]
-    return CallBlocks(cb.calls[rows.tolist()], ids, offsets, cb.block_size, cb.scheme)
+        keys = cb.ids[:0]
+    return CallBlocks(cb.calls[rows.tolist()], keys, offsets, cb.block_size, "agentprof", _keys=keys)
 
 
 def _hbm_capacity_tokens(r: Resolved, concurrency: int) -> float:

@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import polars as pl
 import pytest
 
 from agentprof.analysis import lru_stack as ls
 from agentprof.analysis.cachesim import Tier, _workload, capacity_chunks, capacity_sweep, simulate
-from agentprof.analysis.calls import model_calls
+from agentprof.analysis.calls import CallBlocks, model_calls
 from agentprof.catalog import find_model
 from agentprof.replay.cachepolicy import PrefixIndex, _leading_hits_lru
 
@@ -130,3 +131,43 @@ def test_shipped_samples_replay_prefix_cache_as_the_per_chunk_lru(sample_trace, 
         assert _leading_hits_lru(idx.keys, cb.offsets, [c + 0.5])[0].tolist() == ref
         got, evicting = idx.leading_hits(c + 0.5)
         assert got.tolist() == ref and evicting == (c + 0.5 < idx.max_line_blocks)
+
+
+def _by_definition(keys: np.ndarray, offsets: np.ndarray, line: list[str]) -> tuple[list[int], int]:
+    """Unbounded leading hits (calls in row order) and the largest line's distinct blocks, key by key."""
+    seen: set[int] = set()
+    per_line: dict[str, set[int]] = {}
+    hits = []
+    for x in range(offsets.size - 1):
+        ks = keys[offsets[x]:offsets[x + 1]].tolist()
+        n = 0
+        while n < len(ks) and ks[n] in seen:
+            n += 1
+        hits.append(n)
+        seen.update(ks)
+        per_line.setdefault(line[x], set()).update(ks)
+    return hits, max((len(v) for v in per_line.values()), default=0)
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_prefix_index_unbounded_answer_and_working_set_by_definition(sample_trace, name):
+    cb = model_calls(sample_trace(name))
+    idx = PrefixIndex(cb)
+    hits, widest = _by_definition(idx.keys, cb.offsets, cb.calls.get_column("line_id").to_list())
+    assert idx.max_line_blocks == widest
+    got, evicting = idx.leading_hits(widest)
+    assert got.tolist() == hits and not evicting
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_prefix_index_on_random_lines(seed):
+    keys, offsets, *_ = _events(300 + seed)
+    rng = np.random.default_rng(seed)
+    n = offsets.size - 1
+    lines = sorted(rng.integers(0, 4, size=n).tolist())  # lines contiguous, as in analysis order
+    cb = CallBlocks(pl.DataFrame({"line_id": [f"l{v}" for v in lines], "has_hashes": [True] * n,
+                                  "cache_read_tokens": [0] * n}), keys, offsets, 64, "agentprof")
+    idx = PrefixIndex(cb)
+    hits, widest = _by_definition(keys, offsets, [f"l{v}" for v in lines])
+    assert idx.max_line_blocks == widest
+    assert idx.leading_hits(widest + 1)[0].tolist() == hits
