@@ -54,10 +54,12 @@ def analyze(trace: Trace, miss_ratio: float = MISS_RATIO) -> Analysis:
     per_session = _per_session(sessions, calls, split_df, conv, diags)
     time = TimeSplit()
     timed = 0
+    summed: dict[str, TimeSplit] = {}
     for cid in sessions.filter(pl.col("is_top_level")).get_column("session_id").to_list():
         ts = conv_time.get(cid)
         if ts is not None and ts.timed:
             time.add(ts)
+            summed[cid] = ts
             timed += 1
     untimed = spans.filter(pl.col("start_ns").is_null() | pl.col("end_ns").is_null()).height
     if untimed:
@@ -68,7 +70,7 @@ def analyze(trace: Trace, miss_ratio: float = MISS_RATIO) -> Analysis:
     redundancy = _redundancy(calls, conv_out)
     n_conv = conv_out.height if conv_out.height else int(sessions.get_column("primary").sum() or 0)
     a = Analysis(trace.meta, calls, per_session, conv_out, time, redundancy, misses, diags, n_conversations=n_conv,
-                 failures=failures(spans))
+                 failures=failures(spans), conversation_time=summed)
     a.redundancy["timed_conversations"] = timed
     return a
 

@@ -35,6 +35,9 @@ class Analysis:
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
     n_conversations: int = 0
     failures: dict[str, Any] = field(default_factory=dict)  # failed model and tool calls (analysis.failures)
+    conversation_time: dict[str, TimeSplit] = field(default_factory=dict, repr=False)
+    """The timed top-level conversations' splits that ``time`` sums (in session order): what a partitioned
+    run (``agentprof.distributed``) adds up again, in the same order."""
 
     html_renderer: ClassVar[Callable[[Analysis], str] | None] = None
     """Set by the report stage to render rich HTML in notebooks."""

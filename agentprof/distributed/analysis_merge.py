@@ -1,0 +1,151 @@
+"""``agentprof analyze`` by partitions: each partition is imported and analyzed where it runs; the client
+merges the per-partition results into the analysis a single process would have produced.
+
+What merges how (a partition holds whole conversation lines, sub-agents with their parent):
+
+- per-call, per-session and per-conversation tables: concatenated and put back in single-process order
+  (sessions by import order, calls by line then time), so every per-row figure is the same;
+- counts and token sums: recomputed from the merged rows, exact;
+- distributions (medians, percentiles of prefix reuse and hit rates): recomputed from the merged per-call and
+  per-conversation values, exact (no sketch);
+- the time split: the same per-conversation splits added in the same order, so the same floating-point sums;
+- failures: recomputed from the failed spans of every partition in import order;
+- diagnostics: every partition's, in partition order (the same set as a single run; order may differ).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from agentprof.analysis.analyzer import _call_diagnostics, _redundancy
+from agentprof.analysis.failures import KINDS, failures
+from agentprof.analysis.result import Analysis
+from agentprof.analysis.timesplit import TimeSplit
+from agentprof.distributed.load import Hashing, partition_trace
+from agentprof.distributed.partition import Unit
+from agentprof.trace.schema import TraceMeta
+
+
+@dataclass
+class Part:
+    """One partition's analysis, the import rank of each of its sessions and its failed spans."""
+
+    analysis: Analysis
+    ranks: dict[str, int]
+    failed: pl.DataFrame
+    files: list[str]
+    load_diagnostics: list[dict[str, Any]]
+    untimed: int
+    hashing: Hashing
+
+
+def analyze_partition(part: list[Unit], given: list[str], skip_bad_lines: bool = False) -> Part:
+    """Import and analyze one partition (runs on a Dask worker, or in the client when streaming)."""
+    from agentprof.analysis import analyze
+
+    trace, ranks, hashing = partition_trace(part, given, skip_bad_lines)
+    a = analyze(trace)
+    failed = trace.spans.filter((pl.col("status") == "error") & pl.col("kind").is_in(KINDS)).select(
+        "session_id", "kind", "status", "error_type", "start_ns", "end_ns")
+    untimed = trace.spans.filter(pl.col("start_ns").is_null() | pl.col("end_ns").is_null()).height
+    return Part(a, ranks, failed, [f for u in part for f in u.files], [d.to_dict() for d in trace.diagnostics],
+                untimed, hashing)
+
+
+def _ordered(frame: pl.DataFrame, order: dict[str, int], col: str, part: int) -> pl.DataFrame:
+    return frame.with_columns(pl.col(col).replace_strict(order, default=None, return_dtype=pl.Int64).alias("_o"),
+                              pl.lit(part).alias("_p"), pl.int_range(pl.len(), dtype=pl.Int64).alias("_r"))
+
+
+def merge(parts: list[Part], given: list[str], file_rank: dict[str, int],
+          load_diagnostics: list[dict[str, Any]] | None = None) -> Analysis:
+    """The single-process analysis from per-partition ones (see the module docstring)."""
+    load_diagnostics = load_diagnostics or []
+    parts = sorted(parts, key=lambda p: min(p.ranks.values(), default=1 << 62))
+    if not parts:
+        raise ValueError("nothing to merge")
+    # sessions in import order: by their unit's rank, then as their partition listed them
+    sess = pl.concat([_ordered(p.analysis.sessions, p.ranks, "session_id", i) for i, p in enumerate(parts)],
+                     how="vertical_relaxed").sort("_o", "_p", "_r")
+    order = {s: i for i, s in enumerate(sess.get_column("session_id").to_list())}
+    sessions = sess.drop("_o", "_p", "_r")
+    calls = pl.concat([_ordered(p.analysis.calls, order, "line_id", i) for i, p in enumerate(parts)],
+                      how="vertical_relaxed").sort("_o", "_p", "_r").drop("_o", "_p", "_r")
+    conv = pl.concat([_ordered(p.analysis.conversations, order, "conversation_id", i) for i, p in enumerate(parts)],
+                     how="vertical_relaxed").sort("_o", "_p", "_r").drop("_o", "_p", "_r")
+    # the time split: the same conversation splits, added in the same order as analyze() does
+    splits: dict[str, TimeSplit] = {}
+    for p in parts:
+        splits.update(p.analysis.conversation_time)
+    time = TimeSplit()
+    summed: dict[str, TimeSplit] = {}
+    for cid in sessions.filter(pl.col("is_top_level")).get_column("session_id").to_list():
+        ts = splits.get(cid)
+        if ts is not None:
+            time.add(ts)
+            summed[cid] = ts
+    redundancy = _redundancy(calls, conv)
+    redundancy["timed_conversations"] = len(summed)
+    call_pos = {(s, c): i for i, (s, c) in enumerate(zip(calls.get_column("session_id").to_list(),
+                                                        calls.get_column("span_id").to_list(), strict=True))}
+    misses = sorted((m for p in parts for m in p.analysis.cache_misses),
+                    key=lambda m: call_pos.get((m["session_id"], m["span_id"]), len(call_pos)))
+    failed = pl.concat([_ordered(p.failed, order, "session_id", i) for i, p in enumerate(parts)],
+                       how="vertical_relaxed").sort("_o", "_p", "_r").drop("_o", "_p", "_r")
+    # diagnostics as analyze() orders them: the import's, sessions without calls, untimed spans, call checks
+    diags: list[dict[str, Any]] = list(load_diagnostics)
+    for p in parts:
+        diags.extend(d for d in p.load_diagnostics if d not in diags)
+    for sid in sessions.filter(pl.col("model_calls") == 0).get_column("session_id").to_list():
+        diags.append({"kind": "no_model_calls", "message": f"session {sid} has no model calls; only its time is "
+                      "analyzed", "session_id": sid})
+    untimed = sum(p.untimed for p in parts)
+    if untimed:
+        diags.append({"kind": "untimed_spans", "message": f"{untimed} spans have no start or end time and are left "
+                      "out of the time split"})
+    _call_diagnostics(calls, diags)
+    n_conv = conv.height if conv.height else int(sessions.get_column("primary").sum() or 0)
+    files = sorted({f for p in parts for f in p.files}, key=lambda f: file_rank.get(f, len(file_rank)))
+    hashing = Hashing()
+    for p in parts:
+        hashing.add(p.hashing)
+    meta = _meta([p.analysis.meta for p in parts], files, given, hashing)
+    return Analysis(meta, calls, sessions, conv, time, redundancy, misses, diags, n_conversations=n_conv,
+                    failures=failures(failed), conversation_time=summed)
+
+
+def _meta(metas: list[TraceMeta], files: list[str], given: list[str], hashing: Hashing) -> TraceMeta:
+    """The corpus meta as the import's merge builds it (formats, tokenizer, hash schemes), from the
+    partitions' metas in import order."""
+    first = metas[0]
+    formats = sorted({f for m in metas for f in (m.extra.get("formats") or [m.source_format])})
+
+    extra: dict[str, Any] = {}
+    for m in metas:
+        for k, v in m.extra.items():
+            extra.setdefault(k, v)
+    schemes = sorted({s for m in metas for s in (m.extra.get("hash_schemes") or [m.extra.get("hash_scheme", "agentprof")])})
+    if len(schemes) > 1:
+        extra["hash_scheme"] = "mixed"
+        extra["hash_schemes"] = schemes
+    exact_for = sorted({x for m in metas for x in m.extra.get("tokenizer_exact_for") or []})
+    if exact_for:
+        extra["tokenizer_exact_for"] = exact_for
+    extra["formats"] = formats
+    if hashing.tokenizer and hashing.hashed_prompts:
+        tokenizer, exact = hashing.tokenizer, not hashing.inexact_models
+    else:
+        tokenizer, exact = first.tokenizer, first.tokenizer_exact
+    return replace(first, source_format=formats[0] if len(formats) == 1 else "mixed", tokenizer=tokenizer,
+                   tokenizer_exact=exact,
+                   sources=files, name=Path(given[0]).name if len(given) == 1 else "import",
+                   capture_overhead_ns=_summed([m.capture_overhead_ns for m in metas]), extra=extra)
+
+
+def _summed(values: list[int | None]) -> int | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) if vals else None

@@ -1,0 +1,92 @@
+"""Importing a partition of units where it runs, and putting imported pieces back together in the order a
+single-process import produces (so a trace assembled from partitions is the same trace)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+from agentprof.distributed.partition import Unit
+from agentprof.importers import _KVCT_CHUNK, ImportContext, _importer, _merge
+from agentprof.trace.schema import Trace
+
+Piece = tuple[int, str, Trace, dict[str, int]]
+
+
+@dataclass
+class Hashing:
+    """What the import context learnt while hashing prompts (the corpus meta names the tokenizer from it)."""
+
+    tokenizer: str | None = None
+    hashed_prompts: int = 0
+    exact_models: set[str] = field(default_factory=set)
+    inexact_models: set[str] = field(default_factory=set)
+
+    def add(self, other: Hashing) -> None:
+        self.tokenizer = self.tokenizer or other.tokenizer
+        self.hashed_prompts += other.hashed_prompts
+        self.exact_models |= other.exact_models
+        self.inexact_models |= other.inexact_models
+
+    def context(self) -> ImportContext:
+        """An import context that makes :func:`agentprof.importers._merge` name the same tokenizer."""
+        ctx = ImportContext()
+        if self.tokenizer:
+            ctx.hasher = SimpleNamespace(tokenizer=SimpleNamespace(name=self.tokenizer))  # type: ignore[assignment]
+        ctx.hashed_prompts = self.hashed_prompts
+        ctx.exact_models = set(self.exact_models)
+        ctx.inexact_models = set(self.inexact_models)
+        return ctx
+
+
+def import_units(part: list[Unit], skip_bad_lines: bool = False) -> tuple[list[Piece], Hashing]:
+    """Import ``part`` as :func:`agentprof.importers.load_any` would, piece by piece: ``(rank, format, trace,
+    session -> unit rank)`` per import call (kv-cache-tester files in chunks, as there)."""
+    ctx = ImportContext(skip_bad_lines=skip_bad_lines)
+    out: list[tuple[int, str, Trace, dict[str, int]]] = []
+    kvct = [u for u in part if u.fmt == "kv-cache-tester"]
+    rest = [u for u in part if u.fmt != "kv-cache-tester"]
+    pieces: list[tuple[str, list[Unit]]] = [("kv-cache-tester", kvct[i:i + _KVCT_CHUNK])
+                                            for i in range(0, len(kvct), _KVCT_CHUNK)]
+    pieces += [(u.fmt, [u]) for u in rest]
+    for fmt, us in pieces:
+        files = [Path(f) for u in us for f in u.files]
+        t = _importer(fmt)(files, ctx)
+        fmt_name = t.meta.source_format if fmt in ("agentprof", "otlp-json") else fmt
+        sessions = t.spans.get_column("session_id").unique(maintain_order=True).to_list()
+        if len(us) == 1 or len(sessions) != len(us):
+            ranks = dict.fromkeys(sessions, us[0].rank)  # one unit, or no one-to-one file order to follow
+        else:
+            ranks = {s: u.rank for s, u in zip(sessions, us, strict=True)}
+        out.append((us[0].rank, fmt_name, t, ranks))
+    flushed = ctx.flush()
+    if flushed and out:
+        r, f, t, m = out[-1]
+        out[-1] = (r, f, Trace(t.meta, t.spans, t.diagnostics + flushed), m)
+    hashing = Hashing(ctx.hasher.tokenizer.name if ctx.hasher is not None and ctx.hashed_prompts else None,
+                      ctx.hashed_prompts, set(ctx.exact_models), set(ctx.inexact_models))
+    return out, hashing
+
+
+def assemble(pieces: list[Piece], given: list[str], hashing: Hashing) -> Trace:
+    """One trace from imported pieces of any partitions, in single-process import order."""
+    pieces = sorted(pieces, key=lambda p: p[0])
+    return _merge([p[2] for p in pieces], [p[1] for p in pieces], hashing.context(), given)
+
+
+def partition_trace(part: list[Unit], given: list[str], skip_bad_lines: bool = False
+                    ) -> tuple[Trace, dict[str, int], Hashing]:
+    """A partition imported as one trace, and the import rank of each of its sessions."""
+    pieces, hashing = import_units(part, skip_bad_lines)
+    ranks: dict[str, int] = {}
+    for _, _, _, m in pieces:
+        ranks.update(m)
+    trace = assemble(pieces, given, hashing)
+    # a session renamed by the merge (an id clash inside the partition) keeps its piece's rank
+    for s in trace.spans.get_column("session_id").unique().to_list():
+        if s not in ranks:
+            base = s.split("~")[0]
+            ranks[s] = ranks.get(base, 0)
+    return trace, ranks, hashing
+
