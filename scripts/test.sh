@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Set everything up and run the whole test suite: .venv with the test extras, a headless Chromium for the
+# Set everything up and run the whole test suite: .venv with the test and dask extras, a headless Chromium for the
 # HTML-report tests (Debian's package, when run as root and not yet installed), the side environments of two
 # cross-checks (lmcache; agentprof on the oldest OpenTelemetry SDK it supports), then ruff and pytest.
 # Extra arguments go to pytest, e.g. scripts/test.sh -k capture
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup_env.sh test
+scripts/setup_env.sh test,dask
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing Debian chromium for the browser tests..."
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null) \

@@ -8,16 +8,18 @@ from typing import Any
 
 import click
 
+from agentprof.distributed.options import cluster_options
 from agentprof.errors import AgentprofError
 
 _CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
 
-def _load(paths: tuple[str, ...], skip_bad_lines: bool, progress: bool | None):
-    from agentprof.importers import load_any
+def _load(paths: tuple[str, ...], skip_bad_lines: bool, progress: bool | None, workers: int | None = None,
+          scheduler: str | None = None):
+    from agentprof.distributed.options import load
 
     show = sys.stderr.isatty() if progress is None else progress
-    return load_any(list(paths), skip_bad_lines=skip_bad_lines, progress=show)
+    return load(paths, workers, scheduler, skip_bad_lines, show)
 
 
 def _pct(v: float | None) -> str:
@@ -44,7 +46,12 @@ def _dur(v: float) -> str:
 @click.option("--misses", "n_misses", type=int, default=10, show_default=True,
               help="Cache misses to list in the terminal output (all are in --json).")
 @click.option("--progress/--no-progress", default=None, help="Import progress bar on stderr (default: on a terminal).")
-def analyze(paths: tuple[str, ...], as_json: bool, skip_bad_lines: bool, n_misses: int, progress: bool | None) -> None:
+@cluster_options
+@click.option("--batch-mb", type=click.FloatRange(min=0, min_open=True), default=None, metavar="MB",
+              help="Analyze in partitions of about MB of input, one at a time (bounded memory; with --workers or "
+                   "--scheduler, the partition size; default 256).")
+def analyze(paths: tuple[str, ...], as_json: bool, skip_bad_lines: bool, n_misses: int, progress: bool | None,
+            workers: int | None, scheduler: str | None, batch_mb: float | None) -> None:
     """Where the time went, how much of each prompt repeated earlier prompts, and why caches missed.
 
     PATH is an agentprof trace, a log another agent left behind (Claude Code, Codex, OpenHands,
@@ -63,10 +70,18 @@ def analyze(paths: tuple[str, ...], as_json: bool, skip_bad_lines: bool, n_misse
     from agentprof.analysis import analyze as run
     from agentprof.analysis.analyzer import dumps
 
-    trace = _load(paths, skip_bad_lines, progress)
-    if trace.spans.height == 0:
-        raise AgentprofError(f"{', '.join(paths)}: no spans to analyze (empty trace)")
-    result = run(trace)
+    if workers or scheduler or batch_mb:
+        from agentprof.distributed.cluster import DEFAULT_BATCH_MB
+        from agentprof.distributed.run import analyze_partitioned
+
+        result = analyze_partitioned(list(paths), workers, scheduler, batch_mb or DEFAULT_BATCH_MB, skip_bad_lines)
+        if result.sessions.height == 0:
+            raise AgentprofError(f"{', '.join(paths)}: no spans to analyze (empty trace)")
+    else:
+        trace = _load(paths, skip_bad_lines, progress)
+        if trace.spans.height == 0:
+            raise AgentprofError(f"{', '.join(paths)}: no spans to analyze (empty trace)")
+        result = run(trace)
     if as_json:
         click.echo(dumps(result))
         return
@@ -222,9 +237,11 @@ def _parse_tiers(values: tuple[str, ...]) -> list[Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option("--skip-bad-lines", is_flag=True, help="Skip unreadable records (counted) instead of stopping.")
 @click.option("--progress/--no-progress", default=None, help="Import progress bar on stderr (default: on a terminal).")
+@cluster_options
 def cachesim(paths: tuple[str, ...], model: str, tier_opts: tuple[str, ...], block: int | None, policy: str,
              ttl: str | None, provider: str | None, min_tokens: int | None, tp: int, kv_bytes: float, sweep: bool,
-             as_json: bool, skip_bad_lines: bool, progress: bool | None) -> None:
+             as_json: bool, skip_bad_lines: bool, progress: bool | None, workers: int | None,
+             scheduler: str | None) -> None:
     """Replay a trace's prompts through an LMCache-like KV cache (or a provider prompt cache).
 
     Sessions are interleaved on their recorded timestamps, so concurrent sessions compete for capacity.
@@ -243,7 +260,8 @@ def cachesim(paths: tuple[str, ...], model: str, tier_opts: tuple[str, ...], blo
     from agentprof.analysis.provider_cache import ANTHROPIC_TTL_S, OPENAI_TTL_S
     from agentprof.analysis.units import parse_duration
 
-    trace = _load(paths, skip_bad_lines, progress)
+    # one shared cache couples every session: the cluster imports, the simulation runs here (docs/ANALYSIS.md)
+    trace = _load(paths, skip_bad_lines, progress, workers, scheduler)
     if trace.spans.height == 0:
         raise AgentprofError(f"{', '.join(paths)}: no spans to simulate (empty trace)")
     is_provider = provider is not None

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from agentprof.distributed.options import cluster_options
 from agentprof.errors import AgentprofError
 
 _CTX = {"help_option_names": ["-h", "--help"]}
@@ -79,9 +80,11 @@ def _pct(v: float | None) -> str:
               help="Extra catalog file (accelerators, hosts, links, systems, models); repeatable.")
 @click.option("--fitted", type=click.Path(dir_okay=False), help="Fitted parameters (default: the shipped ones).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@cluster_options
 def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, cache_policy: str,
            concurrency: int, cpu_bound: tuple[str, ...], cpu_bound_file: str | None, recorded_host: str,
-           catalogs: tuple[str, ...], fitted: str | None, as_json: bool) -> None:
+           catalogs: tuple[str, ...], fitted: str | None, as_json: bool, workers: int | None = None,
+           scheduler: str | None = None) -> None:
     """Replay traces on serving systems: how much faster does the whole task get, not just the model calls?
 
     Every model call is re-timed by the calibrated device model, CPU-bound orchestration scales with the
@@ -93,13 +96,13 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
       agentprof replay ~/.claude/projects/my-project/ -s gb200+grace --cache-policy lmcache:cpu=500GiB
       agentprof replay run.jsonl -s b200+x86 -s b200+vera --cpu-bound pytest --json
     """
-    from agentprof.importers import load_any
+    from agentprof.distributed.options import load
     from agentprof.replay.calibration import load_fitted
     from agentprof.replay.replay import replay as run
 
     cat = _catalog(catalogs)
     cpu = _cpu_map(cpu_bound, cpu_bound_file)
-    trace = load_any(list(paths))
+    trace = load(paths, workers, scheduler)  # the prefix cache couples sessions: only the import is distributed
     res = run(trace, list(systems), model=model, cache_policy=cache_policy, concurrency=concurrency, catalog=cat,
               cpu_bound=cpu, recorded_host=recorded_host, fitted=load_fitted(fitted) if fitted else None)
     if as_json:

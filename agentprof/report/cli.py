@@ -9,13 +9,14 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from agentprof.distributed.options import cluster_options
 from agentprof.errors import AgentprofError
 
 
-def _load(paths: tuple[str, ...], skip_bad_lines: bool):
-    from agentprof.importers import load_any
+def _load(paths: tuple[str, ...], skip_bad_lines: bool, workers: int | None = None, scheduler: str | None = None):
+    from agentprof.distributed.options import load
 
-    return load_any(list(paths), skip_bad_lines=skip_bad_lines, progress=True)
+    return load(paths, workers, scheduler, skip_bad_lines, progress=True)
 
 
 def _default_name(paths: tuple[str, ...]) -> str:
@@ -42,9 +43,10 @@ def _default_name(paths: tuple[str, ...]) -> str:
 @click.option("--no-replay", is_flag=True, help="Skip the device what-if replay.")
 @click.option("--skip-bad-lines", is_flag=True, help="Skip unreadable records instead of stopping.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the report in the default browser.")
+@cluster_options
 def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...], model: str | None,
            title: str | None, include_text: bool, no_analysis: bool, no_replay: bool, skip_bad_lines: bool,
-           open_browser: bool) -> None:
+           open_browser: bool, workers: int | None = None, scheduler: str | None = None) -> None:
     """Write one self-contained HTML report (opens offline, no network) for trace files or folders.
 
     \b
@@ -56,7 +58,7 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
     from agentprof.report.stages import run_stages
     from agentprof.report.terminal import report_view, show
 
-    trace = _load(paths, skip_bad_lines)
+    trace = _load(paths, skip_bad_lines, workers, scheduler)
     err = Console(stderr=True)
     with err.status("analyzing", spinner="dots") if err.is_terminal else _null():
         res = run_stages(trace, systems, model, analysis=not no_analysis, replay=not no_replay)
