@@ -1,7 +1,7 @@
 """Where partitions run: a Dask cluster (one started here with ``--workers N``, or an existing one at
 ``--scheduler ADDRESS``), or this process one partition at a time (streaming, bounded memory).
 
-Dashboards are off (``dashboard_address=None``); a local cluster listens on 127.0.0.1 only. A worker lost
+Dashboards are off; a local cluster listens on 127.0.0.1 only (its scheduler's health endpoint on a free port). A worker lost
 mid-run has its partitions recomputed on the others (Dask's own retry); if none are left, or the scheduler
 gives up on a partition, the run ends with one ``error:`` line.
 """
@@ -47,8 +47,10 @@ def dask_client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
         return
     if workers is None or workers < 1:
         raise AgentprofError("--workers must be at least 1")
+    # no dashboard; the scheduler's own health endpoint listens on a free loopback port
     cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
+                                       host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                                       scheduler_kwargs={"dashboard": False}, silence_logs=logging.ERROR)
     client = distributed.Client(cluster)
     try:
         yield client

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
+import polars as pl
+
 from agentprof.distributed.partition import Unit
 from agentprof.importers import _KVCT_CHUNK, ImportContext, _importer, _merge
 from agentprof.trace.schema import Trace
@@ -69,24 +71,27 @@ def import_units(part: list[Unit], skip_bad_lines: bool = False) -> tuple[list[P
     return out, hashing
 
 
-def assemble(pieces: list[Piece], given: list[str], hashing: Hashing) -> Trace:
-    """One trace from imported pieces of any partitions, in single-process import order."""
+def assemble(pieces: list[Piece], given: list[str], hashing: Hashing) -> tuple[Trace, dict[str, int]]:
+    """One trace from imported pieces of any partitions, in single-process import order (spans ordered by
+    their session's unit, as a one-process import lists them), and each session's unit rank."""
     pieces = sorted(pieces, key=lambda p: p[0])
-    return _merge([p[2] for p in pieces], [p[1] for p in pieces], hashing.context(), given)
+    trace = _merge([p[2] for p in pieces], [p[1] for p in pieces], hashing.context(), given)
+    ranks: dict[str, int] = {}
+    for _, _, _, m in pieces:
+        ranks.update(m)
+    for s in trace.spans.get_column("session_id").unique().to_list():
+        if s not in ranks:  # renamed by the merge (an id clash): keeps its piece's rank
+            ranks[s] = ranks.get(s.split("~")[0], 0)
+    spans = (trace.spans.with_columns(pl.col("session_id").replace_strict(ranks, default=0, return_dtype=pl.Int64)
+                                      .alias("_unit_rank"))
+             .sort("_unit_rank", maintain_order=True).drop("_unit_rank"))
+    return Trace(trace.meta, spans, trace.diagnostics), ranks
 
 
 def partition_trace(part: list[Unit], given: list[str], skip_bad_lines: bool = False
                     ) -> tuple[Trace, dict[str, int], Hashing]:
     """A partition imported as one trace, and the import rank of each of its sessions."""
     pieces, hashing = import_units(part, skip_bad_lines)
-    ranks: dict[str, int] = {}
-    for _, _, _, m in pieces:
-        ranks.update(m)
-    trace = assemble(pieces, given, hashing)
-    # a session renamed by the merge (an id clash inside the partition) keeps its piece's rank
-    for s in trace.spans.get_column("session_id").unique().to_list():
-        if s not in ranks:
-            base = s.split("~")[0]
-            ranks[s] = ranks.get(base, 0)
+    trace, ranks = assemble(pieces, given, hashing)
     return trace, ranks, hashing
 

@@ -43,4 +43,4 @@ def load_partitioned(paths: list[str], workers: int | None = None, scheduler: st
     for ps, h in run_parts(import_units, parts, workers, scheduler, skip_bad_lines=skip_bad_lines):
         pieces.extend(ps)
         hashing.add(h)
-    return assemble(pieces, paths, hashing)
+    return assemble(pieces, paths, hashing)[0]
