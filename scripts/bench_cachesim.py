@@ -141,7 +141,8 @@ def report_time(src: Path, folder: Path, out: Path) -> tuple[float, float]:
     env = dict(os.environ, PYTHONPATH=str(src))
     t = time.perf_counter()
     p = subprocess.run([sys.executable, "-c", "import sys; from agentprof.cli import main; sys.exit(main())",
-                        "report", str(folder), "-o", str(out)], env=env, capture_output=True, text=True)
+                        "report", str(folder), "-o", str(out)], env=env, capture_output=True, text=True,
+                       cwd=out.parent)  # not this checkout: `-c` puts the working directory first on sys.path
     dt = time.perf_counter() - t
     if p.returncode:
         raise SystemExit(f"report failed ({src}):\n{p.stderr[-3000:]}")
@@ -154,7 +155,8 @@ def main() -> None:
     ap.add_argument("--traces", type=int, default=700, help="kv-cache-tester files in the corpus")
     ap.add_argument("--dir", default="/tmp/agentprof-bench-cachesim", help="where the corpus is built")
     ap.add_argument("--baseline", default=BASE_COMMIT, help="git revision of the code to compare against")
-    ap.add_argument("--only", default="simulate,sweep_lru,sweep_provider,replay_lru", help="workloads")
+    ap.add_argument("--only", default="simulate,sweep_lru,sweep_provider,replay_lru",
+                    help="workloads, comma-separated ('' for none, e.g. with --report)")
     ap.add_argument("--report", action="store_true", help="also time `agentprof report` end to end, both sides")
     ap.add_argument("--json", action="store_true", help="print the raw figures")
     args = ap.parse_args()
@@ -172,22 +174,25 @@ def main() -> None:
         old_src = extract(args.baseline, Path(tmp))
         new_src = ROOT
         print(f"corpus: {args.traces} kv-cache-tester traces ({parquet}); baseline {args.baseline}", flush=True)
-        before = child(old_src, CHILD, str(parquet), MODEL, args.only)
-        after = child(new_src, CHILD, str(parquet), MODEL, args.only)
+        names = [x for x in args.only.split(",") if x]
+        before = child(old_src, CHILD, str(parquet), MODEL, args.only) if names else {}
+        after = child(new_src, CHILD, str(parquet), MODEL, args.only) if names else {}
         rows = []
-        for name in args.only.split(","):
+        for name in names:
             b, a = before[name], after[name]
             same = {k: b[k] == a[k] for k in b if k not in ("s", "accesses")}
             rows.append((name, a["accesses"], b["s"], a["s"], all(same.values())))
-        print(f"chunks: {after['chunks_256']:,} of 256 tokens, {after['blocks_64']:,} blocks of 64 tokens")
+        if names:
+            print(f"chunks: {after['chunks_256']:,} of 256 tokens, {after['blocks_64']:,} blocks of 64 tokens")
         print(f"{'workload':<16} {'accesses':>12} {'before s':>9} {'after s':>8} {'before M/s':>10} "
               f"{'after M/s':>9} {'speed-up':>8}  same result")
         for name, acc, bs, as_, same in rows:
             print(f"{name:<16} {acc:>12,} {bs:>9.2f} {as_:>8.2f} {acc / bs / 1e6:>10.2f} {acc / as_ / 1e6:>9.2f} "
                   f"{bs / as_:>7.1f}×  {'yes' if same else 'NO'}")
-        print(f"peak RSS of the child: before {before['maxrss_mb']:.0f} MB, after {after['maxrss_mb']:.0f} MB")
+        if names:
+            print(f"peak RSS of the child: before {before['maxrss_mb']:.0f} MB, after {after['maxrss_mb']:.0f} MB")
         lcs_row = None
-        if "replay_lru" in args.only:
+        if "replay_lru" in names:
             try:
                 import libcachesim  # noqa: F401
             except ImportError:
