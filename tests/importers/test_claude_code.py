@@ -488,7 +488,7 @@ def test_api_retries_in_the_time_split_and_unchanged_without_them(tmp_path):
     want = _retry_expectations(raw)
     res = analyze(load_any(path)).to_dict()
     backoff_s = sum(w["wait_end"] - w["end"] for w in want) / 1e9
-    assert res["time"]["wait_by_reason"]["retry"] == pytest.approx(backoff_s)
+    assert res["time"]["waits_by_reason"]["retry"] == pytest.approx(backoff_s)
     assert res["failures"]["model_calls"] == len(want)
     assert res["failures"]["model_s"] == pytest.approx(sum(w["end"] - w["start"] for w in want) / 1e9)
     # strip the retry records, pointing each child at the nearest kept ancestor
@@ -518,4 +518,4 @@ def test_api_retries_in_the_time_split_and_unchanged_without_them(tmp_path):
             b.filter(pl.col("kind") == kind).select("start_ns", "end_ns").to_dicts()
     plain_res = analyze(load_any(stripped)).to_dict()
     assert plain_res["time"]["wall_s"] == res["time"]["wall_s"]
-    assert "retry" not in plain_res["time"]["wait_by_reason"]
+    assert "retry" not in plain_res["time"]["waits_by_reason"]
