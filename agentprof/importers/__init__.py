@@ -155,6 +155,8 @@ def _merge(traces: list[Trace], formats: list[str], ctx: ImportContext, given: l
     if ctx.exact_models or ctx.inexact_models:
         extra["tokenizer_exact_for"] = sorted(m for m in ctx.exact_models if m)
     extra["formats"] = uniq
+    if ctx.file_formats:
+        extra["file_formats"] = dict(ctx.file_formats)
     sources: list[str] = []
     for t in traces:
         sources.extend(s for s in t.meta.sources if s not in sources)

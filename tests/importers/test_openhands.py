@@ -75,7 +75,8 @@ def test_unknown_files_in_the_folder_are_skipped_not_fatal(tmp_path):
     shutil.copy(SAMPLES / "openhands" / "metadata.json", out / "metadata.json")
     tr = load_any(out)
     assert kinds(tr.spans)["model"] == 40
-    assert any(d.kind == "skipped_files" and "metadata.json" in d.message for d in tr.diagnostics)
+    assert any(d.kind == "skipped_files" and "metadata.json" in d.path and "unknown format" in d.message
+               for d in tr.diagnostics)
 
 
 def test_the_restart_between_attempts_is_unrecorded_not_agent_time():
