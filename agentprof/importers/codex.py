@@ -255,7 +255,7 @@ class _Importer:
                       "agentprof.synthetic": True})
                 pending_user = None
             return {"start": ts_trigger, "prompt_len": len(history), "line": line, "outputs": [], "web": 0,
-                    "end": None, "last_out": None}
+                    "end": None, "last_out": None, "out_ts": []}
 
         def close_call(c: dict[str, Any], ts: int | None, usage_raw: Any, line: int,
                        error: str | None = None) -> str:
@@ -277,7 +277,7 @@ class _Importer:
                 sess, model=model, provider=self.provider or provider_for_model(model), usage=usage,
                 fingerprint=fp, path=self.path, line=line, key=("call", c["line"], line),
                 start_ns=c["start"], end_ns=ts, timing="derived", stream=True, attributes=attrs,
-                status="error" if error else "ok", error_type=error)
+                status="error" if error else "ok", error_type=error, inner_ns=c["out_ts"])
             if turn_first_call is None:
                 turn_first_call = sid
             if ts is not None:
@@ -372,6 +372,7 @@ class _Importer:
                             call["outputs"].append(p)
                             if ts is not None:
                                 call["last_out"] = ts
+                                call["out_ts"].append(ts)
                             if it == "web_search_call":
                                 call["web"] += 1
                             if it == "message":

@@ -48,6 +48,7 @@ import xxhash
 
 from agentprof import semconv as sc
 from agentprof.errors import TraceFormatError
+from agentprof.importers import plausibility
 from agentprof.importers.context import ImportContext
 from agentprof.importers.jsonl import read_bytes
 from agentprof.importers.providers import provider_for_model
@@ -487,6 +488,18 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
         .when(bound > pl.col("start_ns")).then(pl.lit("derived"))
         .otherwise(pl.lit("unknown")).alias("timing"),
     )
+    # a derived end later than the output tokens allow (plausibility.py) is unknown, as an unreadable one is
+    limit_ns = ((plausibility.MAX_TTFT_S + pl.col("out").fill_null(-1).cast(pl.Float64)
+                 / plausibility.MIN_DECODE_TOKENS_PER_S) * _NS).cast(pl.Int64)
+    limit_ns = pl.when(pl.col("out").is_null()).then(int(plausibility.MAX_UNKNOWN_OUTPUT_S * _NS)).otherwise(limit_ns)
+    implausible = (pl.col("timing") == "derived") & (pl.col("end_ns") - pl.col("start_ns") > limit_ns)
+    n_bad = f.select(implausible.sum()).item()
+    if n_bad:
+        sessions.notes.append(("implausible_duration", None, f"{n_bad} request(s) without api_time whose end, "
+                               "derived from the next request, comes later than their output tokens allow: "
+                               "duration unknown"))
+        f = f.with_columns(pl.when(implausible).then(pl.col("start_ns")).otherwise(pl.col("end_ns")).alias("end_ns"),
+                           pl.when(implausible).then(pl.lit("unknown")).otherwise(pl.col("timing")).alias("timing"))
     models = f.get_column("model").unique().drop_nulls().to_list()
     prov = {m: provider_for_model(m) for m in models}
     sess_list = f.get_column("local").to_list()

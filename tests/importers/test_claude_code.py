@@ -335,7 +335,9 @@ def test_a_background_subagent_hangs_under_the_wait_it_ended_in(tmp_path):
     from agentprof.analysis import analyze
 
     t = analyze(tr).to_dict()["time"]
-    assert t["wait_s"] == pytest.approx(1.0)          # 30-31 s: only the notification's delay is waiting
+    # 30-31 s: only the notification's delay is waiting; the 0.1 s between the sub-agent's first call (ends 6.0)
+    # and its Bash (starts 6.1: 28.0 - 21.9) is residue between records
+    assert t["waits_by_reason"] == {"idle": pytest.approx(1.0), "residue": pytest.approx(0.1)}
     assert t["tool_s"] == pytest.approx(0.5 + 21.9)   # the Task call and the sub-agent's Bash
     assert t["model_s"] == pytest.approx(2 + 1.5 + 2 + (6 - 4) + 2)
 
