@@ -175,13 +175,14 @@ def test_timing_markers_tools_and_waits():
         assert tid in hooked or start is not None
     assert measured.height >= len(hooked & _tool_ids(MAIN)) - 5
     # the rejected tool is a permission wait, not tool time
-    perm = df.filter((pl.col("kind") == "wait") & pl.col("name").str.contains("permission"))
+    perm = df.filter((pl.col("kind") == "wait") & pl.col("attributes").str.contains('"agentprof.wait.reason":"approval"'))
     rejected = [r for r in raw if r.get("toolUseResult") == "User rejected tool use"]
     assert perm.height == len(rejected) == 1
     dur = (perm.get_column("end_ns") - perm.get_column("start_ns")).item() / 1e9
     assert 140 < dur < 160  # tool_use at 20:48:39.5, rejection at 20:51:10.7
     # the first prompt of the session was typed ~5 minutes after it opened
-    user = df.filter((pl.col("kind") == "wait") & pl.col("name").str.contains("user")).sort("start_ns").row(0, named=True)
+    user = df.filter((pl.col("kind") == "wait") & pl.col("attributes").str.contains('"agentprof.wait.reason":"user_turn"')
+                     ).sort("start_ns").row(0, named=True)
     assert 290 < (user["end_ns"] - user["start_ns"]) / 1e9 < 295
     # no waits in sub-agent sessions: their prompts come from the parent agent
     assert df.filter(pl.col("session_id").str.contains("agent-") & (pl.col("kind") == "wait")).height == 0
@@ -474,7 +475,8 @@ def test_api_retry_records_become_failed_attempts_and_retry_waits():
     assert retried["start_ns"] == want[1]["wait_end"]
     assert json.loads(retried["attributes"])["agentprof.retry.count"] == 2
     # the interrupted back-off is not also counted as the user's time
-    user = s.filter(pl.col("attributes").str.contains('"agentprof.wait.reason":"user"'))
+    user = s.filter(pl.col("attributes").str.contains('"agentprof.wait.reason":"user_turn"'))
+    assert user.height
     assert all(e <= want[2]["end"] or st >= want[2]["wait_end"]
                for st, e in zip(user.get_column("start_ns"), user.get_column("end_ns"), strict=True))
 
