@@ -1,5 +1,5 @@
 """Importers: the logs real agents leave behind (Claude Code, Codex CLI, OpenHands, mini-swe-agent, SWE-agent,
-Aider, kv-cache-tester, OTLP JSON) and agentprof's own trace files, as one :class:`~agentprof.trace.Trace`.
+Aider, kv-cache-tester, OTLP JSON, TraceLab round traces) and agentprof's own trace files, as one :class:`~agentprof.trace.Trace`.
 
 ``load_any`` is what every command that takes ``PATH…`` uses. Formats and their mapping: ``docs/IMPORTING.md``.
 """
@@ -36,7 +36,7 @@ def _importer(fmt: str) -> Callable[[list[Path], ImportContext], Trace]:
     module = {
         "claude-code": "claude_code", "codex": "codex", "openhands": "openhands",
         "mini-swe-agent": "mini_swe_agent", "swe-agent": "swe_agent", "aider": "aider",
-        "kv-cache-tester": "kv_cache_tester", "otlp-json": "otlp_json",
+        "kv-cache-tester": "kv_cache_tester", "otlp-json": "otlp_json", "tracelab": "tracelab",
     }[fmt]
     from importlib import import_module
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 FORMATS = ("agentprof", "claude-code", "codex", "openhands", "mini-swe-agent", "swe-agent", "aider",
-           "kv-cache-tester", "otlp-json")
+           "kv-cache-tester", "otlp-json", "tracelab")
 """Every format ``agentprof import --from`` accepts (besides ``auto``)."""
 
 UNKNOWN = "unknown"
@@ -34,6 +34,9 @@ def classify(obj: Any) -> str:
         return "otlp-json"
     if "requests" in obj and ("block_size" in obj or "hash_id_scope" in obj or "models" in obj):
         return "kv-cache-tester"
+    if "timing_events" in obj and "session_id" in obj and ("input_tokens_total" in obj or "prefix_tokens" in obj
+                                                            or "round_index" in obj):
+        return "tracelab"  # TraceLab's normalized round trace: one row per model call
     t = obj.get("type")
     if t in _CODEX_TYPES and "payload" in obj:
         return "codex"
