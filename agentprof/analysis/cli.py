@@ -102,7 +102,7 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     rows = [("model", t["model_s"], "model"), ("  TTFT / prefill (streamed)", t["model_ttft_s"], None),
             ("  decode (streamed)", t["model_decode_s"], None), ("tool", t["tool_s"], "tool"),
             ("parse", t["parse_s"], "parse"), ("orchestration", t["orchestration_s"], "orchestration"),
-            ("  glue (agent time outside spans)", t["glue_s"], None), ("wait", t["wait_s"], None)]
+            ("  glue (agent time outside spans)", t["glue_s"], None), ("wait", t["wait_s"], "wait")]
     rows += [(f"  wait: {k}", v, None) for k, v in t["waits_by_reason"].items()]
     for name, v, key in rows:
         reason = name[len("  wait: "):] if name.startswith("  wait: ") else None
