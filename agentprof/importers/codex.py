@@ -65,6 +65,23 @@ _APPROVALS = {"exec_approval_request", "apply_patch_approval_request", "request_
 _TRIGGER_EVENTS = {"user_message", "task_started"}
 
 
+ESCALATION_WAIT_MIN_S = 1.0
+"""A command that asked to run outside the sandbox (``sandbox_permissions: "require_escalated"``) and started
+this long after the model asked for it waited for the user's approval (the rollout has no approval event)."""
+
+
+def _escalated(arguments: Any) -> bool:
+    """Whether a tool call's arguments ask for escalated (unsandboxed) execution, which needs approval."""
+    if not isinstance(arguments, str) or "escalat" not in arguments:
+        return False
+    try:
+        args = json.loads(arguments)
+    except ValueError:
+        return False
+    return isinstance(args, dict) and (args.get("sandbox_permissions") == "require_escalated"
+                                       or args.get("with_escalated_permissions") is True)
+
+
 def _is_output(item: dict[str, Any]) -> bool:
     t = item.get("type")
     if t == "message":
@@ -192,6 +209,7 @@ class _Importer:
         self.subagent = sub is not None
         self.forked = bool(meta.get("forked_from_id")) or spawn is not None
         self.agent_nickname = (spawn or {}).get("agent_nickname") or meta.get("agent_nickname")
+        self.approved: set[str] = set()  # calls whose approval the rollout records as events
 
     def run(self) -> Trace:
         recs = self.recs
@@ -384,7 +402,7 @@ class _Importer:
                             if not (self.forked and cid in seen_calls):  # else the parent's call, replayed
                                 tools.setdefault(cid, {"name": p.get("name") or (
                                     "shell" if it == "local_shell_call" else it), "start": ts, "line": line,
-                                    "sess": sess, "kind": it})
+                                    "sess": sess, "kind": it, "escalated": _escalated(p.get("arguments"))})
                         push(p)
                         if call is not None and not has_token_counts and it == "message" and \
                                 p.get("phase") == "final_answer":
@@ -491,6 +509,7 @@ class _Importer:
                         cid = str(p.get("call_id") or "")
                         if cid in approvals and ts is not None:
                             start, asked = approvals.pop(cid)
+                            self.approved.add(cid)
                             self.b.add(sess, "wait", f"wait {waits.APPROVAL}", key=("perm", cid), start_ns=start,
                                        end_ns=ts, timing="measured",
                                        attributes={sc.WAIT_REASON: waits.APPROVAL, sc.TOOL_CALL_ID: cid,
@@ -538,6 +557,15 @@ class _Importer:
         else:
             start, end, timing = info["start"], None, "unknown"
             status, err = "error", "no_result"
+        if info.get("escalated") and timing == "measured" and cid not in self.approved and \
+                info.get("start") is not None and start - info["start"] >= int(ESCALATION_WAIT_MIN_S * 1e9):
+            # the command asked to run outside the sandbox: the time before it ran was the user's decision
+            self.b.add(info["sess"], "wait", f"wait {waits.APPROVAL}", key=("escalation", cid),
+                       start_ns=info["start"], end_ns=start, timing="derived",
+                       attributes={sc.WAIT_REASON: waits.APPROVAL, sc.TOOL_CALL_ID: cid,
+                                   "agentprof.wait.after": "function_call with sandbox_permissions=require_escalated",
+                                   "agentprof.wait.until": "the command's measured start (output end - duration)"})
+            attrs["agentprof.tool.approval_wait_s"] = round((start - info["start"]) / 1e9, 3)
         self.b.add(info["sess"], "tool", sc.tool_span_name(name), key=("tool", cid), start_ns=start, end_ns=end,
                    timing=timing, status=status, error_type=err, attributes=attrs)
 

@@ -451,3 +451,34 @@ def test_model_calls_follow_the_turn_structure_in_every_layout(tmp_path, layout)
     if layout == "with token_count":
         assert m.get_column("input_tokens").to_list() == [
             r["payload"]["info"]["last_token_usage"]["input_tokens"] for r in raw if _ev(r, "token_count")]
+
+
+def test_an_escalated_command_waits_for_approval_until_it_runs(tmp_path):
+    """The issue's 17-minute approval: a command asking to run outside the sandbox
+    (``sandbox_permissions: "require_escalated"``, the documented escalation request) returns its output 17 min
+    after the model asked for it, with a 5 s ``Wall time``: 17 min of ``approval``, 5 s of tool."""
+    args = {"cmd": "npm install", "sandbox_permissions": "require_escalated",
+            "justification": "Do you want to install the dependencies?"}
+    recs = [
+        _rec("00.000", "session_meta", {"id": "s-esc", "timestamp": "2026-02-23T11:41:00.000Z"}),
+        _rec("01.000", "response_item", {"type": "message", "role": "user",
+                                         "content": [{"type": "input_text", "text": "install"}]}),
+        _rec("03.000", "response_item", {"type": "function_call", "name": "exec_command",
+                                         "arguments": json.dumps(args), "call_id": "c1"}),
+    ]
+    out = {"timestamp": "2026-02-23T11:58:08.000Z", "type": "response_item", "payload": {
+        "type": "function_call_output", "call_id": "c1",
+        "output": "Chunk ID: 1\nWall time: 5.0000 seconds\nProcess exited with code 0\nOutput:\nok\n"}}
+    p = tmp_path / "rollout-esc.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in [*recs, out]))
+    tr = load_any(p)
+    w = tr.spans.filter(pl.col("kind") == "wait").filter(pl.col("attributes").str.contains('"approval"'))
+    assert w.height == 1
+    assert (w.get_column("end_ns")[0] - w.get_column("start_ns")[0]) / 1e9 == pytest.approx(17 * 60)
+    tool = tr.spans.filter(pl.col("kind") == "tool").row(0, named=True)
+    assert tool["timing"] == "measured" and (tool["end_ns"] - tool["start_ns"]) / 1e9 == pytest.approx(5.0)
+    from agentprof.analysis import analyze
+
+    t = analyze(tr).to_dict()["time"]
+    assert t["waits_by_reason"]["approval"] == pytest.approx(17 * 60)
+    assert t["agent_active_s"] < 30
