@@ -401,7 +401,12 @@ def _classify_gaps(w: pl.DataFrame) -> pl.DataFrame:
     cls = pl.when(user).then(pl.lit(waits.USER_TURN)).when(idle).then(pl.lit(waits.IDLE)).otherwise(pl.lit("tool"))
     w = w.with_columns(cls.alias("gap_cls"))
     attrs: list[str] = []
+    memo: dict[tuple[Any, ...], str] = {}  # few distinct (class, stop, input types): encode each once
     for c, prev, it in w.select("gap_cls", "prev_stop", "input_types").iter_rows():
+        key = (c, prev, tuple(it) if it else None)
+        if key in memo:
+            attrs.append(memo[key])
+            continue
         a: dict[str, Any] = {"agentprof.gap.source": "kv-cache-tester think_time",
                              "agentprof.gap.previous_stop": prev or None, "agentprof.gap.input_types": it or None}
         if c == "tool":
@@ -412,8 +417,8 @@ def _classify_gaps(w: pl.DataFrame) -> pl.DataFrame:
             a[sc.WAIT_REASON] = c
             if c == waits.IDLE:
                 a["agentprof.wait.threshold_s"] = waits.IDLE_GAP_S
-        attrs.append(json.dumps({k: v for k, v in a.items() if v is not None}, sort_keys=True,
-                                separators=(",", ":")))
+        memo[key] = json.dumps({k: v for k, v in a.items() if v is not None}, sort_keys=True, separators=(",", ":"))
+        attrs.append(memo[key])
     return w.with_columns(
         pl.when(pl.col("gap_cls") == "tool").then(pl.lit("tool")).otherwise(pl.lit("wait")).alias("gap_kind"),
         pl.when(pl.col("gap_cls") == "tool").then(pl.lit(sc.tool_span_name("unrecorded")))
