@@ -28,8 +28,9 @@ Mapping (see ``docs/IMPORTING.md``):
   on no chain), parallel tool results restored. System prompt and tool definitions are not logged, so hashes
   cover the messages only;
 - tools: ``tool_use`` -> ``tool_result``; start = first ``PreToolUse`` hook record or end − ``durationMs``
-  (measured), else the ``tool_use`` block time (derived); a rejected tool is a ``permission`` wait;
-- waits: the gap before each prompt the user typed (``user``), before a background-task notification
+  (``durationSeconds`` for web searches) (measured), else the ``tool_use`` block time (derived); a rejected
+  tool is an ``approval`` wait;
+- waits: the gap before each prompt the user typed (``user_turn``), before a background-task notification
   (``idle``).
 """
 
@@ -822,6 +823,9 @@ class _Importer:
         dur = None
         if isinstance(tur, dict):
             dur = tur.get("durationMs", tur.get("totalDurationMs"))
+            secs = tur.get("durationSeconds")  # WebSearch results (2.1.x) give seconds
+            if dur is None and isinstance(secs, (int, float)) and not isinstance(secs, bool):
+                dur = secs * 1000.0
             if tur.get("interrupted"):
                 status, err = "error", "interrupted"
             if tur.get("backgroundTaskId"):

@@ -59,7 +59,7 @@ def test_all_samples_at_once_and_deterministic(tmp_path):
     assert a.spans.equals(b.spans) and a.meta == b.meta
     assert [d.to_dict() for d in a.diagnostics] == [d.to_dict() for d in b.diagnostics]
     assert set(a.meta.extra["formats"]) == {"claude-code", "codex", "openhands", "mini-swe-agent", "swe-agent",
-                                            "aider", "kv-cache-tester"}
+                                            "aider", "kv-cache-tester", "tracelab"}
     a_path, b_path = tmp_path / "a.parquet", tmp_path / "b.parquet"
     from agentprof.trace import write
 
@@ -70,7 +70,7 @@ def test_all_samples_at_once_and_deterministic(tmp_path):
     back = load_any(a_path)
     assert back.spans.equals(a.spans)
     sessions = a.spans.get_column("session_id").n_unique()
-    assert sessions == 5 + 1 + 2 + 1 + 2 + 1 + 19
+    assert sessions == 5 + 1 + 2 + 1 + 2 + 1 + 19 + 2  # the TraceLab round trace holds two sessions
 
 
 def test_same_file_twice_is_imported_once(tmp_path):

@@ -107,3 +107,36 @@ def test_the_analysis_runs_on_rounds(tl):
     assert d["time"]["waits_by_reason"]["user_turn"] > 0
     assert d["redundancy"]["provider_cache_read_share"]["n"] > 0
     assert any(x["kind"] == "missing_hashes" for x in d["diagnostics"])
+
+
+CC_PROJECT = SAMPLES.parents[1] / "tests" / "importers" / "fixtures" / "cc_tracelab"
+
+
+def test_rounds_agree_with_the_claude_code_log_of_the_same_session(tl):
+    """TraceLab's Claude Code 2.1.157 example (its 64 raw records rebuilt in ``fixtures/cc_tracelab``, a
+    project folder whose session file opens with ``mode``/``permission-mode`` records, as in the issue): the
+    folder imports, and its calls, tokens, tool times and user wait agree with TraceLab's Claude rows."""
+    log = load_any(CC_PROJECT).spans  # the folder, as users import ~/.claude/projects/<project>/
+    rows = tl.spans.filter(pl.col("session_id").str.starts_with("claude:"))
+    cols = ["input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens"]
+    a = rows.filter(pl.col("kind") == "model").sort("end_ns")
+    b = log.filter(pl.col("kind") == "model").sort("end_ns")
+    assert a.height == b.height == 10
+    assert a.select(cols).equals(b.select(cols))
+    assert a.get_column("end_ns").to_list() == b.get_column("end_ns").to_list()  # the last content block
+    # the start: TraceLab takes the input event (the prompt, a tool result); Claude Code chains the request to
+    # the record its first block points to, which may be a context attachment written milliseconds later
+    for s1, s2 in zip(a.get_column("start_ns"), b.get_column("start_ns"), strict=True):
+        assert abs(s1 - s2) <= 5 * 10**6
+    ta = rows.filter(pl.col("kind") == "tool").sort("end_ns")
+    tb = log.filter(pl.col("kind") == "tool").sort("end_ns")
+    assert ta.height == tb.height == 9
+    assert ta.get_column("end_ns").to_list() == tb.get_column("end_ns").to_list()
+    da = ((ta.get_column("end_ns") - ta.get_column("start_ns")) / 1e6).to_list()
+    db = ((tb.get_column("end_ns") - tb.get_column("start_ns")) / 1e6).to_list()
+    assert da == pytest.approx(db, abs=1.0)
+    assert ta.get_column("timing").to_list() == tb.get_column("timing").to_list()
+    wa = rows.filter(pl.col("kind") == "wait").select("start_ns", "end_ns").rows()
+    wb = log.filter(pl.col("kind") == "wait").select("start_ns", "end_ns").rows()
+    # the log's wait starts after the turn's stop hook and turn summary (0.19 s after the answer)
+    assert len(wa) == len(wb) == 1 and wa[0][1] == wb[0][1] and 0 <= wb[0][0] - wa[0][0] <= 300 * 10**6
