@@ -28,7 +28,7 @@ from agentprof.analysis.run_figures import Key, SideFigures, miss_causes, side_f
 from agentprof.errors import AgentprofError
 from agentprof.trace.schema import Trace
 
-ALPHA = 0.05
+ALPHA = 0.01
 MIN_CHANGE = 0.05
 CORRECTIONS = ("holm", "bh")
 
@@ -36,13 +36,13 @@ METRIC_ORDER = ("wall_s", "agent_active_s", "model_s", "tool_s", "parse_s", "orc
                 "tool_time_s", "model_calls", "input_tokens", "output_tokens", "prefix_reuse",
                 "provider_cache_share", "ttft_s", "output_tokens_per_s")
 LABELS = {
-    "wall_s": "wall time", "agent_active_s": "agent-active time", "model_s": "model (critical path)",
-    "tool_s": "tools (critical path)", "parse_s": "parse (critical path)",
-    "orchestration_s": "orchestration (critical path)", "wait_s": "wait", "tool_time_s": "tool time (summed spans)",
+    "wall_s": "wall time", "agent_active_s": "agent-active time", "model_s": "model", "tool_s": "tools",
+    "parse_s": "parse", "orchestration_s": "orchestration", "wait_s": "wait", "tool_time_s": "tool",
     "model_calls": "model calls", "input_tokens": "input tokens", "output_tokens": "output tokens",
-    "prefix_reuse": "prefix reuse vs previous call", "provider_cache_share": "provider cache read share",
-    "ttft_s": "time to first token", "output_tokens_per_s": "output rate",
+    "prefix_reuse": "prefix reuse", "provider_cache_share": "cache read share", "ttft_s": "TTFT",
+    "output_tokens_per_s": "output rate",
 }
+"""Short names for the terminal and the page (buckets are critical-path time, ``tool`` is summed span time)."""
 UNITS = {"model_calls": "", "input_tokens": "tokens", "output_tokens": "tokens", "prefix_reuse": "share",
          "provider_cache_share": "share", "output_tokens_per_s": "tokens/s"}
 SHARES = frozenset({"prefix_reuse", "provider_cache_share"})
