@@ -59,6 +59,21 @@ def write_html(res: Any, failed: list[dict[str, Any]], out: str, title: str | No
         raise AgentprofError(f"{out}: cannot write: {e.strerror or e}") from None
 
 
+def report_diff(paths: tuple[str, ...], output: str | None, title: str | None, skip_bad_lines: bool,
+                open_browser: bool) -> None:
+    """``agentprof report --diff BASE NEW [-o FILE]``: the diff page (default ``reports/diff.html``)."""
+    import webbrowser
+
+    if len(paths) != 2:
+        raise AgentprofError(f"report --diff needs exactly two paths, BASE and NEW (a file or folder each), got "
+                             f"{len(paths)}")
+    res = run_diff([paths[0]], [paths[1]], 0.01, 5.0, "holm", skip_bad_lines)
+    out = write_html(res, [], output or str(Path("reports") / "diff.html"), title)
+    click.echo(f"wrote {out} ({len(res.significant)} significant change(s) of {len(res.changes)} figures)")
+    if open_browser:
+        webbrowser.open(out.resolve().as_uri())
+
+
 @click.command("diff", context_settings=_CTX)
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--base", "base", multiple=True, metavar="PATH", help="A BASE trace file or folder (repeatable).")

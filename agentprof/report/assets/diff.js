@@ -132,4 +132,5 @@
     Math.round((m.min_change || 0) * 100) + "%. " + m.figures_tested + " figures tested. Values: " + m.values + ".", [changesTable()]));
   app.appendChild(panel("miss-causes", "Cache-miss causes only in NEW", "Top-ranked causes of NEW's cache misses that explain no miss in BASE.", missCauses()));
   document.getElementById("foot").textContent = "agentprof " + DATA.version + " · definitions: docs/DIFF.md";
+  document.documentElement.setAttribute("data-rendered", "");
 })();
