@@ -71,7 +71,7 @@
     rows.forEach(function (c) { max = Math.max(max, c.base || 0, c.new || 0); });
     var box = h("div", { "class": "pairs", id: "pairs" });
     rows.forEach(function (c) {
-      var name = c.label + (c.scope !== "task" ? " · " + c.scope : "");
+      var name = c.label + (c.scope !== "task" ? " · " + c.scope.replace(/^(tool|wait):/, "") : "");
       var cls = "pair" + (c.significant ? " sig " + direction(c) : "");
       box.appendChild(h("div", { "class": cls }, [
         h("div", { "class": "pname" }, name),
