@@ -31,6 +31,8 @@ from agentprof.trace.schema import Trace
 ALPHA = 0.01
 MIN_CHANGE = 0.05
 CORRECTIONS = ("holm", "bh")
+EXACT_MAX_SPLITS = 5000
+"""Samples with at most this many ways to split them are tested by enumerating every split."""
 
 METRIC_ORDER = ("wall_s", "agent_active_s", "model_s", "tool_s", "parse_s", "orchestration_s", "wait_s",
                 "tool_time_s", "model_calls", "input_tokens", "output_tokens", "prefix_reuse",
@@ -169,8 +171,10 @@ def _fail_line(c: Change, why: str) -> str:
 
 
 def mann_whitney(x: np.ndarray, y: np.ndarray) -> float | None:
-    """Two-sided Mann–Whitney U p-value (scipy; exact for small samples without ties); 1.0 when every value of
-    both samples is the same; None when a side is empty."""
+    """Two-sided Mann–Whitney U p-value (scipy): exact (every split enumerated) when the samples can be split in
+    at most :data:`EXACT_MAX_SPLITS` ways, else scipy's choice (exact without ties up to 8 values a side, the
+    normal approximation with tie correction beyond); 1.0 when every value of both samples is the same; None
+    when a side is empty."""
     from scipy.stats import mannwhitneyu
 
     x = np.asarray(x, dtype=np.float64)
@@ -180,7 +184,16 @@ def mann_whitney(x: np.ndarray, y: np.ndarray) -> float | None:
         return None
     if np.all(x == x[0]) and np.all(y == x[0]):
         return 1.0
-    p = float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
+    method: Any = "auto"
+    if min(x.size, y.size) < 2:
+        method = "exact"  # a permutation test needs two values a side; one value: the exact null distribution
+    elif math.comb(x.size + y.size, x.size) <= EXACT_MAX_SPLITS:
+        # small samples: every split enumerated (exact also with ties, where "auto" would take the normal
+        # approximation, which is far too optimistic for 2 or 3 runs)
+        from scipy.stats import PermutationMethod
+
+        method = PermutationMethod(n_resamples=EXACT_MAX_SPLITS)
+    p = float(mannwhitneyu(x, y, alternative="two-sided", method=method).pvalue)
     return p if math.isfinite(p) else 1.0
 
 

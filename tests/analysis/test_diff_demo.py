@@ -108,7 +108,7 @@ def test_identical_runs_give_no_significant_change_in_20_repeats(pool):
     assert flagged == []
 
 
-def test_a_timestamp_in_the_system_prompt_shows_as_a_reuse_drop_with_its_cause(pool):
+def test_a_timestamp_in_the_system_prompt_shows_as_a_reuse_drop_with_its_cause(pool, capsys):
     res = diff(load_any(pool["base"]), load_any(pool["stamp"]))
     reuse = res.change("prefix_reuse", "call")
     share = res.change("provider_cache_share", "task")
@@ -124,3 +124,13 @@ def test_a_timestamp_in_the_system_prompt_shows_as_a_reuse_drop_with_its_cause(p
     failed = res.failures(reuse_drop_pct=10)
     assert {(f["metric"], f["rule"]) for f in failed} == {("prefix_reuse", "reuse_drops"),
                                                            ("provider_cache_share", "reuse_drops")}
+    # the CI gate: exit 1, one line per failing figure
+    with pytest.raises(SystemExit) as e:
+        main(["diff", *sum((["--base", str(p)] for p in pool["base"]), []),
+              *sum((["--new", str(p)] for p in pool["stamp"]), []), "--fail-if-reuse-drops", "10"])
+    assert e.value.code == 1
+    out = capsys.readouterr().out
+    fails = [ln for ln in out.splitlines() if ln.startswith("FAIL ")]
+    assert len(fails) == 2 and all("points, limit 10 points" in ln for ln in fails)
+    assert {ln.split(":")[0] for ln in fails} == {"FAIL prefix_reuse [call]", "FAIL provider_cache_share [task]"}
+    assert "system_changed" in out and "Cache-miss causes only in NEW" in out
