@@ -48,6 +48,8 @@ LABELS = {
 UNITS = {"model_calls": "", "input_tokens": "tokens", "output_tokens": "tokens", "prefix_reuse": "share",
          "provider_cache_share": "share", "output_tokens_per_s": "tokens/s"}
 SHARES = frozenset({"prefix_reuse", "provider_cache_share"})
+ADDITIVE = frozenset({"tool_time_s", "wait_s"})
+"""Figures a side without that tool or wait reason has as 0 (not unknown)."""
 
 
 def unit_of(metric: str) -> str:
@@ -260,14 +262,17 @@ def compare(base: SideFigures, new: SideFigures, alpha: float = ALPHA, min_chang
     for key in keys:
         metric, scope = key
         bv, nv = base.value(key), new.value(key)
-        if bv is None and key[0] in ("tool_time_s", "wait_s") and key not in base.per_run:
+        if bv is None and metric in ADDITIVE and key not in base.per_run:
             bv = 0.0 if base.runs else None  # a tool or wait reason only NEW has: 0 in BASE
-        if nv is None and key[0] in ("tool_time_s", "wait_s") and key not in new.per_run:
+        if nv is None and metric in ADDITIVE and key not in new.per_run:
             nv = 0.0 if new.runs else None
         c = Change(metric, scope, bv, nv, _ratio(bv, nv), False)
         if by_runs:
-            x = base.per_run.get(key, np.zeros(len(base.runs)))
-            y = new.per_run.get(key, np.zeros(len(new.runs)))
+            # a tool or wait reason a side never had took 0 s in each of its runs; other figures it lacks
+            # (no hashes, no TTFT) are unknown there, not 0
+            absent = 0.0 if metric in ADDITIVE else np.nan
+            x = base.per_run.get(key, np.full(len(base.runs), absent))
+            y = new.per_run.get(key, np.full(len(new.runs), absent))
             c.unit = "runs"
         elif key in base.samples or key in new.samples:
             x = base.samples.get(key, np.empty(0))

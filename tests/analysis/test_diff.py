@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import false_discovery_control, mannwhitneyu
 
+from agentprof import semconv as sc
 from agentprof.analysis.active import agent_active_s
 from agentprof.analysis.diff import adjust, diff, mann_whitney, min_p
 from agentprof.cli import main
@@ -24,7 +25,8 @@ def _span(sess, sid, parent, kind, name, start, end, **attrs):
             "attributes": {"agentprof.session.id": sess, **attrs}}
 
 
-def runs_trace(n: int, tool_s: float, wait_s: float = 0.0, prefix: str = "r", jitter: int = 0) -> Trace:
+def runs_trace(n: int, tool_s: float, wait_s: float = 0.0, prefix: str = "r", jitter: int = 0,
+               ttft_s: float | None = None) -> Trace:
     """``n`` runs (sessions): model 1 s, tool ``tool_s``, a user wait ``wait_s``, each run 0.01 s apart in
     length so runs are not all tied."""
     recs = []
@@ -32,8 +34,10 @@ def runs_trace(n: int, tool_s: float, wait_s: float = 0.0, prefix: str = "r", ji
         sess = f"{prefix}{i}"
         t = T0 + i * 1000 * S
         m = S + (i + jitter) * 10_000_000
-        recs.append(_span(sess, "m", "root", "model", "chat x", t, t + m, **{"gen_ai.usage.input_tokens": 100,
-                                                                            "gen_ai.usage.output_tokens": 10}))
+        usage = {"gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 10}
+        if ttft_s is not None:
+            usage[sc.RESPONSE_TIME_TO_FIRST_CHUNK] = ttft_s
+        recs.append(_span(sess, "m", "root", "model", "chat x", t, t + m, **usage))
         tt = int(tool_s * S) + i * 1_000_000
         recs.append(_span(sess, "t", "root", "tool", "execute_tool grep", t + m, t + m + tt,
                           **{"gen_ai.tool.name": "grep"}))
@@ -122,3 +126,11 @@ def test_cli_needs_two_unambiguous_sides(capsys, tmp_path):
     assert code == 2 and "not both" in err
     code, _, err = run(capsys, "diff", str(tmp_path / "nope.jsonl"), str(tmp_path))
     assert code == 2 and "no such file or folder" in err and "Traceback" not in err
+
+
+def test_a_figure_one_side_cannot_measure_is_not_tested_not_zero():
+    res = diff(runs_trace(8, 1.0), runs_trace(8, 1.0, prefix="n", ttft_s=0.2))
+    ttft = res.change("ttft_s", "call")
+    assert ttft.base is None and ttft.new == pytest.approx(0.2)
+    assert ttft.p is None and not ttft.significant and "nothing to measure" in ttft.note
+    assert not res.significant
