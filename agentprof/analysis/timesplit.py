@@ -17,7 +17,7 @@ Definitions (also in ``docs/ANALYSIS.md``):
 - ``amdahl_bound_s``: the task time if model calls took zero time: wall minus the time when model calls were
   the only thing running (time when a tool, parse, wait or glue ran alongside stays).
 - ``agent_active_s``: wall minus the waits that are nobody's work on the task (``user_turn``, ``approval``,
-  ``idle``: :data:`agentprof.trace.waits.HUMAN_REASONS`); ``amdahl_bound_active_s`` the Amdahl bound on that
+  ``idle``, ``unrecorded``: :data:`agentprof.trace.waits.HUMAN_REASONS`); ``amdahl_bound_active_s`` the Amdahl bound on that
   clock. In imported traces, agent time no span covers is ``residue`` up to
   :data:`~agentprof.trace.waits.RESIDUE_MAX_S` and ``idle`` from :data:`~agentprof.trace.waits.IDLE_GAP_S`
   (the log shows nothing there), orchestration in between.

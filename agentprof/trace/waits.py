@@ -23,8 +23,10 @@ UNRECORDED = "unrecorded"
 """Time between the sessions of one conversation that no session covers (analysis only)."""
 
 REASONS = (USER_TURN, APPROVAL, IDLE, RETRY, RESIDUE, SLEEP)
-HUMAN_REASONS = frozenset({USER_TURN, APPROVAL, IDLE})
-"""Waits that are not the agent's work: wall time minus these is the agent-active time."""
+HUMAN_REASONS = frozenset({USER_TURN, APPROVAL, IDLE, UNRECORDED})
+"""Waits that are not the agent's work (a person's turn or approval, nothing happening, time between a
+conversation's sessions that no session covers): wall time minus these is the agent-active time. ``retry``,
+``residue``, ``sleep`` and any other reason stay agent time."""
 
 LEGACY = {"user": USER_TURN, "permission": APPROVAL}
 """Reasons written by agentprof before the split (and by users' own ``agentprof.span`` waits) and what they

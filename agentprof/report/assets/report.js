@@ -183,7 +183,7 @@
     var sa = hl.shares_active || {};
     if (isNum(hl.agent_active_s)) {
       var human = [], wr = hl.waits_by_reason || {};
-      ["user_turn", "approval", "idle"].forEach(function (r) { if (isNum(wr[r]) && wr[r] > 0) human.push(r.replace("_", " ") + " " + fmtDur(wr[r])); });
+      ["user_turn", "approval", "idle", "unrecorded"].forEach(function (r) { if (isNum(wr[r]) && wr[r] > 0) human.push(r.replace("_", " ") + " " + fmtDur(wr[r])); });
       cards.appendChild(card("Agent-active time", fmtDur(hl.agent_active_s),
         "wall minus " + (human.length ? human.join(", ") : "no user turns, approvals or idle gaps")));
     }
