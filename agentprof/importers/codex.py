@@ -24,9 +24,13 @@ Mapping (see ``docs/IMPORTING.md``):
 - tools: ``function_call``/``custom_tool_call``/``local_shell_call`` -> their output. ``exec_command_end``
   ``duration``, ``custom_tool_call_output`` ``metadata.duration_seconds`` and the unified exec output's
   ``Wall time:`` header give measured spans ending at the record; otherwise call -> output (derived). ``web_search_call`` runs inside the model call (an attribute);
-- waits: ``task_complete`` (or the last record) -> next turn's user message (``user``; in paginated history
-  mode the ``item_completed`` UserMessage event); approval requests ->
-  the next event of the same call (``permission``).
+- turn structure: without ``token_count`` a response also ends at a new turn (``task_started``,
+  ``turn_context``, a user message as item or event), at a ``final_answer`` message, or where a ``reasoning``
+  item follows an answer message, so no call spans a user turn or an answer;
+- waits: the answer (``task_complete``, else the last answer message, else the session start) -> the next
+  turn's first record (``user_turn``; in paginated history mode the ``item_completed`` UserMessage event);
+  approval requests -> the next event of the same call, and escalated commands (``sandbox_permissions:
+  "require_escalated"``) -> their measured start (``approval``).
 """
 
 from __future__ import annotations
