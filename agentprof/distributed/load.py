@@ -11,7 +11,7 @@ import polars as pl
 
 from agentprof.distributed.partition import Unit
 from agentprof.importers import _KVCT_CHUNK, ImportContext, _importer, _merge
-from agentprof.trace.schema import Trace
+from agentprof.trace.schema import Diagnostic, Trace
 
 Piece = tuple[int, str, Trace, dict[str, int]]
 
@@ -24,12 +24,20 @@ class Hashing:
     hashed_prompts: int = 0
     exact_models: set[str] = field(default_factory=set)
     inexact_models: set[str] = field(default_factory=set)
+    notes: list[tuple[int, Diagnostic]] = field(default_factory=list)  # (unit rank, note) in import order
+    unknown: dict[tuple[str, str], tuple[int, int | None]] = field(default_factory=dict)
+    skipped_lines: int = 0
 
     def add(self, other: Hashing) -> None:
         self.tokenizer = self.tokenizer or other.tokenizer
         self.hashed_prompts += other.hashed_prompts
         self.exact_models |= other.exact_models
         self.inexact_models |= other.inexact_models
+        self.notes += other.notes
+        for k, (n, line) in other.unknown.items():
+            m, first = self.unknown.get(k, (0, line))
+            self.unknown[k] = (m + n, first)
+        self.skipped_lines += other.skipped_lines
 
     def context(self) -> ImportContext:
         """An import context that makes :func:`agentprof.importers._merge` name the same tokenizer."""
@@ -39,6 +47,12 @@ class Hashing:
         ctx.hashed_prompts = self.hashed_prompts
         ctx.exact_models = set(self.exact_models)
         ctx.inexact_models = set(self.inexact_models)
+        # the import's own notes, as one import would have flushed them at the end: in file order
+        ctx.diagnostics.extend(d for _, d in sorted(self.notes, key=lambda x: x[0]))
+        for k, (n, line) in self.unknown.items():
+            ctx._unknown[k] = n
+            ctx._unknown_first_line[k] = line
+        ctx.skipped_lines = self.skipped_lines
         return ctx
 
 
@@ -52,9 +66,13 @@ def import_units(part: list[Unit], skip_bad_lines: bool = False) -> tuple[list[P
     pieces: list[tuple[str, list[Unit]]] = [("kv-cache-tester", kvct[i:i + _KVCT_CHUNK])
                                             for i in range(0, len(kvct), _KVCT_CHUNK)]
     pieces += [(u.fmt, [u]) for u in rest]
+    notes: list[tuple[int, Diagnostic]] = []
     for fmt, us in pieces:
         files = [Path(f) for u in us for f in u.files]
+        seen = len(ctx.diagnostics)
         t = _importer(fmt)(files, ctx)
+        by_file = {f: u.rank for u in us for f in u.files}
+        notes += [(by_file.get(str(d.path), us[0].rank), d) for d in ctx.diagnostics[seen:]]
         fmt_name = t.meta.source_format if fmt in ("agentprof", "otlp-json") else fmt
         sessions = t.spans.get_column("session_id").unique(maintain_order=True).to_list()
         if len(us) == 1 or len(sessions) != len(us):
@@ -62,12 +80,9 @@ def import_units(part: list[Unit], skip_bad_lines: bool = False) -> tuple[list[P
         else:
             ranks = {s: u.rank for s, u in zip(sessions, us, strict=True)}
         out.append((us[0].rank, fmt_name, t, ranks))
-    flushed = ctx.flush()
-    if flushed and out:
-        r, f, t, m = out[-1]
-        out[-1] = (r, f, Trace(t.meta, t.spans, t.diagnostics + flushed), m)
     hashing = Hashing(ctx.hasher.tokenizer.name if ctx.hasher is not None and ctx.hashed_prompts else None,
-                      ctx.hashed_prompts, set(ctx.exact_models), set(ctx.inexact_models))
+                      ctx.hashed_prompts, set(ctx.exact_models), set(ctx.inexact_models), notes,
+                      {k: (n, ctx._unknown_first_line.get(k)) for k, n in ctx._unknown.items()}, ctx.skipped_lines)
     return out, hashing
 
 

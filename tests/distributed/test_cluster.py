@@ -25,6 +25,15 @@ SAMPLES = ROOT / "traces" / "samples"
 DASK = Path(sys.executable).with_name("dask")
 
 
+def same_analysis(a: str, b: str) -> bool:
+    """Equal ``--json`` documents; diagnostics as a multiset (partitions may list import notes in another
+    order, docs/PERFORMANCE.md "Scale")."""
+    x, y = json.loads(a), json.loads(b)
+    dx, dy = x.pop("diagnostics"), y.pop("diagnostics")
+    key = lambda d: json.dumps(d, sort_keys=True)  # noqa: E731
+    return x == y and sorted(map(key, dx)) == sorted(map(key, dy))
+
+
 def _cli(*args: str) -> tuple[int, str, str]:
     r = CliRunner().invoke(cli_main, list(args), catch_exceptions=False)
     return r.exit_code, r.stdout, r.stderr
@@ -82,18 +91,18 @@ def test_units_keep_subagents_with_their_session_and_buckets_are_stable():
 
 def test_streaming_in_small_batches_matches_one_process(single_json):
     code, out, _ = _cli("analyze", str(SAMPLES), "--json", "--batch-mb", "0.5")
-    assert code == 0 and out == single_json
+    assert code == 0 and same_analysis(out, single_json)
 
 
 @pytest.mark.timeout(300)
 def test_scheduler_and_local_workers_match_one_process(cluster, single_json):
     address, _ = cluster
     code, out, _ = _cli("analyze", str(SAMPLES), "--json", "--scheduler", address)
-    assert code == 0 and out == single_json
+    assert code == 0 and same_analysis(out, single_json)
     data = json.loads(out)
     assert data["model_calls"] > 1000 and data["sessions"] > 20  # the whole shipped corpus, not a part of it
     code, out, _ = _cli("analyze", str(SAMPLES), "--json", "--workers", "2")
-    assert code == 0 and out == single_json
+    assert code == 0 and same_analysis(out, single_json)
 
 
 @pytest.mark.timeout(300)
@@ -136,7 +145,7 @@ def test_a_worker_killed_mid_run_recovers_or_fails_with_one_line(cluster, tmp_pa
     out, err = run.communicate(timeout=300)
     assert killed, "the run ended before a task reached the worker to kill"
     if run.returncode == 0:
-        assert out == single  # recovered: the other worker recomputed the lost partitions
+        assert same_analysis(out, single)  # recovered: the other worker recomputed the lost partitions
     else:
         lines = [x for x in err.splitlines() if x.strip()]
         assert run.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ")
