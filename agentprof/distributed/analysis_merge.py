@@ -10,7 +10,9 @@ What merges how (a partition holds whole conversation lines, sub-agents with the
   per-conversation values, exact (no sketch);
 - the time split: the same per-conversation splits added in the same order, so the same floating-point sums;
 - failures: recomputed from the failed spans of every partition in import order;
-- diagnostics: every partition's, in partition order (the same set as a single run; order may differ).
+- diagnostics: every partition's (the same notes as a single run, in import order where it can be
+  reconstructed; notes the kv-cache-tester importer counts per import batch of 64 files, such as requests
+  without ``api_time``, come per partition batch: other lines, the same total).
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ def merge(parts: list[Part], given: list[str], file_rank: dict[str, int],
     # diagnostics as analyze() orders them: the import's, sessions without calls, untimed spans, call checks
     diags: list[dict[str, Any]] = list(load_diagnostics)
     for p in parts:
-        diags.extend(d for d in p.load_diagnostics if d not in diags)
+        diags.extend(d for d in p.load_diagnostics if d not in load_diagnostics)
     for sid in sessions.filter(pl.col("model_calls") == 0).get_column("session_id").to_list():
         diags.append({"kind": "no_model_calls", "message": f"session {sid} has no model calls; only its time is "
                       "analyzed", "session_id": sid})
