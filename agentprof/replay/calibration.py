@@ -35,9 +35,9 @@ METHOD = ("hierarchical regularized least squares (Levenberg-Marquardt, numpy): 
 
 # prior means (natural units) and log-space widths for the top level
 PRIOR_MEAN = {"tau_s": 80e-6, "kappa": 0.05, "mbu": 0.75, "mfu": 0.35, "t0_s": 0.02, "q": 1.0, "t_req_s": 0.01,
-              "accept": 1.8, "m_steps": 1.5}
+              "accept": 1.8, "mfu_pf": 0.2}
 PRIOR_MEAN_AMD = {"mbu": 0.6}
-PRIOR_SD = np.array([0.8, 1.5, 1.0, 0.15, 1.5, 0.5, 1.5, 0.5, 1.5])
+PRIOR_SD = np.array([0.8, 1.5, 1.0, 0.15, 1.5, 0.5, 1.5, 0.5, 0.3])
 LEVEL_SD_SCALE = {"family": 1.0, "hardware": 1.0, "group": 1.0, "layout": 0.7}
 W_TPOT, W_TTFT, W_E2E = 1.0, 0.5, 0.5
 LEVELS = ("family", "hardware", "group", "layout")
@@ -45,14 +45,16 @@ LEVELS = ("family", "hardware", "group", "layout")
 
 def to_x(theta: np.ndarray) -> np.ndarray:
     """Natural parameters → unconstrained fit space (log, logit for efficiencies, log(a−1) for acceptance)."""
-    tau, kappa, mbu, mfu, t0, q, treq, acc, m = theta
+    tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf = theta
     return np.array([math.log(tau), math.log(kappa), math.log(mbu / (1 - mbu)), math.log(mfu / (1 - mfu)),
-                     math.log(t0), math.log(q), math.log(treq), math.log(max(acc - 1.0, 1e-3)), math.log(m)])
+                     math.log(t0), math.log(q), math.log(treq), math.log(max(acc - 1.0, 1e-3)),
+                     math.log(mfu_pf / (1 - mfu_pf))])
 
 
 def from_x(x: np.ndarray) -> np.ndarray:
     e = np.exp(np.clip(x, -40, 40))
-    return np.array([e[0], e[1], 1 / (1 + 1 / e[2]), 1 / (1 + 1 / e[3]), e[4], e[5], e[6], 1.0 + e[7], e[8]])
+    return np.array([e[0], e[1], 1 / (1 + 1 / e[2]), 1 / (1 + 1 / e[3]), e[4], e[5], e[6], 1.0 + e[7],
+                     1 / (1 + 1 / e[8])])
 
 
 def step_params(theta: np.ndarray, layers: float, gpus: int, accept: float | None = None) -> StepParams:
@@ -61,7 +63,7 @@ def step_params(theta: np.ndarray, layers: float, gpus: int, accept: float | Non
     t = dict(zip(PARAMS, (float(v) for v in theta), strict=True))
     return StepParams(t_fixed_s=layers * t["tau_s"] * (1.0 + t["kappa"] * math.log2(max(gpus, 1))),
                       mbu=t["mbu"], mfu=t["mfu"], t0_s=t["t0_s"], q=t["q"], t_req_s=t["t_req_s"],
-                      accept=t["accept"] if accept is None else accept, m_steps=t["m_steps"])
+                      accept=t["accept"] if accept is None else accept, mfu_pf=t["mfu_pf"])
 
 
 def prior_theta(vendor: str = "") -> np.ndarray:
@@ -292,8 +294,7 @@ def to_toml(fitted: Fitted) -> str:
              "# Every number below comes from the fit described in [provenance] (data file, its SHA-256, date,",
              "# method); units: tau_s seconds per layer per decode step, t0_s / t_req_s seconds, mbu / mfu",
              "# fractions of peak bandwidth / compute, kappa growth of the step overhead per doubling of GPUs,",
-             "# q prefill-queueing factor, accept tokens per step (speculative decoding; 1 = off), m_steps",
-             "# decode steps a new request waits before its first token.", "",
+             "# q prefill-queueing factor, accept tokens per step (speculative decoding; 1 = off).", "",
              "[provenance]"]
     for k, v in fitted.provenance.items():
         lines.append(f"{k} = {_toml_value(v)}")

@@ -28,7 +28,7 @@ CONCURRENCY_SWEEP = tuple(2 ** i for i in range(13))
 def theta_of(p: StepParams, layers: float) -> np.ndarray:
     """The per-point parameter vector of :func:`points.predict` for declared/resolved step parameters."""
     vals = {"tau_s": p.t_fixed_s / layers, "kappa": 0.0, "mbu": p.mbu, "mfu": p.mfu, "t0_s": p.t0_s, "q": p.q,
-            "t_req_s": p.t_req_s, "accept": p.accept, "m_steps": p.m_steps}
+            "t_req_s": p.t_req_s, "accept": p.accept, "mfu_pf": p.prefill_mfu}
     return np.array([vals[k] for k in PARAMS])
 
 

@@ -130,7 +130,7 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
                             t0_s=pr["t0_s"].value if "t0_s" in pr else 0.0,
                             t_req_s=pr["t_req_s"].value if "t_req_s" in pr else 0.0,
                             q=pr["q"].value if "q" in pr else 1.0,
-                            accept=spec_accept if accept is None else accept, m_steps=1.0,
+                            accept=spec_accept if accept is None else accept,
                             attn_eff=pr["attn_eff"].value if "attn_eff" in pr else
                             (fitted if fitted is not None else load_fitted()).attn_eff)
         return Resolved(system, model, precision, dep, params, system.frameworks[0],
