@@ -98,6 +98,9 @@ class Fitted:
     """Efficiency of prefill attention relative to the weight GEMMs (one global value, fitted on the long-prompt
     agentic points, :mod:`agentprof.replay.agentic`); 1 when not fitted."""
     agentic: dict[str, Any] = field(default_factory=dict)
+    level_errors: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Cross-validated error per calibration level (``fitted``, ``group``, ``unseen``): median and p90 APE of
+    TTFT, TPOT and E2E, measured by :func:`agentprof.replay.fidelity.level_errors` when the fit was made."""
 
     def lookup(self, key: PointKey, vendor: str = "") -> tuple[FitEntry, str]:
         """The parameters for a configuration: its layout, else its group, else the nearest calibrated group
@@ -191,11 +194,13 @@ def _ape(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
     return np.abs(pred - meas) / meas
 
 
-def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 1.0) -> Fitted:
+def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 1.0,
+        chain: PointKey | None = None, f: Features | None = None) -> Fitted:
     """Fit every level on the covered points of ``df`` (an InferenceX-style points table), with the global
-    prefill-attention efficiency ``attn_eff`` held fixed."""
+    prefill-attention efficiency ``attn_eff`` held fixed. With ``chain`` only the family, hardware and group of
+    that configuration are fitted (what predicting it needs; cross-validation uses it to save time)."""
     cat = cat or load_catalog()
-    f = point_features(df, cat)
+    f = f if f is not None else point_features(df, cat)
     cov = np.flatnonzero(f.covered)
     entries: dict[str, dict[str, FitEntry]] = {lv: {} for lv in LEVELS}
     if cov.size == 0:
@@ -208,6 +213,9 @@ def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 
             k = f.keys[i]
             assert k is not None
             name = {"family": k.family, "hardware": k.hardware, "group": k.group, "layout": k.config}[level]
+            if chain is not None and (level == "layout" or name != {
+                    "family": chain.family, "hardware": chain.hardware, "group": chain.group}[level]):
+                continue
             out.setdefault(name, []).append(int(i))
         return out
 
@@ -304,6 +312,10 @@ def to_toml(fitted: Fitted) -> str:
         lines += ["", "[agentic]"]
         for k, v in fitted.agentic.items():
             lines.append(f"{k} = {_toml_value(v)}")
+    for lv, errs in fitted.level_errors.items():
+        lines += ["", f"# cross-validated error of predictions at calibration level {lv!r}", f"[levels.{lv}]"]
+        for k, v in errs.items():
+            lines.append(f"{k} = {_toml_value(v)}")
     for level in LEVELS:
         for name, e in sorted(fitted.entries[level].items()):
             lines.append("")
@@ -348,7 +360,9 @@ def _parse_fitted(data: dict[str, Any], where: str) -> Fitted:
     eff = (data.get("global") or {}).get("attn_eff", 1.0)
     if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not eff > 0:
         raise CatalogError(f"{where}: global.attn_eff: expected a positive number, got {eff!r}")
-    return Fitted(entries, dict(prov), float(eff), dict(data.get("agentic") or {}))
+    levels = {str(k): {kk: float(vv) for kk, vv in v.items() if isinstance(vv, (int, float))}
+              for k, v in (data.get("levels") or {}).items() if isinstance(v, dict)}
+    return Fitted(entries, dict(prov), float(eff), dict(data.get("agentic") or {}), levels)
 
 
 @lru_cache(maxsize=8)
