@@ -111,7 +111,12 @@ def _fitted_entry(fitted: Fitted, cat: HardwareCatalog, system: System, model: M
     # the model itself on its own hardware, then on same-vendor hardware; then models of the same kind
     order = [(model, hw) for hw in hw_list] + [(m, hw) for m in (*same, *others) for hw in hw_list]
     for cand, hw in order:
-        for fw in system.frameworks:
+        # the system's frameworks first; on another accelerator, whatever framework measured the model there
+        fws = list(system.frameworks)
+        if hw != acc.key:
+            fws += sorted({e.attrs.get("framework", "") for e in fitted.entries["group"].values()
+                           if e.attrs.get("hardware") == hw and e.attrs.get("model") == cand.key} - set(fws))
+        for fw in fws:
             grp = fitted.entries["group"].get(f"{hw}/{fw}/{cand.key}/{precision}/none") or next(
                 (e for k, e in fitted.entries["group"].items()
                  if k.startswith(f"{hw}/{fw}/{cand.key}/") and k.endswith("/none")), None)
@@ -123,9 +128,13 @@ def _fitted_entry(fitted: Fitted, cat: HardwareCatalog, system: System, model: M
             if hw != acc.key:
                 notes.append(f"{acc.key} borrows {hw}'s fitted software overheads (estimate)")
             tail = "; ".join(notes)
-            exact = fitted.entries["layout"].get(f"{grp.key}/tp{gpus}-ep1")
-            if exact is not None and not notes:
-                return exact, fw, f"fitted {exact.key} ({exact.points} points)", "fitted"
+            same_tp = [e for k, e in fitted.entries["layout"].items()
+                       if re.fullmatch(re.escape(grp.key) + rf"/tp{gpus}-ep\d+", k)]
+            exact = max(same_tp, key=lambda e: e.points) if same_tp else None
+            if exact is not None and cand.key == model.key:
+                if not notes:
+                    return exact, fw, f"fitted {exact.key} ({exact.points} points)", "fitted"
+                return exact, fw, f"fitted {exact.key} ({exact.points} points); {tail}", "unseen"
             level = "group" if not notes else "unseen"
             return (grp, fw, f"fitted {grp.key} ({grp.points} points), carried to {gpus} accelerators by the "
                     f"per-layer overhead and collectives" + (f"; {tail}" if tail else ""), level)
