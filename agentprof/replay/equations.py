@@ -87,13 +87,16 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     mix_bw = (1.0 - others) * pf_mem + others * (w.n_chunks * dec_bw + pf_kv)
     pf_cmp_bound = mix_cmp >= mix_bw
     wait_step = 0.5 * others * t_step  # arrival in the middle of a running step
-    rho_agg = np.minimum(pf_rate * s_alone / (t_step + pf_rate * s_alone), RHO_MAX_AGG)
+    busy = t_step + pf_rate * s_alone
+    rho_agg = np.minimum(np.divide(pf_rate * s_alone, busy, out=np.zeros_like(busy, dtype=float), where=busy > 0),
+                         RHO_MAX_AGG)
     q_agg = q * rho_agg / (1.0 - rho_agg) * s_alone
     # disaggregated: batched prefill (weights read once per batch, large GEMMs at the batched efficiency
     # ``mfu``), closed loop of conc clients over the pool
     work = np.maximum((w.pf_gemm_s + w.pf_attn_s / attn_eff) / mfu_pool, pf_kv)
     cycle = s_alone + w.xfer_s + w.osl * tpot
-    rho_dis = np.minimum(w.conc / cycle * work / w.n_prefill, RHO_MAX_DIS)
+    rho_dis = np.minimum(np.divide(w.conc * work, cycle * w.n_prefill, out=np.zeros_like(cycle, dtype=float),
+                                   where=cycle > 0), RHO_MAX_DIS)
     q_dis = q * rho_dis / (1.0 - rho_dis) * work
     ttft_dis_core = t0 + s_alone + w.xfer_s + q_dis
     sat = w.conc * work / w.n_prefill - (w.osl - 1.0) * tpot
