@@ -124,6 +124,12 @@ class Fitted:
         return FitEntry("prior", "prior", prior_theta(vendor), 0), "prior"
 
 
+def is_disaggregated(framework: str) -> bool:
+    """Frameworks that serve with separate prefill and decode pools (Dynamo, SGLang-disagg)."""
+    f = framework.lower()
+    return f.startswith("dynamo") or "disagg" in f
+
+
 def _match_score(a: PointKey, e: FitEntry) -> float:
     from agentprof.replay.points import _framework_base
 

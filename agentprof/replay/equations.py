@@ -70,7 +70,7 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     dis = w.disagg.astype(bool)
     others = np.where(dis, 0.0, np.maximum(w.b_run - 1.0, 0.0) / np.maximum(w.b_run, 1.0))
     pf_rate = np.where(dis, 0.0, np.maximum(w.b_run - 1.0, 0.0) / w.osl)  # other clients' prefills per step
-    pf_cmp = (w.pf_gemm_s + w.pf_attn_s / attn_eff) / mfu
+    pf_cmp = (w.pf_gemm_s + w.pf_attn_s / attn_eff) / mfu_pool
     pf_mem = w.pf_mem_s / mbu
     # decode step: fixed overhead, collectives, per-prefill scheduling; bandwidth and compute overlap
     dec_bw = w.bw_s / mbu
@@ -93,7 +93,7 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     q_agg = q * rho_agg / (1.0 - rho_agg) * s_alone
     # disaggregated: batched prefill (weights read once per batch, large GEMMs at the batched efficiency
     # ``mfu``), closed loop of conc clients over the pool
-    work = np.maximum((w.pf_gemm_s + w.pf_attn_s / attn_eff) / mfu_pool, pf_kv)
+    work = np.maximum(pf_cmp, pf_kv)
     cycle = s_alone + w.xfer_s + w.osl * tpot
     rho_dis = np.minimum(np.divide(w.conc * work, cycle * w.n_prefill, out=np.zeros_like(cycle, dtype=float),
                                    where=cycle > 0), RHO_MAX_DIS)
