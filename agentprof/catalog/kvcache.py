@@ -1,7 +1,8 @@
-"""KV-cache element size as each serving framework deployed it (``kv_cache.toml``): FP8 where the recipe set it.
+"""Serving settings as each framework's recipe deployed them: the KV-cache element size (``kv_cache.toml``:
+FP8 where the recipe set it) and the decode steps a new request waits for the scheduler (``scheduling.toml``).
 
 The device model sizes KV (capacity, bytes streamed per decode step, bytes moved between tiers) from the
-model's per-token KV elements times this element size; a framework not listed stores BF16.
+model's per-token KV elements times this element size; a framework not listed stores BF16 and waits 0 steps.
 """
 
 from __future__ import annotations
@@ -46,3 +47,29 @@ def kv_bytes(framework: str, model: str, hardware: str | None = None) -> tuple[f
         if fw == eng and mk == model and (hw is None or hw == hardware):
             return val, src
     return DEFAULT_BYTES, DEFAULT_SOURCE
+
+
+SCHED_PATH = CATALOG_DIR / "scheduling.toml"
+
+
+@lru_cache(maxsize=1)
+def _wait_entries() -> tuple[tuple[str, str, str | None, float, float, str], ...]:
+    out = []
+    for i, e in enumerate(read_toml(SCHED_PATH).get("wait_steps", [])):
+        where = f"{SCHED_PATH}: wait_steps[{i}]"
+        st = e.get("steps") if isinstance(e, dict) else None
+        if not isinstance(st, dict) or not isinstance(st.get("value"), (int, float)) or not st.get("source"):
+            raise CatalogError(f"{where}.steps: expected {{ value = <number>, source = \"...\" }}")
+        lo = e.get("conc_min", {"value": 0})
+        out.append((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), float(lo["value"]),
+                    float(st["value"]), str(st["source"])))
+    return tuple(out)
+
+
+def wait_steps(framework: str, model: str, hardware: str | None = None, conc: float = 1.0) -> tuple[float, str]:
+    """(decode steps a new request waits for the scheduler on average, source) for ``framework`` at ``conc``."""
+    eng = engine(framework)
+    for fw, mk, hw, lo, val, src in _wait_entries():
+        if fw == eng and mk == model and (hw is None or hw == hardware) and conc >= lo:
+            return val, src
+    return 0.0, "default: no scheduling interval in the recipe"

@@ -50,6 +50,8 @@ class StepParams:
     attn_eff: float = 1.0
     mfu_pf: float | None = None
     """Compute efficiency of prefill (batched prompts); ``mfu`` when None."""
+    wait_steps: float = 0.0
+    """Decode steps a new request waits for the scheduler (recipe's polling / streaming interval / 2)."""
 
     @property
     def prefill_mfu(self) -> float:
@@ -353,7 +355,7 @@ class CallTimes:
 
 
 def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike, output_tokens: ArrayLike,
-              batch: int = 1, load_s: ArrayLike = 0.0, mem_util: float = 0.9) -> Work:
+              batch: int = 1, load_s: ArrayLike = 0.0, mem_util: float = 0.9, wait_steps: float = 0.0) -> Work:
     """The parameter-free work of model calls on an aggregated deployment shared by ``batch`` identical
     clients (:class:`agentprof.replay.equations.Work`)."""
     inp = np.atleast_1d(np.asarray(input_tokens, dtype=float))
@@ -375,7 +377,7 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
         pf_mem_s=np.where(new > 0, prefill_bytes_per_gpu(dep, new, cached), 0.0) / dep.accel.hbm_bw,
         pf_kv_s=np.where(new > 0, dep.kv_seq_bytes(cached + new) / dep.kv_divisor, 0.0) / dep.accel.hbm_bw,
         disagg=np.zeros(inp.shape, dtype=bool), conc=z + b, n_prefill=z + 1.0, xfer_s=z,
-        load_s=z + np.asarray(load_s, dtype=float))
+        load_s=z + np.asarray(load_s, dtype=float), wait_steps=z + wait_steps)
 
 
 def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_tokens: np.ndarray,
@@ -387,7 +389,7 @@ def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_
     carries the other clients' prefill chunks; clients beyond the KV capacity wait for the batch to drain."""
     inp = np.atleast_1d(np.asarray(input_tokens, dtype=float))
     cached = np.minimum(np.atleast_1d(np.asarray(cached_tokens, dtype=float)), inp)
-    w = call_work(dep, inp, cached, output_tokens, batch, load_s, mem_util)
+    w = call_work(dep, inp, cached, output_tokens, batch, load_s, mem_util, p.wait_steps)
     t = times(w, p.t_fixed_s, p.t_fixed_s, p.mbu, p.mfu, p.t0_s, p.q, p.t_req_s, p.accept, p.attn_eff, p.prefill_mfu)
     return CallTimes(t.ttft, t.e2e - t.ttft, prefill_s(dep, p, inp - cached, cached), w.load_s, t.queue, t.parts)
 

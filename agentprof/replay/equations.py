@@ -46,6 +46,7 @@ class Work:
     n_prefill: np.ndarray   # prefill workers (disaggregated)
     xfer_s: np.ndarray      # prefill -> decode KV transfer (disaggregated)
     load_s: np.ndarray      # KV load of the cached prefix from a lower tier (replay)
+    wait_steps: np.ndarray  # decode steps a new request waits for the scheduler (recv/stream interval / 2)
 
 
 @dataclass
@@ -86,7 +87,8 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     pf_kv = w.pf_kv_s / mbu
     mix_bw = (1.0 - others) * pf_mem + others * (w.n_chunks * dec_bw + pf_kv)
     pf_cmp_bound = mix_cmp >= mix_bw
-    wait_step = 0.5 * others * t_step  # arrival in the middle of a running step
+    # arrival in the middle of a running step, then the scheduler's polling / streaming interval
+    wait_step = (0.5 * others + w.wait_steps) * t_step
     busy = t_step + pf_rate * s_alone
     rho_agg = np.minimum(np.divide(pf_rate * s_alone, busy, out=np.zeros_like(busy, dtype=float), where=busy > 0),
                          RHO_MAX_AGG)
@@ -98,10 +100,10 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     rho_dis = np.minimum(np.divide(w.conc * work, cycle * w.n_prefill, out=np.zeros_like(cycle, dtype=float),
                                    where=cycle > 0), RHO_MAX_DIS)
     q_dis = q * rho_dis / (1.0 - rho_dis) * work
-    ttft_dis_core = t0 + s_alone + w.xfer_s + q_dis
+    ttft_dis_core = t0 + s_alone + w.xfer_s + q_dis + w.wait_steps * t_step
     sat = w.conc * work / w.n_prefill - (w.osl - 1.0) * tpot
     sat_extra = np.maximum(sat - ttft_dis_core, 0.0)
-    queue_pf = np.where(dis, q_dis + sat_extra, wait_step + q_agg)
+    queue_pf = np.where(dis, q_dis + sat_extra + w.wait_steps * t_step, wait_step + q_agg)
     ride_cmp = np.where(dis, pf_cmp, mix_cmp)
     ride_bw = np.where(dis, pf_mem, mix_bw)
     ride = np.maximum(ride_cmp, ride_bw)

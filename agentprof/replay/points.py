@@ -19,7 +19,7 @@ import polars as pl
 from agentprof.catalog import CatalogError, find_model
 from agentprof.catalog.hardware import HardwareCatalog
 from agentprof.errors import AgentprofError, TraceFormatError
-from agentprof.catalog.kvcache import kv_bytes
+from agentprof.catalog.kvcache import kv_bytes, wait_steps
 from agentprof.replay.costmodel import ArrayLike, Deployment, prefill_bytes_per_gpu, prefill_chunks
 from agentprof.replay.equations import Times, Work, times
 
@@ -186,7 +186,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     n = df.height
     z = np.zeros(n)
     wk = {k: z.copy() for k in ("b_run", "over", "osl", "n_chunks", "comm_s", "comm_pf_s", "bw_s", "cmp_s",
-                                "pf_gemm_s", "pf_attn_s", "pf_mem_s", "pf_kv_s", "conc", "n_prefill", "xfer_s", "load_s")}
+                                "pf_gemm_s", "pf_attn_s", "pf_mem_s", "pf_kv_s", "conc", "n_prefill", "xfer_s", "load_s",
+                                "wait_steps")}
     wk["n_prefill"][:] = 1.0
     wk["osl"][:] = 1.0
     wk["n_chunks"][:] = 1.0
@@ -251,6 +252,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         g_pf[j] = gp
         kvb[j] = kv_b
         wk["conc"][j] = conc
+        wk["wait_steps"][j] = wait_steps(fw, model.key, hw, b)[0]
         wk["b_run"][j] = b_run
         wk["over"][j] = max(b / cap - 1.0, 0.0)
         wk["osl"][j] = osl_m

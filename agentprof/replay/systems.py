@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from agentprof.catalog import CatalogError, ModelSpec
 from agentprof.catalog.hardware import HardwareCatalog, System
-from agentprof.catalog.kvcache import kv_bytes
+from agentprof.catalog.kvcache import kv_bytes, wait_steps
 from agentprof.replay.calibration import FitEntry, Fitted, load_fitted, step_params
 from agentprof.replay.costmodel import Deployment, StepParams, ceil_pow2
 
@@ -182,5 +182,8 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
         params = params.with_(attn_eff=fitted.attn_eff)
     if scale is not None:
         params = params.with_(t_fixed_s=params.t_fixed_s * scale.value)
+    if not system.params:
+        params = params.with_(wait_steps=wait_steps(fw, entry.attrs.get("model", model.key) if entry else model.key,
+                                                    entry.attrs.get("hardware") if entry else None)[0])
     return Resolved(system, model, precision, dep, params, fw, how, level, fitted.level_errors.get(level, {}),
                     kv_src)
