@@ -19,8 +19,8 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog import find_model
-from agentprof.catalog.kvcache import kv_bytes
 from agentprof.catalog.hardware import HardwareCatalog
+from agentprof.catalog.kvcache import kv_bytes
 from agentprof.errors import TraceFormatError
 from agentprof.replay.calibration import Fitted, step_params
 from agentprof.replay.costmodel import Deployment, call_times

@@ -51,7 +51,7 @@ CONC_BANDS = ((1, 16, "1-16"), (17, 64, "32-64"), (65, 512, "128-512"), (513, 10
 def _with_slices(t: pl.DataFrame) -> pl.DataFrame:
     """Add the slicing columns: ``serving`` (aggregated / disaggregated) and ``conc_band``."""
     band = pl.lit(CONC_BANDS[-1][2])
-    for lo, hi, name in reversed(CONC_BANDS[:-1]):
+    for _lo, hi, name in reversed(CONC_BANDS[:-1]):
         band = pl.when(pl.col("conc").cast(pl.Float64) <= hi).then(pl.lit(name)).otherwise(band)
     return t.with_columns(
         pl.when(pl.col("layout").str.starts_with("p")).then(pl.lit("disaggregated")).otherwise(pl.lit("aggregated"))

@@ -18,8 +18,8 @@ import polars as pl
 
 from agentprof.catalog import CatalogError, find_model
 from agentprof.catalog.hardware import HardwareCatalog
-from agentprof.errors import AgentprofError, TraceFormatError
 from agentprof.catalog.kvcache import kv_bytes, wait_steps
+from agentprof.errors import AgentprofError, TraceFormatError
 from agentprof.replay.costmodel import ArrayLike, Deployment, prefill_bytes_per_gpu, prefill_chunks
 from agentprof.replay.equations import Times, Work, times
 

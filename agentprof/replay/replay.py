@@ -18,6 +18,7 @@ import polars as pl
 from agentprof.analysis.calls import CallBlocks, model_calls
 from agentprof.catalog import CatalogError, ModelSpec, find_model, resolve_model
 from agentprof.catalog.hardware import HardwareCatalog, System, load_catalog
+from agentprof.replay.bands import corner_system, ranged
 from agentprof.replay.cachepolicy import (
     CacheHits,
     CachePolicy,
@@ -25,7 +26,6 @@ from agentprof.replay.cachepolicy import (
     cached_tokens,
     parse_policy,
 )
-from agentprof.replay.bands import corner_system, ranged
 from agentprof.replay.calibration import Fitted, load_fitted
 from agentprof.replay.costmodel import call_times, disk_load_s, kv_load_s
 from agentprof.replay.equations import WAITING_FOR
