@@ -262,7 +262,7 @@ def to_markdown(res: dict[str, Any]) -> str:
                      f"{cell('equal_power')} | {ratio} | {lands} |")
     lines.append("")
     lines.append("[n] = Jalapeño chips; bands: every ranged catalog estimate at its optimistic / pessimistic end; "
-                 "Jalapeño all-in kW per chip: " + ", ".join(
+                 "Jalapeño all-in kW (chips × 1.45 kW): " + ", ".join(
                      f"{k}: {v['jalapeno_allin_kw']}" for k, v in _setups(res).items()))
     return "\n".join(lines)
 
