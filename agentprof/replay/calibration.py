@@ -18,18 +18,18 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from scipy.optimize import least_squares
 
 from agentprof import __version__
 from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.replay.costmodel import StepParams
-from agentprof.replay.lsq import least_squares
 from agentprof.replay.points import PARAMS, Features, PointKey, load_points, point_features, predict
 
 FITTED_PATH = CATALOG_DIR / "fitted.toml"
 DEFAULT_POINTS = Path("data/inferencex/calibration_points.csv")
 DEFAULT_AGENTIC = Path("data/inferencex/agentic_kimi_points.csv")
-METHOD = ("hierarchical regularized least squares (Levenberg-Marquardt, numpy): levels family > hardware > "
+METHOD = ("hierarchical regularized least squares (Levenberg-Marquardt, scipy.optimize.least_squares): levels family > hardware > "
           "group (hardware, framework, model, precision, speculation) > layout; residuals log(pred/measured) "
           "of median TPOT (weight 1), TTFT and E2E (weight 0.5); log-normal priors from the level above")
 
@@ -190,7 +190,8 @@ def _fit_unit(f: Features, idx: np.ndarray, mu_theta: np.ndarray, sd: np.ndarray
     mu = to_x(mu_theta)
     sub = f.subset(idx)
     fixed = not bool(sub.mtp.any())
-    x, _ = least_squares(lambda x: _residuals(sub, np.arange(idx.size), x, mu, sd, fixed, attn_eff), mu.copy())
+    x = least_squares(lambda x: _residuals(sub, np.arange(idx.size), x, mu, sd, fixed, attn_eff), mu.copy(),
+                      method="lm").x
     if fixed:
         x[7] = mu[7]
     return from_x(x)

@@ -24,7 +24,6 @@ from agentprof.replay.calibration import (
     to_toml,
 )
 from agentprof.replay.fidelity import check, cross_validate
-from agentprof.replay.lsq import least_squares
 from agentprof.replay.points import PointKey, load_points
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,13 +148,6 @@ def test_nearest_group_requires_same_model_and_family() -> None:
     near = nearest_group(fitted, PointKey("blackwell", "b300", "trt", "gpt-oss-120b", "fp4", "none", "tp8-ep1"))
     assert near is not None and near.attrs["hardware"] in ("b200", "gb200") and near.attrs["model"] == "gpt-oss-120b"
     assert nearest_group(fitted, PointKey("hopper", "h100", "vllm", "kimi-k2.5", "fp4", "none", "tp8-ep1")) is None
-
-
-def test_least_squares_solves_a_known_curve() -> None:
-    x = np.linspace(0, 4, 40)
-    y = 3.0 * np.exp(-0.7 * x) + 0.5
-    sol, cost = least_squares(lambda p: p[0] * np.exp(-p[1] * x) + p[2] - y, np.array([1.0, 0.1, 0.0]))
-    assert np.allclose(sol, [3.0, 0.7, 0.5], atol=1e-5) and cost < 1e-12
 
 
 def test_bad_points_files_name_file_and_line(tmp_path: Path) -> None:
