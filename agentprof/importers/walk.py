@@ -54,8 +54,9 @@ def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext
             if fmt == "auto":
                 if detected == UNKNOWN:
                     if explicit:
-                        raise TraceFormatError(str(f), None, "cannot tell which agent wrote this file; pass "
-                                               f"--from ({', '.join(FORMATS)})")
+                        raise TraceFormatError(str(f), None, "cannot tell which agent wrote this file (known: "
+                                               f"{', '.join(FORMATS)}); if it is one of them, convert it with "
+                                               "'agentprof import FILE --from FORMAT -o OUT.parquet'")
                     skipped.append(str(f))
                     continue
                 found.append((detected, f))
