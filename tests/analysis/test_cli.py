@@ -95,7 +95,6 @@ def test_analyze_unknown_format_names_where_from_exists(capsys, tmp_path):
 def test_analyze_takes_what_trace_load_returns(tmp_path):
     import agentprof.trace
     from agentprof.analysis import analyze
-
     from agentprof.importers import load_any
     from agentprof.trace.files import write_jsonl
 
