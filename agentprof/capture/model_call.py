@@ -522,9 +522,30 @@ async def _observe_async(it: AsyncIterator[Any], call: ModelCall) -> AsyncIterat
     call.stream_done(complete=True)
 
 
+def _sdk_stream(obj: Any) -> Any:
+    """The SDK stream inside ``obj``: ``obj`` itself, or the stream another instrumentation's wrapper holds
+    (OpenTelemetry's openai-v2 ``StreamWrapper.stream``, a wrapt proxy's ``__wrapped__``); None if none."""
+    for _ in range(4):
+        if obj is None:
+            return None
+        if hasattr(obj, "response") and hasattr(obj, "_iterator"):
+            return obj
+        inner = getattr(obj, "__wrapped__", None)
+        if inner is None:
+            try:
+                inner = vars(obj).get("stream")  # an instance attribute only: never a property that reads
+            except TypeError:
+                inner = None
+        obj = inner
+    return None
+
+
 def _instrument_stream(stream: Any, call: ModelCall) -> bool:
-    """Route the SDK stream's items through ``call`` (same object, so ``isinstance`` checks still hold)."""
-    if not hasattr(stream, "response"):
+    """Route the SDK stream's items through ``call`` (same object, so ``isinstance`` checks still hold). When
+    another instrumentation wrapped the stream, the SDK stream inside its wrapper is observed: the wrapper reads
+    its items from there."""
+    stream = _sdk_stream(stream)
+    if stream is None:
         return False
     try:
         inner = stream._iterator
