@@ -29,6 +29,8 @@ def run(out: str, name: str | None, capture_content: bool, instrument_subprocess
       agentprof run -- python my_agent.py --task fix-bug
       agentprof run --out traces/ --instrument-subprocess -- python -m my_agent
     """
+    if command[0].startswith("-"):  # an unknown option of run's, not a program (no program starts with '-')
+        raise click.UsageError(f"No such option: {command[0]}")
     try:
         rc, path = run_command(list(command), out=out, name=name, capture_content=capture_content,
                                instrument_subprocess=instrument_subprocess, instrument_json=instrument_json)

@@ -188,8 +188,8 @@
     cards.appendChild(card("Model calls", fmtInt(hl.model_calls), isNum(hl.tool_calls) ? fmtInt(hl.tool_calls) + " tool calls" : null));
     cards.appendChild(card("Input tokens", fmtTok(hl.input_tokens),
       (isNum(hl.output_tokens) ? fmtTok(hl.output_tokens) + " output · " : "") + (isNum(hl.calls_with_usage) ? fmtInt(hl.calls_with_usage) + " calls report usage" : ""), null, !isNum(hl.input_tokens)));
-    cards.appendChild(card("Cache read share", fmtPct(hl.cache_read_share),
-      isNum(hl.cache_read_tokens) ? fmtTok(hl.cache_read_tokens) + " tokens read from the provider cache" : "provider reported no cache reads", COLOR.cached, !isNum(hl.cache_read_share)));
+    cards.appendChild(card("Provider cache read share", fmtPct(hl.cache_read_share),
+      isNum(hl.cache_read_tokens) ? "token-weighted: " + fmtTok(hl.cache_read_tokens) + " tokens (as the provider reported them) read from its cache" : "provider reported no cache reads", COLOR.cached, !isNum(hl.cache_read_share)));
     cards.appendChild(card("Amdahl bound", fmtDur(hl.amdahl_bound_s),
       isNum(hl.max_speedup) ? "task time with instant model calls: at most " + fmtX(hl.max_speedup) + " faster" : "needs the analysis", null, !isNum(hl.amdahl_bound_s)));
 
@@ -630,7 +630,7 @@
     var cards = h("div", { class: "cards", style: { marginBottom: "12px" } });
     [["prefix_reuse_prev", "Prompt equal to the previous prompt", COLOR.reuse],
       ["session_hit_rate", "Per-conversation hit rate (kv-cache-tester)", null],
-      ["provider_cache_read_share", "Provider cache read share", COLOR.cached]].forEach(function (it) {
+      ["provider_cache_read_share", "Provider cache read share, mean of calls", COLOR.cached]].forEach(function (it) {
       var d = sum[it[0]];
       if (!d) return;
       cards.appendChild(card(it[1], fmtPct(d.mean), isNum(d.median) ? "median " + fmtPct(d.median) + " · p10 " + fmtPct(d.p10) + " · p90 " + fmtPct(d.p90) : "not available", it[2], !isNum(d.mean)));
@@ -665,7 +665,10 @@
     });
     sec.appendChild(h("div", { class: "scroll" }, h("table", { class: "t" }, [
       h("thead", null, h("tr", null, [h("th", null, "session"), h("th", { class: "r" }, "call"), h("th", null, "cause"), h("th", null, "first diverging block"),
-        h("th", { class: "r" }, "prompt"), h("th", { class: "r" }, "reusable"), h("th", { class: "r" }, "cached"), h("th", null, "detail"), h("th", null, "fix")])), tb])));
+        h("th", { class: "r" }, "prompt (est.)"), h("th", { class: "r" }, "reusable (est.)"), h("th", { class: "r" }, "cached (provider)"), h("th", null, "detail"), h("th", null, "fix")])), tb])));
+    sec.appendChild(h("p", { class: "hint" }, "Units: prompt and reusable are tokens estimated offline with " + ((D.meta || {}).tokenizer || "agentprof's tokenizer") +
+      " (reusable in whole " + fmtInt((D.meta || {}).block_size || 64) + "-token blocks, against the best earlier prompt); cached is the provider's own count of tokens read from its cache. " +
+      "The two tokenizers differ, so reusable can exceed the estimated prompt, and cached can exceed reusable."));
     if (R.n_misses > misses.length) sec.appendChild(h("p", { class: "hint" }, "Showing the first " + fmtInt(misses.length) + " of " + fmtInt(R.n_misses) + " misses."));
   }
 
@@ -780,16 +783,16 @@
   function renderWhatIf() {
     var W = D.whatif || {};
     var sec = panel("whatif", "Device what-if",
-      "The same task replayed on each serving system: model time shrinks with faster hardware, orchestration scales with the host CPU only where it is CPU-bound, waits do not move.");
+      "The same task replayed on each serving system: model time shrinks with faster hardware, tools and orchestration scale with the host CPU only where they are CPU-bound, waits do not move.");
     if (W.status !== "ok") { missing(sec, W.reason || "no replay in this report"); return; }
     var rowsD = W.rows || [];
     var max = 0;
-    rowsD.forEach(function (r) { var t = (r.model_s || 0) + (r.orchestration_s || 0) + (r.wait_s || 0); if (t > max) max = t; if (isNum(r.e2e_s) && r.e2e_s > max) max = r.e2e_s; });
+    rowsD.forEach(function (r) { var t = (r.model_s || 0) + (r.tool_s || 0) + (r.orchestration_s || 0) + (r.wait_s || 0); if (t > max) max = t; if (isNum(r.e2e_s) && r.e2e_s > max) max = r.e2e_s; });
     if (!(max > 0)) { missing(sec, "the replay has no timed work to compare (the trace has no usable times)"); return; }
     var rowH = 34, f = chartFrame(1000, 46 + rowH * rowsD.length, { l: 110, r: 250, t: 8, b: 38 });
     var x = function (v) { return v / max * f.w; };
     axisBottom(f, x, ticks(0, max, 6), function (v) { return fmtDur(v); }, "task time");
-    var parts = [["model_s", "model", COLOR.model], ["orchestration_s", "orchestration", COLOR.orchestration], ["wait_s", "wait", COLOR.wait]];
+    var parts = [["model_s", "model", COLOR.model], ["tool_s", "tool", COLOR.tool], ["orchestration_s", "orchestration", COLOR.orchestration], ["wait_s", "wait", COLOR.wait]];
     rowsD.forEach(function (r, i) {
       var yy = f.m.t + i * rowH + 6, acc = 0;
       var lab = s("text", { x: f.m.l - 8, y: yy + 13, "text-anchor": "end", class: i === 0 ? "title" : null }, r.name);
