@@ -674,16 +674,17 @@
 
   function redundancyChart(holder, ss, R) {
     var f = chartFrame(1000, 300, { l: 52, r: 58, t: 12, b: 40 });
-    var nx = ss.x.length, xmax = Math.max(2, ss.x[nx - 1] || nx);
-    var x = function (v) { return (v - 1) / (xmax - 1) * f.w; };
+    var nx = ss.x.length, xmax = Math.max(1, ss.x[nx - 1] || nx);
+    // calls sit in the middle of equal slots (half a slot of room at each end), so bars never leave the plot
+    var x = function (v) { return (v - 0.5) / xmax * f.w; };
     var y = function (v) { return f.h - v * f.h; };
     var inp = ss.input || [], imax = 0;
     inp.forEach(function (v) { if (isNum(v) && v > imax) imax = v; });
     if (imax > 0) {  // prompt size as faint bars on the right axis
-      var bw = Math.max(1, f.w / nx * 0.7), g = s("g");
+      var bw = Math.max(0.5, Math.min(f.w / xmax * 0.7, 60)), g = s("g");
       for (var i = 0; i < nx; i++) if (isNum(inp[i])) {
-        var bh = inp[i] / imax * f.h;
-        g.appendChild(s("rect", { x: f.m.l + x(ss.x[i]) - bw / 2, y: f.m.t + f.h - bh, width: bw, height: bh, fill: "#e9edf2" }));
+        var bh = inp[i] / imax * f.h, bx = Math.max(f.m.l, f.m.l + x(ss.x[i]) - bw / 2);
+        g.appendChild(s("rect", { x: bx, y: f.m.t + f.h - bh, width: Math.min(bw, f.m.l + f.w - bx), height: bh, fill: "#e9edf2" }));
       }
       f.svg.appendChild(g);
       var ra = s("g", { class: "axis" });
@@ -717,7 +718,7 @@
     var hover = s("rect", { x: f.m.l, y: f.m.t, width: f.w, height: f.h, fill: "transparent" });
     hover.addEventListener("mousemove", function (e) {
       var box = f.svg.getBoundingClientRect(), px = (e.clientX - box.left) / box.width * 1000 - f.m.l;
-      var v = 1 + px / f.w * (xmax - 1), best = 0, bd = Infinity;
+      var v = 0.5 + px / f.w * xmax, best = 0, bd = Infinity;
       for (var i = 0; i < nx; i++) { var d = Math.abs(ss.x[i] - v); if (d < bd) { bd = d; best = i; } }
       var lines = [{ b: "call " + ss.x[best] }];
       if (isNum(inp[best])) lines.push({ t: "prompt " + fmtInt(inp[best]) + " tokens" });
@@ -740,7 +741,7 @@
     var sec = panel("cache", "KV cache: hit rate against capacity",
       "Simulated token hit rate of a prefix KV cache (LMCache behaviour) for each tier as its capacity grows, with the sessions interleaved on their recorded times.");
     if (C.status !== "ok") { missing(sec, C.reason || "no cache simulation in this report"); return; }
-    var f = chartFrame(1000, 300, { l: 52, r: 20, t: 14, b: 42 });
+    var f = chartFrame(1000, 300, { l: 52, r: 40, t: 14, b: 42 });  // room for the last tick label
     var all = [];
     C.tiers.forEach(function (t) { t.capacity_bytes.forEach(function (b) { if (b > 0) all.push(b); }); });
     var lo = Math.min.apply(null, all), hi = Math.max.apply(null, all);
@@ -789,7 +790,7 @@
     var max = 0;
     rowsD.forEach(function (r) { var t = (r.model_s || 0) + (r.tool_s || 0) + (r.orchestration_s || 0) + (r.wait_s || 0); if (t > max) max = t; if (isNum(r.e2e_s) && r.e2e_s > max) max = r.e2e_s; });
     if (!(max > 0)) { missing(sec, "the replay has no timed work to compare (the trace has no usable times)"); return; }
-    var rowH = 34, f = chartFrame(1000, 46 + rowH * rowsD.length, { l: 110, r: 250, t: 8, b: 38 });
+    var rowH = 34, f = chartFrame(1000, 60 + rowH * rowsD.length, { l: 110, r: 250, t: 22, b: 38 });
     var x = function (v) { return v / max * f.w; };
     axisBottom(f, x, ticks(0, max, 6), function (v) { return fmtDur(v); }, "task time");
     var parts = [["model_s", "model", COLOR.model], ["tool_s", "tool", COLOR.tool], ["orchestration_s", "orchestration", COLOR.orchestration], ["wait_s", "wait", COLOR.wait]];
@@ -815,7 +816,7 @@
     if (isNum(W.amdahl_bound_s) && W.amdahl_bound_s > 0 && W.amdahl_bound_s <= max) {
       var ax = f.m.l + x(W.amdahl_bound_s);
       f.svg.appendChild(s("line", { x1: ax, x2: ax, y1: f.m.t, y2: f.m.t + f.h, stroke: "#d55e00", "stroke-dasharray": "5 4" }));
-      f.svg.appendChild(s("text", { x: ax + 4, y: f.m.t - 0, fill: "#d55e00" }, "Amdahl bound " + fmtDur(W.amdahl_bound_s) + (isNum(W.amdahl_ratio) ? " (" + fmtX(W.amdahl_ratio) + ")" : "")));
+      f.svg.appendChild(s("text", { x: Math.min(ax + 4, f.m.l + f.w - 160), y: f.m.t - 6, fill: "#d55e00" }, "Amdahl bound " + fmtDur(W.amdahl_bound_s) + (isNum(W.amdahl_ratio) ? " (" + fmtX(W.amdahl_ratio) + ")" : "")));
     }
     sec.appendChild(h("div", { class: "chart" }, f.svg));
     sec.appendChild(legendRow(parts.map(function (p) { return { color: p[2], label: p[1] }; })));
