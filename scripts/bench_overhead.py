@@ -44,6 +44,8 @@ def model_block(client, n: int, profiled: bool, out: str) -> tuple[float, int]:
                                                 stream_options={"include_usage": True})
         text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
         msgs.append({"role": "assistant", "content": text})
+        if len(msgs) > 21:  # a sliding window of ten turns: prompts of ~2k tokens, calls of a few ms
+            msgs = msgs[:1] + msgs[-20:]
     if ctx:
         ctx.__exit__(None, None, None)
     return time.perf_counter() - t0, time.process_time() - c0, (run.capture_overhead_ns if run else 0)

@@ -309,15 +309,20 @@ class ModelCall:
                     self.output = output_messages("responses", plain(r))
 
     def stream_done(self, complete: bool) -> None:
-        """The stream ended: read to the end (``complete``), or closed/dropped early."""
+        """The stream ended: read to the end (``complete``), or closed/dropped early. On the agent's thread,
+        so ending and writing the span here (when the fingerprint is already in) is counted as overhead."""
+        t0 = _cpu()
         if complete:
             self._response_done(_time_ns())
         else:
             self._response_done(self.last_ns or _time_ns(), incomplete=True)
+        self.sess.add_overhead(_cpu() - t0)
 
     def stream_failed(self, exc: BaseException) -> None:
+        t0 = _cpu()
         self.exc = exc
         self._response_done(_time_ns())
+        self.sess.add_overhead(_cpu() - t0)
 
     # --- ending -----------------------------------------------------------------------------------------
     def _response_done(self, end_ns: int, incomplete: bool = False) -> None:
