@@ -146,6 +146,11 @@ def _print_replay(res: Any) -> None:
     console.print("[dim]task: end-to-end time; orch.: agent code and parsing outside model calls, tools and "
                   "waits; calls ×: model-call speed-up; Amdahl: the task speed-up with infinitely fast model "
                   "calls[/dim]")
+    if r.agent_active_s is not None and r.e2e_s and r.agent_active_s < r.e2e_s - 1e-6:
+        console.print(f"agent-active time (user turns, approvals and idle left out): recorded {_c(r.agent_active_s)}; "
+                      + "; ".join(f"{s.name} {_c(s.agent_active_s)} ({_x(s.speedup_vs_recorded_active)}, Amdahl bound "
+                                  f"{_x(s.amdahl_bound_active)})" for s in res.systems if not s.error),
+                      highlight=False)
     for s in res.systems:
         if s.error:
             console.print(f"[red]{s.name}: {s.error}[/red]")
