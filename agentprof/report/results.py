@@ -92,6 +92,8 @@ def _per_call_series(calls: pl.DataFrame, labels: dict[str, str]) -> list[dict[s
                                  "x": [i + 1 for i in g.get_column("call_index").to_list()]}
         for k, v in series.items():
             entry[k] = [int(x) if x is not None else None for x in v] if k == "input" else _round(v)
+        # the prompt-size bars' unit: agentprof's offline estimate, or the provider's count when that is all
+        entry["input_unit"] = "estimated" if cols["input"] == "prompt_tokens" else "as the provider reported"
         if cause:
             entry["misses"] = [{"index": i, "cause": c} for i, c in enumerate(g.get_column(cause).to_list()) if c]
         out.append(entry)

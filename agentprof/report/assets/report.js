@@ -702,7 +702,7 @@
       ticks(0, imax, 4).forEach(function (v) {
         ra.appendChild(s("text", { x: f.m.l + f.w + 6, y: f.m.t + f.h - v / imax * f.h + 3.5, "text-anchor": "start" }, fmtTok(v)));
       });
-      ra.appendChild(s("text", { x: f.m.l + f.w + 46, y: f.m.t + f.h / 2, transform: "rotate(90 " + (f.m.l + f.w + 46) + " " + (f.m.t + f.h / 2) + ")", "text-anchor": "middle" }, "prompt tokens"));
+      ra.appendChild(s("text", { x: f.m.l + f.w + 46, y: f.m.t + f.h / 2, transform: "rotate(90 " + (f.m.l + f.w + 46) + " " + (f.m.t + f.h / 2) + ")", "text-anchor": "middle" }, "prompt tokens" + (ss.input_unit === "estimated" ? " (est.)" : "")));
       f.svg.appendChild(ra);
     }
     axisLeft(f, y, [0, 0.25, 0.5, 0.75, 1], function (v) { return (v * 100).toFixed(0) + "%"; }, "share of prompt tokens");
@@ -732,7 +732,7 @@
       var v = 0.5 + px / f.w * xmax, best = 0, bd = Infinity;
       for (var i = 0; i < nx; i++) { var d = Math.abs(ss.x[i] - v); if (d < bd) { bd = d; best = i; } }
       var lines = [{ b: "call " + ss.x[best] }];
-      if (isNum(inp[best])) lines.push({ t: "prompt " + fmtInt(inp[best]) + " tokens" });
+      if (isNum(inp[best])) lines.push({ t: "prompt " + fmtInt(inp[best]) + " tokens" + (ss.input_unit ? " (" + ss.input_unit + ")" : "") });
       shown.forEach(function (sr) { lines.push({ t: sr.label + ": " + fmtPct(ss[sr.key][best]) }); });
       (ss.misses || []).forEach(function (m) { if (m.index === best) lines.push({ b: "miss", t: m.cause }); });
       showTip(e.clientX, e.clientY, lines);
@@ -742,7 +742,7 @@
     holder.appendChild(f.svg);
     var items = shown.map(function (sr) { return { color: sr.color, label: sr.label }; });
     items.push({ color: COLOR.miss, label: "cache miss" });
-    if (imax > 0) items.push({ color: "#e1e6ec", label: "prompt size (right axis)" });
+    if (imax > 0) items.push({ color: "#e1e6ec", label: "prompt size (right axis, tokens " + (ss.input_unit || "") + ")" });
     holder.appendChild(legendRow(items));
   }
 
