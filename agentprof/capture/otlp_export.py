@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import os
 import threading
 import time
+import weakref
 from collections import deque
 from typing import Any
 
@@ -83,6 +85,20 @@ class BackgroundExportProcessor(SpanProcessor):
         self._filtered: list[logging.Logger] = []
         self._quiet_exporter_logs()
         self.thread.start()
+        if hasattr(os, "register_at_fork"):  # a forked child gets its own export thread (the parent's is gone)
+            ref = weakref.ref(self)
+            os.register_at_fork(after_in_child=lambda: (lambda p: p._after_fork() if p is not None else None)(ref()))
+
+    def _after_fork(self) -> None:
+        """In a forked child: fresh lock state, nothing queued (the parent exports its own), a new thread."""
+        self.queue = deque()
+        self.exporting = False
+        self._flush_requests = 0
+        self._cond = threading.Condition()
+        if not self._stop:
+            self.thread = threading.Thread(target=contextvars.Context().run, args=(self._loop,),
+                                           name="agentprof-otlp-export", daemon=True)
+            self.thread.start()
 
     # --- the agent's side: O(1), never blocks on the network ------------------------------------------------
     def on_start(self, span: Span, parent_context: Any = None) -> None:

@@ -130,3 +130,47 @@ def test_faulty_endpoint_never_holds_the_agent(tmp_path, endpoint, calls):
         assert noise not in warning
     lines = [x for x in (tmp_path).glob("faulty-otlp-*.jsonl")]
     assert len(lines) == 1 and len(lines[0].read_text().splitlines()) == calls + 3  # meta, spans, final meta
+
+
+def test_forked_child_exports_on_its_own_thread(tmp_path):
+    """A child forked while exporting is on gets a fresh export thread: its spans reach the receiver and its
+    profile's end does not wait on the parent's (gone) thread."""
+    import time
+
+    from .test_otlp import Collector
+
+    collector = Collector()
+    code = r"""
+import os, sys, time, json
+import agentprof
+
+@agentprof.tool
+def step(i):
+    return i
+
+with agentprof.profile("parent", out=sys.argv[1]):
+    step(0)
+pid = os.fork()
+if pid == 0:
+    t = time.perf_counter()
+    with agentprof.profile("child", out=sys.argv[1]):
+        step(1)
+    print(json.dumps({"child_exit_s": time.perf_counter() - t}), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.url
+    try:
+        done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout.strip().splitlines()[-1])["child_exit_s"] < 1.5
+        deadline = time.monotonic() + 10
+        while len(collector.spans()) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        names = sorted(s.name for s in collector.spans())
+        assert names == ["execute_tool step", "execute_tool step", "invoke_agent child", "invoke_agent parent"]
+        assert "CaptureWarning" not in done.stderr
+    finally:
+        collector.httpd.shutdown()
