@@ -8,6 +8,7 @@ measured), and everything else is still analyzed.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import numpy as np
@@ -21,14 +22,17 @@ from agentprof.analysis.redundancy import previous_rows, redundancy_columns
 from agentprof.analysis.result import Analysis
 from agentprof.analysis.stats import summary
 from agentprof.analysis.timesplit import TimeSplit, session_splits
+from agentprof.trace.coerce import as_trace
 from agentprof.trace.schema import Trace, empty_spans
 
 LATE_CALL_INDEX = 10
 """Calls after this index within their conversation line count as "late" (as in the published figures)."""
 
 
-def analyze(trace: Trace, miss_ratio: float = MISS_RATIO) -> Analysis:
-    """Analyze a trace (one session or a whole corpus); see ``docs/ANALYSIS.md`` for every definition."""
+def analyze(trace: Trace | pl.DataFrame | str | os.PathLike[str], miss_ratio: float = MISS_RATIO) -> Analysis:
+    """Analyze a trace (one session or a whole corpus); see ``docs/ANALYSIS.md`` for every definition. Also
+    takes the span table ``agentprof.trace.load`` returns, or a path."""
+    trace = as_trace(trace)
     diags: list[dict[str, Any]] = [d.to_dict() for d in trace.diagnostics]
     spans = trace.spans if trace.spans is not None else empty_spans()
     if spans.height == 0:

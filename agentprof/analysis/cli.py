@@ -145,17 +145,18 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
                        ("best_reuse", "reusable from best earlier call"),
                        ("session_hit_rate", "kv-cache-tester hit rate / conversation"),
                        ("strict_hit_share", "  strict (all blocks) / conversation"),
-                       ("provider_cache_read_share", "provider cache read share")):
+                       ("provider_cache_read_share", "provider cache read share, per call")):
         s = r[key]
         rt.add_row(label, f"{s['n']:,}", *(_pct(s[q]) for q in ("mean", "median", "p10", "p25", "p75", "p90")))
     con.print(rt)
     tok = r["tokens"]
-    line = f"hashed prompt tokens {tok['prompt']:,}"
+    line = f"hashed prompt tokens {tok['prompt']:,} (estimated, {d.get('source', {}).get('tokenizer') or 'offline tokenizer'})"
     if tok["input"]:
-        line += f"; provider input tokens {tok['input']:,}"
-    line += f"; reusable {tok['reusable']:,}"
+        line += f"; provider input tokens {tok['input']:,} (as reported)"
+    line += f"; reusable {tok['reusable']:,} (estimated)"
     if r["provider_cache_read_share_weighted"] is not None:
-        line += (f"; provider cached {tok['cached']:,} (token-weighted {_pct(r['provider_cache_read_share_weighted'])})"
+        line += (f"; provider cached {tok['cached']:,} (as reported; provider cache read share "
+                 f"{_pct(r['provider_cache_read_share_weighted'])}, token-weighted)"
                  f"; reusable minus cached {tok['gap']:,}")
     con.print(line, highlight=False)
     sess = d["per_session"]

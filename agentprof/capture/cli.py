@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from agentprof.capture.runner import run_command
+from agentprof.capture.runner import CommandFailedToStart, run_command
 
 
 @click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -29,8 +29,14 @@ def run(out: str, name: str | None, capture_content: bool, instrument_subprocess
       agentprof run -- python my_agent.py --task fix-bug
       agentprof run --out traces/ --instrument-subprocess -- python -m my_agent
     """
-    rc, path = run_command(list(command), out=out, name=name, capture_content=capture_content,
-                           instrument_subprocess=instrument_subprocess, instrument_json=instrument_json)
+    if command[0].startswith("-"):  # an unknown option of run's, not a program (no program starts with '-')
+        raise click.UsageError(f"No such option: {command[0]}")
+    try:
+        rc, path = run_command(list(command), out=out, name=name, capture_content=capture_content,
+                               instrument_subprocess=instrument_subprocess, instrument_json=instrument_json)
+    except CommandFailedToStart as e:  # as a shell would: 127 command not found, 126 not executable
+        click.echo(f"error: {e}", err=True)
+        sys.exit(e.exit_code)
     if path is None:
         click.echo("agentprof: no trace recorded (the command did not start a Python interpreter that could "
                    "import agentprof)", err=True)

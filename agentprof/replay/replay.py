@@ -32,7 +32,8 @@ from agentprof.replay.costmodel import call_times, disk_load_s, kv_load_s
 from agentprof.replay.equations import WAITING_FOR
 from agentprof.replay.orchestration import cpu_split, scaled_exclusive
 from agentprof.replay.systems import Resolved, resolve
-from agentprof.replay.timeline import MODEL, ORCH, WAIT, assemble, prepare
+from agentprof.replay.timeline import MODEL, ORCH, TOOL, WAIT, assemble, prepare
+from agentprof.trace.coerce import as_trace
 from agentprof.trace.schema import Trace
 
 DEFAULT_RECORDED_HOST = "xeon-8480c"
@@ -47,7 +48,10 @@ class SystemRow:
     e2e_s: float | None = None
     model_s: float | None = None
     orchestration_s: float | None = None
+    """Critical-path time outside model calls, tools and waits (the agent's own code, parsing)."""
     wait_s: float | None = None
+    tool_s: float | None = None
+    """Critical-path time in tool calls (kept out of ``orchestration_s``)."""
     model_calls_s: float | None = None
     amdahl_e2e_s: float | None = None
     speedup_vs_recorded: float | None = None
@@ -201,6 +205,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     for ``speedup_vs_first``. ``cpu_bound`` maps tool names to their CPU-bound fraction. With ``bands``, a
     system resting on ranged catalog estimates is replayed again at both ends of the ranges
     (:mod:`agentprof.replay.bands`)."""
+    trace = as_trace(trace)  # also the span table agentprof.trace.load returns
     cat = catalog or load_catalog()
     extra = tuple(p for p in cat.files if not p.endswith(("accelerators.toml", "hosts.toml", "systems.toml")))
     policy = parse_policy(cache_policy) if isinstance(cache_policy, str) else cache_policy
@@ -351,7 +356,8 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     cats = asm.by_category[top].sum(axis=0)
     recorded = SystemRow("recorded", f"recorded run (host taken as {rec_host.key})")
     recorded.e2e_s = float(e2e[0])
-    recorded.model_s, recorded.orchestration_s, recorded.wait_s = (float(cats[0, c]) for c in (MODEL, ORCH, WAIT))
+    recorded.model_s, recorded.orchestration_s, recorded.wait_s, recorded.tool_s = (
+        float(cats[0, c]) for c in (MODEL, ORCH, WAIT, TOOL))
     recorded.model_calls_s = rec_calls_s
     recorded.amdahl_e2e_s = float(e2e[2 * k + 1])
     recorded.amdahl_bound = recorded.e2e_s / recorded.amdahl_e2e_s if recorded.amdahl_e2e_s > 0 else None
@@ -360,7 +366,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         if row.error:
             continue
         row.e2e_s = float(e2e[j])
-        row.model_s, row.orchestration_s, row.wait_s = (float(cats[j, c]) for c in (MODEL, ORCH, WAIT))
+        row.model_s, row.orchestration_s, row.wait_s, row.tool_s = (float(cats[j, c]) for c in (MODEL, ORCH, WAIT, TOOL))
         row.amdahl_e2e_s = float(e2e[k + j])
         row.speedup_vs_recorded = recorded.e2e_s / row.e2e_s if row.e2e_s > 0 else None
         row.amdahl_bound = recorded.e2e_s / row.amdahl_e2e_s if row.amdahl_e2e_s > 0 else None
