@@ -1,0 +1,230 @@
+"""Opt-in stack sampler of a profiled run (``agentprof.profile(..., sample=True)``, ``agentprof run --sample``).
+
+A daemon thread wakes every ``interval`` and reads every Python thread's stack (``sys._current_frames``) and
+its thread CPU clock (``pthread_getcpuclockid``), so each sample carries the CPU the thread used since its
+previous sample: on-CPU time per frame, not just wall. Only function names and file names are kept (no
+arguments, no values). A sample taken inside an ``@agentprof.tool`` call or a recorded parse carries that
+span's id, read from agentprof's own wrapper frame; the rest are attributed afterwards by time
+(:mod:`agentprof.analysis.hotspots`). Asyncio tasks are covered by the thread that runs them: a running
+task's coroutine frames are that thread's stack.
+
+Why this and not pyinstrument or py-spy: docs/PERFORMANCE.md (Capture, sampling) has the measurements.
+The sampler writes ``{"record": "samples", ...}`` lines through the session's crash-safe writer about once
+a second (format: docs/ARCHITECTURE.md, trace model); readers that predate it skip those records.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any
+
+from agentprof.capture.failsafe import internal_error
+
+DEFAULT_INTERVAL_S = 0.005
+"""Default sampling interval (5 ms)."""
+MAX_DEPTH = 256
+"""Frames kept per sample (the innermost ones)."""
+FLUSH_EVERY_S = 1.0
+FLUSH_SAMPLES = 4000
+_OWN_THREADS = ("agentprof-",)
+"""Threads agentprof itself runs (prompt fingerprinting, this sampler): not the agent's work."""
+
+_perf = time.perf_counter_ns
+_time_ns = time.time_ns
+
+
+def interval_of(sample: bool | float | None) -> float | None:
+    """The sampling interval in seconds for a ``sample=`` option (True: the default; a number: seconds)."""
+    if sample is None or sample is False:
+        return None
+    if sample is True:
+        return DEFAULT_INTERVAL_S
+    value = float(sample)
+    if not 0.0001 <= value <= 10.0:
+        raise ValueError(f"sampling interval must be between 0.1 ms and 10 s, got {value} s")
+    return value
+
+
+def _marker_codes() -> frozenset[Any]:
+    """Code objects of agentprof's wrappers that hold the open tool or parse span in a local (``started`` on
+    the hot path, ``scope`` on the general one)."""
+    import importlib
+
+    hot_tool, parse, tool = (importlib.import_module(f"agentprof.capture.{m}") for m in ("hot_tool", "parse", "tool"))
+    codes = {parse.recorded_loads.__code__}
+    for outer in (hot_tool.sync_tool, hot_tool.async_tool, tool._make):
+        for const in outer.__code__.co_consts:
+            if hasattr(const, "co_code") and const.co_name in ("wrapper", "general", "async_general"):
+                codes.add(const)
+    return frozenset(codes)
+
+
+def _span_id_of(frame: Any) -> str | None:
+    """The span id (hex) of the span a marker frame's scope holds, if it has started."""
+    from agentprof.capture.spans import Scope
+
+    local = frame.f_locals  # agentprof's own wrapper: its locals are agentprof objects, no user values read
+    for key in ("started", "scope"):
+        scope = local.get(key)
+        if type(scope) is Scope:
+            return f"{scope.span.get_span_context().span_id:016x}"
+    return None
+
+
+class Sampler:
+    """Samples every thread of the process into ``sess``'s trace file until :meth:`stop`."""
+
+    def __init__(self, sess: Any, interval_s: float) -> None:
+        self.sess = sess
+        self.interval_s = interval_s
+        self.session_thread = threading.get_ident()
+        self._stop = threading.Event()
+        self._markers = _marker_codes()
+        self._frames: dict[Any, int] = {}
+        self._nodes: dict[tuple[int, int], int] = {}
+        self._threads: dict[int, int] = {}
+        self._clocks: dict[int, tuple[int | None, int]] = {}  # ident -> (clock id, last CPU ns)
+        self._skip: set[int] = set()
+        self._new_frames: list[list[Any]] = []
+        self._new_nodes: list[list[int]] = []
+        self._new_threads: list[list[Any]] = []
+        self._reset_batch()
+        self.samples = 0
+        self.ticks = 0
+        self.busy_ns = 0
+        self._thread = threading.Thread(target=self._run, name="agentprof-sampler", daemon=True)
+
+    def start(self) -> Sampler:
+        self._own = None
+        # A thread holding the GIL lets the sampler in only at the next forced switch (every 5 ms by default)
+        # or when it blocks: with a long switch interval the samples would pile up at I/O calls. While
+        # sampling, the switch interval is at most a fifth of the sampling interval (restored at stop).
+        self._switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch, max(self.interval_s / 5, 0.0002)))
+        self._thread.start()
+        return self
+
+    def _reset_batch(self) -> None:
+        self._t: list[int] = []
+        self._th: list[int] = []
+        self._st: list[int] = []
+        self._cpu: list[int] = []
+        self._spans: list[list[Any]] = []
+
+    # --- sampling ----------------------------------------------------------------------------------------
+    def _run(self) -> None:
+        self._own = threading.get_ident()
+        last_flush = time.monotonic()
+        wait = self._stop.wait
+        interval = self.interval_s
+        while not wait(interval):
+            try:
+                t0 = _perf()
+                self._tick()
+                self.busy_ns += _perf() - t0
+                if len(self._t) >= FLUSH_SAMPLES or time.monotonic() - last_flush >= FLUSH_EVERY_S:
+                    self._flush()
+                    last_flush = time.monotonic()
+            except Exception as e:  # never let the sampler take the agent down; stop sampling instead
+                internal_error("sampling stacks", e)
+                return
+
+    def _thread_index(self, ident: int) -> int | None:
+        idx = self._threads.get(ident)
+        if idx is not None or ident in self._skip:
+            return idx
+        name = next((t.name for t in threading.enumerate() if t.ident == ident), "")
+        if ident == self._own or name.startswith(_OWN_THREADS):
+            self._skip.add(ident)
+            return None
+        idx = self._threads[ident] = len(self._threads)
+        self._new_threads.append([idx, ident, name, ident == self.session_thread])
+        try:
+            clock: int | None = time.pthread_getcpuclockid(ident)
+            last = time.clock_gettime_ns(clock)  # type: ignore[arg-type]
+        except (OSError, AttributeError, ValueError):
+            clock, last = None, 0
+        self._clocks[ident] = (clock, last)
+        return idx
+
+    def _tick(self) -> None:
+        now = _time_ns()
+        frames = sys._current_frames()
+        get_frame, get_node, markers = self._frames.get, self._nodes.get, self._markers
+        clocks, gettime = self._clocks, time.clock_gettime_ns
+        for ident, frame in frames.items():
+            idx = self._thread_index(ident)
+            if idx is None:
+                continue
+            clock, last = clocks[ident]
+            cpu = 0
+            if clock is not None:
+                try:
+                    t = gettime(clock)
+                except OSError:  # the thread ended between the two calls
+                    continue
+                cpu, clocks[ident] = t - last, (clock, t)
+            if cpu <= 0 and ident != self.session_thread:
+                continue  # an idle helper thread: nothing to attribute
+            codes = []
+            span = None
+            f = frame
+            while f is not None and len(codes) < MAX_DEPTH:
+                code = f.f_code
+                if span is None and code in markers:
+                    span = _span_id_of(f)
+                codes.append(code)
+                f = f.f_back
+            node = -1
+            for code in reversed(codes):
+                fid = get_frame(code)
+                if fid is None:
+                    fid = self._frames[code] = len(self._frames)
+                    self._new_frames.append([fid, getattr(code, "co_qualname", code.co_name), code.co_filename])
+                key = (node, fid)
+                nid = get_node(key)
+                if nid is None:
+                    nid = self._nodes[key] = len(self._nodes)
+                    self._new_nodes.append([nid, node, fid])
+                node = nid
+            if span is not None:
+                self._spans.append([len(self._t), span])
+            self._t.append(now)
+            self._th.append(idx)
+            self._st.append(node)
+            self._cpu.append(cpu)
+        del frames
+        self.ticks += 1
+
+    # --- writing -----------------------------------------------------------------------------------------
+    def _flush(self) -> None:
+        if not self._t and not self._new_frames:
+            return
+        t0 = self._t[0] if self._t else 0
+        record = {"record": "samples", "session_id": self.sess.id, "interval_ns": int(self.interval_s * 1e9),
+                  "frames": self._new_frames, "stacks": self._new_nodes, "threads": self._new_threads,
+                  "t0": t0, "dt": [t - t0 for t in self._t], "th": self._th, "st": self._st, "cpu": self._cpu,
+                  "spans": self._spans}
+        self.samples += len(self._t)
+        self._new_frames, self._new_nodes, self._new_threads = [], [], []
+        self._reset_batch()
+        exporter = self.sess.exporter
+        if exporter is not None:
+            exporter.write_record(record)
+
+    def stop(self) -> None:
+        """Stop sampling and write what is left (called by the session before its final meta record)."""
+        self._stop.set()
+        sys.setswitchinterval(self._switch)
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2.0)
+        try:
+            self._flush()
+        except Exception as e:
+            internal_error("writing samples", e)
+        self.sess.meta.extra["sampling"] = {"interval_ns": int(self.interval_s * 1e9), "samples": self.samples,
+                                            "ticks": self.ticks, "sampler_busy_ns": self.busy_ns,
+                                            "sampler": "agentprof thread sampler (sys._current_frames)"}
+        self.sess.add_overhead(self.busy_ns)
