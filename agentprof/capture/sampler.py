@@ -1,8 +1,9 @@
 """Opt-in stack sampler of a profiled run (``agentprof.profile(..., sample=True)``, ``agentprof run --sample``).
 
 A daemon thread wakes every ``interval`` and reads every Python thread's stack (``sys._current_frames``) and
-its thread CPU clock (``pthread_getcpuclockid``), so each sample carries the CPU the thread used since its
-previous sample: on-CPU time per frame, not just wall. Only function names and file names are kept (no
+its on-CPU time and run-queue wait (:mod:`agentprof.capture.schedstat`), so each sample carries the CPU the
+thread used, and the time it waited for a CPU, since its previous sample: on-CPU time per frame, not just
+wall. Only function names and file names are kept (no
 arguments, no values). A sample taken inside an ``@agentprof.tool`` call or a recorded parse carries that
 span's id, read from agentprof's own wrapper frame; the rest are attributed afterwards by time
 (:mod:`agentprof.analysis.hotspots`). Asyncio tasks are covered by the thread that runs them: a running
@@ -21,6 +22,7 @@ import time
 from typing import Any
 
 from agentprof.capture.failsafe import internal_error
+from agentprof.capture.schedstat import ThreadClock
 
 DEFAULT_INTERVAL_S = 0.005
 """Default sampling interval (5 ms)."""
@@ -85,7 +87,7 @@ class Sampler:
         self._frames: dict[Any, int] = {}
         self._nodes: dict[tuple[int, int], int] = {}
         self._threads: dict[int, int] = {}
-        self._clocks: dict[int, tuple[int | None, int]] = {}  # ident -> (clock id, last CPU ns)
+        self._clocks: dict[int, list[Any]] = {}  # ident -> [ThreadClock, last CPU ns, last run-queue wait ns]
         self._skip: set[int] = set()
         self._new_frames: list[list[Any]] = []
         self._new_nodes: list[list[int]] = []
@@ -111,6 +113,7 @@ class Sampler:
         self._th: list[int] = []
         self._st: list[int] = []
         self._cpu: list[int] = []
+        self._rq: list[int] = []
         self._spans: list[list[Any]] = []
 
     # --- sampling ----------------------------------------------------------------------------------------
@@ -135,38 +138,35 @@ class Sampler:
         idx = self._threads.get(ident)
         if idx is not None or ident in self._skip:
             return idx
-        name = next((t.name for t in threading.enumerate() if t.ident == ident), "")
+        thread = next((t for t in threading.enumerate() if t.ident == ident), None)
+        name = thread.name if thread is not None else ""
         if ident == self._own or name.startswith(_OWN_THREADS):
             self._skip.add(ident)
             return None
         idx = self._threads[ident] = len(self._threads)
         self._new_threads.append([idx, ident, name, ident == self.session_thread])
-        try:
-            clock: int | None = time.pthread_getcpuclockid(ident)
-            last = time.clock_gettime_ns(clock)  # type: ignore[arg-type]
-        except (OSError, AttributeError, ValueError):
-            clock, last = None, 0
-        self._clocks[ident] = (clock, last)
+        clock = ThreadClock(getattr(thread, "native_id", None), ident)
+        now = clock.read() or (0, 0)
+        self._clocks[ident] = [clock, now[0], now[1]]
         return idx
 
     def _tick(self) -> None:
         now = _time_ns()
         frames = sys._current_frames()
         get_frame, get_node, markers = self._frames.get, self._nodes.get, self._markers
-        clocks, gettime = self._clocks, time.clock_gettime_ns
+        clocks = self._clocks
         for ident, frame in frames.items():
             idx = self._thread_index(ident)
             if idx is None:
                 continue
-            clock, last = clocks[ident]
-            cpu = 0
-            if clock is not None:
-                try:
-                    t = gettime(clock)
-                except OSError:  # the thread ended between the two calls
-                    continue
-                cpu, clocks[ident] = t - last, (clock, t)
-            if cpu <= 0 and ident != self.session_thread:
+            state = clocks[ident]
+            now_cpu = state[0].read()
+            if now_cpu is None:
+                cpu = rq = 0
+            else:
+                cpu, rq = now_cpu[0] - state[1], now_cpu[1] - state[2]
+                state[1], state[2] = now_cpu
+            if cpu <= 0 and rq <= 0 and ident != self.session_thread:
                 continue  # an idle helper thread: nothing to attribute
             codes = []
             span = None
@@ -195,6 +195,7 @@ class Sampler:
             self._th.append(idx)
             self._st.append(node)
             self._cpu.append(cpu)
+            self._rq.append(rq)
         del frames
         self.ticks += 1
 
@@ -206,7 +207,7 @@ class Sampler:
         record = {"record": "samples", "session_id": self.sess.id, "interval_ns": int(self.interval_s * 1e9),
                   "frames": self._new_frames, "stacks": self._new_nodes, "threads": self._new_threads,
                   "t0": t0, "dt": [t - t0 for t in self._t], "th": self._th, "st": self._st, "cpu": self._cpu,
-                  "spans": self._spans}
+                  "rq": self._rq, "spans": self._spans}
         self.samples += len(self._t)
         self._new_frames, self._new_nodes, self._new_threads = [], [], []
         self._reset_batch()
@@ -224,6 +225,8 @@ class Sampler:
             self._flush()
         except Exception as e:
             internal_error("writing samples", e)
+        for state in self._clocks.values():
+            state[0].close()
         self.sess.meta.extra["sampling"] = {"interval_ns": int(self.interval_s * 1e9), "samples": self.samples,
                                             "ticks": self.ticks, "sampler_busy_ns": self.busy_ns,
                                             "sampler": "agentprof thread sampler (sys._current_frames)"}

@@ -116,7 +116,7 @@ class Session:
         self.inexact_models: set[str] = set()
         self.sample_interval = sample  # seconds between stack samples (None: no sampling; capture.sampler)
         self.sampler: Any = None
-        self._thread_cpu0: tuple[int, int] | None = None  # (thread ident, thread CPU ns) at start
+        self._thread_cpu0: tuple[int, int, int | None] | None = None  # (thread, CPU ns, run-queue ns) at start
 
     # --- lifecycle ------------------------------------------------------------------------------------
     def start(self) -> Session:
@@ -160,7 +160,7 @@ class Session:
         _live.add(self)
         for s in list(_live):  # this start may have turned OTLP export on or off for every session
             s.refresh_hot()
-        self._thread_cpu0 = (threading.get_ident(), time.thread_time_ns())
+        self._thread_cpu0 = self._thread_times()
         if self.sample_interval and self.parent is None and self.exporter is not None:
             try:
                 from agentprof.capture.sampler import Sampler
@@ -234,12 +234,26 @@ class Session:
     def _note_session_cpu(self) -> None:
         """Thread CPU of the thread that started and finishes the run, on the root span (``agentprof.cpu_ns``):
         with the CPU of the spans under it, what the agent's own loop used between them."""
-        start = self._thread_cpu0
-        if start is not None and start[0] == threading.get_ident():
+        start, end = self._thread_cpu0, self._thread_times()
+        if start is not None and end is not None and start[0] == end[0]:
             try:
-                self.root.set_attribute(sc.CPU_NS, time.thread_time_ns() - start[1])
+                self.root.set_attribute(sc.CPU_NS, end[1] - start[1])
+                if end[2] is not None and start[2] is not None:
+                    self.root.set_attribute(sc.RUNQ_NS, end[2] - start[2])
             except Exception as e:
                 internal_error("recording the run's CPU time", e)
+
+    @staticmethod
+    def _thread_times() -> tuple[int, int, int | None]:
+        """(thread ident, thread CPU ns, run-queue wait ns or None) of the calling thread."""
+        from agentprof.capture.schedstat import current_thread_clock
+
+        clock = current_thread_clock()
+        got = clock.read() if clock.fd >= 0 else None
+        clock.close()
+        if got is not None:
+            return threading.get_ident(), got[0], got[1]
+        return threading.get_ident(), time.thread_time_ns(), None
 
     def _reset_context(self) -> None:
         if self._tokens is None:

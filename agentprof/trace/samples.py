@@ -3,7 +3,7 @@
 
 Each record adds the frames, stack nodes and threads first seen since the previous record of its session
 (ids count up per session), then its samples as columns: time (``t0`` plus ``dt``), thread, stack node,
-thread CPU since that thread's previous sample, and the span open on the stack when the sampler could read it
+thread CPU and run-queue wait (``rq``) since that thread's previous sample, and the span open on the stack when the sampler could read it
 (``spans``: sparse ``[sample index, span id]`` pairs). A stack is a node of a prefix tree: ``[id, parent id
 (-1 for the outermost frame), frame id]``.
 """
@@ -33,6 +33,7 @@ class Samples:
     thread: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     node: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     cpu_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    runq_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # waiting for a CPU
     span_id: np.ndarray = field(default_factory=lambda: np.zeros(0, object))  # hex or None
     session_id: np.ndarray = field(default_factory=lambda: np.zeros(0, object))
     interval_ns: dict[str, int] = field(default_factory=dict)  # per session
@@ -66,6 +67,7 @@ def decode(records: Iterable[dict[str, Any]], where: str = "") -> Samples | None
     th: list[np.ndarray] = []
     st: list[np.ndarray] = []
     cpu: list[np.ndarray] = []
+    rq: list[np.ndarray] = []
     spans: list[np.ndarray] = []
     sess_col: list[np.ndarray] = []
     ids: dict[str, _SessionIds] = {}
@@ -99,6 +101,7 @@ def decode(records: Iterable[dict[str, Any]], where: str = "") -> Samples | None
         th.append(np.array([m.threads[int(x)] for x in rec["th"]], dtype=np.int64))
         st.append(np.array([m.nodes[int(x)] for x in rec["st"]], dtype=np.int64))
         cpu.append(np.asarray(rec["cpu"], dtype=np.int64))
+        rq.append(np.asarray(rec.get("rq") or [0] * n, dtype=np.int64))
         col = np.full(n, None, dtype=object)
         for i, span in rec.get("spans") or ():
             col[int(i)] = str(span)
@@ -109,7 +112,7 @@ def decode(records: Iterable[dict[str, Any]], where: str = "") -> Samples | None
     out.node_parent = np.asarray(parents, dtype=np.int64)
     out.node_frame = np.asarray(nframes, dtype=np.int64)
     if t:
-        out.t_ns, out.thread, out.node, out.cpu_ns = (np.concatenate(x) for x in (t, th, st, cpu))
+        out.t_ns, out.thread, out.node, out.cpu_ns, out.runq_ns = (np.concatenate(x) for x in (t, th, st, cpu, rq))
         out.span_id, out.session_id = np.concatenate(spans), np.concatenate(sess_col)
     return out
 
@@ -123,7 +126,7 @@ def concat(parts: Sequence[Samples | None]) -> Samples | None:
         return items[0]
     out = Samples()
     parents, frames = [], []
-    t, th, st, cpu, spans, sess = [], [], [], [], [], []
+    t, th, st, cpu, rq, spans, sess = [], [], [], [], [], [], []
     for p in items:
         f0, n0, h0 = len(out.frame_name), sum(a.size for a in parents), len(out.thread_name)
         out.frame_name += p.frame_name
@@ -137,10 +140,11 @@ def concat(parts: Sequence[Samples | None]) -> Samples | None:
         th.append(p.thread + h0)
         st.append(p.node + n0)
         cpu.append(p.cpu_ns)
+        rq.append(p.runq_ns)
         spans.append(p.span_id)
         sess.append(p.session_id)
         out.interval_ns.update(p.interval_ns)
     out.node_parent, out.node_frame = np.concatenate(parents), np.concatenate(frames)
-    out.t_ns, out.thread, out.node, out.cpu_ns = (np.concatenate(x) for x in (t, th, st, cpu))
+    out.t_ns, out.thread, out.node, out.cpu_ns, out.runq_ns = (np.concatenate(x) for x in (t, th, st, cpu, rq))
     out.span_id, out.session_id = np.concatenate(spans), np.concatenate(sess)
     return out
