@@ -252,9 +252,9 @@ def orchestration_cpu(trace: Trace, a: Attributed | None) -> tuple[float | None,
     if roots.height == 0:
         return None, None, {}
     ids = spans.get_column("span_id").to_list()
-    parent = dict(zip(ids, spans.get_column("parent_id").to_list()))
-    cpu = dict(zip(ids, spans.get_column("cpu_ns").to_list()))
-    kinds = dict(zip(ids, spans.get_column("kind").to_list()))
+    parent = dict(zip(ids, spans.get_column("parent_id").to_list(), strict=False))
+    cpu = dict(zip(ids, spans.get_column("cpu_ns").to_list(), strict=False))
+    kinds = dict(zip(ids, spans.get_column("kind").to_list(), strict=False))
     root_ids = set(roots.get_column("span_id").to_list())
     runq = _runq_by_span(a, ids)
     other_cpu: dict[str, float] = {}
@@ -316,7 +316,7 @@ def tool_shares(trace: Trace, a: Attributed | None = None) -> list[dict[str, Any
     if t.height == 0:
         return []
     names = [tool_name("tool", n, at) for n, at in zip(t.get_column("name").to_list(),
-                                                        t.get_column("attributes").to_list())]
+                                                        t.get_column("attributes").to_list(), strict=False)]
     rq = [runq.get(x, 0.0) for x in t.get_column("span_id").to_list()]
     df = (t.with_columns(pl.Series("tool", names), pl.Series("rq", rq, dtype=pl.Float64),
                          ((pl.col("end_ns") - pl.col("start_ns")) / 1e9).alias("wall"))
@@ -383,7 +383,7 @@ def profile(trace: Trace, orchestration_wall_s: float | None = None) -> Profile:
     if g.height:
         wall = g.with_columns(((pl.col("end_ns") - pl.col("start_ns")) / 1e9).alias("w")).group_by("session_id") \
             .agg(pl.col("w").sum())
-        prof.gap_wall_s = dict(zip(wall.get_column("session_id").to_list(), wall.get_column("w").to_list()))
+        prof.gap_wall_s = dict(zip(wall.get_column("session_id").to_list(), wall.get_column("w").to_list(), strict=False))
     if a is not None:
         prof.hotspots = hotspots(a)
         prof.units = units(trace, a)

@@ -42,11 +42,10 @@ async def fetch(url: str) -> str:
 
 
 def run(out: str, steps: int = 6, work: int = 250_000, sample: bool | float = True) -> Run:
-    with agentprof.profile("cpu-heavy", out=out, sample=sample) as run:
-        with ThreadPoolExecutor(2) as pool:
-            for step in range(steps):
-                rank_candidate_patches(work)
-                doc = agentprof.parse_json(read_file(f"src/{step}.py"), name="tool_result")
-                pool.submit(count_tokens, json.dumps(doc)).result()
-                asyncio.run(fetch(f"http://127.0.0.1/{step}"))
+    with agentprof.profile("cpu-heavy", out=out, sample=sample) as run, ThreadPoolExecutor(2) as pool:
+        for step in range(steps):
+            rank_candidate_patches(work)
+            doc = agentprof.parse_json(read_file(f"src/{step}.py"), name="tool_result")
+            pool.submit(count_tokens, json.dumps(doc)).result()
+            asyncio.run(fetch(f"http://127.0.0.1/{step}"))
     return run
