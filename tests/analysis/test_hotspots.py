@@ -103,3 +103,18 @@ def test_imported_traces_have_no_cpu_figures():
     sample = next(Path("traces/samples").rglob("*.jsonl"))
     d = analyze(load_any(sample)).to_dict()
     assert d["time"]["orchestration_cpu_s"] is None and d["hotspots"] == []
+
+
+def test_terminal_shows_cpu_bound_shares_and_top_functions(sampled, capsys):
+    from agentprof.cli import main
+
+    path, _ = sampled
+    try:
+        main(["analyze", str(path)])
+    except SystemExit as e:
+        assert not e.code
+    out = capsys.readouterr().out
+    assert "CPU-bound" in out and "Hotspots: top" in out
+    lines = [ln for ln in out.splitlines() if "rank_candidate_patches" in ln]
+    assert lines and "orchestration" in lines[0]
+    assert "read_file" in out and "count_tokens" in out

@@ -35,7 +35,7 @@ def test_flame_trees_per_place(sampled):
     # a node's width is at least its children's
     def check(node):
         assert node[1] + 1e-5 * (1 + len(node[3])) >= sum(k[1] for k in node[3])
-        assert 0 <= node[2]
+        assert node[2] >= 0
         for k in node[3]:
             check(k)
     for p in f["places"]:

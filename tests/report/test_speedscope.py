@@ -13,6 +13,7 @@ from agentprof.importers import load_any
 
 from ..analysis import cpu_heavy_agent
 
+
 def _run(argv, capsys) -> tuple[int, str]:
     try:
         main(argv)
