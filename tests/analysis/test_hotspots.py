@@ -105,9 +105,10 @@ def test_imported_traces_have_no_cpu_figures():
     assert d["time"]["orchestration_cpu_s"] is None and d["hotspots"] == []
 
 
-def test_terminal_shows_cpu_bound_shares_and_top_functions(sampled, capsys):
+def test_terminal_shows_cpu_bound_shares_and_top_functions(sampled, capsys, monkeypatch):
     from agentprof.cli import main
 
+    monkeypatch.setenv("COLUMNS", "220")
     path, _ = sampled
     try:
         main(["analyze", str(path)])
