@@ -89,8 +89,9 @@ def tool_names(spans: pl.DataFrame) -> pl.Series:
 
 
 def cpu_split(spans: pl.DataFrame, host_parent: np.ndarray, excl_s: np.ndarray,
-              declared: dict[str, float] | None = None) -> CpuSplit:
-    """CPU-bound fraction of each span's exclusive time (see the module docstring for the order of sources)."""
+              declared: dict[str, float] | None = None, runq_s: np.ndarray | None = None) -> CpuSplit:
+    """CPU-bound fraction of each span's exclusive time (see the module docstring for the order of sources).
+    ``runq_s``: per span, sampled time its thread waited for a CPU (counts as CPU-bound with its ``cpu_ns``)."""
     n = spans.height
     declared = declared or {}
     kind = spans.get_column("kind").to_numpy()
@@ -110,8 +111,9 @@ def cpu_split(spans: pl.DataFrame, host_parent: np.ndarray, excl_s: np.ndarray,
     if ok.any():
         child_cpu = np.bincount(host_parent[ok], weights=cpu[ok], minlength=n)
     cpu_excl = np.maximum(cpu - child_cpu, 0.0) / 1e9
+    busy_excl = cpu_excl if runq_s is None else cpu_excl + runq_s
     sel = eligible & has_cpu & (excl_s > 0)
-    frac[sel] = np.minimum(cpu_excl[sel] / excl_s[sel], 1.0)
+    frac[sel] = np.minimum(busy_excl[sel] / excl_s[sel], 1.0)
     reason[sel] = REASONS.index("cpu_ns")
     parallel = sel & (cpu_excl > PARALLEL_CPU * excl_s)
     # 2. attribute
@@ -167,6 +169,19 @@ class GapSplit:
                 "gaps_source": self.source}
 
 
+def sampled_runq(trace: Any) -> np.ndarray | None:
+    """Per span row: seconds its thread was sampled waiting for a CPU (None when the trace has no samples)."""
+    from agentprof.analysis.hotspots import attribute
+
+    a = attribute(trace)
+    if a is None:
+        return None
+    out = np.zeros(trace.spans.height)
+    ok = a.span_row >= 0
+    np.add.at(out, a.span_row[ok], a.samples.runq_ns[ok] / 1e9)
+    return out
+
+
 def gap_split(trace: Any, fixed_s: np.ndarray, session_ids: list[str],
               declared: dict[str, float] | None = None) -> GapSplit:
     """CPU-bound share of each session's gaps: ``--cpu-bound orchestration=F`` when given, else measured
@@ -202,7 +217,7 @@ def host_whatif(trace: Any, speed_ratios: list[float], declared: dict[str, float
     from agentprof.replay.timeline import assemble, prepare
 
     lay = prepare(trace.spans)
-    split = cpu_split(trace.spans, lay.host_parent, lay.excl_old, declared)
+    split = cpu_split(trace.spans, lay.host_parent, lay.excl_old, declared, sampled_runq(trace))
     kinds = trace.spans.get_column("kind").to_numpy()
     scalable = np.isin(kinds, ("tool", "parse", "orchestration")) & lay.placed
     gaps = gap_split(trace, lay.fixed_s, lay.session_ids, declared)

@@ -27,7 +27,14 @@ from agentprof.replay.cachepolicy import (
 )
 from agentprof.replay.calibration import Fitted, load_fitted
 from agentprof.replay.costmodel import call_times, disk_load_s, kv_load_s
-from agentprof.replay.orchestration import cpu_split, gap_split, has_cpu_data, scaled_exclusive, scaled_gaps
+from agentprof.replay.orchestration import (
+    cpu_split,
+    gap_split,
+    has_cpu_data,
+    sampled_runq,
+    scaled_exclusive,
+    scaled_gaps,
+)
 from agentprof.replay.systems import Resolved, resolve
 from agentprof.replay.timeline import MODEL, ORCH, WAIT, assemble, prepare
 from agentprof.trace.schema import Trace
@@ -227,7 +234,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     model_arr = np.array(model_of, dtype=object)
 
     # orchestration: CPU-bound split, once
-    split = cpu_split(spans, lay.host_parent, lay.excl_old, cpu_bound)
+    split = cpu_split(spans, lay.host_parent, lay.excl_old, cpu_bound, sampled_runq(trace))
     kinds = spans.get_column("kind").to_numpy()
     scalable = np.isin(kinds, ("tool", "parse", "orchestration")) & lay.placed
     orch = split.summary(lay.excl_old, scalable)
