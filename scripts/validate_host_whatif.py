@@ -196,6 +196,23 @@ def wall_of(trace: Any) -> float:
     return float(((root.get_column("end_ns") - root.get_column("start_ns")) / 1e9).sum())
 
 
+def breakdown(trace: Any) -> dict[str, float]:
+    """Seconds of the run by place: model calls, child-process tools, other tools, parse, the loop's gaps."""
+    import polars as pl
+
+    sp = trace.spans.with_columns(((pl.col("end_ns") - pl.col("start_ns")) / 1e9).alias("d"))
+    root = sp.filter(pl.col("kind") == "agent")
+    top = sp.filter(pl.col("parent_id").is_in(root.get_column("span_id").to_list()))
+    out = {"model": float(top.filter(pl.col("kind") == "model").get_column("d").sum()),
+           "subprocess tools": float(top.filter(pl.col("name").str.starts_with("execute_tool subprocess:"))
+                                     .get_column("d").sum()),
+           "other tools": float(top.filter((pl.col("kind") == "tool") & ~pl.col("name").str.starts_with(
+               "execute_tool subprocess:")).get_column("d").sum()),
+           "parse": float(top.filter(pl.col("kind") == "parse").get_column("d").sum())}
+    out["gaps"] = float(root.get_column("d").sum()) - sum(out.values())
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--role", choices=["main", "server", "agent", "probe"], default="main")
@@ -207,6 +224,7 @@ def main() -> int:
     ap.add_argument("--k", type=float, default=2.0, help="nominal slowdown of the slow run against the fast one")
     ap.add_argument("--share", type=float, default=0.25, help="CPU share the fast run is capped at")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--keep", default=None, help="keep the traces in this folder")
     args = ap.parse_args()
     if args.role == "server":
         return role_server()
@@ -219,7 +237,7 @@ def main() -> int:
     from agentprof.importers import load_any
     from agentprof.replay.orchestration import host_whatif
 
-    tmp = Path(tempfile.mkdtemp(prefix="agentprof-validate-"))
+    tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="agentprof-validate-"))
     fast_cap = Slowdown(args.share, "fast")
     slow = Slowdown(args.share / args.k, "slow")
     results: dict[str, Any] = {"fast": fast_cap.kind, "slowdown": slow.kind, "k_nominal": args.k, "rounds": args.rounds,
@@ -242,13 +260,17 @@ def main() -> int:
                              "error": (pred - slow_s) / slow_s, "error_nominal_k": (pred_nominal - slow_s) / slow_s,
                              "error_no_host_scaling": (fast_s - slow_s) / slow_s,
                              "orchestration_cpu_share": cb["orchestration_cpu_share"],
-                             "orchestration_wall_s": cb["orchestration_wall_s"]})
+                             "orchestration_wall_s": cb["orchestration_wall_s"],
+                             "fast_by_place_s": breakdown(tf), "slow_by_place_s": breakdown(ts)})
                 if not args.json:
                     x = rows[-1]
                     print(f"{workload} round {r + 1}: fast {fast_s:.2f} s, slow {slow_s:.2f} s (k measured "
                           f"{k:.2f}); predicted {pred:.2f} s -> error {x['error']:+.1%} (nominal k: "
                           f"{x['error_nominal_k']:+.1%}; without host scaling {x['error_no_host_scaling']:+.1%}); "
                           f"orchestration {x['orchestration_cpu_share']:.0%} CPU-bound", flush=True)
+                    print("    by place, fast -> slow: " + ", ".join(
+                        f"{p} {x['fast_by_place_s'][p]:.2f} -> {x['slow_by_place_s'][p]:.2f} s"
+                        for p in x["fast_by_place_s"]), flush=True)
             errs = [x["error"] for x in rows]
             results["workloads"][workload] = {
                 "rows": rows, "median_error": statistics.median(errs), "min_error": min(errs), "max_error": max(errs),
@@ -257,7 +279,8 @@ def main() -> int:
     finally:
         slow.close()
         fast_cap.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
     results["load_after"] = os.getloadavg()[0]
     if args.json:
         print(json.dumps(results, indent=2))

@@ -182,6 +182,24 @@ def sampled_runq(trace: Any) -> np.ndarray | None:
     return out
 
 
+def model_client_busy(trace: Any) -> np.ndarray:
+    """Per span row: seconds the session's thread was sampled busy (on a CPU or waiting for one) inside that
+    model call, i.e. its client side (zeros without samples)."""
+    from agentprof.analysis.hotspots import attribute
+
+    out = np.zeros(trace.spans.height)
+    a = attribute(trace)
+    if a is None:
+        return out
+    s = a.samples
+    ok = (a.span_row >= 0) & s.thread_is_session[s.thread]
+    kinds = trace.spans.get_column("kind").to_numpy()
+    ok &= kinds[np.maximum(a.span_row, 0)] == "model"
+    np.add.at(out, a.span_row[ok], (s.cpu_ns[ok] + s.runq_ns[ok]) / 1e9)
+    dur = trace.spans.select(((pl.col("end_ns") - pl.col("start_ns")) / 1e9).fill_null(0.0)).to_series().to_numpy()
+    return np.minimum(out, dur)
+
+
 def gap_split(trace: Any, fixed_s: np.ndarray, session_ids: list[str],
               declared: dict[str, float] | None = None) -> GapSplit:
     """CPU-bound share of each session's gaps: ``--cpu-bound orchestration=F`` when given, else measured
@@ -223,7 +241,12 @@ def host_whatif(trace: Any, speed_ratios: list[float], declared: dict[str, float
     gaps = gap_split(trace, lay.fixed_s, lay.session_ids, declared)
     cols = [1.0, *speed_ratios]
     own = np.stack([np.where(scalable, scaled_exclusive(lay.excl_old, split, r, r), lay.excl_old) for r in cols], 1)
-    model = np.repeat(lay.old_dur[:, None], len(cols), axis=1)
+    # a model call keeps its recorded time except its client side (SDK, request and stream handling) that the
+    # samples saw the agent's thread busy with: that is host CPU too
+    client = model_client_busy(trace)
+    is_model = kinds == "model"
+    model = np.stack([np.where(is_model, np.maximum(lay.old_dur - client * (1 - 1 / r), 0.0), lay.old_dur)
+                      for r in cols], 1)
     fixed = np.stack([scaled_gaps(lay.fixed_s, gaps, r) for r in cols], 1)
     asm = assemble(lay, own, model, fixed_new=fixed)
     return [float(x) for x in asm.e2e[lay.top_level].sum(axis=0)[1:]]
