@@ -83,8 +83,9 @@ class Sampler:
         self.interval_s = interval_s
         self.session_thread = threading.get_ident()
         self._stop = threading.Event()
-        self._markers = _marker_codes()
-        self._frames: dict[Any, int] = {}
+        self._markers = frozenset(id(c) for c in _marker_codes())  # ids: a code object's hash is not cached
+        self._frames: dict[int, int] = {}  # id(code) -> frame id; the code objects are kept in _codes
+        self._codes: list[Any] = []
         self._nodes: dict[tuple[int, int], int] = {}
         self._threads: dict[int, int] = {}
         self._clocks: dict[int, list[Any]] = {}  # ident -> [ThreadClock, last CPU ns, last run-queue wait ns]
@@ -173,15 +174,16 @@ class Sampler:
             f = frame
             while f is not None and len(codes) < MAX_DEPTH:
                 code = f.f_code
-                if span is None and code in markers:
+                if span is None and id(code) in markers:
                     span = _span_id_of(f)
                 codes.append(code)
                 f = f.f_back
             node = -1
             for code in reversed(codes):
-                fid = get_frame(code)
+                fid = get_frame(id(code))
                 if fid is None:
-                    fid = self._frames[code] = len(self._frames)
+                    fid = self._frames[id(code)] = len(self._frames)
+                    self._codes.append(code)  # keeps the id from being reused
                     self._new_frames.append([fid, getattr(code, "co_qualname", code.co_name), code.co_filename])
                 key = (node, fid)
                 nid = get_node(key)
