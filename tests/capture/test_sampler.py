@@ -6,6 +6,7 @@ import json
 import sys
 import textwrap
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -52,7 +53,7 @@ def test_run_sample_records_every_thread(tmp_path):
                          env=None, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     path = trace_from(done.stderr)
-    recs = [json.loads(x) for x in open(path)]
+    recs = [json.loads(x) for x in Path(path).read_text().splitlines()]
     assert recs[-1]["sampling"]["interval_ns"] == 2_000_000 and recs[-1]["sampling"]["samples"] > 0
     trace = load_any(path)
     s = trace.samples
