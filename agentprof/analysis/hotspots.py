@@ -159,6 +159,23 @@ def attribute(trace: Trace) -> Attributed | None:
             best = latest.argmax(axis=1)
             hit = cover[np.arange(chunk.size), best]
             span_row[chunk[hit]] = rows[best[hit]]
+    # child processes: the innermost tool span of their session open at the sample's time (the tool that waits
+    # for them)
+    is_child = np.array([k == "child" for k in s.thread_kind], dtype=bool)[s.thread] if s.thread_kind else \
+        np.zeros(n, dtype=bool)
+    kids = np.flatnonzero(is_child & (span_row < 0))
+    is_tool = np.array([k == "tool" for k in kind], dtype=bool)
+    for ses in np.unique(s.session_id[kids]).tolist() if kids.size else []:
+        rows = np.flatnonzero(is_tool & (sess == ses) & (start >= 0) & (end >= start))
+        pick = kids[s.session_id[kids] == ses]
+        if not rows.size:
+            continue
+        a, b = start[rows], end[rows]
+        t = s.t_ns[pick][:, None]
+        cover = (a[None, :] <= t) & (t <= b[None, :])
+        best = np.where(cover, a[None, :], -1).argmax(axis=1)
+        hit = cover[np.arange(pick.size), best]
+        span_row[pick[hit]] = rows[best[hit]]
     where = np.array(["orchestration"] * n, dtype=object)
     for i in np.flatnonzero(span_row >= 0):
         r = span_row[i]
@@ -187,6 +204,7 @@ def attribute(trace: Trace) -> Attributed | None:
     dt = np.where(same, t_sorted - prev, interval)
     wall[order] = np.minimum(dt, 20 * interval) / 1e9
     wall = np.where(is_session, wall, cpu_s)
+    wall = np.where(is_child, 0.0, wall)  # a child's time is already its tool's wall time
     return Attributed(s, where, span_row, gap, wall, cpu_s, gaps)
 
 
@@ -271,7 +289,9 @@ def orchestration_cpu(trace: Trace, a: Attributed | None) -> tuple[float | None,
                 key = str(s.session_id[i])
                 other_cpu[key] = other_cpu.get(key, 0.0) + float(a.cpu_s[i])
                 other_busy[key] = other_busy.get(key, 0.0) + float(a.cpu_s[i] + s.runq_ns[i] / 1e9)
-        elsewhere = {ids[int(r)] for r in rows[(rows >= 0) & ~on_session]}
+        is_child = np.array([k == "child" for k in s.thread_kind], dtype=bool)[s.thread] if s.thread_kind else \
+            np.zeros(len(s), dtype=bool)
+        elsewhere = {ids[int(r)] for r in rows[(rows >= 0) & ~on_session & ~is_child]}
     top_cpu: dict[str, float] = {}  # per root: its outermost CPU-measured tool/parse spans on its thread
     top_busy: dict[str, float] = {}
     orch_cpu: dict[str, float] = {}

@@ -16,6 +16,7 @@ a second (format: docs/ARCHITECTURE.md, trace model); readers that predate it sk
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -29,6 +30,8 @@ DEFAULT_INTERVAL_S = 0.005
 MAX_DEPTH = 256
 """Frames kept per sample (the innermost ones)."""
 FLUSH_EVERY_S = 1.0
+CHILD_EVERY = 2
+"""Child processes are looked up every this many ticks."""
 FLUSH_SAMPLES = 4000
 _OWN_THREADS = ("agentprof-",)
 """Threads agentprof itself runs (prompt fingerprinting, this sampler): not the agent's work."""
@@ -90,6 +93,8 @@ class Sampler:
         self._threads: dict[int, int] = {}
         self._clocks: dict[int, list[Any]] = {}  # ident -> [ThreadClock, last CPU ns, last run-queue wait ns]
         self._skip: set[int] = set()
+        self._natives: list[int] = []  # native ids of the sampled threads (their child processes are sampled)
+        self._children: dict[int, list[Any]] = {}  # pid -> [ThreadClock, last CPU, last wait, thread index, node]
         self._new_frames: list[list[Any]] = []
         self._new_nodes: list[list[int]] = []
         self._new_threads: list[list[Any]] = []
@@ -146,7 +151,10 @@ class Sampler:
             return None
         idx = self._threads[ident] = len(self._threads)
         self._new_threads.append([idx, ident, name, ident == self.session_thread])
-        clock = ThreadClock(getattr(thread, "native_id", None), ident)
+        native = getattr(thread, "native_id", None)
+        if native is not None:
+            self._natives.append(native)
+        clock = ThreadClock(native, ident)
         now = clock.read() or (0, 0)
         self._clocks[ident] = [clock, now[0], now[1]]
         return idx
@@ -199,7 +207,67 @@ class Sampler:
             self._cpu.append(cpu)
             self._rq.append(rq)
         del frames
+        if self.ticks % CHILD_EVERY == 0:
+            self._tick_children(now)
         self.ticks += 1
+
+    def _tick_children(self, now: int) -> None:
+        """Child processes of the sampled threads (and their children): CPU and run-queue wait since the last
+        look, as samples of a pseudo-thread per child with one frame naming the program. A tool that waits for
+        a child is CPU-bound when the child is, and only the child's wait for a CPU shows it."""
+        seen: set[int] = set()
+        parents = [f"/proc/self/task/{n}/children" for n in self._natives]
+        for depth in range(2):
+            found: list[int] = []
+            for path in parents:
+                try:
+                    with open(path, "rb") as fh:
+                        found += [int(x) for x in fh.read().split()]
+                except (OSError, ValueError):
+                    continue
+            seen.update(found)
+            if depth == 0:
+                parents = [f"/proc/{pid}/task/{pid}/children" for pid in found]
+        for pid in list(self._children):
+            if pid not in seen:
+                self._children.pop(pid)[0].close()
+        for pid in seen:
+            state = self._children.get(pid)
+            if state is None:
+                try:
+                    with open(f"/proc/{pid}/comm", "rb") as fh:
+                        comm = fh.read().decode("utf-8", "replace").strip()
+                except OSError:
+                    continue
+                clock = ThreadClock(None)
+                try:
+                    clock.fd = os.open(f"/proc/{pid}/schedstat", os.O_RDONLY)
+                except OSError:
+                    continue
+                idx = self._threads[-pid] = len(self._threads)  # keyed by -pid: Python thread idents are > 0
+                self._new_threads.append([idx, pid, f"child {comm}", False, "child"])
+                fid = self._frames.get(-pid)
+                if fid is None:
+                    fid = self._frames[-pid] = len(self._frames)
+                    self._new_frames.append([fid, f"<child process {comm}>", comm])
+                key = (-1, fid)
+                nid = self._nodes.get(key)
+                if nid is None:
+                    nid = self._nodes[key] = len(self._nodes)
+                    self._new_nodes.append([nid, -1, fid])
+                state = self._children[pid] = [clock, 0, 0, idx, nid]
+            got = state[0].read()
+            if got is None:
+                continue
+            cpu, rq = got[0] - state[1], got[1] - state[2]
+            state[1], state[2] = got
+            if cpu <= 0 and rq <= 0:
+                continue
+            self._t.append(now)
+            self._th.append(state[3])
+            self._st.append(state[4])
+            self._cpu.append(cpu)
+            self._rq.append(rq)
 
     # --- writing -----------------------------------------------------------------------------------------
     def _flush(self) -> None:
@@ -227,7 +295,7 @@ class Sampler:
             self._flush()
         except Exception as e:
             internal_error("writing samples", e)
-        for state in self._clocks.values():
+        for state in [*self._clocks.values(), *self._children.values()]:
             state[0].close()
         self.sess.meta.extra["sampling"] = {"interval_ns": int(self.interval_s * 1e9), "samples": self.samples,
                                             "ticks": self.ticks, "sampler_busy_ns": self.busy_ns,

@@ -2,7 +2,8 @@
 :mod:`agentprof.capture.sampler`), decoded into flat arrays.
 
 Each record adds the frames, stack nodes and threads first seen since the previous record of its session
-(ids count up per session), then its samples as columns: time (``t0`` plus ``dt``), thread, stack node,
+(ids count up per session; a thread entry ``[index, ident, name, is the session's thread]`` may end with
+``"child"``: a child process, ident = its pid, sampled for CPU and wait only), then its samples as columns: time (``t0`` plus ``dt``), thread, stack node,
 thread CPU and run-queue wait (``rq``) since that thread's previous sample, and the span open on the stack when the sampler could read it
 (``spans``: sparse ``[sample index, span id]`` pairs). A stack is a node of a prefix tree: ``[id, parent id
 (-1 for the outermost frame), frame id]``.
@@ -29,6 +30,7 @@ class Samples:
     thread_name: list[str] = field(default_factory=list)
     thread_is_session: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     thread_session: list[str] = field(default_factory=list)
+    thread_kind: list[str] = field(default_factory=list)  # "thread", or "child" (a child process)
     t_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     thread: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     node: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -86,9 +88,10 @@ def decode(records: Iterable[dict[str, Any]], where: str = "") -> Samples | None
             m.nodes[int(nid)] = len(parents)
             parents.append(-1 if parent < 0 else m.nodes[int(parent)])
             nframes.append(m.frames[int(fid)])
-        for idx, _ident, name, is_session in rec.get("threads") or ():
+        for idx, _ident, name, is_session, *kind in rec.get("threads") or ():
             m.threads[int(idx)] = len(out.thread_name)
             out.thread_name.append(str(name))
+            out.thread_kind.append(str(kind[0]) if kind else "thread")
             out.thread_session.append(sid)
             out.thread_is_session = np.append(out.thread_is_session, bool(is_session))
         dt = rec.get("dt") or []
@@ -135,6 +138,7 @@ def concat(parts: Sequence[Samples | None]) -> Samples | None:
         frames.append(p.node_frame + f0)
         out.thread_name += p.thread_name
         out.thread_session += p.thread_session
+        out.thread_kind += p.thread_kind
         out.thread_is_session = np.concatenate([out.thread_is_session, p.thread_is_session])
         t.append(p.t_ns)
         th.append(p.thread + h0)

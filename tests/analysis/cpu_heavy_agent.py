@@ -23,7 +23,7 @@ def rank_candidate_patches(n: int) -> int:
 
 @agentprof.tool
 def read_file(path: str) -> str:
-    time.sleep(0.004)  # I/O-bound: waits
+    time.sleep(0.03)  # I/O-bound: waits
     return json.dumps({"path": path, "lines": list(range(200))})
 
 
@@ -41,11 +41,12 @@ async def fetch(url: str) -> str:
     return url
 
 
-def run(out: str, steps: int = 6, work: int = 250_000, sample: bool | float = True) -> Run:
+def run(out: str, steps: int = 4, work: int = 600_000, sample: bool | float = True) -> Run:
     with agentprof.profile("cpu-heavy", out=out, sample=sample) as run, ThreadPoolExecutor(2) as pool:
         for step in range(steps):
             rank_candidate_patches(work)
             doc = agentprof.parse_json(read_file(f"src/{step}.py"), name="tool_result")
             pool.submit(count_tokens, json.dumps(doc)).result()
-            asyncio.run(fetch(f"http://127.0.0.1/{step}"))
+            # the async tool in an event loop of a pool thread (the caller may already run a loop on this one)
+            pool.submit(asyncio.run, fetch(f"http://127.0.0.1/{step}")).result()
     return run
