@@ -12,8 +12,8 @@ loop of the same rounds:
 - ``py-spy-200hz``: ``py-spy record --nonblocking --rate 200`` attached to this process (needs ptrace rights).
 
 The last two are skipped when the package is not installed (``pip install pyinstrument py-spy``). agentprof's
-own measure of the sampler's cost (the time its thread held the interpreter, written to the trace's meta) is
-printed beside the wall figures: it is steadier than a wall-clock difference on a shared machine.
+own measure of the sampler's cost (its thread's CPU time, written to the trace's meta) is printed beside the
+wall figures: it is steadier than a wall-clock difference on a shared machine.
 
 Run: ``.venv/bin/python scripts/bench_sampling.py [--rounds 7] [--calls 1000] [--json]``.
 """
@@ -70,7 +70,7 @@ def main() -> int:
             if sample:
                 recs = [json.loads(x) for x in r.path.read_text().splitlines()]
                 s = recs[-1].get("sampling") or {}
-                meta.setdefault(f"busy_share_{sample}", []).append(s.get("sampler_busy_ns", 0) / 1e9 / took)
+                meta.setdefault(f"busy_share_{sample}", []).append(s.get("sampler_cpu_ns", 0) / 1e9 / took)
                 meta.setdefault(f"samples_{sample}", []).append(s.get("samples", 0))
             r.path.unlink()
             return took
@@ -135,7 +135,7 @@ def main() -> int:
         return 0
     print(f"{args.calls} tool calls of 1 ms, {args.rounds} rounds; unprofiled loop {base:.3f} s; load {out['load']:.1f}")
     for k, d in out["variants"].items():
-        extra = f"; sampler thread busy {d['sampler_busy_pct']:.2f} % of wall, {d['samples']:.0f} samples" \
+        extra = f"; sampler thread's own CPU {d['sampler_busy_pct']:.2f} % of wall, {d['samples']:.0f} samples" \
             if "sampler_busy_pct" in d else ""
         print(f"  {k:18s} {d['median_s']:.3f} s  {d['overhead_pct']:+6.2f} %  (paired quartiles "
               f"{d['paired_p25_pct']:+.2f} .. {d['paired_p75_pct']:+.2f} %){extra}")
