@@ -103,6 +103,7 @@ class Sampler:
         self.samples = 0
         self.ticks = 0
         self.busy_ns = 0
+        self.paused = False  # benchmarks pause it to measure its cost in one session (scripts/bench_sampling.py)
         self._thread = threading.Thread(target=self._run, name="agentprof-sampler", daemon=True)
 
     def start(self) -> Sampler:
@@ -130,6 +131,8 @@ class Sampler:
         wait = self._stop.wait
         interval = self.interval_s
         while not wait(interval):
+            if self.paused:
+                continue
             try:
                 t0 = _cpu()  # the sampler's own CPU: waits for the interpreter lock are not its cost
                 self._tick()
