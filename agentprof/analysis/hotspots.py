@@ -36,6 +36,7 @@ from agentprof.trace.schema import Trace
 
 HOTSPOT_WHERE = ("orchestration", "parse", "tool")
 TOP_FRAMES = 5
+UNITS_IN_JSON = 100
 
 
 @dataclass
@@ -78,7 +79,14 @@ class Profile:
         return {"orchestration_cpu_s": self.orchestration_cpu_s, "orchestration_busy_s": self.orchestration_busy_s,
                 "orchestration_wall_s": self.orchestration_wall_s,
                 "orchestration_cpu_share": self.orchestration_cpu_share,
-                "tools": self.tools, "sampled": self.sampled}
+                "tools": self.tools, "sampled": self.sampled, "units": self.unit_rows()}
+
+    def unit_rows(self, limit: int = UNITS_IN_JSON) -> list[dict[str, Any]]:
+        """The spans and gaps with samples, longest first (wall, CPU, samples, top frames)."""
+        if self.units is None or self.units.height == 0:
+            return []
+        rows = self.units.sort("wall_s", descending=True, nulls_last=True).head(limit).to_dicts()
+        return [{k: (v if not isinstance(v, float) or v == v else None) for k, v in r.items()} for r in rows]
 
 
 def tool_name(kind: str, name: str, attrs: str | None) -> str:

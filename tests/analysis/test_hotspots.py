@@ -73,6 +73,9 @@ def test_units_cover_gaps_with_top_frames(sampled):
     top = [f for fs in gaps.get_column("top_frames").to_list() for f in fs[:1]]
     assert any(f.startswith("rank_candidate_patches") for f in top)
     assert (gaps.get_column("wall_s") > 0).all()
+    rows = analyze(trace).to_dict()["cpu_bound"]["units"]
+    assert rows and {"span_id", "gap", "where", "wall_s", "cpu_s", "samples", "top_frames"} <= set(rows[0])
+    assert any(r["gap"] is not None for r in rows) and any(r["where"].startswith("tool:") for r in rows)
 
 
 def test_samples_stay_in_the_jsonl_and_older_readers_skip_them(sampled):
