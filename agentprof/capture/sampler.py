@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from agentprof.capture.failsafe import internal_error
-from agentprof.capture.schedstat import ThreadClock
+from agentprof.capture.schedstat import ThreadClock, new_buffer, pread_all
 
 DEFAULT_INTERVAL_S = 0.005
 """Default sampling interval (5 ms)."""
@@ -95,7 +95,9 @@ class Sampler:
         self._clocks: dict[int, list[Any]] = {}  # ident -> [ThreadClock, last CPU ns, last run-queue wait ns]
         self._skip: set[int] = set()
         self._natives: list[int] = []  # native ids of the sampled threads (their child processes are sampled)
-        self._children: dict[int, list[Any]] = {}  # pid -> [ThreadClock, last CPU, last wait, thread index, node]
+        self._children: dict[int, list[Any]] = {}  # pid -> [clock, last CPU, last wait, thread, node, children fd]
+        self._buf = new_buffer()
+        self._children_fds: dict[int, int] = {}  # native thread id -> fd of its /proc children list
         self._new_frames: list[list[Any]] = []
         self._new_nodes: list[list[int]] = []
         self._new_threads: list[list[Any]] = []
@@ -220,21 +222,31 @@ class Sampler:
         look, as samples of a pseudo-thread per child with one frame naming the program. A tool that waits for
         a child is CPU-bound when the child is, and only the child's wait for a CPU shows it."""
         seen: set[int] = set()
-        parents = [f"/proc/self/task/{n}/children" for n in self._natives]
+        fds = self._children_fds
+        for n in self._natives:
+            if n not in fds:
+                try:
+                    fds[n] = os.open(f"/proc/self/task/{n}/children", os.O_RDONLY)
+                except OSError:
+                    fds[n] = -1
+        parents = [fd for fd in fds.values() if fd >= 0]
         for depth in range(2):
             found: list[int] = []
-            for path in parents:
+            for fd in parents:
                 try:
-                    with open(path, "rb") as fh:
-                        found += [int(x) for x in fh.read().split()]
+                    found += [int(x) for x in pread_all(fd, self._buf).split()]
                 except (OSError, ValueError):
                     continue
             seen.update(found)
             if depth == 0:
-                parents = [f"/proc/{pid}/task/{pid}/children" for pid in found]
+                parents = [self._children[pid][5] for pid in found if pid in self._children
+                           and self._children[pid][5] >= 0]
         for pid in list(self._children):
             if pid not in seen:
-                self._children.pop(pid)[0].close()
+                state = self._children.pop(pid)
+                state[0].close()
+                if state[5] >= 0:
+                    os.close(state[5])
         for pid in seen:
             state = self._children.get(pid)
             if state is None:
@@ -259,7 +271,11 @@ class Sampler:
                 if nid is None:
                     nid = self._nodes[key] = len(self._nodes)
                     self._new_nodes.append([nid, -1, fid])
-                state = self._children[pid] = [clock, 0, 0, idx, nid]
+                try:
+                    kids_fd = os.open(f"/proc/{pid}/task/{pid}/children", os.O_RDONLY)
+                except OSError:
+                    kids_fd = -1
+                state = self._children[pid] = [clock, 0, 0, idx, nid, kids_fd]
             got = state[0].read()
             if got is None:
                 continue
@@ -301,6 +317,12 @@ class Sampler:
             internal_error("writing samples", e)
         for state in [*self._clocks.values(), *self._children.values()]:
             state[0].close()
+        for fd in [*self._children_fds.values(), *(c[5] for c in self._children.values())]:
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
         self.sess.meta.extra["sampling"] = {"interval_ns": int(self.interval_s * 1e9), "samples": self.samples,
                                             "ticks": self.ticks, "sampler_cpu_ns": self.busy_ns,
                                             "sampler": "agentprof thread sampler (sys._current_frames)"}

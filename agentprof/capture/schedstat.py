@@ -7,19 +7,53 @@ core reads 33 % CPU-bound); adding the time the thread was runnable but waiting 
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import time
+from typing import Any
+
+
+def _gil_holding_pread() -> Any:
+    """libc ``pread`` called without releasing the interpreter lock (``ctypes.PyDLL``): ``os.pread`` releases
+    it, and a sampler that lets go of the lock mid-tick must wait for the agent's thread to hand it back (one
+    more forced switch in the agent per read). None where libc cannot be loaded."""
+    try:
+        fn = ctypes.PyDLL(None, use_errno=True).pread
+        fn.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_long]
+        fn.restype = ctypes.c_ssize_t
+        return fn
+    except (OSError, AttributeError):
+        return None
+
+
+_pread = _gil_holding_pread()
+
+
+def new_buffer() -> Any:
+    """A read buffer for :func:`pread_all`; one per reading thread (the lock may pass between read and copy)."""
+    return ctypes.create_string_buffer(256)
+
+
+def pread_all(fd: int, buf: Any) -> bytes:
+    """The whole (short) content of a /proc file from offset 0, keeping the interpreter lock when possible."""
+    if _pread is not None:
+        n = _pread(fd, buf, 256, 0)
+        if n < 0:
+            raise OSError(ctypes.get_errno(), "pread failed")
+        return buf.raw[:n]
+    return os.pread(fd, 256, 0)
 
 
 class ThreadClock:
-    """(CPU ns, run-queue wait ns) of one thread, read without reopening the file."""
+    """(CPU ns, run-queue wait ns) of one thread, read without reopening the file (by one thread at a time)."""
 
-    __slots__ = ("fd", "clock")
+    __slots__ = ("fd", "clock", "buf")
 
     def __init__(self, native_id: int | None, ident: int | None = None) -> None:
         self.fd = -1
         self.clock: int | None = None
+        self.buf = new_buffer()
         if native_id is not None:
             try:
                 self.fd = os.open(f"/proc/self/task/{native_id}/schedstat", os.O_RDONLY)
@@ -35,7 +69,7 @@ class ThreadClock:
         """Cumulative (CPU ns, run-queue wait ns); None when the thread is gone or nothing is readable."""
         if self.fd >= 0:
             try:
-                cpu, wait, _ = os.pread(self.fd, 96, 0).split()
+                cpu, wait, _ = pread_all(self.fd, self.buf).split()
                 return int(cpu), int(wait)
             except (OSError, ValueError):
                 return None
