@@ -17,7 +17,7 @@ from agentprof.capture.runner import run_command
 @click.option("--instrument-json", is_flag=True, help="Record json.loads calls as parse spans.")
 @click.option("--sample", is_flag=True, help="Also sample every thread's stack (which functions take the time).")
 @click.option("--sample-interval", type=click.FloatRange(0.1, 10000), default=None, metavar="MS",
-              help="Milliseconds between stack samples (implies --sample; default 5).")
+              help="Milliseconds between stack samples (implies --sample; default 10).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(out: str, name: str | None, capture_content: bool, instrument_subprocess: bool, instrument_json: bool,
         sample: bool, sample_interval: float | None, command: tuple[str, ...]) -> None:

@@ -78,7 +78,7 @@ class profile:
     - ``capture_content``: also store prompt/response text, tool arguments and results (off: hashes only).
     - ``instrument_json``: record ``json.loads`` calls as parse spans.
     - ``instrument_subprocess``: record child processes as tool spans.
-    - ``sample``: also sample every thread's stack (``True``: every 5 ms; a number: the interval in seconds),
+    - ``sample``: also sample every thread's stack (``True``: every 10 ms; a number: the interval in seconds),
       so reports show which functions the agent's loop and its tools spend their time in.
     """
 

@@ -25,8 +25,9 @@ from typing import Any
 from agentprof.capture.failsafe import internal_error
 from agentprof.capture.schedstat import ThreadClock, new_buffer, pread_all
 
-DEFAULT_INTERVAL_S = 0.005
-"""Default sampling interval (5 ms)."""
+DEFAULT_INTERVAL_S = 0.010
+"""Default sampling interval (10 ms: each tick makes the agent's thread hand over the interpreter lock once,
+which on a busy machine costs it an OS scheduling delay; docs/PERFORMANCE.md)."""
 MAX_DEPTH = 256
 """Frames kept per sample (the innermost ones)."""
 FLUSH_EVERY_S = 1.0
