@@ -243,8 +243,9 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     orch.update(gaps.summary(lay.fixed_s, lay.top_level))
     if not has_cpu_data(spans) and not cpu_bound:
         notes.append("this trace records no CPU time (imported logs do not): a host CPU's effect, e.g. Vera's, is "
-                     "not measurable from it (only parse spans, CPU work by definition, scale); capture the agent with agentprof (--sample shows which code), or "
-                     "declare CPU-bound tools with --cpu-bound TOOL[=FRACTION] / orchestration=FRACTION")
+                     "not measurable from it (only parse spans, CPU work by definition, scale); capture the agent "
+                     "with agentprof (--sample shows which code), or declare CPU-bound tools with --cpu-bound "
+                     "TOOL[=FRACTION] / orchestration=FRACTION")
     elif orch["cpu_bound_s"] == 0 and orch["gaps_cpu_bound_s"] == 0:
         notes.append("no orchestration time was treated as CPU-bound (no cpu_ns captured, no parse spans, no tool "
                      "declared with --cpu-bound): host CPUs change nothing in this replay")
