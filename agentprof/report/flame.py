@@ -32,7 +32,8 @@ def place_frames(a: Attributed, frames: list[int], where: str) -> list[int]:
 
 def flame_data(trace: Trace, a: Attributed | None = None) -> dict[str, Any] | None:
     """``{"frames": [[name, file], ...], "places": [{"where", "samples", "wall_s", "cpu_s", "tree"}]}`` where
-    a tree node is ``[frame index, wall_s, cpu_s, [children]]`` (root: frame index -1); None when unsampled."""
+    a tree node is ``[frame index, wall_s, cpu_s, [children], wait_s]`` (wait: runnable, waiting for a CPU;
+    root: frame index -1); None when unsampled."""
     a = a if a is not None else attribute(trace)
     if a is None:
         return None
@@ -47,24 +48,26 @@ def flame_data(trace: Trace, a: Attributed | None = None) -> dict[str, Any] | No
         if fr is None:
             fr = stacks[nd] = s.stack(nd)
         fr = place_frames(a, fr, where)[:MAX_DEPTH]
-        w, c = float(a.wall_s[i]), float(a.cpu_s[i])
-        node = roots.setdefault(where, [-1, 0.0, 0.0, {}])
+        w, c, q = float(a.wall_s[i]), float(a.cpu_s[i]), float(s.runq_ns[i]) / 1e9
+        node = roots.setdefault(where, [-1, 0.0, 0.0, {}, 0.0])
         counts[where] = counts.get(where, 0) + 1
         node[1] += w
         node[2] += c
+        node[4] += q
         for f in fr:
-            node = node[3].setdefault(f, [f, 0.0, 0.0, {}])
+            node = node[3].setdefault(f, [f, 0.0, 0.0, {}, 0.0])
             node[1] += w
             node[2] += c
+            node[4] += q
     used: dict[int, int] = {}
 
     def pack(node: list[Any], floor: float) -> list[Any]:
         kids = [pack(k, floor) for k in sorted(node[3].values(), key=lambda k: -k[1]) if k[1] >= floor]
         idx = -1 if node[0] < 0 else used.setdefault(node[0], len(used))
-        return [idx, round(node[1], 6), round(node[2], 6), kids]
+        return [idx, round(node[1], 6), round(node[2], 6), kids, round(node[4], 6)]
 
     order = sorted(roots, key=lambda w: (w != "orchestration", -roots[w][1]))
-    places = [{"where": w, "samples": counts[w], "wall_s": roots[w][1], "cpu_s": roots[w][2],
+    places = [{"where": w, "samples": counts[w], "wall_s": roots[w][1], "cpu_s": roots[w][2], "wait_s": roots[w][4],
                "tree": pack(roots[w], roots[w][1] * MIN_SHARE)} for w in order]
     names = [[""] * 2 for _ in used]
     for f, k in used.items():

@@ -19,12 +19,13 @@
   sec.appendChild(mk("h2", null, "Where the loop and the tools spend their time (sampled stacks)"));
   sec.appendChild(mk("p", { class: "lede" }, "Icicle view of stack samples, one per place: the agent's own loop " +
     "(orchestration: the gaps between spans and orchestration spans), parsing, and each tool. Width = sampled wall " +
-    "time; the darker part of a bar is the share spent on a CPU. Click a bar to zoom, click the top bar to zoom out. " +
+    "time; dark = on a CPU, medium = runnable but waiting for a CPU (a busy machine), light = waiting on I/O, " +
+    "sleep or a child. Click a bar to zoom, click the top bar to zoom out. " +
     "Function and file names only."));
   var pick = mk("select", { "aria-label": "place" });
   F.places.forEach(function (p, i) {
     pick.appendChild(mk("option", { value: String(i) }, p.where + " \u2014 " + fmtS(p.wall_s) + " sampled, " +
-      fmtS(p.cpu_s) + " on CPU, " + p.samples + " samples"));
+      fmtS(p.cpu_s) + " on CPU, " + fmtS(p.wait_s || 0) + " waiting for a CPU, " + p.samples + " samples"));
   });
   sec.appendChild(pick);
   var box = mk("div", { class: "flame", style: "position:relative;margin-top:8px;font:11px/16px ui-monospace,monospace;" });
@@ -47,12 +48,14 @@
       if (w < 1) return;
       rows = Math.max(rows, depth + 1);
       var cpu = node[1] > 0 ? Math.min(node[2] / node[1], 1) : 0;
+      var busy = node[1] > 0 ? Math.min((node[2] + (node[4] || 0)) / node[1], 1) : 0;
+      var pc = Math.round(cpu * 100), pb = Math.max(pc, Math.round(busy * 100));
       var bar = mk("div", { title: label(node) + "  " + file(node) + "\n" + fmtS(node[1]) + " sampled, " +
-        fmtS(node[2]) + " on CPU (" + Math.round(cpu * 100) + " %)" });
+        fmtS(node[2]) + " on CPU (" + pc + " %), " + fmtS(node[4] || 0) + " waiting for a CPU" });
       bar.style.cssText = "position:absolute;box-sizing:border-box;overflow:hidden;white-space:nowrap;cursor:pointer;" +
         "border:1px solid #fff;border-radius:2px;padding:0 3px;color:#1b1b1b;left:" + x + "px;top:" + depth * ROW +
-        "px;width:" + w + "px;height:" + ROW + "px;background:linear-gradient(90deg,hsl(24,85%,62%) " +
-        Math.round(cpu * 100) + "%,hsl(40,80%,82%) " + Math.round(cpu * 100) + "%)";
+        "px;width:" + w + "px;height:" + ROW + "px;background:linear-gradient(90deg,hsl(24,85%,62%) " + pc +
+        "%,hsl(32,85%,72%) " + pc + "%,hsl(32,85%,72%) " + pb + "%,hsl(40,80%,86%) " + pb + "%)";
       bar.textContent = w > 30 ? label(node) : "";
       bar.addEventListener("click", function () { focus = depth === 0 && parents.length ? parents[parents.length - 1] : node; draw(); });
       bar.addEventListener("mouseenter", function () { info.textContent = label(node) + " \u2014 " + file(node) + " \u2014 " + fmtS(node[1]) + " sampled, " + fmtS(node[2]) + " on CPU"; });
