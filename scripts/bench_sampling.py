@@ -12,7 +12,8 @@ loop of the same rounds:
 - ``py-spy-200hz``: ``py-spy record --nonblocking --rate 200`` attached to this process (needs ptrace rights).
 
 Those whole-loop figures drift with the machine's load. The primary figure interleaves finely instead: inside
-one sampled profile, chunks of 20 calls run with the sampler paused and running, in the order off, on, on, off
+one sampled profile, chunks of 20 calls run with the sampler paused (its thread asleep until resumed: no
+ticks, no interpreter-lock handovers) and running, in the order off, on, on, off
 (``paired``); its median over chunk groups is the sampler's cost over capture alone.
 
 The last two variants are skipped when the package is not installed (``pip install pyinstrument py-spy``). agentprof's
@@ -119,7 +120,7 @@ def main() -> int:
             smp = r._session.sampler
 
             def timed(on: bool) -> float:
-                smp.paused = not on
+                smp.pause(not on)
                 time.sleep(2 * interval)  # the sampler's state settles (a tick in flight ends)
                 t0 = time.perf_counter()
                 for _ in range(chunk):
@@ -129,7 +130,7 @@ def main() -> int:
             for _ in range(groups):
                 a1, b1, b2, a2 = timed(False), timed(True), timed(True), timed(False)
                 out.append((b1 + b2 - a1 - a2) / (a1 + a2))
-            smp.paused = False
+            smp.pause(False)
         return out
 
     times: dict[str, list[float]] = {k: [] for k in variants}

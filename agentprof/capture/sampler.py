@@ -106,7 +106,8 @@ class Sampler:
         self.samples = 0
         self.ticks = 0
         self.busy_ns = 0
-        self.paused = False  # benchmarks pause it to measure its cost in one session (scripts/bench_sampling.py)
+        self.paused = False  # see pause(): benchmarks measure its cost in one session (scripts/bench_sampling.py)
+        self._resume = threading.Event()
         self._thread = threading.Thread(target=self._run, name="agentprof-sampler", daemon=True)
 
     def start(self) -> Sampler:
@@ -134,7 +135,8 @@ class Sampler:
         wait = self._stop.wait
         interval = self.interval_s
         while not wait(interval):
-            if self.paused:
+            if self.paused:  # blocks without waking until resumed (a paused sampler costs nothing)
+                self._resume.wait()
                 continue
             try:
                 t0 = _cpu()  # the sampler's own CPU: waits for the interpreter lock are not its cost
@@ -290,6 +292,14 @@ class Sampler:
             self._cpu.append(cpu)
             self._rq.append(rq)
 
+    def pause(self, paused: bool) -> None:
+        """Stop taking samples (the thread sleeps until resumed) or take them again."""
+        self.paused = paused
+        if paused:
+            self._resume.clear()
+        else:
+            self._resume.set()
+
     # --- writing -----------------------------------------------------------------------------------------
     def _flush(self) -> None:
         if not self._t and not self._new_frames:
@@ -309,6 +319,7 @@ class Sampler:
     def stop(self) -> None:
         """Stop sampling and write what is left (called by the session before its final meta record)."""
         self._stop.set()
+        self._resume.set()
         sys.setswitchinterval(self._switch)
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=2.0)
