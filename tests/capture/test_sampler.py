@@ -91,3 +91,47 @@ def test_no_sampling_by_default(tmp_path):
         sum(range(10000))
     assert load_any(run.path).samples is None
     assert "samples" not in run.path.read_text()
+
+
+KILLED = textwrap.dedent("""
+    import sys, time
+    import agentprof
+
+    @agentprof.tool
+    def work(n):
+        return sum(i * i for i in range(n))
+
+    with agentprof.profile("killed", out=sys.argv[1], sample=0.002):
+        t0 = time.monotonic()
+        while True:
+            work(20000)
+            if time.monotonic() - t0 > 1.6:   # past the first flush of samples (about once a second)
+                print("flushed", flush=True)
+                time.sleep(60)
+""")
+
+
+def test_sigkill_leaves_spans_and_flushed_samples_readable(tmp_path):
+    import os
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "flushed"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+        proc.stdout.close()
+    (path,) = tmp_path.glob("killed-*.jsonl")
+    trace = load_any(path)
+    assert trace.spans.filter(trace.spans["kind"] == "tool").height > 10
+    assert trace.samples is not None and len(trace.samples) > 20
+    rows = profile_of(trace)
+    assert any(w.startswith("tool:work") for w in rows)
+
+
+def profile_of(trace):
+    from agentprof.analysis.hotspots import attribute
+
+    return set(attribute(trace).where.tolist())
