@@ -4,7 +4,8 @@ shares one definition and it can later read the analysis' own ``agent_active_s``
 
 Wait reasons are read generically (whatever ``agentprof.wait.reason`` holds, as ``wait_by_reason`` /
 ``waits_by_reason`` carry them); the ones below count as *not* agent time. ``retry``, ``sleep`` and any reason
-not listed (``residue``, ``unspecified``, …) stay agent time: the agent chose to wait, or nobody can tell.
+not listed (``residue``, ``unspecified``, kv-cache-tester's old ``think``, …) stay agent time: the agent chose
+to wait, or nobody can tell.
 """
 
 from __future__ import annotations
@@ -12,14 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-OUTSIDE_AGENT_REASONS = frozenset({
-    "user", "user_turn",  # a person's turn (reading, typing)
-    "permission", "approval",  # waiting for someone to approve a tool call
-    "idle",  # nothing happening: the session sat open
-    "think",  # kv-cache-tester's think time between a user's requests
-    "unrecorded",  # time between the sessions of one conversation that no session covers
-})
-"""Wait reasons whose time is not the agent's own."""
+from agentprof.trace import waits
+
+OUTSIDE_AGENT_REASONS = waits.HUMAN_REASONS
+"""Wait reasons whose time is not the agent's own (one definition: :data:`agentprof.trace.waits.HUMAN_REASONS`;
+the names of older traces, ``user`` and ``permission``, are read as ``user_turn`` and ``approval``)."""
 
 
 def waits_by_reason(time: Mapping[str, Any]) -> dict[str, float]:
@@ -39,7 +37,7 @@ def waits_by_reason(time: Mapping[str, Any]) -> dict[str, float]:
 
 def is_outside_agent(reason: str) -> bool:
     """True when a wait of this reason is not the agent's own time."""
-    return reason in OUTSIDE_AGENT_REASONS
+    return waits.canonical(reason) in OUTSIDE_AGENT_REASONS
 
 
 def agent_active_s(time: Mapping[str, Any]) -> float:
