@@ -72,9 +72,16 @@ def analyze(trace: Trace | pl.DataFrame | str | os.PathLike[str], miss_ratio: fl
     redundancy = _redundancy(calls, conv_out)
     n_conv = conv_out.height if conv_out.height else int(sessions.get_column("primary").sum() or 0)
     a = Analysis(trace.meta, calls, per_session, conv_out, time, redundancy, misses, diags, n_conversations=n_conv,
-                 failures=failures(spans))
+                 failures=failures(spans), profile=_profile(trace, time.orchestration_s if timed else None))
     a.redundancy["timed_conversations"] = timed
     return a
+
+
+def _profile(trace: Trace, orchestration_s: float | None) -> Any:
+    """CPU-bound shares and sampled hotspots (None when they cannot be computed; the rest goes on)."""
+    from agentprof.analysis.hotspots import profile
+
+    return profile(trace, orchestration_s)
 
 
 def _per_session(sessions: pl.DataFrame, calls: pl.DataFrame, split_df: pl.DataFrame, conv: pl.DataFrame,

@@ -70,7 +70,8 @@ def default_name(argv: list[str]) -> str:
 
 
 def run_command(argv: list[str], out: str = "traces/", name: str | None = None, capture_content: bool = False,
-                instrument_subprocess: bool = False, instrument_json: bool = False) -> tuple[int, Path | None]:
+                instrument_subprocess: bool = False, instrument_json: bool = False,
+                sample: float | None = None) -> tuple[int, Path | None]:
     """Run ``argv`` profiled; return its exit status and the trace path (``None`` if nothing was recorded)."""
     from agentprof.capture.session import _claim, trace_path
 
@@ -83,7 +84,7 @@ def run_command(argv: list[str], out: str = "traces/", name: str | None = None, 
     env = dict(os.environ)
     env[ENV_CONFIG] = json.dumps({"path": str(path.resolve()), "name": run_name, "capture_content": capture_content,
                                   "instrument_subprocess": instrument_subprocess,
-                                  "instrument_json": instrument_json})
+                                  "instrument_json": instrument_json, "sample": sample})
     env["PYTHONPATH"] = os.pathsep.join([str(BOOTSTRAP_DIR), *[p for p in [env.get("PYTHONPATH")] if p]])
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the program; we report after
     try:
@@ -122,7 +123,8 @@ def start_process_profile(config: str) -> None:
     sess = Session(cfg.get("name") or "agent", None, path=cfg["path"],
                    capture_content=bool(cfg.get("capture_content")),
                    instrument_json=bool(cfg.get("instrument_json")),
-                   instrument_subprocess=bool(cfg.get("instrument_subprocess"))).start()
+                   instrument_subprocess=bool(cfg.get("instrument_subprocess")),
+                   sample=cfg.get("sample") or None).start()
     set_process_session(sess)
     _state["session"] = sess
     previous_hook = sys.excepthook

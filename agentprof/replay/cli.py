@@ -179,6 +179,9 @@ def _print_replay(res: Any) -> None:
                   f"(declared {o['cpu_bound_declared_s']:.1f}, attribute {o['cpu_bound_attribute_s']:.1f}, "
                   f"cpu_ns {o['cpu_bound_cpu_ns_s']:.1f}, parse {o['cpu_bound_parse_s']:.1f}); "
                   f"not CPU-bound (I/O or unknown): {o['not_cpu_bound_s']:.1f} s; recorded host {o['recorded_host']}")
+    if o.get("gaps_s"):
+        console.print(f"gaps between spans (the agent's own loop): {o['gaps_s']:.1f} s, of which "
+                      f"{o['gaps_cpu_bound_s']:.1f} s CPU-bound ({o['gaps_source']}) scaled by host")
     for n in res.notes:
         console.print(f"[dim]note: {n}[/dim]")
     console.print(res.finding())

@@ -30,7 +30,14 @@ from agentprof.replay.cachepolicy import (
 from agentprof.replay.calibration import Fitted, load_fitted
 from agentprof.replay.costmodel import call_times, disk_load_s, kv_load_s
 from agentprof.replay.equations import WAITING_FOR
-from agentprof.replay.orchestration import cpu_split, scaled_exclusive
+from agentprof.replay.orchestration import (
+    cpu_split,
+    gap_split,
+    has_cpu_data,
+    sampled_runq,
+    scaled_exclusive,
+    scaled_gaps,
+)
 from agentprof.replay.systems import Resolved, resolve
 from agentprof.replay.timeline import MODEL, ORCH, TOOL, WAIT, assemble, prepare
 from agentprof.trace.coerce import as_trace
@@ -250,18 +257,26 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     model_arr = np.array(model_of, dtype=object)
 
     # orchestration: CPU-bound split, once
-    split = cpu_split(spans, lay.host_parent, lay.excl_old, cpu_bound)
+    split = cpu_split(spans, lay.host_parent, lay.excl_old, cpu_bound, sampled_runq(trace))
     kinds = spans.get_column("kind").to_numpy()
     scalable = np.isin(kinds, ("tool", "parse", "orchestration")) & lay.placed
     orch = split.summary(lay.excl_old, scalable)
     orch["recorded_host"] = rec_host.key
-    if orch["cpu_bound_s"] == 0:
+    gaps = gap_split(trace, lay.fixed_s, lay.session_ids, cpu_bound)
+    orch.update(gaps.summary(lay.fixed_s, lay.top_level))
+    if not has_cpu_data(spans) and not cpu_bound:
+        notes.append("this trace records no CPU time (imported logs do not): a host CPU's effect, e.g. Vera's, is "
+                     "not measurable from it (only parse spans, CPU work by definition, scale); capture the agent "
+                     "with agentprof (--sample shows which code), or declare CPU-bound tools with --cpu-bound "
+                     "TOOL[=FRACTION] / orchestration=FRACTION")
+    elif orch["cpu_bound_s"] == 0 and orch["gaps_cpu_bound_s"] == 0:
         notes.append("no orchestration time was treated as CPU-bound (no cpu_ns captured, no parse spans, no tool "
                      "declared with --cpu-bound): host CPUs change nothing in this replay")
 
     k = len(sys_objs)
     # columns: 0 = recorded; 1..k = systems; k+1..2k = systems with an infinitely fast model; 2k+1 = recorded, model 0
     own_new = np.repeat(lay.excl_old[:, None], 2 * k + 2, axis=1)
+    fixed_new = np.repeat(lay.fixed_s[:, None], 2 * k + 2, axis=1)
     model_new = np.repeat(lay.old_dur[:, None], 2 * k + 2, axis=1)
     model_new[lay.category == MODEL, 2 * k + 1] = 0.0
     groups = {key: np.flatnonzero((model_arr == key) & replayable) for key in specs}
@@ -295,8 +310,10 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         row = SystemRow(system.key, system.display)
         ratio = system.host.st_speed / rec_host.st_speed
         row.host_speed_ratio = ratio
-        own_new[:, j] = np.where(scalable, scaled_exclusive(lay.excl_old, split, ratio), lay.excl_old)
+        own_new[:, j] = np.where(scalable, scaled_exclusive(lay.excl_old, split, ratio,
+                                                            system.host.mt_speed / rec_host.mt_speed), lay.excl_old)
         own_new[:, k + j] = own_new[:, j]
+        fixed_new[:, j] = fixed_new[:, k + j] = scaled_gaps(lay.fixed_s, gaps, ratio)
         new_call = lay.old_dur[span_row].copy()
         wait_call = {k: np.zeros(span_row.size) for k in WAITING_FOR}
         cache_tot = {"input_tokens": 0.0, "hbm_hit_tokens": 0.0, "cpu_hit_tokens": 0.0, "disk_hit_tokens": 0.0}
@@ -350,7 +367,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                                                     + cache_tot["disk_hit_tokens"]) / cache_tot["input_tokens"]}
         rows.append(row)
 
-    asm = assemble(lay, own_new, model_new)
+    asm = assemble(lay, own_new, model_new, fixed_new)
     top = lay.top_level
     e2e = asm.e2e[top].sum(axis=0)
     cats = asm.by_category[top].sum(axis=0)

@@ -180,12 +180,14 @@ class Assembled:
     by_category: np.ndarray  # (sessions, systems, NCAT)
 
 
-def assemble(lay: Layout, own_new: np.ndarray, model_new: np.ndarray) -> Assembled:
+def assemble(lay: Layout, own_new: np.ndarray, model_new: np.ndarray,
+             fixed_new: np.ndarray | None = None) -> Assembled:
     """Replayed session times for several systems at once.
 
     ``own_new`` (spans × systems): each span's new exclusive time (CPU-scaled orchestration; waits and
     unchanged spans = ``excl_old``); ``model_new`` (spans × systems): a model span's new total time (ignored
-    for other spans). Sessions are processed from the deepest sub-agent level up."""
+    for other spans); ``fixed_new`` (sessions × systems, optional): each session's new gap time (default:
+    the recorded ``fixed_s``). Sessions are processed from the deepest sub-agent level up."""
     n, k = own_new.shape
     n_sess = lay.old_e2e.size
     e2e = np.zeros((n_sess, k))
@@ -246,8 +248,9 @@ def assemble(lay: Layout, own_new: np.ndarray, model_new: np.ndarray) -> Assembl
                 for c in range(NCAT):
                     cats[:, j, c] += np.bincount(h[mixed], weights=contrib[j, mixed] * share[:, j, c],
                                                  minlength=n_sess)
-        e2e[sess] += lay.fixed_s[sess][:, None]
-        cats[sess, :, ORCH] += lay.fixed_s[sess][:, None]
+        fixed = lay.fixed_s[sess][:, None] if fixed_new is None else fixed_new[sess]
+        e2e[sess] += fixed
+        cats[sess, :, ORCH] += fixed
         # hand each finished sub-agent session's change to its root span in the parent session
         for s in sess:
             r = roots[s]

@@ -90,5 +90,16 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
         "cache": results.cache_panel(cache, notes.get("cache"), cache_model),
         "whatif": results.whatif_panel(r, notes.get("replay"), hl),
         "corpus": results.corpus_panel(spans, a, fig),
+        "flame": _flame(trace, analysis),
     }
     return payload
+
+
+def _flame(trace: Trace, analysis: Any) -> dict[str, Any] | None:
+    """Sampled stacks as icicle trees (None when the trace has no samples)."""
+    if trace.samples is None:
+        return None
+    from agentprof.report.flame import flame_data
+
+    prof = getattr(analysis, "profile", None)
+    return flame_data(trace, getattr(prof, "attributed", None))
