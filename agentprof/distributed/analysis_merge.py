@@ -116,8 +116,27 @@ def merge(parts: list[Part], given: list[str], file_rank: dict[str, int],
     for p in parts:
         hashing.add(p.hashing)
     meta = _meta([p.analysis.meta for p in parts], files, given, hashing)
+    profile = _profile([p.analysis.profile for p in parts], diags)
     return Analysis(meta, calls, sessions, conv, time, redundancy, misses, diags, n_conversations=n_conv,
-                    failures=failures(failed), conversation_time=summed)
+                    failures=failures(failed), profile=profile, conversation_time=summed)
+
+
+def _profile(profiles: list[Any], diags: list[dict[str, Any]]) -> Any:
+    """The CPU-bound profile: exact when no partition has CPU times or samples (imported logs: every figure
+    empty, the per-session gap walls united); otherwise not merged yet, and said so."""
+    if not profiles or all(p is None for p in profiles):
+        return None
+    empty = all(p is not None and p.orchestration_cpu_s is None and not p.sampled and not p.tools for p in profiles)
+    if empty:
+        merged = replace(profiles[0])
+        gaps: dict[str, float] = {}
+        for p in profiles:
+            gaps.update(p.gap_wall_s or {})
+        merged.gap_wall_s = gaps
+        return merged
+    diags.append({"kind": "profile_not_merged", "message": "CPU-bound shares and sampled hotspots are not merged "
+                  "across partitions yet: run without --workers, --scheduler or --batch-mb for them"})
+    return None
 
 
 def _meta(metas: list[TraceMeta], files: list[str], given: list[str], hashing: Hashing) -> TraceMeta:

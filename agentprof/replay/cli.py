@@ -52,6 +52,17 @@ def _s(v: float | None) -> str:
     return f"{v:.2f} s"
 
 
+def _c(v: float | None) -> str:
+    """A duration in at most 6 characters (s, m, h), for the replay table."""
+    if v is None:
+        return "—"
+    if v >= 3600:
+        return f"{v / 3600:.1f}h"
+    if v >= 60:
+        return f"{v / 60:.1f}m"
+    return f"{v:.1f}s"
+
+
 def _x(v: float | None) -> str:
     return "—" if v is None else f"{v:.2f}x"
 
@@ -112,38 +123,58 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
 
 
 def _print_replay(res: Any) -> None:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
+    # fits 100 columns: short headers, no vertical rules; units are in the cells
     t = Table(title=f"replay: {res.sessions} session(s), {res.replayed_calls}/{res.model_calls} model calls, "
-                    f"cache {res.cache_policy}, concurrency {res.concurrency}")
-    for col, just in (("system", "left"), ("end-to-end", "right"), ("model", "right"), ("orchestration", "right"),
-                      ("wait", "right"), ("model share", "right"), ("model calls", "right"),
-                      ("task speed-up", "right"), ("vs first", "right"), ("Amdahl bound", "right")):
-        t.add_column(col, justify=just)
+                    f"cache {res.cache_policy}, concurrency {res.concurrency}", box=box.SIMPLE_HEAD,
+              pad_edge=False, padding=(0, 1))
+    t.add_column("system", no_wrap=True, min_width=max([len(x.name) for x in res.systems] + [8]))
+    for col in ("task", "model", "tools", "orch.", "wait", "model %", "calls ×", "task ×", "vs 1st", "Amdahl"):
+        t.add_column(col, justify="right", no_wrap=True)
     r = res.recorded
-    t.add_row("recorded", _s(r.e2e_s), _s(r.model_s), _s(r.orchestration_s), _s(r.wait_s), _pct(r.model_share),
-              _s(r.model_calls_s), "1.00x", "", _x(r.amdahl_bound), style="dim")
+    t.add_row("recorded", _c(r.e2e_s), _c(r.model_s), _c(r.tool_s), _c(r.orchestration_s), _c(r.wait_s),
+              _pct(r.model_share), "1.00x", "1.00x", "", _x(r.amdahl_bound), style="dim")
     for s in res.systems:
         if s.error:
-            t.add_row(s.name, "[red]cannot run[/red]", *["—"] * 8)
+            t.add_row(s.name, "[red]cannot run[/red]", *["—"] * 9)
             continue
-        t.add_row(s.name, _s(s.e2e_s), _s(s.model_s), _s(s.orchestration_s), _s(s.wait_s), _pct(s.model_share),
-                  f"{_s(s.model_calls_s)} ({_x(s.model_calls_speedup)})", _x(s.speedup_vs_recorded),
+        t.add_row(s.name, _c(s.e2e_s), _c(s.model_s), _c(s.tool_s), _c(s.orchestration_s), _c(s.wait_s),
+                  _pct(s.model_share), _x(s.model_calls_speedup), _x(s.speedup_vs_recorded),
                   _x(s.speedup_vs_first), _x(s.amdahl_bound))
     console.print(t)
+    console.print("[dim]task: end-to-end time; orch.: agent code and parsing outside model calls, tools and "
+                  "waits; calls ×: model-call speed-up; Amdahl: the task speed-up with infinitely fast model "
+                  "calls[/dim]")
     if r.agent_active_s is not None and r.e2e_s and r.agent_active_s < r.e2e_s - 1e-6:
-        console.print(f"agent-active time (user turns, approvals and idle left out): recorded {_s(r.agent_active_s)}; "
-                      + "; ".join(f"{s.name} {_s(s.agent_active_s)} ({_x(s.speedup_vs_recorded_active)}, Amdahl bound "
+        console.print(f"agent-active time (user turns, approvals and idle left out): recorded {_c(r.agent_active_s)}; "
+                      + "; ".join(f"{s.name} {_c(s.agent_active_s)} ({_x(s.speedup_vs_recorded_active)}, Amdahl bound "
                                   f"{_x(s.amdahl_bound_active)})" for s in res.systems if not s.error),
                       highlight=False)
     for s in res.systems:
         if s.error:
             console.print(f"[red]{s.name}: {s.error}[/red]")
         for d in s.deployments:
+            lev = d.get("level_error") or {}
+            err = (f", its cross-validated error TPOT {_pct(lev.get('median_ape_tpot'))} / TTFT "
+                   f"{_pct(lev.get('median_ape_ttft'))}" if lev else "")
             console.print(f"[dim]{s.name}: {d['model']} {d['precision']} on {d['accelerators']} accelerator(s), "
-                          f"step overhead {d['t_fixed_ms']} ms — {d['calibration']}[/dim]")
+                          f"step overhead {d['t_fixed_ms']} ms — calibration {d.get('calibration_level', '?')}"
+                          f"{err}: {d['calibration']}[/dim]")
+        if s.waiting_for and s.model_calls_s:
+            parts = ", ".join(f"{k.replace('_', ' ')} {_s(v)} ({v / s.model_calls_s:.0%})"
+                              for k, v in s.waiting_for.items() if v > 0)
+            console.print(f"{s.name}: model calls wait for {parts}")
+        if s.band:
+            b = s.band
+            lo, hi = sorted(b["speedup_vs_recorded"]) if all(b["speedup_vs_recorded"]) else (None, None)
+            console.print(f"[yellow]{s.name}: band from the catalog ranges[/yellow] task time "
+                          f"{_s(min(b['e2e_s']))}–{_s(max(b['e2e_s']))}, model calls "
+                          f"{_s(min(b['model_calls_s']))}–{_s(max(b['model_calls_s']))}, task speed-up "
+                          f"{_x(lo)}–{_x(hi)} (ranged: {', '.join(b['ranged'])})")
     for note in res.standins.values():
         console.print(f"[yellow]stand-in[/yellow] {note}")
     o = res.orchestration
@@ -151,6 +182,9 @@ def _print_replay(res: Any) -> None:
                   f"(declared {o['cpu_bound_declared_s']:.1f}, attribute {o['cpu_bound_attribute_s']:.1f}, "
                   f"cpu_ns {o['cpu_bound_cpu_ns_s']:.1f}, parse {o['cpu_bound_parse_s']:.1f}); "
                   f"not CPU-bound (I/O or unknown): {o['not_cpu_bound_s']:.1f} s; recorded host {o['recorded_host']}")
+    if o.get("gaps_s"):
+        console.print(f"gaps between spans (the agent's own loop): {o['gaps_s']:.1f} s, of which "
+                      f"{o['gaps_cpu_bound_s']:.1f} s CPU-bound ({o['gaps_source']}) scaled by host")
     for n in res.notes:
         console.print(f"[dim]note: {n}[/dim]")
     console.print(res.finding())
@@ -267,20 +301,29 @@ def _catalog_dict(cat: Any, calibrated: set[str | None]) -> dict[str, Any]:
 @click.option("--out", type=click.Path(dir_okay=False), help="Where to write (default: the shipped fitted.toml).")
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the in-sample fidelity as JSON.")
-def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bool) -> None:
+@click.option("--skip-levels", is_flag=True,
+              help="Do not measure the error per calibration level (leave-one-layout/group-out; about a minute).")
+def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bool, skip_levels: bool) -> None:
     """Fit the cost model's free terms on measured points and store them (with provenance) as data.
+
+    The error of each calibration level (fitted layout, unseen layout of a fitted group, unseen group) is
+    measured by cross-validation and stored with the parameters, so every prediction can state it.
 
     \b
     Examples:
       agentprof devices fit
-      agentprof devices fit --points my_points.csv --out my-fitted.toml --json
+      agentprof devices fit --points my_points.csv --out my-fitted.toml --json --skip-levels
     """
     from agentprof.replay.calibration import FITTED_PATH, fit_file, write_fitted
-    from agentprof.replay.fidelity import check
+    from agentprof.replay.fidelity import check, level_errors
     from agentprof.replay.points import load_points
+    from agentprof.resources import shipped
 
+    points = str(shipped(points))  # the default names the repository's file; a wheel carries a copy
     cat = _catalog(catalogs)
     fitted = fit_file(points, cat)
+    if not skip_levels:
+        fitted.level_errors, _ = level_errors(load_points(points), cat, fitted.attn_eff)
     path = write_fitted(fitted, out or FITTED_PATH)
     summary = check(load_points(points), fitted, cat).summary()
     if as_json:
@@ -298,32 +341,80 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
               help="Fit on each ISL/OSL setting of POINTS and check on the others (instead of the shipped fit).")
 @click.option("--fitted", type=click.Path(dir_okay=False), help="Fitted parameters (default: the shipped ones).")
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
+@click.option("--leave-out", type=click.Choice(["layout", "group"]),
+              help="Leave-one-layout-out or leave-one-group-out cross-validation, with the lookup baseline.")
+@click.option("--per-point", "per_point", type=click.Path(dir_okay=False),
+              help="Write the input rows plus predicted ttft_s, tpot_s, e2e_s and calibration to this CSV.")
 @click.option("--json", "as_json", is_flag=True, help="Print points, covered, and median/p90 APE per metric.")
 def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: tuple[str, ...],
-              as_json: bool) -> None:
+              leave_out: str | None, per_point: str | None, as_json: bool) -> None:
     """Predict TTFT, TPOT and end-to-end latency for every point of a CSV and report the errors.
 
     \b
     Examples:
       agentprof devices check data/inferencex/calibration_points.csv
       agentprof devices check data/inferencex/calibration_points.csv --cross-validate --json
+      agentprof devices check data/inferencex/calibration_points.csv --leave-out layout
+      agentprof devices check my_points.csv --per-point predicted.csv
     """
     from agentprof.replay.calibration import load_fitted
     from agentprof.replay.fidelity import check
     from agentprof.replay.fidelity import cross_validate as cv
+    from agentprof.replay.fidelity import leave_out as lo
     from agentprof.replay.points import load_points
 
     cat = _catalog(catalogs)
     df = load_points(points)
+    if cross_validate and leave_out:
+        raise AgentprofError("choose one of --cross-validate and --leave-out")
     if cross_validate:
         res = cv(df, cat)
+        table = res["table"]
         out = {**res["pooled"], "folds": res["folds"], "mode": "cross-validated (fit on one ISL/OSL, check on the others)"}
+    elif leave_out:
+        res = lo(df, leave_out, cat)
+        table = res.pop("table", None)
+        out = {**res.get("model", {"points": 0, "covered": 0}), "baseline": res.get("baseline"),
+               "model_on_baseline_points": res.get("model_on_baseline_points"),
+               "held_out_units": res["held_out_units"], "mode": f"leave one {leave_out} out"}
     else:
-        out = {**check(df, load_fitted(fitted), cat).summary(), "mode": "shipped fit" if not fitted else f"fit {fitted}"}
+        table = check(df, load_fitted(fitted), cat).table
+        from agentprof.replay.fidelity import summarize
+
+        out = {**summarize(table), "mode": "shipped fit" if not fitted else f"fit {fitted}"}
+    if per_point:
+        _write_per_point(df, table, per_point)
+        out["per_point"] = per_point
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return
     _print_fidelity(out, out["mode"])
+    if leave_out and out.get("baseline"):
+        b, m = out["baseline"], out["model_on_baseline_points"]
+        click.echo("lookup baseline on the same points (median APE TTFT / TPOT / E2E): "
+                   f"{_pct(b['ttft']['median_ape'])} / {_pct(b['tpot']['median_ape'])} / {_pct(b['e2e']['median_ape'])}"
+                   f"; model {_pct(m['ttft']['median_ape'])} / {_pct(m['tpot']['median_ape'])} / "
+                   f"{_pct(m['e2e']['median_ape'])}")
+
+
+def _write_per_point(df: Any, table: Any, path: str) -> None:
+    """The input rows (in input order) with the predicted ``ttft_s``, ``tpot_s``, ``e2e_s`` and ``calibration``
+    (the level: fitted, group, unseen; empty where the point is not covered)."""
+    import polars as pl
+
+    pred = table.sort("row").select(
+        "row", pl.when(pl.col("covered")).then(pl.col("pred_ttft")).otherwise(None).alias("ttft_s"),
+        pl.when(pl.col("covered")).then(pl.col("pred_tpot")).otherwise(None).alias("tpot_s"),
+        pl.when(pl.col("covered")).then(pl.col("pred_e2e")).otherwise(None).alias("e2e_s"),
+        pl.when(pl.col("covered")).then(pl.col("level")).otherwise(pl.lit("")).alias("calibration"))
+    if "held_out" in table.columns or "fit_on" in table.columns:
+        pred = pred.unique("row", keep="first").sort("row")
+    rows = df.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    out = rows.join(pred.with_columns(pl.col("row").cast(pl.Int64)), on="row", how="left").drop("row")
+    try:
+        out.write_csv(path)
+    except OSError as e:
+        raise AgentprofError(f"{path}: cannot write: {e.strerror or e}") from None
 
 
 def _print_fidelity(s: dict[str, Any], label: str) -> None:
@@ -344,11 +435,12 @@ def _print_fidelity(s: dict[str, Any], label: str) -> None:
         t.add_row(name, *cells)
 
     add("all", s)
-    for k, v in s.get("by_hardware", {}).items():
-        add(f"hardware {k} ({v['points']})", v)
-    for k, v in s.get("by_model", {}).items():
-        add(f"model {k} ({v['points']})", v)
+    for by in ("hardware", "framework", "model", "serving", "conc_band", "level"):
+        for k, v in s.get(f"by_{by}", {}).items():
+            add(f"{by.replace('_', ' ')} {k} ({v['points']})", v)
     console.print(t)
+    if s.get("max_miss_factor"):
+        console.print(f"worst miss: {s['max_miss_factor']:.1f}x (prediction vs measurement, either way)")
     if s.get("uncovered"):
         for why, n in s["uncovered"].items():
             console.print(f"[dim]not covered: {n} point(s): {why}[/dim]")
@@ -357,17 +449,20 @@ def _print_fidelity(s: dict[str, Any], label: str) -> None:
 @devices.command("seed-check", context_settings=_CTX)
 @click.option("--markdown", is_flag=True, help="Print the table as markdown (as in docs/DEVICE_MODEL.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print the predictions as JSON.")
-def seed_check_cmd(markdown: bool, as_json: bool) -> None:
+@click.option("--claims", type=click.Path(dir_okay=False),
+              help="Claims file to check (default: the shipped catalog/seed_claims.toml).")
+def seed_check_cmd(markdown: bool, as_json: bool, claims: str | None) -> None:
     """The model's predictions for the seeds' Jalapeño InferenceX 8K1K claims, and how far each lands.
 
     \b
     Examples:
       agentprof devices seed-check
       agentprof devices seed-check --markdown
+      agentprof devices seed-check --claims my_claims.toml --json
     """
     from agentprof.replay.seedcheck import seed_check, to_markdown
 
-    res = seed_check()
+    res = seed_check(claims_path=claims)
     if as_json:
         click.echo(json.dumps(res, indent=2, default=str))
     else:
