@@ -18,7 +18,7 @@ Along a call the last-store index can only fall with depth, so chunks fall into 
 store each (typically: the previous turn of the conversation, then the new tail); the second term is the
 chunk's depth within its run, and the first is one query per run: a length sum over stores minus the
 re-touches ("supersessions": store ``t`` re-touching ``n`` chunks last stored in ``s'``) with
-``s < s' `` and ``t < c``, a two-dimensional dominance sum answered for all runs at once with a merge-sort
+``s < s'`` and ``t < c``, a two-dimensional dominance sum answered for all runs at once with a merge-sort
 tree over the supersessions (:func:`_dominance_sums`). Per chunk, only one gather and one scatter per event
 remain (the last-store table), plus a handful of array passes; everything else is per run (a few per call).
 
