@@ -52,6 +52,7 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
     spans: list[dict[str, Any]] = []
     diags: list[Diagnostic] = []
     skipped = 0
+    forks: list[int] = []
     try:
         raw = Path(path).read_bytes()
     except OSError as e:
@@ -91,6 +92,9 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
                     continue
                 raise TraceFormatError(p, i, f"{problem}; use --skip-bad-lines to load the rest")
             spans.append(rec)
+        elif kind == "fork":  # a forked child that wrote spans into this file left the profile
+            n = rec.get("spans")
+            forks.append(n if isinstance(n, int) and not isinstance(n, bool) else 0)
         else:
             if i == 1:
                 raise TraceFormatError(p, i, "not an agentprof trace: first record is not {\"record\": \"meta\"} "
@@ -107,6 +111,9 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
     if problems:
         raise TraceFormatError(p, None, "invalid trace: " + "; ".join(problems))
     tm = TraceMeta.from_dict(meta)
+    if forks:
+        tm.extra["fork_spans"] = sum(forks)
+        tm.extra["forks_finished"] = len(forks)
     if p not in tm.sources:
         tm.sources.append(p)
     return Trace(tm, df, diags)
