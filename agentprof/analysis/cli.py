@@ -77,11 +77,13 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from agentprof.report.safe_text import markup, text
+
     con = Console()
     src = d["source"]
     con.print(f"[bold]{d['sessions']:,} sessions[/bold] ({d['conversations']:,} conversations), "
-              f"[bold]{d['model_calls']:,} model calls[/bold] — {src['format']}, {src['files']} file(s), "
-              f"tokenizer {src['tokenizer']}{'' if src['tokenizer_exact'] else ' (approximate)'}, "
+              f"[bold]{d['model_calls']:,} model calls[/bold] — {markup(src['format'])}, {src['files']} file(s), "
+              f"tokenizer {markup(src['tokenizer'])}{'' if src['tokenizer_exact'] else ' (approximate)'}, "
               f"{src['block_size']}-token blocks")
     t = d["time"]
     wall = t["wall_s"] or 0.0
@@ -93,7 +95,7 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
             ("  decode (streamed)", t["model_decode_s"]), ("tool", t["tool_s"]), ("parse", t["parse_s"]),
             ("orchestration", t["orchestration_s"]), ("  glue (agent time outside spans)", t["glue_s"]),
             ("wait", t["wait_s"])]
-    rows += [(f"  wait: {k}", v) for k, v in t["wait_by_reason"].items()]
+    rows += [(f"  wait: {markup(k)}", v) for k, v in t["wait_by_reason"].items()]
     for name, v in rows:
         tt.add_row(name, _sec(v), _pct(v / wall if wall else None))
     tt.add_row("[bold]wall[/bold]", _sec(wall), "100%" if wall else "–")
@@ -104,7 +106,8 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     con.print(tt)
     f = d.get("failures") or {}
     if f.get("model_calls") or f.get("tool_calls"):
-        kinds = ", ".join(f"{g['count']:,} {g['error_type']}" + (f" ({g['kind']})" if g["kind"] != "model" else "")
+        kinds = ", ".join(f"{g['count']:,} {markup(g['error_type'])}"
+                          + (f" ({markup(g['kind'])})" if g["kind"] != "model" else "")
                           for g in f["by_error_type"][:5])
         con.print(f"[bold]failed calls:[/bold] {f['model_calls']:,} model ({_sec(f['model_s'])}), "
                   f"{f['tool_calls']:,} tool ({_sec(f['tool_s'])}) — {kinds}", highlight=False)
@@ -145,7 +148,7 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
                           overflow="fold" if c == "session" else "ellipsis")
         for s in sorted(sess, key=lambda x: -(x.get("wall_s") or 0))[:20]:
             sid = s["session_id"]
-            st.add_row(sid if len(sid) <= 28 else "…" + sid[-27:], s["role"], f"{s['model_calls']:,}",
+            st.add_row(text(sid if len(sid) <= 28 else "…" + sid[-27:]), text(s["role"]), f"{s['model_calls']:,}",
                        _dur(s.get("wall_s") or 0.0), _dur(s.get("model_s") or 0.0), _dur(s.get("tool_s") or 0.0),
                        _dur(s.get("wait_s") or 0.0), _pct(s.get("prefix_reuse_prev_median")),
                        _pct(s.get("session_hit_rate")), f"{s['cache_misses']:,}")
@@ -156,28 +159,33 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
         con.print(f"[bold]Cache misses[/bold] ({len(shown)} of {len(misses)}; all in --json)")
         for m in shown:
             loc = (m.get("location") or {}).get("where")
-            head = (f"  {m['session_id']} call {m['line_index']}: {', '.join(m['trigger'])}"
-                    + (f", diverges in {loc} (block {m['first_diverging_block']})" if loc else "")
+            head = (f"  {markup(m['session_id'])} call {m['line_index']}: "
+                    f"{markup(', '.join(str(x) for x in m['trigger']))}"
+                    + (f", diverges in {markup(loc)} (block {m['first_diverging_block']})" if loc else "")
                     + (f", provider read {m['cached_tokens']:,} of {m['reusable_tokens']:,} reusable"
                        if m.get("cached_tokens") is not None and m.get("reusable_tokens") is not None else ""))
             con.print(head, highlight=False)
             for c in m["causes"][:3]:
-                con.print(f"    [bold]{c['cause']}[/bold] ({c['score']:.2f}): {c['detail']}", highlight=False)
-                con.print(f"      fix: {c['fix']}", highlight=False)
+                con.print(f"    [bold]{markup(c['cause'])}[/bold] ({c['score']:.2f}): {markup(c['detail'], 1000)}",
+                          highlight=False)
+                con.print(f"      fix: {markup(c['fix'], 1000)}", highlight=False)
     _print_notes(con, [dg.get("message", "") for dg in d["diagnostics"]],
                  [dg.get("kind", "") for dg in d["diagnostics"]])
 
 
 def _print_notes(con: Any, messages: list[str], kinds: list[str], per_kind: int = 3) -> None:
     """Diagnostics as ``note:`` lines, at most ``per_kind`` of each kind (the rest counted; all are in --json)."""
+    from agentprof.report.safe_text import markup
+
     shown: dict[str, int] = {}
     for msg, kind in zip(messages, kinds, strict=True):
         shown[kind] = shown.get(kind, 0) + 1
         if shown[kind] <= per_kind:
-            con.print(f"[yellow]note:[/yellow] {msg}", highlight=False)
+            con.print(f"[yellow]note:[/yellow] {markup(msg, 1000)}", highlight=False)
     for kind, n in shown.items():
         if n > per_kind:
-            con.print(f"[yellow]note:[/yellow] … {n - per_kind} more {kind or 'notes'} (see --json)", highlight=False)
+            con.print(f"[yellow]note:[/yellow] … {n - per_kind} more {markup(kind or 'notes')} (see --json)",
+                      highlight=False)
 
 
 def _parse_tiers(values: tuple[str, ...]) -> list[Any]:
@@ -270,15 +278,16 @@ def _print_sim(out: dict[str, Any]) -> None:
     from rich.table import Table
 
     from agentprof.analysis.units import format_bytes
+    from agentprof.report.safe_text import markup
 
     con = Console()
     s = out["simulation"]
     con.print(f"[bold]{s['model_calls']:,} model calls[/bold], {s['prompt_tokens']:,} prompt tokens; model "
-              f"{s['model']} ({format_bytes(s['chunk_bytes_per_rank'])} per {s['block']}-token chunk per rank, "
+              f"{markup(s['model'])} ({format_bytes(s['chunk_bytes_per_rank'])} per {s['block']}-token chunk per rank, "
               f"TP {s['tp']}); policy {s['policy']}" + (f", TTL {s['ttl_s']:.0f} s" if s["ttl_s"] else "")
               + (" — provider prompt-cache mode" if s["provider"] else ""), highlight=False)
     if s["model_note"]:
-        con.print(f"[yellow]stand-in:[/yellow] {s['model_note']}", highlight=False)
+        con.print(f"[yellow]stand-in:[/yellow] {markup(s['model_note'], 1000)}", highlight=False)
     if out["defaults"]["tiers"]:
         con.print(f"tiers: {out['defaults']['tiers']} (set --tier to change)")
     t = Table(title=f"Token hit rate {s['hit_rate']:.1%}", title_justify="left")

@@ -56,11 +56,13 @@ def _print_human(s: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from agentprof.report.safe_text import markup
+
     console = Console()
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_column(style="bold")
     t.add_column(justify="right")
-    t.add_row("format", s["format"])
+    t.add_row("format", markup(s["format"]))
     t.add_row("files", f"{s['files']:,}")
     t.add_row("sessions", f"{s['sessions']:,}")
     t.add_row("model calls", f"{s['model_calls']:,} ({s['prompts_hashed']:,} prompts hashed)")
@@ -70,11 +72,11 @@ def _print_human(s: dict) -> None:
               f"cache write {s['cache_write_tokens']:,})")
     t.add_row("output tokens", f"{s['output_tokens']:,}")
     if s["diagnostics"]:
-        t.add_row("diagnostics", ", ".join(f"{k} {v}" for k, v in s["diagnostics"].items()))
+        t.add_row("diagnostics", markup(", ".join(f"{k} {v}" for k, v in s["diagnostics"].items()), 1000))
     if s["skipped"]:
         t.add_row("skipped", f"{s['skipped']} bad line(s)/file(s)")
     console.print(t)
     if "output" in s:
-        console.print(f"wrote {s['output']}")
+        console.print(f"wrote {markup(s['output'], None)}", highlight=False)
     else:
         console.print("[dim](nothing written; add -o FILE.parquet to save the trace)[/dim]")

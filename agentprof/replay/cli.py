@@ -112,6 +112,8 @@ def _print_replay(res: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from agentprof.report.safe_text import markup
+
     console = Console()
     t = Table(title=f"replay: {res.sessions} session(s), {res.replayed_calls}/{res.model_calls} model calls, "
                     f"cache {res.cache_policy}, concurrency {res.concurrency}")
@@ -132,20 +134,20 @@ def _print_replay(res: Any) -> None:
     console.print(t)
     for s in res.systems:
         if s.error:
-            console.print(f"[red]{s.name}: {s.error}[/red]")
+            console.print(f"[red]{markup(s.name)}: {markup(s.error, 1000)}[/red]")
         for d in s.deployments:
-            console.print(f"[dim]{s.name}: {d['model']} {d['precision']} on {d['accelerators']} accelerator(s), "
+            console.print(f"[dim]{markup(s.name)}: {markup(d['model'])} {d['precision']} on {d['accelerators']} accelerator(s), "
                           f"step overhead {d['t_fixed_ms']} ms — {d['calibration']}[/dim]")
     for note in res.standins.values():
-        console.print(f"[yellow]stand-in[/yellow] {note}")
+        console.print(f"[yellow]stand-in[/yellow] {markup(note, 1000)}")
     o = res.orchestration
     console.print(f"CPU-bound orchestration scaled by host: {o['cpu_bound_s']:.1f} s "
                   f"(declared {o['cpu_bound_declared_s']:.1f}, attribute {o['cpu_bound_attribute_s']:.1f}, "
                   f"cpu_ns {o['cpu_bound_cpu_ns_s']:.1f}, parse {o['cpu_bound_parse_s']:.1f}); "
                   f"not CPU-bound (I/O or unknown): {o['not_cpu_bound_s']:.1f} s; recorded host {o['recorded_host']}")
     for n in res.notes:
-        console.print(f"[dim]note: {n}[/dim]")
-    console.print(res.finding())
+        console.print(f"[dim]note: {markup(n, 1000)}[/dim]")
+    console.print(markup(res.finding(), None))
 
 
 @click.group("devices", context_settings=_CTX)
