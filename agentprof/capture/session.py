@@ -291,6 +291,16 @@ class Session:
         with self._lock:
             self.general_spans += 1
 
+    def write_update(self, trace_id: int, span_id: int, attributes: dict[str, Any]) -> None:
+        """Attributes learned after a span was written (a model call's prompt fingerprint): one
+        ``span_update`` line in every file the span went to; readers merge it into the span."""
+        from agentprof.capture.exporter import encode
+
+        line = encode({"record": "span_update", "trace_id": f"{trace_id:032x}", "span_id": f"{span_id:016x}",
+                       "attributes": attributes})
+        for sink in self.sinks:
+            sink.write_line(line)
+
     def note_tokenizer(self, name: str, model: str | None, exact: bool) -> None:
         """Record which tokenizer hashed the prompts (meta update written before the first hashed span)."""
         changed = name != self.meta.tokenizer

@@ -53,6 +53,7 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
     diags: list[Diagnostic] = []
     skipped = 0
     forks: list[int] = []
+    updates: dict[str, dict[str, Any]] = {}
     try:
         raw = Path(path).read_bytes()
     except OSError as e:
@@ -92,6 +93,12 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
                     continue
                 raise TraceFormatError(p, i, f"{problem}; use --skip-bad-lines to load the rest")
             spans.append(rec)
+        elif kind == "span_update":  # attributes learned after the span's line (a model call's fingerprint)
+            sid, attrs = rec.get("span_id"), rec.get("attributes")
+            if isinstance(sid, str) and isinstance(attrs, dict):
+                updates.setdefault(sid, {}).update(attrs)
+            else:
+                diags.append(Diagnostic("bad_line", "span_update record needs 'span_id' and 'attributes'", p, i))
         elif kind == "fork":  # a forked child that wrote spans into this file left the profile
             n = rec.get("spans")
             forks.append(n if isinstance(n, int) and not isinstance(n, bool) else 0)
@@ -106,6 +113,8 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
         diags.append(Diagnostic("skipped_lines", f"{skipped} bad lines skipped", p))
     for d in meta.pop("diagnostics", []) or []:
         diags.append(Diagnostic(**d) if isinstance(d, dict) else Diagnostic("note", str(d)))
+    if updates:
+        _merge_updates(spans, updates, diags, p)
     df = spans_from_records(spans)
     problems = validate(df)
     if problems:
@@ -117,6 +126,19 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
     if p not in tm.sources:
         tm.sources.append(p)
     return Trace(tm, df, diags)
+
+
+def _merge_updates(spans: list[dict[str, Any]], updates: dict[str, dict[str, Any]], diags: list[Diagnostic],
+                   path: str) -> None:
+    """Fold ``span_update`` attributes into their spans (wherever in the file either line is)."""
+    for rec in spans:
+        extra = updates.pop(rec["span_id"], None)
+        if extra is not None:
+            attrs = rec.get("attributes")
+            rec["attributes"] = {**(attrs if isinstance(attrs, dict) else {}), **extra}
+    if updates:
+        diags.append(Diagnostic("orphan_update", f"{len(updates)} span_update record(s) for spans not in the file "
+                                "(their span line was lost)", path))
 
 
 def write_jsonl(trace: Trace, path: str | os.PathLike[str]) -> Path:
