@@ -24,6 +24,9 @@ class ImportContext:
     inexact_models: set[str] = field(default_factory=set)
     _unknown: Counter = field(default_factory=Counter)
     _unknown_first_line: dict = field(default_factory=dict)
+    where: tuple[str, int] | None = None
+    """File and line of the record being imported (set by :func:`~agentprof.importers.jsonl.iter_records`), so an
+    importer failing on a record of an unexpected shape is reported at its line."""
     seen: dict[str, set] = field(default_factory=dict)
     """Per-format sets of record ids already imported from earlier files (e.g. Claude Code records a resumed
     session's file copies from the session it continues), so a copy is not counted twice."""
@@ -74,4 +77,5 @@ class ImportContext:
                                   self._unknown_first_line[(path, what)]))
         if self.skipped_lines:
             out.append(Diagnostic("skipped_lines", f"{self.skipped_lines} bad line(s) skipped"))
+
         return out

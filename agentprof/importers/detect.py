@@ -31,6 +31,8 @@ def classify(obj: Any) -> str:
     if "requests" in obj and ("block_size" in obj or "hash_id_scope" in obj or "models" in obj):
         return "kv-cache-tester"
     t = obj.get("type")
+    if not isinstance(t, str):  # valid JSON of other types (a list or object as "type") is no known record
+        t = None
     if t in _CODEX_TYPES and "payload" in obj:
         return "codex"
     if "payload" not in obj and "id" in obj and "timestamp" in obj and ("instructions" in obj or "git" in obj):
@@ -80,23 +82,46 @@ def detect_format(path: str | Path) -> str:
         fmt = classify(json.loads(first))
         if fmt != UNKNOWN:
             return fmt
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         pass
     try:
-        if p.stat().st_size > _WHOLE_LIMIT:
-            return UNKNOWN
+        size = p.stat().st_size
+        if size > _WHOLE_LIMIT:
+            return _sniff_large(p, head, size)
         return classify(json.loads(p.read_bytes()))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return UNKNOWN
+
+
+def _sniff_large(p: Path, head: bytes, size: int) -> str:
+    """A one-document file too large to parse just to name its format (over 64 MiB): named by the keys its
+    first and last 64 KiB show (the importer then parses it once, under its own size limit)."""
+    try:
+        with p.open("rb") as f:
+            f.seek(max(0, size - _HEAD))
+            tail = f.read(_HEAD)
+    except OSError:
+        return UNKNOWN
+    both = head + tail
+    if b'"resourceSpans"' in head:
+        return "otlp-json"
+    if b'"trajectory_format"' in both and b"mini-swe-agent" in both or b'"mini_version"' in both:
+        return "mini-swe-agent"
+    if b'"trajectory"' in both and (b'"history"' in both or b'"info"' in both):
+        return "swe-agent"
+    if b'"messages"' in both and b'"response"' in both:
+        return "openhands"
+    return UNKNOWN
 
 
 def _message_list(p: Path) -> str:
     """A ``.traj.json`` holding only a list of chat messages: an early mini-swe-agent trajectory."""
     try:
         if p.stat().st_size > _WHOLE_LIMIT:
-            return UNKNOWN
+            with p.open("rb") as f:
+                return "mini-swe-agent" if b'"role"' in f.read(_HEAD) else UNKNOWN
         obj = json.loads(p.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return UNKNOWN
     if isinstance(obj, list) and obj and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in obj):
         return "mini-swe-agent"

@@ -3,7 +3,9 @@ format, belong together (a Claude Code session and its sub-agent files; an OpenH
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -14,14 +16,42 @@ from agentprof.importers.detect import FORMATS, UNKNOWN, detect_format
 _TRACE_SUFFIXES = (".jsonl", ".json", ".traj", ".parquet", ".history", ".ndjson")
 
 
-def _walk(root: Path) -> list[Path]:
+def _walk(root: Path, odd: list[str]) -> list[Path]:
+    """Trace-named regular files under ``root``; FIFOs, devices, sockets and broken or looping links are left
+    out (reading a FIFO would wait forever) and named in ``odd``."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "node_modules")
         for name in sorted(filenames):
             if name.endswith(_TRACE_SUFFIXES):
-                out.append(Path(dirpath) / name)
+                f = Path(dirpath) / name
+                problem = not_a_file(f)
+                if problem:
+                    odd.append(f"{f} ({problem})")
+                else:
+                    out.append(f)
     return out
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a trace file (``None`` when it is a regular file)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        if e.errno == errno.ENOENT and os.path.islink(path):
+            return "a broken symbolic link"
+        return e.strerror or str(e)
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO, not a file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device, not a file"
+    if stat.S_ISSOCK(mode):
+        return "a socket, not a file"
+    return "not a regular file"
 
 
 def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext) -> list[tuple[str, Path]]:
@@ -35,12 +65,17 @@ def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext
     found: list[tuple[str, Path]] = []
     seen: set[Path] = set()
     skipped: list[str] = []
+    unknown: list[str] = []
+    odd: list[str] = []
     for given in paths:
         p = Path(given).expanduser()
-        if not p.exists():
-            raise AgentprofError(f"{p}: no such file or folder")
+        problem = not_a_file(p)
+        if problem is not None:
+            if problem == (os.strerror(errno.ENOENT)):
+                problem = "no such file or folder"
+            raise AgentprofError(f"{p}: {problem}")
         if p.is_dir():
-            files = _walk(p)
+            files = _walk(p, odd)
             explicit = False
         else:
             files = [p]
@@ -66,9 +101,18 @@ def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext
                                        "use --from auto or the right --from")
             elif detected != UNKNOWN:
                 skipped.append(str(f))
+            else:  # --from X in a folder: a file detection cannot place is not silently taken or dropped
+                unknown.append(str(f))
     if skipped:
         shown = ", ".join(skipped[:3]) + (f" and {len(skipped) - 3} more" if len(skipped) > 3 else "")
         ctx.note("skipped_files", f"{len(skipped)} file(s) in the given folders are not {fmt if fmt != 'auto' else 'a known trace format'}: {shown}")
+    if unknown:
+        shown = ", ".join(unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
+        ctx.note("skipped_files", f"{len(unknown)} file(s) in the given folders could not be recognised as {fmt} "
+                                  f"(name them on the command line to import them with --from {fmt}): {shown}")
+    if odd:
+        shown = ", ".join(odd[:3]) + (f" and {len(odd) - 3} more" if len(odd) > 3 else "")
+        ctx.note("skipped_files", f"{len(odd)} trace-named entries in the given folders are not files: {shown}")
     if not found:
         raise AgentprofError("no trace files found in " + ", ".join(str(p) for p in paths) +
                              (f" (looking for {fmt})" if fmt != "auto" else ""))

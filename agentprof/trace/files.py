@@ -20,6 +20,8 @@ from agentprof.trace.schema import Diagnostic, Trace, TraceMeta, validate
 from agentprof.trace.writer import FORMAT_NAME, FORMAT_VERSION
 from agentprof.trace.writer import JsonlTraceWriter as JsonlTraceWriter  # re-export
 
+MAX_RECORD_BYTES = int(float(os.environ.get("AGENTPROF_MAX_RECORD_MB", "64")) * (1 << 20))
+"""Longest line (one record) read (as :data:`agentprof.importers.jsonl.MAX_RECORD_BYTES`)."""
 _PARQUET_META_KEY = "agentprof.meta"
 _PARQUET_DIAG_KEY = "agentprof.diagnostics"
 
@@ -37,6 +39,9 @@ def _check_span(rec: dict[str, Any]) -> str | None:
     attrs = rec.get("attributes", {})
     if attrs is not None and not isinstance(attrs, dict):
         return "span field 'attributes' must be an object"
+    start, end = rec.get("start_ns"), rec.get("end_ns")
+    if start is not None and end is not None and end < start:
+        return "span ends before it starts (end_ns < start_ns)"
     return None
 
 
@@ -67,9 +72,19 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
             continue
         last_unterminated = i == len(lines) and not ends_clean
         try:
+            if len(line) > MAX_RECORD_BYTES:
+                raise ValueError(f"line is {len(line) >> 20} MiB, over the {MAX_RECORD_BYTES >> 20} MiB limit "
+                                 "for one record (AGENTPROF_MAX_RECORD_MB raises it)")
             rec = json.loads(line)
             if not isinstance(rec, dict):
                 raise ValueError(f"expected a JSON object, got {type(rec).__name__}")
+        except RecursionError:
+            if skip_bad_lines:
+                skipped += 1
+                diags.append(Diagnostic("bad_line", "JSON nested too deeply to read", p, i))
+                continue
+            raise TraceFormatError(p, i, "JSON nested too deeply to read; use --skip-bad-lines to load the rest") \
+                from None
         except (ValueError, UnicodeDecodeError) as e:
             if last_unterminated:
                 diags.append(Diagnostic("truncated_last_line", "last line cut short (process killed while writing?)", p, i))
