@@ -96,6 +96,17 @@ def load_any(paths: PathLike | Sequence[PathLike], fmt: str = "auto", skip_bad_l
                 if gfmt == "kv-cache-tester" else [files]
             for chunk in chunks:
                 t = _import_checked(imp, gfmt, chunk, ctx, explicit=fmt != "auto")
+                if t is None and ctx.skip_bad_lines and len(chunk) > 1 and gfmt == "kv-cache-tester":
+                    # one unreadable file of independent ones: keep the others (each tried alone)
+                    ctx.diagnostics = [d for d in ctx.diagnostics if not (d.kind == "bad_file" and d.line is None
+                                                                          and d.path and "," in d.path)]
+                    for f in chunk:
+                        one = _import_checked(imp, gfmt, [f], ctx, explicit=fmt != "auto")
+                        if one is not None:
+                            traces.append(one)
+                            formats.append(gfmt)
+                    advance(len(chunk), chunk[-1].name)
+                    continue
                 if t is None:
                     advance(len(chunk), chunk[-1].name)
                     continue

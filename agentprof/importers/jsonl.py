@@ -124,7 +124,27 @@ def load_json(path: str | Path, what: str) -> Any:
     raw = read_bytes(path)
     if not raw.strip():
         raise TraceFormatError(p, 1, f"empty file; expected a {what} (one JSON document)")
-    return parse_document(raw, p, what)
+    doc = parse_document(raw, p, what)
+    if size > MAX_RECORD_BYTES:  # a document this large may hold one string no record should (tokenizing it
+        _check_strings(doc, raw, p, what)  # alone would take gigabytes): refused like an over-long line
+    return doc
+
+
+def _check_strings(doc: Any, raw: bytes, path: str, what: str) -> None:
+    stack: list[tuple[Any, str]] = [(doc, "$")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            if len(node) > MAX_RECORD_BYTES:
+                at = raw.find(json.dumps(node[:64])[1:-1].encode())
+                line = raw.count(b"\n", 0, at) + 1 if at >= 0 else None
+                raise TraceFormatError(path, line, f"a string of {mb(len(node))} at {where}, over the "
+                                       f"{mb(MAX_RECORD_BYTES)} limit for one {what} record "
+                                       "(AGENTPROF_MAX_RECORD_MB raises it)")
+        elif isinstance(node, dict):
+            stack.extend((v, f"{where}.{k}") for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(node))
 
 
 def parse_document(raw: bytes, path: str, what: str) -> Any:
