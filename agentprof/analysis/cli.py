@@ -41,7 +41,7 @@ def _dur(v: float) -> str:
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as one JSON object.")
 @click.option("--skip-bad-lines", is_flag=True, help="Skip unreadable records (counted) instead of stopping.")
-@click.option("--misses", "n_misses", type=int, default=10, show_default=True,
+@click.option("--misses", "n_misses", type=click.IntRange(min=0), default=10, show_default=True,
               help="Cache misses to list in the terminal output (all are in --json).")
 @click.option("--progress/--no-progress", default=None, help="Import progress bar on stderr (default: on a terminal).")
 def analyze(paths: tuple[str, ...], as_json: bool, skip_bad_lines: bool, n_misses: int, progress: bool | None) -> None:
@@ -212,7 +212,7 @@ def _parse_tiers(values: tuple[str, ...]) -> list[Any]:
 @click.option("--tier", "tier_opts", multiple=True, metavar="NAME=SIZE",
               help="Cache tier and its capacity per TP rank (hbm, cpu, disk; e.g. cpu=64GiB, disk=2TB, "
                    "cpu=unlimited). Repeatable. Default: LMCache's default cpu=5GiB; unlimited in provider mode.")
-@click.option("--block", type=int, default=None,
+@click.option("--block", type=click.IntRange(min=1), default=None,
               help="Chunk size in tokens (multiple of the trace's block size). Default 256 (LMCache); the "
                    "trace's block size in provider mode.")
 @click.option("--policy", type=click.Choice(["lru", "lfu", "fifo"]), default="lru", show_default=True,
@@ -221,10 +221,10 @@ def _parse_tiers(values: tuple[str, ...]) -> list[Any]:
               help="Entries expire this long after last use (e.g. 5m, 1h). Default: none; 5m in provider mode.")
 @click.option("--provider", type=click.Choice(["anthropic", "openai"]), default=None,
               help="Provider prompt-cache mode: TTL refreshed on use, minimum cacheable prompt, cache per model.")
-@click.option("--min-tokens", type=int, default=None,
+@click.option("--min-tokens", type=click.IntRange(min=0), default=None,
               help="Prompts shorter than this are neither looked up nor stored (provider default 1024).")
-@click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel degree (capacity is per rank).")
-@click.option("--kv-bytes", type=float, default=2.0, show_default=True, help="Bytes per KV element (2 = bf16, 1 = fp8).")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel degree (capacity is per rank).")
+@click.option("--kv-bytes", type=click.FloatRange(min=0, min_open=True), default=2.0, show_default=True, help="Bytes per KV element (2 = bf16, 1 = fp8).")
 @click.option("--sweep/--no-sweep", default=True, show_default=True,
               help="Hit rate against capacity of a single tier, and the capacity reaching 90% of unlimited.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")

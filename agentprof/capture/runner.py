@@ -78,6 +78,8 @@ def run_command(argv: list[str], out: str = "traces/", name: str | None = None, 
             path.unlink(missing_ok=True)
             raise AgentprofError(f"cannot run {cmd[0]!r}: {e.strerror or e}") from None
         rc = proc.wait()
+        if rc < 0:  # killed by signal n: the status a shell reports for it (128 + n), not 256 - n
+            rc = 128 - rc
     finally:
         signal.signal(signal.SIGINT, previous)
     if path.stat().st_size == 0:

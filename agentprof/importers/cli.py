@@ -37,12 +37,14 @@ def import_cmd(paths: tuple[str, ...], fmt: str, output: str | None, as_json: bo
     """
     from agentprof.importers import load_any
     from agentprof.importers.summary import summarize
+    from agentprof.outputs import checked_output, write_with
     from agentprof.trace.files import write
 
+    out = checked_output(output, (".parquet", ".jsonl"), "an imported trace") if output else None
     show = sys.stderr.isatty() if progress is None else progress
     trace = load_any(list(paths), fmt=fmt, skip_bad_lines=skip_bad_lines, progress=show)
-    if output:
-        write(trace, output)
+    if out is not None:
+        write_with(out, lambda: write(trace, out))
     summary = summarize(trace)
     if output:
         summary["output"] = output

@@ -269,13 +269,15 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
       agentprof devices fit
       agentprof devices fit --points my_points.csv --out my-fitted.toml --json
     """
+    from agentprof.outputs import checked_output, write_with
     from agentprof.replay.calibration import FITTED_PATH, fit_file, write_fitted
     from agentprof.replay.fidelity import check
     from agentprof.replay.points import load_points
 
+    target = checked_output(out, (".toml",), "fitted terms") if out else FITTED_PATH
     cat = _catalog(catalogs)
     fitted = fit_file(points, cat)
-    path = write_fitted(fitted, out or FITTED_PATH)
+    path = write_with(target, lambda: write_fitted(fitted, target))
     summary = check(load_points(points), fitted, cat).summary()
     if as_json:
         click.echo(json.dumps({"written": str(path), "provenance": fitted.provenance, "in_sample": summary},
