@@ -294,6 +294,8 @@ class Session:
     def write_update(self, trace_id: int, span_id: int, attributes: dict[str, Any]) -> None:
         """Attributes learned after a span was written (a model call's prompt fingerprint): one
         ``span_update`` line in every file the span went to; readers merge it into the span."""
+        if self._root_ending:  # the session stopped waiting for it and has closed (or is closing) its files
+            return
         from agentprof.capture.exporter import encode
 
         line = encode({"record": "span_update", "trace_id": f"{trace_id:032x}", "span_id": f"{span_id:016x}",
