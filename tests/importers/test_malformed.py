@@ -185,7 +185,12 @@ HUGE = textwrap.dedent("""
         main(sys.argv[1:])
     except SystemExit as e:
         code = e.code
-    print("PEAK", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, code, file=sys.stderr)
+    try:  # this process's own high-water mark (ru_maxrss would carry the parent's across exec)
+        with open("/proc/self/status") as f:
+            peak = next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:"))
+    except OSError:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print("PEAK", peak, code, file=sys.stderr)
 """)
 
 
