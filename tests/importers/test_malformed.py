@@ -219,7 +219,9 @@ def test_one_huge_line_is_refused_in_bounded_memory(tmp_path, fmt):
     assert "limit" in lines[0]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(os.environ.get("AGENTPROF_HYPOTHESIS_EXAMPLES", "60")), deadline=None, database=None,
+          derandomize="AGENTPROF_HYPOTHESIS_EXAMPLES" not in os.environ,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(fmt=st.sampled_from(sorted(BASES)), data=st.data())
 def test_mutated_samples_never_crash(capsys, tmp_path_factory, fmt, data):
     """Cut, flip, insert and duplicate bytes of a real sample: the import succeeds or says one error line."""
