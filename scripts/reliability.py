@@ -17,6 +17,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -168,7 +169,7 @@ def importers(tmp: Path, huge_mb: int) -> dict:
             lines = err.getvalue().strip().splitlines()
             total += 1
             ok += code == 2 and len(lines) == 1 and lines[0].startswith(f"error: {p}")
-            located += bool(lines) and lines[0].startswith(f"error: {p}:")
+            located += bool(lines) and re.match(rf"error: {re.escape(str(p))}:\d+: ", lines[0]) is not None
         table[fmt] = {"cases": total, "one_error_line_exit_2": ok, "with_line_number": located}
     huge = {}
     for fmt in ("codex", "aider", "mini-swe-agent", "claude-code"):

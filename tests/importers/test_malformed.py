@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -82,7 +83,7 @@ def test_malformed_input_is_one_error_line(capsys, tmp_path, fmt):
         code, out, err = run(capsys, "import", str(path), "--from", fmt, "--json")
         assert code == 2, (case, out, err)
         _one_error_line(err, path)
-        located += err.startswith(f"error: {path}:")
+        located += re.match(rf"error: {re.escape(str(path))}:\d+: ", err) is not None
         code, _, err = run(capsys, "import", str(path), "--json")  # auto: the same promise
         if case == "another format":  # detection reads it as what it is (or by its name, and refuses it)
             assert code == 0 or (code == 2 and len(err.strip().splitlines()) == 1), err
