@@ -27,6 +27,8 @@ class ImportContext:
     where: tuple[str, int] | None = None
     """File and line of the record being imported (set by :func:`~agentprof.importers.jsonl.iter_records`), so an
     importer failing on a record of an unexpected shape is reported at its line."""
+    file_formats: list[tuple[str, str]] = field(default_factory=list)
+    """``(file, format)`` for every input file the import reads, in the order found."""
     seen: dict[str, set] = field(default_factory=dict)
     """Per-format sets of record ids already imported from earlier files (e.g. Claude Code records a resumed
     session's file copies from the session it continues), so a copy is not counted twice."""

@@ -11,14 +11,14 @@ from pathlib import Path
 
 from agentprof.errors import AgentprofError, TraceFormatError
 from agentprof.importers.context import ImportContext
-from agentprof.importers.detect import FORMATS, UNKNOWN, detect_format
+from agentprof.importers.detect import FORMATS, UNKNOWN, sniff
 
 _TRACE_SUFFIXES = (".jsonl", ".json", ".traj", ".parquet", ".history", ".ndjson")
 
 
-def _walk(root: Path, odd: list[str]) -> list[Path]:
+def _walk(root: Path, skipped: list[tuple[str, str]]) -> list[Path]:
     """Trace-named regular files under ``root``; FIFOs, devices, sockets and broken or looping links are left
-    out (reading a FIFO would wait forever) and named in ``odd``."""
+    out (reading a FIFO would wait forever) and listed in ``skipped`` with the reason."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "node_modules")
@@ -27,21 +27,21 @@ def _walk(root: Path, odd: list[str]) -> list[Path]:
                 f = Path(dirpath) / name
                 problem = not_a_file(f)
                 if problem:
-                    odd.append(f"{f} ({problem})")
+                    skipped.append((str(f), problem))
                 else:
                     out.append(f)
     return out
 
 
 def not_a_file(path: Path) -> str | None:
-    """Why ``path`` cannot be read as a trace file (``None`` when it is a regular file)."""
+    """Why ``path`` cannot be read as a trace file or folder (``None`` when it can)."""
     try:
         mode = os.stat(path).st_mode
     except OSError as e:
         if e.errno == errno.ELOOP:
             return "a symbolic link loop"
-        if e.errno == errno.ENOENT and os.path.islink(path):
-            return "a broken symbolic link"
+        if e.errno == errno.ENOENT:
+            return "a broken symbolic link" if os.path.islink(path) else "no such file or folder"
         return e.strerror or str(e)
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
@@ -64,18 +64,14 @@ def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext
         raise AgentprofError(f"unknown format {fmt!r} (expected auto or one of {', '.join(FORMATS)})")
     found: list[tuple[str, Path]] = []
     seen: set[Path] = set()
-    skipped: list[str] = []
-    unknown: list[str] = []
-    odd: list[str] = []
+    skipped: list[tuple[str, str]] = []
     for given in paths:
         p = Path(given).expanduser()
         problem = not_a_file(p)
         if problem is not None:
-            if problem == (os.strerror(errno.ENOENT)):
-                problem = "no such file or folder"
             raise AgentprofError(f"{p}: {problem}")
         if p.is_dir():
-            files = _walk(p, odd)
+            files = _walk(p, skipped)
             explicit = False
         else:
             files = [p]
@@ -85,13 +81,14 @@ def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext
             if key in seen:
                 continue
             seen.add(key)
-            detected = detect_format(f)
+            det = sniff(f)
+            detected = det.format
             if fmt == "auto":
                 if detected == UNKNOWN:
                     if explicit:
-                        raise TraceFormatError(str(f), None, "cannot tell which agent wrote this file; pass "
-                                               f"--from ({', '.join(FORMATS)})")
-                    skipped.append(str(f))
+                        raise TraceFormatError(str(f), None, "cannot tell which agent wrote this file "
+                                               f"({det.reason}); pass --from ({', '.join(FORMATS)})")
+                    skipped.append((str(f), f"unknown format: {det.reason}"))
                     continue
                 found.append((detected, f))
             elif detected == fmt or (explicit and detected == UNKNOWN):
@@ -99,23 +96,24 @@ def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext
             elif explicit:
                 raise TraceFormatError(str(f), 1, f"not a {fmt} file (it looks like {detected}); "
                                        "use --from auto or the right --from")
-            elif detected != UNKNOWN:
-                skipped.append(str(f))
-            else:  # --from X in a folder: a file detection cannot place is not silently taken or dropped
-                unknown.append(str(f))
-    if skipped:
-        shown = ", ".join(skipped[:3]) + (f" and {len(skipped) - 3} more" if len(skipped) > 3 else "")
-        ctx.note("skipped_files", f"{len(skipped)} file(s) in the given folders are not {fmt if fmt != 'auto' else 'a known trace format'}: {shown}")
-    if unknown:
-        shown = ", ".join(unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
-        ctx.note("skipped_files", f"{len(unknown)} file(s) in the given folders could not be recognised as {fmt} "
-                                  f"(name them on the command line to import them with --from {fmt}): {shown}")
-    if odd:
-        shown = ", ".join(odd[:3]) + (f" and {len(odd) - 3} more" if len(odd) > 3 else "")
-        ctx.note("skipped_files", f"{len(odd)} trace-named entries in the given folders are not files: {shown}")
+            else:
+                skipped.append((str(f), f"{detected} file, not {fmt}" if detected != UNKNOWN else
+                                f"unknown format: {det.reason}"))
+                continue
+            if det.skipped and detected != UNKNOWN:
+                kinds = sorted(set(det.skipped))
+                ctx.note("leading_records_skipped", f"format recognized at line {det.line} after "
+                         f"{len(det.skipped)} leading record(s) of no known trace format ({', '.join(kinds[:4])})",
+                         str(f), det.line)
+            ctx.file_formats.append((str(f), found[-1][0]))
+    for path, reason in skipped:
+        ctx.note("skipped_files", f"skipped: {reason}", path)
     if not found:
+        shown = "; ".join(f"{p_}: {r}" for p_, r in skipped[:5]) + (f"; and {len(skipped) - 5} more"
+                                                                   if len(skipped) > 5 else "")
         raise AgentprofError("no trace files found in " + ", ".join(str(p) for p in paths) +
-                             (f" (looking for {fmt})" if fmt != "auto" else ""))
+                             (f" (looking for {fmt})" if fmt != "auto" else "") +
+                             (f"; skipped {len(skipped)} file(s): {shown}" if skipped else ""))
     return found
 
 
