@@ -32,6 +32,21 @@ def checked_output(path: str | os.PathLike[str], suffixes: tuple[str, ...], what
     return out
 
 
+def unwritable_folder(folder: Path) -> str | None:
+    """Why ``folder`` could not be created or written (``None`` when it can), found without creating anything:
+    the nearest existing ancestor must be a writable folder."""
+    p = folder.absolute()
+    while not p.exists():
+        if p.is_symlink():
+            return "a broken symbolic link on the way"
+        p = p.parent
+    if not p.is_dir():
+        return f"{p} is a file, not a folder"
+    if not os.access(p, os.W_OK | os.X_OK):
+        return f"{p} is not writable"
+    return None
+
+
 @contextmanager
 def writing(path: str | os.PathLike[str]) -> Iterator[None]:
     """Turn any failure to write ``path`` (permissions, a full disk, a read-only file system) into one line."""

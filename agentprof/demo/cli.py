@@ -10,6 +10,7 @@ import click
 from agentprof.demo.latency import DEFAULT_SYSTEM
 from agentprof.demo.samples import DEFAULT_SAMPLE, SAMPLES
 from agentprof.errors import AgentprofError
+from agentprof.outputs import unwritable_folder
 
 
 @click.command("demo")
@@ -52,11 +53,10 @@ def demo(out_dir: str, traces_dir: str, systems: tuple[str, ...], serve_on: str,
     def step(msg: str) -> None:
         err.print(Text("▸ " + msg, style="dim"))
 
-    for folder in (out_dir, traces_dir):
-        try:
-            Path(folder).mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise AgentprofError(f"{folder}: cannot create the folder: {e.strerror or e}") from None
+    for folder in (out_dir, traces_dir):  # checked before any work, nothing created yet
+        problem = unwritable_folder(Path(folder))
+        if problem:
+            raise AgentprofError(f"{folder}: cannot write: {problem}")
     result = run_demo(out_dir=out_dir, traces_dir=traces_dir, systems=systems, serve_on=serve_on, sample=sample,
                       step=step)
     show_result(result, con)
