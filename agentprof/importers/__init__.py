@@ -160,7 +160,7 @@ def _import_checked(imp: Callable[[list[Path], ImportContext], Trace], fmt: str,
                 for f in blank:
                     ctx.note("bad_file", f"{reason} (file skipped)", str(f), None)
                 return None
-            raise TraceFormatError(str(blank[0]), None, reason)
+            raise TraceFormatError(str(blank[0]), 1, reason)
     return t
 
 

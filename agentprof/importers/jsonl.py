@@ -108,7 +108,7 @@ def iter_records(path: str | Path, ctx: ImportContext, what: str) -> Iterator[tu
         yield i, rec
     ctx.where = None  # an error after reading (from the records as a whole) has no one line
     if not seen and not ctx.skip_bad_lines:
-        raise TraceFormatError(p, None, f"empty {what} file (no JSON object lines)")
+        raise TraceFormatError(p, 1, f"empty {what} file: expected JSON object lines")
 
 
 def load_json(path: str | Path, what: str) -> Any:
