@@ -18,27 +18,38 @@ with its pid and its own span count, and readers add those up (``TraceMeta.extra
 from __future__ import annotations
 
 import os
+import sys
 import threading
+from typing import Any
+
+
+def _loaded(name: str) -> Any:
+    """A module of agentprof's capture package if this process imported it (a fork handler imports nothing:
+    another thread may have held an import lock at the fork)."""
+    return sys.modules.get(f"agentprof.capture.{name}")
 
 
 def _after_in_child() -> None:
-    from agentprof.capture import failsafe, fingerprint, instrument, patches, provider, session
-
-    failsafe._lock = threading.Lock()
-    provider._lock = threading.Lock()
-    instrument._lock = threading.Lock()
-    for p in list(patches.ALL):
-        p._lock = threading.Lock()
-    fingerprint.after_fork_in_child()
-    for s in list(session._live):
-        s.after_fork_in_child()
+    failsafe, provider, instrument = _loaded("failsafe"), _loaded("provider"), _loaded("instrument")
+    patches, fingerprint, session = _loaded("patches"), _loaded("fingerprint"), _loaded("session")
+    for module in (failsafe, provider, instrument):
+        if module is not None:
+            module._lock = threading.Lock()
+    if patches is not None:
+        for p in list(patches.ALL):
+            p._lock = threading.Lock()
+    if fingerprint is not None:
+        fingerprint.after_fork_in_child()
+    if session is not None:
+        for s in list(session._live):
+            s.after_fork_in_child()
 
 
 def _after_in_parent() -> None:
-    from agentprof.capture import session
-
-    for s in list(session._live):
-        s.forks += 1
+    session = _loaded("session")
+    if session is not None:
+        for s in list(session._live):
+            s.forks += 1
 
 
 _registered = False
