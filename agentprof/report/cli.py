@@ -115,7 +115,8 @@ def export(paths: tuple[str, ...], fmt: str, output: str, block: int, skip_bad_l
     """
     from agentprof.outputs import checked_output
 
-    suffixes = {"perfetto": (".json",), "mooncake": (".jsonl", ".json"), "otlp-json": (".json", ".jsonl")}[fmt]
+    suffixes = {"perfetto": (".json",), "mooncake": (".jsonl", ".json"), "otlp-json": (".json", ".jsonl"),
+                "speedscope": (".json",)}[fmt]
     out = checked_output(output, suffixes, f"--to {fmt}", bare_ok=True)
     trace = _load(paths, skip_bad_lines)
     try:
