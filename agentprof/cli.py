@@ -70,7 +70,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="agentprof", standalone_mode=False)
     except AgentprofError as e:
-        click.echo(f"error: {e}", err=True)
+        from agentprof.report.safe_text import shown
+
+        click.echo(f"error: {shown(e, 2000)}", err=True)
         sys.exit(2)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)

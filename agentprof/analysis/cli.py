@@ -47,7 +47,7 @@ def _dur(v: float) -> str:
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as one JSON object.")
 @click.option("--skip-bad-lines", is_flag=True, help="Skip unreadable records (counted) instead of stopping.")
-@click.option("--misses", "n_misses", type=int, default=10, show_default=True,
+@click.option("--misses", "n_misses", type=click.IntRange(min=0), default=10, show_default=True,
               help="Cache misses to list in the terminal output (all are in --json).")
 @click.option("--progress/--no-progress", default=None, help="Import progress bar on stderr (default: on a terminal).")
 @cluster_options
@@ -96,13 +96,14 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from agentprof.report.safe_text import markup, text
     from agentprof.trace.waits import HUMAN_REASONS
 
     con = Console()
     src = d["source"]
     con.print(f"[bold]{d['sessions']:,} sessions[/bold] ({d['conversations']:,} conversations), "
-              f"[bold]{d['model_calls']:,} model calls[/bold] — {src['format']}, {src['files']} file(s), "
-              f"tokenizer {src['tokenizer']}{'' if src['tokenizer_exact'] else ' (approximate)'}, "
+              f"[bold]{d['model_calls']:,} model calls[/bold] — {markup(src['format'])}, {src['files']} file(s), "
+              f"tokenizer {markup(src['tokenizer'])}{'' if src['tokenizer_exact'] else ' (approximate)'}, "
               f"{src['block_size']}-token blocks")
     t = d["time"]
     wall = t["wall_s"] or 0.0
@@ -118,7 +119,7 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
             ("  decode (streamed)", t["model_decode_s"], None), ("tool", t["tool_s"], "tool"),
             ("parse", t["parse_s"], "parse"), ("orchestration", t["orchestration_s"], "orchestration"),
             ("  glue (agent time outside spans)", t["glue_s"], None), ("wait", t["wait_s"], "wait")]
-    rows += [(f"  wait: {k}", v, None) for k, v in t["waits_by_reason"].items()]
+    rows += [(f"  wait: {markup(k)}", v, None) for k, v in t["waits_by_reason"].items()]
     for name, v, key in rows:
         reason = name[len("  wait: "):] if name.startswith("  wait: ") else None
         of_active = sh["of_agent_active"].get(key) if key else (
@@ -140,7 +141,8 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     con.print(tt)
     f = d.get("failures") or {}
     if f.get("model_calls") or f.get("tool_calls"):
-        kinds = ", ".join(f"{g['count']:,} {g['error_type']}" + (f" ({g['kind']})" if g["kind"] != "model" else "")
+        kinds = ", ".join(f"{g['count']:,} {markup(g['error_type'])}"
+                          + (f" ({markup(g['kind'])})" if g["kind"] != "model" else "")
                           for g in f["by_error_type"][:5])
         con.print(f"[bold]failed calls:[/bold] {f['model_calls']:,} model ({_sec(f['model_s'])}), "
                   f"{f['tool_calls']:,} tool ({_sec(f['tool_s'])}) — {kinds}", highlight=False)
@@ -166,7 +168,8 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
         rt.add_row(label, f"{s['n']:,}", *(_pct(s[q]) for q in ("mean", "median", "p10", "p25", "p75", "p90")))
     con.print(rt)
     tok = r["tokens"]
-    line = f"hashed prompt tokens {tok['prompt']:,} (estimated, {d.get('source', {}).get('tokenizer') or 'offline tokenizer'})"
+    line = (f"hashed prompt tokens {tok['prompt']:,} "
+            f"(estimated, {markup(d.get('source', {}).get('tokenizer') or 'offline tokenizer')})")
     if tok["input"]:
         line += f"; provider input tokens {tok['input']:,} (as reported)"
     line += f"; reusable {tok['reusable']:,} (estimated)"
@@ -183,7 +186,7 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
                           overflow="fold" if c == "session" else "ellipsis")
         for s in sorted(sess, key=lambda x: -(x.get("wall_s") or 0))[:20]:
             sid = s["session_id"]
-            st.add_row(sid if len(sid) <= 28 else "…" + sid[-27:], s["role"], f"{s['model_calls']:,}",
+            st.add_row(text(sid if len(sid) <= 28 else "…" + sid[-27:]), text(s["role"]), f"{s['model_calls']:,}",
                        _dur(s.get("wall_s") or 0.0), _dur(s.get("model_s") or 0.0), _dur(s.get("tool_s") or 0.0),
                        _dur(s.get("wait_s") or 0.0), _pct(s.get("prefix_reuse_prev_median")),
                        _pct(s.get("session_hit_rate")), f"{s['cache_misses']:,}")
@@ -194,14 +197,16 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
         con.print(f"[bold]Cache misses[/bold] ({len(shown)} of {len(misses)}; all in --json)")
         for m in shown:
             loc = (m.get("location") or {}).get("where")
-            head = (f"  {m['session_id']} call {m['line_index']}: {', '.join(m['trigger'])}"
-                    + (f", diverges in {loc} (block {m['first_diverging_block']})" if loc else "")
+            head = (f"  {markup(m['session_id'])} call {m['line_index']}: "
+                    f"{markup(', '.join(str(x) for x in m['trigger']))}"
+                    + (f", diverges in {markup(loc)} (block {m['first_diverging_block']})" if loc else "")
                     + (f", provider read {m['cached_tokens']:,} of {m['reusable_tokens']:,} reusable"
                        if m.get("cached_tokens") is not None and m.get("reusable_tokens") is not None else ""))
             con.print(head, highlight=False)
             for c in m["causes"][:3]:
-                con.print(f"    [bold]{c['cause']}[/bold] ({c['score']:.2f}): {c['detail']}", highlight=False)
-                con.print(f"      fix: {c['fix']}", highlight=False)
+                con.print(f"    [bold]{markup(c['cause'])}[/bold] ({c['score']:.2f}): {markup(c['detail'], 1000)}",
+                          highlight=False)
+                con.print(f"      fix: {markup(c['fix'], 1000)}", highlight=False)
     _print_notes(con, [dg.get("message", "") for dg in d["diagnostics"]],
                  [dg.get("kind", "") for dg in d["diagnostics"]])
 
@@ -218,6 +223,8 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
     """CPU-bound shares of orchestration and tools, and the top sampled functions (captured traces)."""
     from rich.table import Table
 
+    from agentprof.report.safe_text import text
+
     cb = d.get("cpu_bound")
     if not cb or cb.get("orchestration_cpu_s") is None:
         return
@@ -232,7 +239,7 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
         for c in ("tool", "calls", "wall", "CPU", "CPU-bound"):
             tt.add_column(c, justify="left" if c == "tool" else "right")
         for t in cb["tools"][:TOP_HOTSPOTS]:
-            tt.add_row(t["tool"], f"{t['calls']:,}", _fine(t["wall_s"]), _fine(t["cpu_s"]), _pct(t["cpu_bound_share"]))
+            tt.add_row(text(t["tool"]), f"{t['calls']:,}", _fine(t["wall_s"]), _fine(t["cpu_s"]), _pct(t["cpu_bound_share"]))
         con.print(tt)
     hs = d.get("hotspots") or []
     if hs:
@@ -242,21 +249,24 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
             ht.add_column(c, justify="right" if c in ("samples", "self", "total", "self on CPU") else "left",
                           overflow="fold" if c == "file" else "ellipsis")
         for h in hs[:TOP_HOTSPOTS]:
-            ht.add_row(h["frame"], h["where"], f"{h['samples']:,}", _fine(h["self_s"]), _fine(h["total_s"]),
-                       _fine(h["self_cpu_s"]), h["file"])
+            ht.add_row(text(h["frame"]), text(h["where"]), f"{h['samples']:,}", _fine(h["self_s"]),
+                       _fine(h["total_s"]), _fine(h["self_cpu_s"]), text(h["file"]))
         con.print(ht)
 
 
 def _print_notes(con: Any, messages: list[str], kinds: list[str], per_kind: int = 3) -> None:
     """Diagnostics as ``note:`` lines, at most ``per_kind`` of each kind (the rest counted; all are in --json)."""
+    from agentprof.report.safe_text import markup
+
     shown: dict[str, int] = {}
     for msg, kind in zip(messages, kinds, strict=True):
         shown[kind] = shown.get(kind, 0) + 1
         if shown[kind] <= per_kind:
-            con.print(f"[yellow]note:[/yellow] {msg}", highlight=False)
+            con.print(f"[yellow]note:[/yellow] {markup(msg, 1000)}", highlight=False)
     for kind, n in shown.items():
         if n > per_kind:
-            con.print(f"[yellow]note:[/yellow] … {n - per_kind} more {kind or 'notes'} (see --json)", highlight=False)
+            con.print(f"[yellow]note:[/yellow] … {n - per_kind} more {markup(kind or 'notes')} (see --json)",
+                      highlight=False)
 
 
 def _parse_tiers(values: tuple[str, ...]) -> list[Any]:
@@ -283,7 +293,7 @@ def _parse_tiers(values: tuple[str, ...]) -> list[Any]:
 @click.option("--tier", "tier_opts", multiple=True, metavar="NAME=SIZE",
               help="Cache tier and its capacity per TP rank (hbm, cpu, disk; e.g. cpu=64GiB, disk=2TB, "
                    "cpu=unlimited). Repeatable. Default: LMCache's default cpu=5GiB; unlimited in provider mode.")
-@click.option("--block", type=int, default=None,
+@click.option("--block", type=click.IntRange(min=1), default=None,
               help="Chunk size in tokens (multiple of the trace's block size). Default 256 (LMCache); the "
                    "trace's block size in provider mode.")
 @click.option("--policy", type=click.Choice(["lru", "lfu", "fifo"]), default="lru", show_default=True,
@@ -292,10 +302,10 @@ def _parse_tiers(values: tuple[str, ...]) -> list[Any]:
               help="Entries expire this long after last use (e.g. 5m, 1h). Default: none; 5m in provider mode.")
 @click.option("--provider", type=click.Choice(["anthropic", "openai"]), default=None,
               help="Provider prompt-cache mode: TTL refreshed on use, minimum cacheable prompt, cache per model.")
-@click.option("--min-tokens", type=int, default=None,
+@click.option("--min-tokens", type=click.IntRange(min=0), default=None,
               help="Prompts shorter than this are neither looked up nor stored (provider default 1024).")
-@click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel degree (capacity is per rank).")
-@click.option("--kv-bytes", type=float, default=2.0, show_default=True, help="Bytes per KV element (2 = bf16, 1 = fp8).")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel degree (capacity is per rank).")
+@click.option("--kv-bytes", type=click.FloatRange(min=0, min_open=True), default=2.0, show_default=True, help="Bytes per KV element (2 = bf16, 1 = fp8).")
 @click.option("--sweep/--no-sweep", default=True, show_default=True,
               help="Hit rate against capacity of a single tier, and the capacity reaching 90% of unlimited.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
@@ -352,15 +362,16 @@ def _print_sim(out: dict[str, Any]) -> None:
     from rich.table import Table
 
     from agentprof.analysis.units import format_bytes
+    from agentprof.report.safe_text import markup
 
     con = Console()
     s = out["simulation"]
     con.print(f"[bold]{s['model_calls']:,} model calls[/bold], {s['prompt_tokens']:,} prompt tokens; model "
-              f"{s['model']} ({format_bytes(s['chunk_bytes_per_rank'])} per {s['block']}-token chunk per rank, "
+              f"{markup(s['model'])} ({format_bytes(s['chunk_bytes_per_rank'])} per {s['block']}-token chunk per rank, "
               f"TP {s['tp']}); policy {s['policy']}" + (f", TTL {s['ttl_s']:.0f} s" if s["ttl_s"] else "")
               + (" — provider prompt-cache mode" if s["provider"] else ""), highlight=False)
     if s["model_note"]:
-        con.print(f"[yellow]stand-in:[/yellow] {s['model_note']}", highlight=False)
+        con.print(f"[yellow]stand-in:[/yellow] {markup(s['model_note'], 1000)}", highlight=False)
     if out["defaults"]["tiers"]:
         con.print(f"tiers: {out['defaults']['tiers']} (set --tier to change)")
     t = Table(title=f"Token hit rate {s['hit_rate']:.1%}", title_justify="left")

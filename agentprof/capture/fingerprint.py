@@ -152,6 +152,14 @@ _thread_time = time.thread_time_ns
 _worker = _Worker()
 
 
+def after_fork_in_child() -> None:
+    """In a forked child: a new worker (the parent's thread and queued jobs are the parent's) and no
+    incremental state the parent's worker may have been changing at the fork."""
+    global _worker
+    _worker = _Worker()
+    _streams.clear()
+
+
 def submit(job: Callable[[], Any], done: Callable[[Any, BaseException | None], None],
            cost: Callable[[int], None] | None = None) -> None:
     """Run ``job`` on the fingerprint thread, then ``done(result, error)`` on the same thread; ``cost`` gets the

@@ -3,8 +3,10 @@
 The provider modules (:mod:`~agentprof.capture.openai_sdk`, :mod:`~agentprof.capture.anthropic_sdk`) create
 a :class:`ModelCall` when an SDK method is called, and hand it the result: a response object (usage read at
 once) or a stream (observed chunk by chunk as the agent iterates it; time to first chunk measured). The
-prompt is fingerprinted on a background thread meanwhile; the span ends when both the response and the
-fingerprint are in, with the end time of the response. Nothing here may raise into the agent.
+prompt is fingerprinted on a background thread meanwhile. The span ends, and its line is written, as soon as
+the response is in; if the fingerprint is still being computed then (the first call of a run loads the
+tokenizer), it follows as a ``{"record": "span_update"}`` line the reader merges into the span, so a process
+killed meanwhile loses at most the fingerprint, never the call. Nothing here may raise into the agent.
 """
 
 from __future__ import annotations
@@ -112,7 +114,9 @@ class ModelCall:
         self._out_text: dict[int, list[str]] = {}
         self._out_tools: dict[Any, dict[str, Any]] = {}
         self._parts = 2  # response + fingerprint
-        self._closed = False
+        self._closed = False  # the span was ended (or is being ended)
+        self._span_done = False  # its line is written
+        self._span_had_print = False  # ... with the fingerprint in it
         self._lock = threading.Lock()
         self._ended = threading.Event()
         sess.pending.add(self)
@@ -346,12 +350,28 @@ class ModelCall:
         self._part_done()
 
     def _part_done(self) -> None:
+        late = False
         with self._lock:
             self._parts -= 1
-            if self._parts > 0 or self._closed:
+            if self._closed:  # the fingerprint after the span: an update line, then the call is complete
+                late = self._parts == 0 and self._span_done and not self._span_had_print and self.print is not None
+                done = self._parts == 0 and self._span_done
+            elif self.end_ns is None:  # the fingerprint came first: wait for the response
                 return
-            self._closed = True
-        self._end()
+            else:
+                self._closed = True
+                done = None
+        if done is None:
+            self._end()
+            return
+        if late:
+            self._write_print_update()
+        if done:
+            self._complete()
+
+    def _complete(self) -> None:
+        self.sess.pending.discard(self)
+        self._ended.set()
 
     def close_at_session_end(self, deadline: float) -> None:
         """The session is ending: close a stream nobody finished, give the fingerprint until ``deadline``."""
@@ -365,8 +385,9 @@ class ModelCall:
             self._end()
 
     def _end(self) -> None:
+        printed = self.print
         try:
-            set_many(self.span, self._attributes())
+            set_many(self.span, self._attributes(printed))
             if self.exc is not None:
                 record_error(self.span, self.exc, self.sess.capture_content)
                 code = getattr(self.exc, "status_code", None)
@@ -378,10 +399,35 @@ class ModelCall:
             self.span.end(end_time=self.end_ns or _time_ns())
         except Exception as e:
             internal_error("ending a model span", e)
-        self.sess.pending.discard(self)
-        self._ended.set()
+        with self._lock:
+            self._span_done = True
+            self._span_had_print = printed is not None
+            late = printed is None and self.print is not None  # came in while the span was being written
+            done = self._parts <= 0
+        if late:
+            self._write_print_update()
+        if done:
+            self._complete()
 
-    def _attributes(self) -> dict[str, Any]:
+    def _print_attributes(self, p: fingerprint.PromptPrint) -> dict[str, Any]:
+        a: dict[str, Any] = {sc.PROMPT_BLOCK_HASHES: p.block_hashes, sc.PROMPT_TOKENS: p.tokens,
+                             sc.PROMPT_SEGMENTS: fingerprint.dumps(p.segments)}
+        if p.content:
+            a.update(p.content)
+        return a
+
+    def _write_print_update(self) -> None:
+        """The fingerprint of a span already written: a follow-up line the reader merges into it."""
+        try:
+            p = self.print
+            if p is None:
+                return
+            ctx = self.span.get_span_context()
+            self.sess.write_update(ctx.trace_id, ctx.span_id, self._print_attributes(p))
+        except Exception as e:
+            internal_error("recording a prompt fingerprint", e)
+
+    def _attributes(self, p: fingerprint.PromptPrint | None = None) -> dict[str, Any]:
         a: dict[str, Any] = {}
         if self.response_model:
             a[sc.RESPONSE_MODEL] = self.response_model
@@ -405,13 +451,8 @@ class ModelCall:
                 a[sc.RESPONSE_TIME_TO_FIRST_CHUNK] = (self.first_ns - self.start_ns) / 1e9
         if self.incomplete:
             a[sc.INCOMPLETE] = True
-        p = self.print
         if p is not None:
-            a[sc.PROMPT_BLOCK_HASHES] = p.block_hashes
-            a[sc.PROMPT_TOKENS] = p.tokens
-            a[sc.PROMPT_SEGMENTS] = fingerprint.dumps(p.segments)
-            if p.content:
-                a.update(p.content)
+            a.update(self._print_attributes(p))
         if self.sess.capture_content:
             out = self.output or self._streamed_output()
             if out:

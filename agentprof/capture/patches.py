@@ -7,8 +7,12 @@ the wrapper stays in place; it passes calls straight through when no profile is 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
+
+ALL: weakref.WeakSet[RefPatch] = weakref.WeakSet()
+"""Every patch of this process (a forked child replaces their locks: :mod:`agentprof.capture.fork`)."""
 
 
 class RefPatch:
@@ -22,6 +26,7 @@ class RefPatch:
         self.original: Any = None
         self.wrapper: Any = None
         self._lock = threading.Lock()
+        ALL.add(self)
 
     def acquire(self) -> None:
         with self._lock:

@@ -94,6 +94,8 @@ def run_command(argv: list[str], out: str = "traces/", name: str | None = None, 
             path.unlink(missing_ok=True)
             raise CommandFailedToStart(cmd[0], e) from None
         rc = proc.wait()
+        if rc < 0:  # killed by signal n: the status a shell reports for it (128 + n), not 256 - n
+            rc = 128 - rc
     finally:
         signal.signal(signal.SIGINT, previous)
     if path.stat().st_size == 0:

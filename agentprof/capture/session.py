@@ -24,7 +24,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from agentprof import __version__
 from agentprof import semconv as sc
-from agentprof.capture import provider
+from agentprof.capture import fork, provider
 from agentprof.capture.error_type import error_type
 from agentprof.capture.exporter import JsonlSpanExporter, encode_span
 from agentprof.capture.failsafe import internal_error, warn_once
@@ -40,6 +40,7 @@ _live: set[Session] = set()
 """Sessions started and not yet finished in this process (their hot-path state follows pipeline changes)."""
 
 BLOCK_SIZE = 64
+fork.register()
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -111,6 +112,8 @@ class Session:
         self._patches: list[Any] = []
         self._root_ending = False
         self.pid = os.getpid()
+        self.forks = 0  # children forked by this process while the session was live
+        self.forked_child = False  # this object is a forked child's copy of the parent's session
         self.meta = TraceMeta(source_format="agentprof", block_size=BLOCK_SIZE, tool_version=__version__, name=name)
         self.exact_models: set[str] = set()
         self.inexact_models: set[str] = set()
@@ -198,6 +201,9 @@ class Session:
         if os.getpid() != self.pid:  # a forked child leaving the profile: the parent process owns the run
             self.active = False
             self.hot = None
+            if self.forked_child and self.exporter is not None:
+                self.exporter.write_record({"record": "fork", "pid": os.getpid(), "parent_pid": self.pid,
+                                            "session_id": self.id, "spans": self.spans})
             return
         t0 = time.perf_counter_ns()
         self.hot = None
@@ -271,6 +277,8 @@ class Session:
             return
         self.meta.capture_overhead_ns = self.overhead_ns
         self.meta.extra["spans"] = self.spans
+        if self.forks:
+            self.meta.extra["forks"] = self.forks
         self.meta.extra["ended"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds") \
             .replace("+00:00", "Z")
         rec = {"record": "meta", **self.meta.to_dict()}
@@ -283,6 +291,14 @@ class Session:
     def spans(self) -> int:
         """Spans of this session written so far (to its own file and enclosing sessions' files)."""
         return self.general_spans + self.hot_spans
+
+    def after_fork_in_child(self) -> None:
+        """This process is a forked child: fresh lock, its own span counts, none of the parent's model calls
+        to wait for (see :mod:`agentprof.capture.fork` for where its spans go)."""
+        self._lock = threading.Lock()
+        self.pending = set()
+        self.general_spans = self.hot_spans = self.overhead_ns = self.forks = 0
+        self.forked_child = True
 
     def refresh_hot(self) -> None:
         """Let the tool-call hot path write this session's spans directly while that gives what the span
@@ -312,6 +328,18 @@ class Session:
                     sink.write_line(line)
         with self._lock:
             self.general_spans += 1
+
+    def write_update(self, trace_id: int, span_id: int, attributes: dict[str, Any]) -> None:
+        """Attributes learned after a span was written (a model call's prompt fingerprint): one
+        ``span_update`` line in every file the span went to; readers merge it into the span."""
+        if self._root_ending:  # the session stopped waiting for it and has closed (or is closing) its files
+            return
+        from agentprof.capture.exporter import encode
+
+        line = encode({"record": "span_update", "trace_id": f"{trace_id:032x}", "span_id": f"{span_id:016x}",
+                       "attributes": attributes})
+        for sink in self.sinks:
+            sink.write_line(line)
 
     def note_tokenizer(self, name: str, model: str | None, exact: bool) -> None:
         """Record which tokenizer hashed the prompts (meta update written before the first hashed span)."""

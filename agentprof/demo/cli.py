@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import webbrowser
+from pathlib import Path
 
 import click
 
 from agentprof.demo.latency import DEFAULT_SYSTEM
 from agentprof.demo.samples import DEFAULT_SAMPLE, SAMPLES
+from agentprof.errors import AgentprofError
+from agentprof.outputs import unwritable_folder
 
 
 @click.command("demo")
@@ -44,7 +47,6 @@ def demo(out_dir: str, traces_dir: str, systems: tuple[str, ...], serve_on: str,
     from rich.text import Text
 
     from agentprof.demo.run import run_demo
-    from agentprof.errors import AgentprofError
 
     if importlib.util.find_spec("openai") is None:  # the bundled agent is plain code on the real openai SDK
         raise AgentprofError("the demo's agent needs the openai SDK: pip install 'agentprof[openai]'")
@@ -56,6 +58,10 @@ def demo(out_dir: str, traces_dir: str, systems: tuple[str, ...], serve_on: str,
     def step(msg: str) -> None:
         err.print(Text("▸ " + msg, style="dim"))
 
+    for folder in (out_dir, traces_dir):  # checked before any work, nothing created yet
+        problem = unwritable_folder(Path(folder))
+        if problem:
+            raise AgentprofError(f"{folder}: cannot write: {problem}")
     result = run_demo(out_dir=out_dir, traces_dir=traces_dir, systems=systems, serve_on=serve_on, sample=sample,
                       step=step)
     show_result(result, con)

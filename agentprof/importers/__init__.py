@@ -6,6 +6,7 @@ Aider, kv-cache-tester, OTLP JSON, TraceLab round traces) and agentprof's own tr
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -14,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from agentprof import __version__
-from agentprof.errors import TraceFormatError
+from agentprof.errors import AgentprofError, TraceFormatError
 from agentprof.importers.context import ImportContext
 from agentprof.importers.detect import FORMATS, UNKNOWN, detect_format
 from agentprof.importers.walk import expand, group
@@ -94,11 +95,104 @@ def load_any(paths: PathLike | Sequence[PathLike], fmt: str = "auto", skip_bad_l
             chunks = [files[i:i + _KVCT_CHUNK] for i in range(0, len(files), _KVCT_CHUNK)] \
                 if gfmt == "kv-cache-tester" else [files]
             for chunk in chunks:
-                t = imp(chunk, ctx)
+                t = _import_checked(imp, gfmt, chunk, ctx, explicit=fmt != "auto")
+                if t is None and ctx.skip_bad_lines and len(chunk) > 1 and gfmt == "kv-cache-tester":
+                    # one unreadable file of independent ones: keep the others (each tried alone)
+                    ctx.diagnostics = [d for d in ctx.diagnostics if not (d.kind == "bad_file" and d.line is None
+                                                                          and d.path and "," in d.path)]
+                    for f in chunk:
+                        one = _import_checked(imp, gfmt, [f], ctx, explicit=fmt != "auto")
+                        if one is not None:
+                            traces.append(one)
+                            formats.append(gfmt)
+                    advance(len(chunk), chunk[-1].name)
+                    continue
+                if t is None:
+                    advance(len(chunk), chunk[-1].name)
+                    continue
                 traces.append(t)
                 formats.append(t.meta.source_format if gfmt in ("agentprof", "otlp-json") else gfmt)
                 advance(len(chunk), chunk[-1].name)
     return _merge(traces, formats, ctx, [str(p) for p in given])
+
+
+_SHAPE_ERRORS = (TypeError, KeyError, AttributeError, IndexError, ValueError, RecursionError, UnicodeDecodeError,
+                 OverflowError)
+"""What an importer raises on records of an unexpected shape (valid JSON with other types than the format's)."""
+
+
+def _import_checked(imp: Callable[[list[Path], ImportContext], Trace], fmt: str, files: list[Path],
+                    ctx: ImportContext, explicit: bool) -> Trace | None:
+    """Run one importer with the reading layer's promise kept for every format: input it cannot read is a
+    located one-line error (or, with ``--skip-bad-lines``, a skipped file with a diagnostic), never a
+    traceback; and a file that yields nothing and that detection cannot place is not a silent empty import."""
+    ctx.where = None
+    try:
+        if fmt == "aider":
+            from agentprof.importers.jsonl import check_text_log
+
+            for f in files:
+                check_text_log(f, ctx, "Aider chat log")
+        t = imp(files, ctx)
+    except AgentprofError as e:
+        if not ctx.skip_bad_lines or not isinstance(e, TraceFormatError):
+            raise
+        ctx.note("bad_file", f"{e.reason} (file skipped)", e.path, e.line)
+        return None
+    except _SHAPE_ERRORS as e:
+        path, line = ctx.where if ctx.where is not None else (str(files[0]) if len(files) == 1 else
+                                                              ", ".join(str(f) for f in files[:3]), None)
+        reason = _reason(e, fmt, line is not None)
+        if line is None and len(files) == 1:
+            line = _line_of(e, files[0])
+        if ctx.skip_bad_lines:
+            ctx.note("bad_file", f"{reason} (file skipped)", path, line)
+            return None
+        raise TraceFormatError(path, line, reason + ("; use --skip-bad-lines to import the other files"
+                                                     if len(files) > 1 else "")) from None
+    finally:
+        ctx.where = None
+    if explicit and fmt != "agentprof" and t.spans.filter(pl.col("kind") != "agent").height == 0:
+        blank = [f for f in files if detect_format(f) == UNKNOWN]
+        if blank:
+            reason = f"no {fmt} records found (detection does not recognise it as {fmt} either)"
+            if ctx.skip_bad_lines:
+                for f in blank:
+                    ctx.note("bad_file", f"{reason} (file skipped)", str(f), None)
+                return None
+            raise TraceFormatError(str(blank[0]), 1, reason)
+    return t
+
+
+def _reason(e: BaseException, fmt: str, one_record: bool) -> str:
+    from agentprof.importers.jsonl import decode_error
+
+    if isinstance(e, (json.JSONDecodeError, UnicodeDecodeError, RecursionError)):
+        return f"{decode_error(e)}; expected a {fmt} file"
+    what = f"missing key {e}" if isinstance(e, KeyError) else str(e)[:200]
+    return (f"not a {fmt} record of the expected shape ({type(e).__name__}: {what})" if one_record else
+            f"content of an unexpected shape for {fmt} ({type(e).__name__}: {what})")
+
+
+def _line_of(e: BaseException, path: Path) -> int | None:
+    """The line a whole-file parse failed at, where the error tells (JSON position, byte offset, nesting)."""
+    from agentprof.importers.jsonl import MAX_DOCUMENT_BYTES, nesting_line
+
+    if isinstance(e, json.JSONDecodeError):
+        return e.lineno
+    if not isinstance(e, (UnicodeDecodeError, RecursionError)):
+        return None
+    try:
+        if path.stat().st_size > MAX_DOCUMENT_BYTES:
+            return None
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    if isinstance(e, RecursionError):
+        return nesting_line(raw)
+    if isinstance(e.object, (bytes, bytearray)) and len(e.object) == len(raw):
+        return raw.count(b"\n", 0, e.start) + 1
+    return None
 
 
 def _merge(traces: list[Trace], formats: list[str], ctx: ImportContext, given: list[str]) -> Trace:
@@ -134,6 +228,8 @@ def _merge(traces: list[Trace], formats: list[str], ctx: ImportContext, given: l
         seen_sessions |= sess
         frames.append(df)
     spans = pl.concat(frames, how="vertical") if frames else empty_spans()
+    if ctx.skip_bad_lines:
+        spans = _drop_invalid_rows(spans, diags)
     problems = validate(spans)
     if problems:
         raise TraceFormatError(", ".join(given), None, "imported trace is invalid: " + "; ".join(problems))
@@ -181,3 +277,18 @@ def _summed(values: Iterable[int | None]) -> int | None:
     """The sum of the known values (agentprof's own capture time over several captured traces), None if none."""
     known = [v for v in values if v is not None]
     return sum(known) if known else None
+
+
+def _drop_invalid_rows(spans: pl.DataFrame, diags: list[Diagnostic]) -> pl.DataFrame:
+    """With ``--skip-bad-lines``: spans no trace may hold (ending before they start, negative token counts)
+    are dropped and counted, instead of refusing the whole import."""
+    bad = pl.col("end_ns") < pl.col("start_ns")
+    neg = pl.any_horizontal([pl.col(c) < 0 for c in ("input_tokens", "cache_read_tokens", "cache_write_tokens",
+                                                     "output_tokens")])
+    for expr, what in ((bad, "end before they start"), (neg, "have negative token counts")):
+        hit = spans.filter(expr.fill_null(False))
+        if hit.height:
+            diags.append(Diagnostic("bad_line", f"{hit.height} span(s) {what}: dropped (first: "
+                                    f"{hit.get_column('span_id')[0]})"))
+            spans = spans.filter(~expr.fill_null(False))
+    return spans

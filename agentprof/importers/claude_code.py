@@ -112,7 +112,7 @@ def _head_ids(path: Path) -> tuple[str | None, str | None, int | None]:
                     break
                 try:
                     rec = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
                 if not isinstance(rec, dict):
                     continue

@@ -39,12 +39,14 @@ def import_cmd(paths: tuple[str, ...], fmt: str, output: str | None, as_json: bo
     """
     from agentprof.importers import load_any
     from agentprof.importers.summary import summarize
+    from agentprof.outputs import checked_output, write_with
     from agentprof.trace.files import write
 
+    out = checked_output(output, (".parquet", ".jsonl"), "an imported trace") if output else None
     show = sys.stderr.isatty() if progress is None else progress
     trace = load_any(list(paths), fmt=fmt, skip_bad_lines=skip_bad_lines, progress=show)
-    if output:
-        write(trace, output)
+    if out is not None:
+        write_with(out, lambda: write(trace, out))
     summary = summarize(trace)
     if output:
         summary["output"] = output
@@ -58,11 +60,13 @@ def _print_human(s: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from agentprof.report.safe_text import markup
+
     console = Console()
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_column(style="bold")
     t.add_column(justify="right")
-    t.add_row("format", s["format"])
+    t.add_row("format", markup(s["format"]))
     t.add_row("files", f"{s['files']:,}")
     t.add_row("sessions", f"{s['sessions']:,}")
     t.add_row("model calls", f"{s['model_calls']:,} ({s['prompts_hashed']:,} prompts hashed)")
@@ -72,7 +76,7 @@ def _print_human(s: dict) -> None:
               f"cache write {s['cache_write_tokens']:,})")
     t.add_row("output tokens", f"{s['output_tokens']:,}")
     if s["diagnostics"]:
-        t.add_row("diagnostics", ", ".join(f"{k} {v}" for k, v in s["diagnostics"].items()))
+        t.add_row("diagnostics", markup(", ".join(f"{k} {v}" for k, v in s["diagnostics"].items()), 1000))
     if s["skipped"]:
         t.add_row("skipped", f"{s['skipped']} bad line(s)/file(s)")
     console.print(t)
@@ -90,6 +94,6 @@ def _print_human(s: dict) -> None:
             console.print(f"  … and {len(s['skipped_files']) - _LIST_MAX:,} more skipped (--json lists all)",
                           highlight=False, markup=False, soft_wrap=True)
     if "output" in s:
-        console.print(f"wrote {s['output']}")
+        console.print(f"wrote {markup(s['output'], None)}", highlight=False)
     else:
         console.print("[dim](nothing written; add -o FILE.parquet to save the trace)[/dim]")

@@ -24,6 +24,9 @@ class ImportContext:
     inexact_models: set[str] = field(default_factory=set)
     _unknown: Counter = field(default_factory=Counter)
     _unknown_first_line: dict = field(default_factory=dict)
+    where: tuple[str, int] | None = None
+    """File and line of the record being imported (set by :func:`~agentprof.importers.jsonl.iter_records`), so an
+    importer failing on a record of an unexpected shape is reported at its line."""
     file_formats: list[tuple[str, str]] = field(default_factory=list)
     """``(file, format)`` for every input file the import reads, in the order found."""
     seen: dict[str, set] = field(default_factory=dict)
@@ -76,4 +79,5 @@ class ImportContext:
                                   self._unknown_first_line[(path, what)]))
         if self.skipped_lines:
             out.append(Diagnostic("skipped_lines", f"{self.skipped_lines} bad line(s) skipped"))
+
         return out

@@ -38,6 +38,8 @@ def classify(obj: Any) -> str:
                                                             or "round_index" in obj):
         return "tracelab"  # TraceLab's normalized round trace: one row per model call
     t = obj.get("type")
+    if not isinstance(t, str):  # valid JSON of other types (a list or object as "type") is no known record
+        t = None
     if t in _CODEX_TYPES and "payload" in obj:
         return "codex"
     if "payload" not in obj and "id" in obj and "timestamp" in obj and ("instructions" in obj or "git" in obj):
@@ -105,10 +107,12 @@ def sniff(path: str | Path) -> Detection:
     if found.format != UNKNOWN:
         return found
     try:
-        if p.stat().st_size > _WHOLE_LIMIT:
-            return found
+        size = p.stat().st_size
+        if size > _WHOLE_LIMIT:
+            fmt = _sniff_large(p, head, size)
+            return Detection(fmt) if fmt != UNKNOWN else found
         fmt = classify(json.loads(p.read_bytes()))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return found
     return Detection(fmt) if fmt != UNKNOWN else Detection(UNKNOWN, reason=found.reason or "a JSON document "
                                                            "of no known trace format")
@@ -127,7 +131,7 @@ def _scan_lines(p: Path) -> Detection:
                     continue
                 try:
                     obj = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):
                     if n == 1:
                         break  # not JSON Lines (a pretty-printed document): the caller reads it whole
                     skipped.append("a line that is not JSON")
@@ -148,13 +152,35 @@ def _scan_lines(p: Path) -> Detection:
                      f"trace format ({', '.join(kinds[:4])}{', …' if len(kinds) > 4 else ''})")
 
 
+def _sniff_large(p: Path, head: bytes, size: int) -> str:
+    """A one-document file too large to parse just to name its format (over 64 MiB): named by the keys its
+    first and last 64 KiB show (the importer then parses it once, under its own size limit)."""
+    try:
+        with p.open("rb") as f:
+            f.seek(max(0, size - _HEAD))
+            tail = f.read(_HEAD)
+    except OSError:
+        return UNKNOWN
+    both = head + tail
+    if b'"resourceSpans"' in head:
+        return "otlp-json"
+    if b'"trajectory_format"' in both and b"mini-swe-agent" in both or b'"mini_version"' in both:
+        return "mini-swe-agent"
+    if b'"trajectory"' in both and (b'"history"' in both or b'"info"' in both):
+        return "swe-agent"
+    if b'"messages"' in both and b'"response"' in both:
+        return "openhands"
+    return UNKNOWN
+
+
 def _message_list(p: Path) -> str:
     """A ``.traj.json`` holding only a list of chat messages: an early mini-swe-agent trajectory."""
     try:
         if p.stat().st_size > _WHOLE_LIMIT:
-            return UNKNOWN
+            with p.open("rb") as f:
+                return "mini-swe-agent" if b'"role"' in f.read(_HEAD) else UNKNOWN
         obj = json.loads(p.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return UNKNOWN
     if isinstance(obj, list) and obj and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in obj):
         return "mini-swe-agent"

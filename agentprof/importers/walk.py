@@ -3,7 +3,9 @@ format, belong together (a Claude Code session and its sub-agent files; an OpenH
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -14,14 +16,42 @@ from agentprof.importers.detect import FORMATS, UNKNOWN, sniff
 _TRACE_SUFFIXES = (".jsonl", ".json", ".traj", ".parquet", ".history", ".ndjson")
 
 
-def _walk(root: Path) -> list[Path]:
+def _walk(root: Path, skipped: list[tuple[str, str]]) -> list[Path]:
+    """Trace-named regular files under ``root``; FIFOs, devices, sockets and broken or looping links are left
+    out (reading a FIFO would wait forever) and listed in ``skipped`` with the reason."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "node_modules")
         for name in sorted(filenames):
             if name.endswith(_TRACE_SUFFIXES):
-                out.append(Path(dirpath) / name)
+                f = Path(dirpath) / name
+                problem = not_a_file(f)
+                if problem:
+                    skipped.append((str(f), problem))
+                else:
+                    out.append(f)
     return out
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a trace file or folder (``None`` when it can)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        if e.errno == errno.ENOENT:
+            return "a broken symbolic link" if os.path.islink(path) else "no such file or folder"
+        return e.strerror or str(e)
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO, not a file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device, not a file"
+    if stat.S_ISSOCK(mode):
+        return "a socket, not a file"
+    return "not a regular file"
 
 
 def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext) -> list[tuple[str, Path]]:
@@ -37,10 +67,11 @@ def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext
     skipped: list[tuple[str, str]] = []
     for given in paths:
         p = Path(given).expanduser()
-        if not p.exists():
-            raise AgentprofError(f"{p}: no such file or folder")
+        problem = not_a_file(p)
+        if problem is not None:
+            raise AgentprofError(f"{p}: {problem}")
         if p.is_dir():
-            files = _walk(p)
+            files = _walk(p, skipped)
             explicit = False
         else:
             files = [p]

@@ -127,6 +127,8 @@ def _print_replay(res: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from agentprof.report.safe_text import markup
+
     console = Console()
     # fits 100 columns: short headers, no vertical rules; units are in the cells
     t = Table(title=f"replay: {res.sessions} session(s), {res.replayed_calls}/{res.model_calls} model calls, "
@@ -156,27 +158,27 @@ def _print_replay(res: Any) -> None:
                       highlight=False)
     for s in res.systems:
         if s.error:
-            console.print(f"[red]{s.name}: {s.error}[/red]")
+            console.print(f"[red]{markup(s.name)}: {markup(s.error, 1000)}[/red]")
         for d in s.deployments:
             lev = d.get("level_error") or {}
             err = (f", its cross-validated error TPOT {_pct(lev.get('median_ape_tpot'))} / TTFT "
                    f"{_pct(lev.get('median_ape_ttft'))}" if lev else "")
-            console.print(f"[dim]{s.name}: {d['model']} {d['precision']} on {d['accelerators']} accelerator(s), "
+            console.print(f"[dim]{markup(s.name)}: {markup(d['model'])} {d['precision']} on {d['accelerators']} accelerator(s), "
                           f"step overhead {d['t_fixed_ms']} ms — calibration {d.get('calibration_level', '?')}"
                           f"{err}: {d['calibration']}[/dim]")
         if s.waiting_for and s.model_calls_s:
             parts = ", ".join(f"{k.replace('_', ' ')} {_s(v)} ({v / s.model_calls_s:.0%})"
                               for k, v in s.waiting_for.items() if v > 0)
-            console.print(f"{s.name}: model calls wait for {parts}")
+            console.print(f"{markup(s.name)}: model calls wait for {parts}")
         if s.band:
             b = s.band
             lo, hi = sorted(b["speedup_vs_recorded"]) if all(b["speedup_vs_recorded"]) else (None, None)
-            console.print(f"[yellow]{s.name}: band from the catalog ranges[/yellow] task time "
+            console.print(f"[yellow]{markup(s.name)}: band from the catalog ranges[/yellow] task time "
                           f"{_s(min(b['e2e_s']))}–{_s(max(b['e2e_s']))}, model calls "
                           f"{_s(min(b['model_calls_s']))}–{_s(max(b['model_calls_s']))}, task speed-up "
                           f"{_x(lo)}–{_x(hi)} (ranged: {', '.join(b['ranged'])})")
     for note in res.standins.values():
-        console.print(f"[yellow]stand-in[/yellow] {note}")
+        console.print(f"[yellow]stand-in[/yellow] {markup(note, 1000)}")
     o = res.orchestration
     console.print(f"CPU-bound orchestration scaled by host: {o['cpu_bound_s']:.1f} s "
                   f"(declared {o['cpu_bound_declared_s']:.1f}, attribute {o['cpu_bound_attribute_s']:.1f}, "
@@ -186,8 +188,8 @@ def _print_replay(res: Any) -> None:
         console.print(f"gaps between spans (the agent's own loop): {o['gaps_s']:.1f} s, of which "
                       f"{o['gaps_cpu_bound_s']:.1f} s CPU-bound ({o['gaps_source']}) scaled by host")
     for n in res.notes:
-        console.print(f"[dim]note: {n}[/dim]")
-    console.print(res.finding())
+        console.print(f"[dim]note: {markup(n, 1000)}[/dim]")
+    console.print(markup(res.finding(), None))
 
 
 @click.group("devices", context_settings=_CTX)
@@ -314,17 +316,19 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
       agentprof devices fit
       agentprof devices fit --points my_points.csv --out my-fitted.toml --json --skip-levels
     """
+    from agentprof.outputs import checked_output, write_with
     from agentprof.replay.calibration import FITTED_PATH, fit_file, write_fitted
     from agentprof.replay.fidelity import check, level_errors
     from agentprof.replay.points import load_points
     from agentprof.resources import shipped
 
     points = str(shipped(points))  # the default names the repository's file; a wheel carries a copy
+    target = checked_output(out, (".toml",), "fitted terms") if out else FITTED_PATH
     cat = _catalog(catalogs)
     fitted = fit_file(points, cat)
     if not skip_levels:
         fitted.level_errors, _ = level_errors(load_points(points), cat, fitted.attn_eff)
-    path = write_fitted(fitted, out or FITTED_PATH)
+    path = write_with(target, lambda: write_fitted(fitted, target))
     summary = check(load_points(points), fitted, cat).summary()
     if as_json:
         click.echo(json.dumps({"written": str(path), "provenance": fitted.provenance, "in_sample": summary},

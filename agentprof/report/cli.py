@@ -62,11 +62,14 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
 
         report_diff(paths, output, title, skip_bad_lines, open_browser)
         return
+    from agentprof.outputs import checked_output
     from agentprof.report.html import render_payload
     from agentprof.report.payload import build_payload
     from agentprof.report.stages import run_stages
     from agentprof.report.terminal import report_view, show
 
+    out = checked_output(output if output else Path("reports") / f"{_default_name(paths)}.html", (".html", ".htm"),
+                         "an HTML report")
     trace = _load(paths, skip_bad_lines, workers, scheduler)
     err = Console(stderr=True)
     with err.status("analyzing", spinner="dots") if err.is_terminal else _null():
@@ -76,8 +79,6 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
                                        if len(paths) > 1 else "")
     payload = build_payload(trace, analysis=res.analysis, replay=res.replay, cache=res.cache, title=title,
                             include_text=include_text, notes=res.notes, cache_model=res.cache_model)
-    out = Path(output) if output else Path("reports") / f"{_default_name(paths)}.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
     try:
         out.write_text(render_payload(payload), encoding="utf-8")
     except OSError as e:
@@ -102,7 +103,7 @@ class _null:
                    "AIPerf/Dynamo replay; otlp-json: OpenTelemetry spans as OTLP/JSON; speedscope: sampled "
                    "stacks (a trace captured with --sample) for speedscope.app.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="File to write.")
-@click.option("--block", default=512, show_default=True, type=int,
+@click.option("--block", default=512, show_default=True, type=click.IntRange(min=1),
               help="Mooncake: tokens per hash_ids block (a multiple of the trace's hash block size).")
 @click.option("--skip-bad-lines", is_flag=True, help="Skip unreadable records instead of stopping.")
 def export(paths: tuple[str, ...], fmt: str, output: str, block: int, skip_bad_lines: bool) -> None:
@@ -114,8 +115,12 @@ def export(paths: tuple[str, ...], fmt: str, output: str, block: int, skip_bad_l
       agentprof export traces/kv/ --to mooncake -o kv.mooncake.jsonl        # aiperf --custom-dataset-type mooncake_trace
       agentprof export traces/run.jsonl --to speedscope -o run.speedscope.json  # open in speedscope.app
     """
+    from agentprof.outputs import checked_output
+
+    suffixes = {"perfetto": (".json",), "mooncake": (".jsonl", ".json"), "otlp-json": (".json", ".jsonl"),
+                "speedscope": (".json",)}[fmt]
+    out = checked_output(output, suffixes, f"--to {fmt}", bare_ok=True)
     trace = _load(paths, skip_bad_lines)
-    out = Path(output)
     try:
         if fmt == "perfetto":
             from agentprof.report.perfetto import write_perfetto

@@ -51,8 +51,10 @@ def run_diff(base_paths: list[str], new_paths: list[str], alpha: float, min_chan
 
 
 def write_html(res: Any, failed: list[dict[str, Any]], out: str, title: str | None) -> Path:
+    from agentprof.outputs import checked_output
     from agentprof.report.diff_page import write_diff_page
 
+    checked_output(out, (".html", ".htm"), "an HTML page")
     try:
         return write_diff_page(out, res, failed, title=title)
     except OSError as e:

@@ -20,6 +20,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from agentprof.report import safe_text
+
 KIND_STYLE = {"model": "blue", "tool": "yellow", "parse": "magenta", "orchestration": "green", "wait": "bright_black"}
 TIME_ROWS = (("model_s", "model"), ("tool_s", "tool"), ("parse_s", "parse"), ("orchestration_s", "orchestration"),
              ("wait_s", "wait"))
@@ -91,8 +93,8 @@ def bar(share: float | None, width: int = 24, style: str = "blue") -> Text:
 
 
 def _t(v: Any) -> Text:
-    """Trace text as literal rich Text (no markup)."""
-    return Text("" if v is None else str(v))
+    """Trace text as literal rich Text (no markup, no control characters, cut to a line)."""
+    return safe_text.text(v)
 
 
 def _table(title: str | None = None, **kw: Any) -> Table:
@@ -215,8 +217,8 @@ def replay_view(d: dict[str, Any]) -> RenderableType:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in rows:
         if r.get("error"):
-            t.add_row(_t(r.get("name")), Text("not replayed: " + str(r["error"]), style="red"), "", "", "", "", "", "",
-                      "")
+            t.add_row(_t(r.get("name")), safe_text.text("not replayed: " + str(r["error"]), 1000, style="red"),
+                      "", "", "", "", "", "", "")
             continue
         t.add_row(_t(r.get("name")), fmt_duration(r.get("e2e_s")), fmt_duration(r.get("model_s")),
                   fmt_duration(r.get("tool_s")), fmt_duration(r.get("orchestration_s")), fmt_duration(r.get("wait_s")), fmt_pct(r.get("model_share")),
@@ -227,12 +229,12 @@ def replay_view(d: dict[str, Any]) -> RenderableType:
                      f"{fmt_duration(rec['amdahl_e2e_s'])}"
                      + (f" ({fmt_x(rec['amdahl_bound'])})" if rec.get("amdahl_bound") else ""))
     notes = [str(v) for v in (d.get("standins") or {}).values()] + [str(n) for n in d.get("notes") or []]
-    return Group(t, *(Text("• " + n, style="dim") for n in notes))
+    return Group(t, *(safe_text.text("• " + n, 1000, style="dim") for n in notes))
 
 
 def cachesim_view(d: dict[str, Any]) -> Table:
     """``agentprof cachesim``: hit rate, bytes loaded and evictions per tier."""
-    t = _table(f"KV cache simulation{(' · ' + str(d['model'])) if d.get('model') else ''}")
+    t = _table(f"KV cache simulation{(' · ' + safe_text.markup(d['model'])) if d.get('model') else ''}")
     for col in ("tier", "capacity", "token hit rate", "bytes loaded", "evictions"):
         t.add_column(col, justify="left" if col == "tier" else "right")
     for tier in d.get("tiers") or []:

@@ -20,6 +20,8 @@ from agentprof.trace.schema import Diagnostic, Trace, TraceMeta, validate
 from agentprof.trace.writer import FORMAT_NAME, FORMAT_VERSION
 from agentprof.trace.writer import JsonlTraceWriter as JsonlTraceWriter  # re-export
 
+MAX_RECORD_BYTES = int(float(os.environ.get("AGENTPROF_MAX_RECORD_MB", "64")) * (1 << 20))
+"""Longest line (one record) read (as :data:`agentprof.importers.jsonl.MAX_RECORD_BYTES`)."""
 _PARQUET_META_KEY = "agentprof.meta"
 _PARQUET_DIAG_KEY = "agentprof.diagnostics"
 
@@ -37,6 +39,9 @@ def _check_span(rec: dict[str, Any]) -> str | None:
     attrs = rec.get("attributes", {})
     if attrs is not None and not isinstance(attrs, dict):
         return "span field 'attributes' must be an object"
+    start, end = rec.get("start_ns"), rec.get("end_ns")
+    if start is not None and end is not None and end < start:
+        return "span ends before it starts (end_ns < start_ns)"
     return None
 
 
@@ -53,6 +58,8 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
     sample_recs: list[dict[str, Any]] = []
     diags: list[Diagnostic] = []
     skipped = 0
+    forks: list[int] = []
+    updates: dict[str, dict[str, Any]] = {}
     try:
         raw = Path(path).read_bytes()
     except OSError as e:
@@ -66,9 +73,19 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
             continue
         last_unterminated = i == len(lines) and not ends_clean
         try:
+            if len(line) > MAX_RECORD_BYTES:
+                raise ValueError(f"line is {len(line) >> 20} MiB, over the {MAX_RECORD_BYTES >> 20} MiB limit "
+                                 "for one record (AGENTPROF_MAX_RECORD_MB raises it)")
             rec = json.loads(line)
             if not isinstance(rec, dict):
                 raise ValueError(f"expected a JSON object, got {type(rec).__name__}")
+        except RecursionError:
+            if skip_bad_lines:
+                skipped += 1
+                diags.append(Diagnostic("bad_line", "JSON nested too deeply to read", p, i))
+                continue
+            raise TraceFormatError(p, i, "JSON nested too deeply to read; use --skip-bad-lines to load the rest") \
+                from None
         except (ValueError, UnicodeDecodeError) as e:
             if last_unterminated:
                 diags.append(Diagnostic("truncated_last_line", "last line cut short (process killed while writing?)", p, i))
@@ -94,6 +111,15 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
             spans.append(rec)
         elif kind == "samples":
             sample_recs.append(rec)
+        elif kind == "span_update":  # attributes learned after the span's line (a model call's fingerprint)
+            sid, attrs = rec.get("span_id"), rec.get("attributes")
+            if isinstance(sid, str) and isinstance(attrs, dict):
+                updates.setdefault(sid, {}).update(attrs)
+            else:
+                diags.append(Diagnostic("bad_line", "span_update record needs 'span_id' and 'attributes'", p, i))
+        elif kind == "fork":  # a forked child that wrote spans into this file left the profile
+            n = rec.get("spans")
+            forks.append(n if isinstance(n, int) and not isinstance(n, bool) else 0)
         else:
             if i == 1:
                 raise TraceFormatError(p, i, "not an agentprof trace: first record is not {\"record\": \"meta\"} "
@@ -105,11 +131,16 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
         diags.append(Diagnostic("skipped_lines", f"{skipped} bad lines skipped", p))
     for d in meta.pop("diagnostics", []) or []:
         diags.append(Diagnostic(**d) if isinstance(d, dict) else Diagnostic("note", str(d)))
+    if updates:
+        _merge_updates(spans, updates, diags, p)
     df = spans_from_records(spans)
     problems = validate(df)
     if problems:
         raise TraceFormatError(p, None, "invalid trace: " + "; ".join(problems))
     tm = TraceMeta.from_dict(meta)
+    if forks:
+        tm.extra["fork_spans"] = sum(forks)
+        tm.extra["forks_finished"] = len(forks)
     if p not in tm.sources:
         tm.sources.append(p)
     return Trace(tm, df, diags, _samples(sample_recs, p))
@@ -125,6 +156,19 @@ def _samples(records: list[dict[str, Any]], path: str) -> Any:
         return decode(records)
     except (ValueError, KeyError, TypeError, IndexError) as e:
         raise TraceFormatError(path, None, f"bad samples record ({type(e).__name__}: {e})") from None
+
+
+def _merge_updates(spans: list[dict[str, Any]], updates: dict[str, dict[str, Any]], diags: list[Diagnostic],
+                   path: str) -> None:
+    """Fold ``span_update`` attributes into their spans (wherever in the file either line is)."""
+    for rec in spans:
+        extra = updates.pop(rec["span_id"], None)
+        if extra is not None:
+            attrs = rec.get("attributes")
+            rec["attributes"] = {**(attrs if isinstance(attrs, dict) else {}), **extra}
+    if updates:
+        diags.append(Diagnostic("orphan_update", f"{len(updates)} span_update record(s) for spans not in the file "
+                                "(their span line was lost)", path))
 
 
 def write_jsonl(trace: Trace, path: str | os.PathLike[str]) -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,9 @@ from agentprof.trace.meta import TraceMeta
 
 FORMAT_NAME = "agentprof-trace"
 FORMAT_VERSION = 1
+
+_OPEN: weakref.WeakSet[JsonlTraceWriter] = weakref.WeakSet()
+"""Writers of this process (their locks are replaced in a forked child: see :func:`_after_fork_in_child`)."""
 
 
 class JsonlTraceWriter:
@@ -27,6 +31,7 @@ class JsonlTraceWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._lock = threading.Lock()
+        _OPEN.add(self)
 
     def write(self, record: dict[str, Any]) -> None:
         self.write_line((json.dumps(record, separators=(",", ":"), default=str) + "\n").encode())
@@ -49,3 +54,14 @@ class JsonlTraceWriter:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
+
+
+def _after_fork_in_child() -> None:
+    """A thread of the parent may have held a writer's lock at the fork: it never releases it in the child, so
+    every writer gets a fresh lock there (the file descriptor is shared; each line is still one append)."""
+    for w in list(_OPEN):
+        w._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
