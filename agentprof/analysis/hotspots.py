@@ -110,23 +110,41 @@ def _where_of(kind: str, name: str, attrs: str | None) -> str:
     return "orchestration"
 
 
+_GAPS_SCHEMA = {"session_id": pl.Utf8, "gap": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64}
+
+
 def session_gaps(spans: pl.DataFrame) -> pl.DataFrame:
-    """Per session: the gaps of its agent span no direct child covers (the agent's own loop), numbered."""
-    rows: list[dict[str, Any]] = []
-    roots = spans.filter((pl.col("kind") == "agent") & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
-    for sid, rid, r0, r1 in roots.select("session_id", "span_id", "start_ns", "end_ns").iter_rows():
-        kids = (spans.filter((pl.col("parent_id") == rid) & pl.col("start_ns").is_not_null()
-                             & pl.col("end_ns").is_not_null()).select("start_ns", "end_ns").sort("start_ns"))
-        cur, n = r0, 0
-        for a, b in kids.iter_rows():
-            if a > cur:
-                rows.append({"session_id": sid, "gap": n, "start_ns": cur, "end_ns": a})
-                n += 1
-            cur = max(cur, b)
-        if r1 > cur:
-            rows.append({"session_id": sid, "gap": n, "start_ns": cur, "end_ns": r1})
-    return pl.DataFrame(rows, schema={"session_id": pl.Utf8, "gap": pl.Int64, "start_ns": pl.Int64,
-                                      "end_ns": pl.Int64})
+    """Per session: the gaps of its agent span no direct child covers (the agent's own loop), numbered.
+
+    One vectorized pass: the agent spans' direct children (same trace, ``parent_id`` = the agent's span id:
+    span ids are unique only within a trace, and importers reuse them across traces), sorted by start; a gap
+    opens where a child starts after everything before it (the agent's start included) has ended, and a last
+    one runs from there to the agent's end."""
+    timed = pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null()
+    roots = (spans.filter((pl.col("kind") == "agent") & timed)
+             .select("trace_id", pl.col("span_id").alias("parent_id"), "session_id",
+                     pl.col("start_ns").alias("r0"), pl.col("end_ns").alias("r1"))
+             .with_row_index("_root"))
+    if roots.height == 0:
+        return pl.DataFrame(schema=_GAPS_SCHEMA)
+    kids = (spans.filter(timed & pl.col("parent_id").is_not_null())
+            .select("trace_id", "parent_id", "start_ns", "end_ns")
+            .join(roots, on=["trace_id", "parent_id"], how="inner")
+            .sort("_root", "start_ns", maintain_order=True))
+    covered = pl.max_horizontal(pl.col("r0"), pl.col("end_ns").cum_max().over("_root"))
+    kids = kids.with_columns(covered.shift(1).over("_root").fill_null(pl.col("r0")).alias("cur"),
+                             pl.int_range(pl.len()).over("_root").alias("_k"))
+    inner = (kids.filter(pl.col("start_ns") > pl.col("cur"))
+             .select("_root", "_k", "session_id", pl.col("cur").alias("start_ns"), pl.col("start_ns").alias("end_ns")))
+    last = (roots.join(kids.group_by("_root").agg(pl.col("end_ns").max().alias("mx")), on="_root", how="left")
+            .with_columns(pl.max_horizontal("r0", "mx").alias("cur"))
+            .filter(pl.col("r1") > pl.col("cur"))
+            .select("_root", pl.lit(1 << 62, dtype=pl.Int64).alias("_k"), "session_id",
+                    pl.col("cur").alias("start_ns"), pl.col("r1").alias("end_ns")))
+    out = pl.concat([inner.with_columns(pl.col("_k").cast(pl.Int64)), last]).sort("_root", "_k")
+    return (out.with_columns(pl.int_range(pl.len()).over("_root").alias("gap"))
+            .select(pl.col("session_id"), pl.col("gap").cast(pl.Int64), pl.col("start_ns").cast(pl.Int64),
+                    pl.col("end_ns").cast(pl.Int64)))
 
 
 def attribute(trace: Trace) -> Attributed | None:
