@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import textwrap
+import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -69,7 +72,7 @@ def test_run_sample_records_every_thread(tmp_path):
 
 
 def test_sampler_failure_only_warns_and_the_agent_goes_on(tmp_path, monkeypatch):
-    def broken(self):
+    def broken(self, *interrupted):
         raise RuntimeError("sampler broke")
 
     monkeypatch.setattr(sampler_mod.Sampler, "_tick", broken)
@@ -84,6 +87,83 @@ def test_sampler_failure_only_warns_and_the_agent_goes_on(tmp_path, monkeypatch)
     assert any("sampling stacks" in str(w.message) for w in caught)
     assert load_any(run.path).spans.height == 1  # the root span is written; no samples
     assert sys.getswitchinterval() == pytest.approx(0.005)  # restored
+
+
+def _spin_in_named_function(n):
+    x = 0
+    for i in range(n):
+        x = (x * 7 + i) % 10007
+    return x
+
+
+def _waiting_in_named_function(seconds):
+    time.sleep(seconds)
+
+
+def _worker_in_named_function():
+    _spin_in_named_function(400_000)
+
+
+def _leaves(trace):
+    s = trace.samples
+    return {s.frame_name[s.stack(int(n))[-1]] for n in s.node if s.stack(int(n))}, s
+
+
+def test_signal_sampler_on_the_main_thread_is_removed_after(tmp_path):
+    assert threading.current_thread() is threading.main_thread()
+    with agentprof.profile("sig", out=tmp_path, sample=0.002) as run:
+        assert signal.getsignal(signal.SIGPROF) == run._session.sampler._on_signal
+        _spin_in_named_function(500_000)
+        _waiting_in_named_function(0.15)  # no CPU: the signal is quiet, the watchdog thread samples
+        t = threading.Thread(target=_worker_in_named_function, name="worker")
+        t.start()
+        t.join()  # the main thread blocked: the worker is sampled by the watchdog thread
+    meta = [json.loads(x) for x in run.path.read_text().splitlines()][-1]["sampling"]
+    assert meta["mode"] == "signal" and "SIGPROF" in meta["sampler"]
+    leaves, s = _leaves(load_any(run.path))
+    assert {"_spin_in_named_function", "_waiting_in_named_function"} <= leaves
+    assert "worker" in set(s.thread_name)
+    names = {s.frame_name[f] for n in s.node for f in s.stack(int(n))}
+    assert not names & {"Sampler._tick", "Sampler._on_signal", "_tick", "_on_signal"}  # the handler's own frames
+    assert signal.getsignal(signal.SIGPROF) == signal.SIG_DFL
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
+
+
+def test_an_agents_sigprof_handler_is_kept_and_the_thread_sampler_used(tmp_path):
+    hits = []
+
+    def agents_handler(signum, frame):
+        hits.append(signum)
+
+    old = signal.signal(signal.SIGPROF, agents_handler)
+    try:
+        with agentprof.profile("theirs", out=tmp_path, sample=0.002) as run:
+            assert signal.getsignal(signal.SIGPROF) is agents_handler
+            _spin_in_named_function(300_000)
+        assert signal.getsignal(signal.SIGPROF) is agents_handler
+        assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
+        meta = [json.loads(x) for x in run.path.read_text().splitlines()][-1]["sampling"]
+        assert meta["mode"] == "thread" and meta["samples"] > 0
+    finally:
+        signal.signal(signal.SIGPROF, old)
+
+
+def test_a_profile_started_off_the_main_thread_uses_the_thread_sampler(tmp_path):
+    got = {}
+
+    def body():
+        with agentprof.profile("offmain", out=tmp_path, sample=0.002) as run:
+            _spin_in_named_function(300_000)
+        got["path"] = run.path
+
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    meta = [json.loads(x) for x in got["path"].read_text().splitlines()][-1]["sampling"]
+    assert meta["mode"] == "thread" and meta["samples"] > 0
+    leaves, _ = _leaves(load_any(got["path"]))
+    assert "_spin_in_named_function" in leaves
+    assert signal.getsignal(signal.SIGPROF) == signal.SIG_DFL
 
 
 def test_no_sampling_by_default(tmp_path):
