@@ -1,12 +1,12 @@
 """Opt-in stack sampler of a profiled run (``agentprof.profile(..., sample=True)``, ``agentprof run --sample``).
 
-A daemon thread wakes every ``interval`` and reads every Python thread's stack (``sys._current_frames``) and
-its on-CPU time and run-queue wait (:mod:`agentprof.capture.schedstat`), so each sample carries the CPU the
+Every ``interval`` a tick reads every Python thread's stack (``sys._current_frames``) and its on-CPU time and run-queue wait (:mod:`agentprof.capture.schedstat`), so each sample carries the CPU the
 thread used, and the time it waited for a CPU, since its previous sample: on-CPU time per frame, not just
 wall. Only function names and file names are kept (no
 arguments, no values). A sample taken inside an ``@agentprof.tool`` call or a recorded parse carries that
 span's id, read from agentprof's own wrapper frame; the rest are attributed afterwards by time
-(:mod:`agentprof.analysis.hotspots`). Asyncio tasks are covered by the thread that runs them: a running
+(:mod:`agentprof.analysis.hotspots`). The tick is a ``SIGPROF`` handler on the main thread where that is safe,
+else a thread's (:class:`Sampler`). Asyncio tasks are covered by the thread that runs them: a running
 task's coroutine frames are that thread's stack.
 
 Why this and not pyinstrument or py-spy: docs/PERFORMANCE.md (Capture, sampling) has the measurements.
@@ -28,8 +28,9 @@ from agentprof.capture.schedstat import ThreadClock, new_buffer, pread_all
 from agentprof.capture.spans import Scope  # at import, never in the signal handler (import locks)
 
 DEFAULT_INTERVAL_S = 0.010
-"""Default sampling interval (10 ms: each tick makes the agent's thread hand over the interpreter lock once,
-which on a busy machine costs it an OS scheduling delay; docs/PERFORMANCE.md)."""
+"""Default sampling interval (10 ms: a tick of the thread sampler makes the agent's thread hand over the
+interpreter lock once, which on a busy machine costs it an OS scheduling delay; the signal sampler hands nothing
+over; docs/PERFORMANCE.md)."""
 MAX_DEPTH = 256
 """Frames kept per sample (the innermost ones)."""
 FLUSH_EVERY_S = 1.0
