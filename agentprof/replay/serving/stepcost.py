@@ -1,0 +1,73 @@
+"""The one place the serving simulation calls the device cost model: a scheduler step's batch into seconds.
+
+A step holds decode sequences (their count and mean context) and prefill chunks. Decode time is
+``costmodel.decode_step_s`` for the batch at its mean context (tabulated per batch size over a context grid
+and interpolated: exact while the cost model is piecewise linear in context, as today); a request's whole
+prefill is ``costmodel.prefill_s`` for its uncached tokens after its cached prefix, spread over the steps that
+hold its chunks in proportion to their tokens; cached KV from a lower tier costs ``kv_load_s`` over the host
+link (PCIe or NVLink-C2C) or ``disk_load_s``. With one sequence this reproduces ``costmodel.call_times`` at
+batch 1 (``t0 + load + S + m·t_dec`` to the first token, then ``t_dec/a`` per token).
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+from agentprof.replay.costmodel import decode_step_s, disk_load_s, kv_load_s, prefill_s
+from agentprof.replay.systems import Resolved
+
+_GRID = [0.0] + [float(2 ** k) for k in range(6, 25)]  # 0, 64 … 16M tokens of context
+
+
+class StepCost:
+    """Step times of one deployment (one replica of a system) for the simulation."""
+
+    def __init__(self, r: Resolved) -> None:
+        self.r = r
+        self.dep = r.dep
+        self.p = r.params
+        self.t0_s = float(self.p.t0_s)
+        self.accept = float(max(self.p.accept, 1e-9))
+        self.m_steps = float(self.p.m_steps)
+        per_tok_gpu = self.dep.kv_token_bytes / self.dep.kv_divisor
+        self.pool_tokens = max(self.dep.free_kv_bytes_per_gpu(r.system.mem_util), 0.0) / max(per_tok_gpu, 1e-9)
+        # bytes one token of KV takes summed over the replica's ranks (what a CPU or disk tier stores)
+        self.token_bytes_all_ranks = per_tok_gpu * self.dep.gpus
+        self._rows: dict[int, list[float]] = {}
+
+    def _row(self, b: int) -> list[float]:
+        row = self._rows.get(b)
+        if row is None:
+            row = [float(x) for x in decode_step_s(self.dep, self.p, b, np.asarray(_GRID))]
+            self._rows[b] = row
+        return row
+
+    def decode_linear(self, b: int, ctx: float) -> tuple[float, float]:
+        """``(alpha, beta)`` with step time ``alpha + beta·c`` around mean context ``ctx`` for ``b`` sequences."""
+        row = self._row(b)
+        i = min(max(bisect.bisect_right(_GRID, ctx) - 1, 0), len(_GRID) - 2)
+        beta = (row[i + 1] - row[i]) / (_GRID[i + 1] - _GRID[i])
+        return row[i] - beta * _GRID[i], beta
+
+    def decode_s(self, b: int, ctx: float) -> float:
+        a, beta = self.decode_linear(b, ctx)
+        return a + beta * ctx
+
+    def prefill_s(self, new: float, cached: float) -> float:
+        """Whole prefill of ``new`` tokens after a ``cached`` prefix in HBM (per-prefill overhead included)."""
+        return float(prefill_s(self.dep, self.p, new, cached))
+
+    def first_token_s(self, b: int, ctx: float) -> float:
+        """Scheduler delay from the end of prefill to the first token (the calibrated ``m`` decode steps)."""
+        return self.m_steps * self.decode_s(max(b, 1), ctx)
+
+    def load_s(self, cpu_tokens: float, disk_tokens: float) -> float:
+        """Bringing cached prefix KV into HBM from the CPU tier (host link) and the disk tier."""
+        t = 0.0
+        if cpu_tokens > 0:
+            t += float(kv_load_s(self.dep, cpu_tokens, self.r.host_link_bw))
+        if disk_tokens > 0:
+            t += float(disk_load_s(self.dep, disk_tokens, self.r.disk_bw))
+        return t
