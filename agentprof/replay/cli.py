@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from agentprof.errors import AgentprofError
+from agentprof.replay.serving.cli import serving_config, serving_options
 
 _CTX = {"help_option_names": ["-h", "--help"]}
 
@@ -67,8 +68,9 @@ def _pct(v: float | None) -> str:
                               "closed models through their open stand-in).")
 @click.option("--cache-policy", default="prefix", show_default=True,
               help="none | prefix (HBM prefix cache) | lmcache:cpu=SIZE[,disk=SIZE]")
-@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Identical clients sharing each system (batch size).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=None,
+              help="Agent sessions active at once on each system: runs the multi-session serving simulation "
+                   "(shared KV cache, continuous batching) and adds a serving panel.")
 @click.option("--cpu-bound", "cpu_bound", multiple=True, metavar="TOOL[=FRACTION]",
               help="Treat this tool's time as CPU-bound (repeatable); it then scales with the host CPU.")
 @click.option("--cpu-bound-file", type=click.Path(dir_okay=False),
@@ -78,10 +80,12 @@ def _pct(v: float | None) -> str:
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False),
               help="Extra catalog file (accelerators, hosts, links, systems, models); repeatable.")
 @click.option("--fitted", type=click.Path(dir_okay=False), help="Fitted parameters (default: the shipped ones).")
+@serving_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, cache_policy: str,
-           concurrency: int, cpu_bound: tuple[str, ...], cpu_bound_file: str | None, recorded_host: str,
-           catalogs: tuple[str, ...], fitted: str | None, as_json: bool) -> None:
+           concurrency: int | None, cpu_bound: tuple[str, ...], cpu_bound_file: str | None, recorded_host: str,
+           catalogs: tuple[str, ...], fitted: str | None, router: str, cap_wait: float | None,
+           arrival_rate: float | None, cache_ttl: float | None, hash_scope: str, as_json: bool) -> None:
     """Replay traces on serving systems: how much faster does the whole task get, not just the model calls?
 
     Every model call is re-timed by the calibrated device model, CPU-bound orchestration scales with the
@@ -92,6 +96,8 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
       agentprof replay traces/samples/kv-cache-tester -s h200+x86 -s b200+vera -s jalapeno
       agentprof replay ~/.claude/projects/my-project/ -s gb200+grace --cache-policy lmcache:cpu=500GiB
       agentprof replay run.jsonl -s b200+x86 -s b200+vera --cpu-bound pytest --json
+      agentprof replay traces/samples/kv-cache-tester -s h200+x86 -s rubin+vera --concurrency 50 \
+          --cache-policy lmcache:cpu=2TB --cap-wait 60
     """
     from agentprof.importers import load_any
     from agentprof.replay.calibration import load_fitted
@@ -99,9 +105,13 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
 
     cat = _catalog(catalogs)
     cpu = _cpu_map(cpu_bound, cpu_bound_file)
+    simulate = concurrency is not None or any(v is not None for v in (cap_wait, arrival_rate, cache_ttl))
+    serving = serving_config(concurrency or 1, router, cap_wait, arrival_rate, cache_ttl, hash_scope) \
+        if simulate else None
     trace = load_any(list(paths))
-    res = run(trace, list(systems), model=model, cache_policy=cache_policy, concurrency=concurrency, catalog=cat,
-              cpu_bound=cpu, recorded_host=recorded_host, fitted=load_fitted(fitted) if fitted else None)
+    res = run(trace, list(systems), model=model, cache_policy=cache_policy, concurrency=concurrency or 1,
+              catalog=cat, cpu_bound=cpu, recorded_host=recorded_host,
+              fitted=load_fitted(fitted) if fitted else None, serving=serving)
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2, default=str))
         return
@@ -145,6 +155,11 @@ def _print_replay(res: Any) -> None:
                   f"not CPU-bound (I/O or unknown): {o['not_cpu_bound_s']:.1f} s; recorded host {o['recorded_host']}")
     for n in res.notes:
         console.print(f"[dim]note: {n}[/dim]")
+    served = [(s.name, s.serving) for s in res.systems if s.serving]
+    if served:
+        from agentprof.replay.serving.cli import print_serving
+
+        print_serving(console, served, f"serving: {res.concurrency} concurrent session(s) per system")
     console.print(res.finding())
 
 

@@ -5,13 +5,14 @@ Blocks are dense node ids of chained prefix keys (equal id = equal token prefix 
 call's hit is the leading run of its blocks present in HBM, continued from the CPU tier and then the disk tier
 (LMCache serves the chunks after the engine's own prefix hit). Stores are write-through (LMCache stores KV on
 prefill). Within a prompt the first block is stamped most recently used, so eviction takes the deepest blocks
-of the least recently used prompts first and shared prefixes (system prompt, tools) survive longest. Evicting
-runs per step in bulk (``np.argpartition`` over the resident set), not per block.
+of the least recently used prompts first and shared prefixes (system prompt, tools) survive longest. Eviction
+walks a recency log (:class:`Tier`), never a per-block Python loop or a sort.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 
 import numpy as np
 
@@ -19,20 +20,27 @@ TIERS = ("hbm", "cpu", "disk")
 
 
 class Tier:
-    """One LRU tier over ``n_nodes`` possible blocks with a capacity in blocks (``inf`` = unbounded)."""
+    """One LRU tier over ``n_nodes`` possible blocks with a capacity in blocks (``inf`` = unbounded).
 
-    __slots__ = ("present", "stamp", "used_t", "res", "count", "capacity", "clock", "ttl_s", "evicted")
+    Recency is a log of touched blocks in stamp order (a queue of arrays); eviction pops the oldest entries
+    whose stamp is still current, so it costs what it evicts plus the stale entries it skips, never a sort."""
+
+    __slots__ = ("present", "stamp", "used_t", "log", "head", "logged", "count", "capacity", "clock", "ttl_s",
+                 "evicted", "track")
 
     def __init__(self, n_nodes: int, capacity: float, ttl_s: float | None) -> None:
         self.present = np.zeros(n_nodes, dtype=bool)
         self.stamp = np.zeros(n_nodes, dtype=np.float64)
         self.used_t = np.zeros(n_nodes, dtype=np.float64)
-        self.res: list[np.ndarray] = []
+        self.log: deque[tuple[np.ndarray, np.ndarray]] = deque()
+        self.head = 0
+        self.logged = 0
         self.count = 0
         self.capacity = capacity
         self.clock = 0.0
         self.ttl_s = ttl_s
         self.evicted = 0
+        self.track = math.isfinite(capacity)  # an unbounded tier never evicts: no log
 
     def leading(self, ids: np.ndarray, now: float) -> int:
         """Leading blocks of ``ids`` held (and, with a TTL, used within it)."""
@@ -47,34 +55,51 @@ class Tier:
         """Insert or refresh ``ids`` (one prompt, in order): the first block ends most recently used."""
         if not ids.size or self.capacity <= 0:
             return
-        new = ids[~self.present[ids]]
-        if new.size:
-            self.present[new] = True
-            self.res.append(new)
-            self.count += int(new.size)
-        n = ids.size
-        self.stamp[ids] = self.clock + np.arange(n, 0, -1, dtype=np.float64)
-        self.clock += n + 1
+        self.count += int(ids.size - np.count_nonzero(self.present[ids]))
+        self.present[ids] = True
         self.used_t[ids] = now
+        if self.track:
+            rev = ids[::-1]
+            st = self.clock + np.arange(1, ids.size + 1, dtype=np.float64)
+            self.stamp[rev] = st
+            self.clock += ids.size + 1
+            self.log.append((rev, st))
+            self.logged += int(ids.size)
+            if self.logged > 4 * self.count + (1 << 20):
+                self._compact()
         if self.count > self.capacity:
             self.evict(self.capacity)
 
+    def _compact(self) -> None:
+        """Drop stale log entries (blocks touched again later or evicted); the log stays in stamp order."""
+        a = np.concatenate([x[0] for x in self.log])[self.head:]
+        st = np.concatenate([x[1] for x in self.log])[self.head:]
+        live = self.present[a] & (self.stamp[a] == st)
+        self.log = deque([(a[live], st[live])])
+        self.head = 0
+        self.logged = int(live.sum())
+
     def evict(self, capacity: float) -> None:
-        """Drop the least recently used blocks down to ``capacity`` (one partial sort over the resident set)."""
-        if self.count <= capacity:
-            return
-        res = np.concatenate(self.res) if len(self.res) > 1 else self.res[0]
-        target = max(int(math.floor(capacity)), 0) if math.isfinite(capacity) else self.count
-        k = self.count - target
-        if k >= res.size:
-            drop, keep = res, res[:0]
-        else:
-            part = np.argpartition(self.stamp[res], k)
-            drop, keep = res[part[:k]], res[part[k:]]
-        self.present[drop] = False
-        self.evicted += int(drop.size)
-        self.res = [keep]
-        self.count = int(keep.size)
+        """Drop the least recently used blocks down to ``capacity``."""
+        k = self.count - max(int(math.floor(capacity)), 0)
+        while k > 0 and self.log:
+            a, st = self.log[0]
+            seg, sst = a[self.head:], st[self.head:]
+            idx = np.flatnonzero(self.present[seg] & (self.stamp[seg] == sst))
+            if idx.size <= k:
+                drop = seg[idx]
+                self.log.popleft()
+                self.logged -= int(seg.size)
+                self.head = 0
+            else:
+                drop = seg[idx[:k]]
+                step = int(idx[k - 1]) + 1
+                self.head += step
+                self.logged -= step
+            self.present[drop] = False
+            self.count -= int(drop.size)
+            self.evicted += int(drop.size)
+            k -= int(drop.size)
 
 
 class TieredCache:

@@ -32,7 +32,8 @@ def pcts(x: np.ndarray, qs: tuple[int, ...] = (50, 90, 99)) -> dict[str, float |
 
 def provider_cost(plan: SessionPlan, eng: EngineResult, cat: ServingCatalog) -> dict[str, Any] | None:
     """Mean provider list price per task for the recorded models; cache reads/writes as recorded, else the
-    simulated cache hits as reads and the rest of each prompt as writes (what a provider cache would bill)."""
+    session's own prefix reuse (what an earlier call of the session had) as reads and the rest of each prompt
+    as writes, as a provider's prompt cache bills them. It does not depend on the simulated system."""
     calls = eng.req_call
     models = [plan.models[c] for c in calls.tolist()]
     prices = [cat.provider_for(m) for m in models]
@@ -41,7 +42,7 @@ def provider_cost(plan: SessionPlan, eng: EngineResult, cat: ServingCatalog) -> 
     rec_read = plan.cache_read[calls]
     rec_write = plan.cache_write[calls]
     recorded = bool((rec_read + rec_write).sum() > 0)
-    read = rec_read if recorded else eng.hits.sum(axis=1)
+    read = rec_read if recorded else plan.reuse_tokens[calls]
     write = rec_write if recorded else np.maximum(eng.inp - read, 0.0)
     fresh = np.maximum(eng.inp - read - write, 0.0)
     usd = np.zeros(calls.size)
@@ -58,7 +59,7 @@ def provider_cost(plan: SessionPlan, eng: EngineResult, cat: ServingCatalog) -> 
     return {"usd_per_task": float(np.nansum(usd)) / n_tasks, "priced_calls": int(priced.sum()),
             "unpriced_calls": int((~priced).sum()), "models": sorted(sources),
             "basis": "recorded cache read/write tokens" if recorded else
-            "simulated cache hits billed as cache reads, the rest of each prompt as cache writes",
+            "prefix reused from the session's earlier calls billed as cache reads, the rest of each prompt as cache writes (no cache tokens recorded)",
             "sources": sources}
 
 
@@ -94,7 +95,7 @@ def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system:
         "utilization": util,
         "calls_in_flight_mean": eng.mean_in_flight, "calls_in_flight_peak": eng.peak_in_flight,
         "queue_wait_mean_s": wait_mean, "preemptions": eng.preemptions, "makespan_s": makespan,
-        "evicted_blocks": eng.evicted_blocks,
+        "evicted_blocks": eng.evicted_blocks, "cold_calls": cold_calls(eng),
     }
     power = cat.power.get(system)
     if power and tph:
@@ -120,13 +121,27 @@ def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system:
     return d
 
 
+def cold_calls(eng: EngineResult) -> dict[str, Any]:
+    """Calls that found less than half their prompt cached (session starts, evicted prefixes): their count
+    and median prompt, and the TTFT p99 of the other (warm) calls."""
+    hit = eng.hits.sum(axis=1)
+    cold = hit < 0.5 * eng.inp
+    ttft = eng.first_t - eng.issue_t
+    return {"count": int(cold.sum()), "median_prompt_tokens": float(np.median(eng.inp[cold])) if cold.any() else 0.0,
+            "ttft_p99_warm_s": pcts(ttft[~cold])["p99"], "ttft_p99_cold_s": pcts(ttft[cold])["p99"]}
+
+
 def why(d: dict[str, Any]) -> str:
-    """One sentence that explains the latency: calls in flight, cache hits by tier, queueing."""
+    """One sentence that explains the latency: calls in flight, cache hits by tier, queueing, cold calls."""
     h = d["hit_share"]
+    c = d.get("cold_calls") or {}
     q = d["queue_s"]
     ttft = d["ttft_s"]
     return (f"{d['concurrency']} sessions keep {d['calls_in_flight_mean']:.1f} calls in flight on average "
             f"(peak {d['calls_in_flight_peak']}): agents spend most of their time in tools and waits; "
             f"{h['total']:.0%} of prompt tokens hit the cache (HBM {h['hbm']:.0%}, CPU {h['cpu']:.0%}, "
             f"disk {h['disk']:.0%}); queue p99 {q['p99'] or 0:.2f} s; TTFT p50 {ttft['p50'] or 0:.2f} s, "
-            f"p99 {ttft['p99'] or 0:.2f} s; server busy {d['utilization']:.0%} of the time.")
+            f"p99 {ttft['p99'] or 0:.2f} s; server busy {d['utilization']:.0%} of the time; "
+            f"{c.get('count', 0)} cold call(s) (under half the prompt cached, median "
+            f"{c.get('median_prompt_tokens', 0):,.0f} tokens) have TTFT p99 {c.get('ttft_p99_cold_s') or 0:.2f} s, "
+            f"the warm ones {c.get('ttft_p99_warm_s') or 0:.2f} s.")

@@ -64,6 +64,7 @@ class Options:
     arrival_rate_per_h: float | None = None
     seed: int = 0
     copies: int = 1
+    ramp_s: float = 0.0  # slot i starts its first session at i * ramp_s
 
 
 @dataclass
@@ -168,8 +169,8 @@ class Engine:
             self.free_slots = slots
         else:
             self.free_slots = 0
-            for _ in range(slots):
-                self._start_session(self.next_inst, 0.0)
+            for i in range(slots):
+                self._push(i * o.ramp_s, EV_SESSION, self.next_inst, "start")
                 self.next_inst += 1
         while self.heap:
             t, _, kind, a, b = heapq.heappop(self.heap)
@@ -191,7 +192,9 @@ class Engine:
         return self._result()
 
     def _session_event(self, inst: int, what: str) -> None:
-        if what == "arrive":
+        if what == "start":
+            self._start_session(inst, self.now)
+        elif what == "arrive":
             if self.free_slots > 0:
                 self.free_slots -= 1
                 self._start_session(inst, self.now)
@@ -317,7 +320,8 @@ class Engine:
         if self.opt.hbm_blocks is not None:
             cap = min(cap, self.opt.hbm_blocks)
         tier.capacity = max(cap, 0.0)
-        tier.evict(tier.capacity)
+        if tier.count > tier.capacity * 1.01 + 1.0:  # decode growth evicts in bulk, not every step
+            tier.evict(tier.capacity)
 
     # --- steps -------------------------------------------------------------------------------------------
     def _start_step(self, k: int) -> None:

@@ -16,6 +16,7 @@ import polars as pl
 
 from agentprof.analysis.calls import CallBlocks, mix64, model_calls
 from agentprof.errors import AgentprofError
+from agentprof.replay.cachepolicy import _leading_hits_unbounded
 from agentprof.trace.schema import Trace
 
 HUMAN_WAITS = frozenset({"user", "permission", "idle"})
@@ -44,6 +45,7 @@ class SessionPlan:
     models: list[str | None]
     cache_read: np.ndarray
     cache_write: np.ndarray
+    reuse_tokens: np.ndarray  # per call: leading prompt tokens an earlier call of its session had (unbounded)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -165,9 +167,12 @@ def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global
     np.cumsum(lengths, out=offs[1:])
     src = np.repeat(cb.offsets[:-1][order], lengths) + (np.arange(int(offs[-1])) - np.repeat(offs[:-1], lengths))
     k = keys[src.astype(np.int64)] if keys.size else keys[:0]
-    if scope == "session" and k.size:
-        salt = mix64(np.repeat(conv, lengths).astype(np.uint64) + np.uint64(1))
-        k = (k.view(np.uint64) ^ salt).view(np.int64)
+    salt = mix64(np.repeat(conv, lengths).astype(np.uint64) + np.uint64(1))
+    k_sess = (k.view(np.uint64) ^ salt).view(np.int64) if k.size else k
+    reuse = np.minimum(_leading_hits_unbounded(k_sess, offs) * float(cb.block_size),
+                       np.maximum(np.nan_to_num(inp[order]) - 1.0, 0.0))
+    if scope == "session":
+        k = k_sess
     if k.size:
         _, node = np.unique(k, return_inverse=True)
         n_nodes = int(node.max()) + 1
@@ -194,5 +199,5 @@ def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global
         models=calls.get_column("model").to_list(),
         cache_read=calls.get_column("cache_read_tokens").cast(pl.Float64).fill_null(0.0).to_numpy(),
         cache_write=calls.get_column("cache_write_tokens").cast(pl.Float64).fill_null(0.0).to_numpy(),
-        notes=notes)
+        reuse_tokens=reuse, notes=notes)
 

@@ -31,6 +31,10 @@ class ServingConfig:
     scope: str = "global"
     hbm_unbounded: bool = False
     seed: int = 0
+    ramp_s: float | None = None
+    """Seconds between the starts of the closed loop's first sessions; None: the mean recorded session time
+    divided by the concurrency, so sessions start spread over their phases as in a steady state instead of
+    all cold at once."""
 
     def check(self) -> None:
         if self.concurrency < 1:
@@ -61,13 +65,15 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     replicas = max(r.system.count // max(r.dep.gpus, 1), 1)
     budget, budget_src = cat.budget_tokens(r.framework.split("-")[-1] if r.framework not in cat.budget
                                            else r.framework)
-    per_block = cost.token_bytes_all_ranks * plan.block_size
+    per_block = cost.tier_token_bytes * plan.block_size
+    ramp = cfg.ramp_s if cfg.ramp_s is not None else float(np.mean(plan.recorded_s)) / cfg.concurrency
     copies = max(math.ceil(cfg.concurrency / max(plan.n_sessions, 1)), 1)
     opt = Options(concurrency=cfg.concurrency, replicas=replicas, budget_tokens=budget, router=cfg.router,
                   cpu_blocks=cfg.cpu_bytes / per_block if cfg.cpu_bytes else 0.0,
                   disk_blocks=cfg.disk_bytes / per_block if cfg.disk_bytes else 0.0,
                   hbm_blocks=math.inf if cfg.hbm_unbounded else None, ttl_s=cfg.ttl_s,
-                  arrival_rate_per_h=cfg.arrival_rate_per_h, seed=cfg.seed, copies=copies)
+                  arrival_rate_per_h=cfg.arrival_rate_per_h, seed=cfg.seed, copies=copies,
+                  ramp_s=ramp)
     eng = Engine(plan, cost, opt).run()
     d = serving_dict(plan, eng, cfg.concurrency, r.system.key, replicas, cat, cfg.arrival_rate_per_h is not None)
     notes = list(plan.notes)
@@ -81,6 +87,7 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     d["kv_pool_tokens"] = cost.pool_tokens
     d["host_link"] = {"key": r.system.link.key, "gb_s": r.system.link.bw.value / 1e9}
     d["router"] = cfg.router
+    d["ramp_s"] = ramp
     d["why"] = why(d)
     d["notes"] = notes
     # per plan call, its first instance's replayed duration (issue -> last token)

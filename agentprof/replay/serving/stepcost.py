@@ -33,8 +33,9 @@ class StepCost:
         self.m_steps = float(self.p.m_steps)
         per_tok_gpu = self.dep.kv_token_bytes / self.dep.kv_divisor
         self.pool_tokens = max(self.dep.free_kv_bytes_per_gpu(r.system.mem_util), 0.0) / max(per_tok_gpu, 1e-9)
-        # bytes one token of KV takes summed over the replica's ranks (what a CPU or disk tier stores)
-        self.token_bytes_all_ranks = per_tok_gpu * self.dep.gpus
+        # bytes one token of KV takes in a CPU or disk tier: one logical copy (GQA heads sharded over the
+        # ranks add up to it; an MLA latent is stored once, LMCache's save_only_first_rank)
+        self.tier_token_bytes = float(self.dep.kv_token_bytes)
         self._rows: dict[int, list[float]] = {}
 
     def _row(self, b: int) -> list[float]:
