@@ -85,6 +85,7 @@ def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system:
     d: dict[str, Any] = {
         "concurrency": concurrency, "sessions": n_inst, "calls": int(eng.req_call.size), "replicas": replicas,
         "ttft_s": pcts(ttft), "tpot_s": pcts(tpot), "queue_s": pcts(eng.queue_s),
+        "kv_load_s": {**pcts(eng.load_s), "mean": float(eng.load_s.mean()) if eng.load_s.size else 0.0},
         "task_s": pcts(task[ok], (50, 90)),
         "task_speedup_median": float(np.median(speed)) if speed.size else None,
         "tasks_per_hour": tph,

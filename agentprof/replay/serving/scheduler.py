@@ -32,7 +32,7 @@ class Req:
 
     __slots__ = ("call", "slot", "node_off", "issue_t", "arrive_t", "queued_t", "queue_s", "admit_t", "first_t",
                  "done_t", "replica", "state", "inp", "out", "need", "cached", "todo", "done_pf", "pf_cost",
-                 "timer", "gen", "hits", "preempted", "prompt_blocks", "ids")
+                 "timer", "gen", "hits", "preempted", "prompt_blocks", "ids", "load_s")
 
     def __init__(self, call: int, slot: int, ids: np.ndarray, issue_t: float, inp: float, out: float) -> None:
         self.call, self.slot, self.ids = call, slot, ids
@@ -47,6 +47,7 @@ class Req:
         self.hits = (0.0, 0.0, 0.0)
         self.preempted = 0
         self.prompt_blocks = 0
+        self.load_s = 0.0
 
 
 @dataclass
@@ -93,6 +94,7 @@ class EngineResult:
     done_t: np.ndarray
     queue_s: np.ndarray
     hits: np.ndarray  # (n, 3) tokens by tier
+    load_s: np.ndarray  # KV loaded from the CPU/disk tiers, seconds
     inp: np.ndarray
     out: np.ndarray
     sess_plan: np.ndarray  # session index in the plan
@@ -300,6 +302,7 @@ class Engine:
             r.done_pf = 0.0
             r.pf_cost = self.cost.prefill_s(r.todo, r.cached)
             load = self.cost.load_s(cpu_t, disk_t)
+            r.load_s += load
             if r.ids.size:
                 self.cache.store(k, r.ids, self.now)
             rep.kv_used += r.need
@@ -460,6 +463,7 @@ class Engine:
             issue_t=np.array([r.issue_t for r in d]), first_t=np.array([r.first_t for r in d]),
             done_t=np.array([r.done_t for r in d]), queue_s=np.array([r.queue_s for r in d]),
             hits=np.array([r.hits for r in d], dtype=float).reshape(-1, 3),
+            load_s=np.array([r.load_s for r in d]),
             inp=np.array([r.inp for r in d]), out=np.array([r.out for r in d]),
             sess_plan=np.array([s for s, _ in self.order], dtype=np.int64),
             sess_start=self.sess_start, sess_end=self.sess_end, makespan_s=makespan,

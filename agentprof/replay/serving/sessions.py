@@ -19,7 +19,9 @@ from agentprof.errors import AgentprofError
 from agentprof.replay.cachepolicy import _leading_hits_unbounded
 from agentprof.trace.schema import Trace
 
-HUMAN_WAITS = frozenset({"user", "permission", "idle"})
+HUMAN_WAITS = frozenset({"user", "permission", "idle", "think"})
+"""Wait reasons ``--cap-wait`` caps. ``think`` (kv-cache-tester) mixes tool time with human think time and is
+capped whole, as InferenceX AgentX caps idle time on such traces."""
 SCOPES = ("global", "session")
 
 
