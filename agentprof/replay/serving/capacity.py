@@ -115,12 +115,35 @@ def find_capacity(plan: SessionPlan, resolved: Any, slos: Sequence[tuple[str, st
     return row
 
 
+def plan_for(trace: Trace, model: str | None, base: ServingConfig, cat: HardwareCatalog) -> tuple[SessionPlan, Any]:
+    """The sessions plan of the calls of the most used (catalog or stand-in) model, and that model."""
+    from agentprof.replay.replay import _model_for
+
+    extra = tuple(p for p in cat.files if not p.endswith(("accelerators.toml", "hosts.toml", "systems.toml")))
+    calls = trace.spans.filter(trace.spans.get_column("kind") == "model")
+    if not calls.height:
+        raise AgentprofError("no model calls in the input: the serving simulation needs recorded model calls")
+    resolved_models: dict[str | None, Any] = {}
+    counts: dict[str, int] = {}
+    keys: list[str] = []
+    for nm in calls.get_column("model").to_list():
+        if nm not in resolved_models:
+            resolved_models[nm] = _model_for(nm, model, extra)[0]
+        k = resolved_models[nm].key
+        keys.append(k)
+        counts[k] = counts.get(k, 0) + 1
+    main = max(counts, key=lambda k: counts[k])
+    spec = next(m for m in resolved_models.values() if m.key == main)
+    keep = {(t, s) for t, s, k in zip(calls.get_column("trace_id").to_list(), calls.get_column("span_id").to_list(),
+                                      keys, strict=True) if k == main}
+    return build_plan(trace, base.cap_wait_s, base.scope, keep=keep), spec
+
+
 def capacity(trace: Trace, systems: Sequence[str], slos: Sequence[str], model: str | None = None,
              base: ServingConfig | None = None, catalog: HardwareCatalog | None = None, fitted: Any = None,
              max_concurrency: int = 1024) -> dict[str, Any]:
     """``agentprof capacity``: per system, the largest concurrency meeting ``slos`` and what it serves."""
     from agentprof.replay.calibration import load_fitted
-    from agentprof.replay.replay import _model_for
     from agentprof.replay.systems import resolve
 
     if not slos:
@@ -133,27 +156,9 @@ def capacity(trace: Trace, systems: Sequence[str], slos: Sequence[str], model: s
     cat = catalog or load_catalog()
     base = base or ServingConfig()
     base.check()
-    extra = tuple(p for p in cat.files if not p.endswith(("accelerators.toml", "hosts.toml", "systems.toml")))
     sys_objs = [cat.system(s) for s in systems]
     fitted = fitted if fitted is not None else load_fitted()
-    calls = trace.spans.filter(trace.spans.get_column("kind") == "model")
-    if not calls.height:
-        raise AgentprofError("no model calls in the input: capacity needs recorded model calls")
-    names = calls.get_column("model").to_list()
-    resolved_models: dict[str | None, Any] = {}
-    counts: dict[str, int] = {}
-    keys: list[str] = []
-    for nm in names:
-        if nm not in resolved_models:
-            resolved_models[nm] = _model_for(nm, model, extra)[0]
-        k = resolved_models[nm].key
-        keys.append(k)
-        counts[k] = counts.get(k, 0) + 1
-    main = max(counts, key=lambda k: counts[k])
-    spec = next(m for m in resolved_models.values() if m.key == main)
-    keep = {(t, s) for t, s, k in zip(calls.get_column("trace_id").to_list(), calls.get_column("span_id").to_list(),
-                                      keys, strict=True) if k == main}
-    plan = build_plan(trace, base.cap_wait_s, base.scope, keep=keep)
+    plan, spec = plan_for(trace, model, base, cat)
     rows = []
     for system in sys_objs:
         try:
@@ -164,6 +169,6 @@ def capacity(trace: Trace, systems: Sequence[str], slos: Sequence[str], model: s
         rows.append(find_capacity(plan, r, parsed, base, max_concurrency))
     if all(r.error for r in rows):
         raise AgentprofError("; ".join(f"{r.system}: {r.error}" for r in rows))
-    return {"slo": [{"metric": m, "percentile": p, "bound_s": b} for m, p, b in parsed], "model": main,
+    return {"slo": [{"metric": m, "percentile": p, "bound_s": b} for m, p, b in parsed], "model": spec.key,
             "sessions": plan.n_sessions, "calls": plan.n_calls, "max_concurrency": max_concurrency,
             "systems": [r.to_dict() for r in rows], "notes": plan.notes}
