@@ -305,15 +305,19 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
               help="Fit on each ISL/OSL setting of POINTS and check on the others (instead of the shipped fit).")
 @click.option("--fitted", type=click.Path(dir_okay=False), help="Fitted parameters (default: the shipped ones).")
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
+@click.option("--simulate", is_flag=True,
+              help="Run each aggregated point through the serving simulation (closed-loop clients, fixed ISL/OSL, "
+                   "no reuse) instead of the analytic queueing terms.")
 @click.option("--json", "as_json", is_flag=True, help="Print points, covered, and median/p90 APE per metric.")
 def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: tuple[str, ...],
-              as_json: bool) -> None:
+              simulate: bool, as_json: bool) -> None:
     """Predict TTFT, TPOT and end-to-end latency for every point of a CSV and report the errors.
 
     \b
     Examples:
       agentprof devices check data/inferencex/calibration_points.csv
       agentprof devices check data/inferencex/calibration_points.csv --cross-validate --json
+      agentprof devices check data/inferencex/calibration_points.csv --simulate --cross-validate --json
     """
     from agentprof.replay.calibration import load_fitted
     from agentprof.replay.fidelity import check
@@ -321,8 +325,26 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
     from agentprof.replay.points import load_points
 
     cat = _catalog(catalogs)
+    if simulate and _is_agentic(points):
+        from agentprof.replay.agentic import load_agentic
+        from agentprof.replay.serving.benchpoint import simulate_agentic
+
+        res = simulate_agentic(load_agentic(points), load_fitted(fitted), cat)
+        res.pop("table", None)
+        click.echo(json.dumps({**res, "mode": "simulated AgentX points (mean TTFT and ITL)"}, indent=2))
+        return
     df = load_points(points)
-    if cross_validate:
+    if simulate:
+        from agentprof.replay.serving.benchpoint import simulate_check, simulate_cross_validate, summary_with_slices
+
+        if cross_validate:
+            res = simulate_cross_validate(df, cat)
+            out = {**res["pooled"], "folds": res["folds"],
+                   "mode": "simulated, cross-validated (fit on one ISL/OSL, check on the others)"}
+        else:
+            out = {**summary_with_slices(simulate_check(df, load_fitted(fitted), cat)),
+                   "mode": "simulated, " + ("shipped fit" if not fitted else f"fit {fitted}")}
+    elif cross_validate:
         res = cv(df, cat)
         out = {**res["pooled"], "folds": res["folds"], "mode": "cross-validated (fit on one ISL/OSL, check on the others)"}
     else:
@@ -331,6 +353,16 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
         click.echo(json.dumps(out, indent=2))
         return
     _print_fidelity(out, out["mode"])
+
+
+def _is_agentic(path: str) -> bool:
+    """An AgentX points file (mean TTFT/ITL with server hit rates) rather than fixed-length points."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            head = fh.readline()
+    except OSError:
+        return False
+    return "server_gpu_cache_hit_rate" in head and "mean_ttft" in head
 
 
 def _print_fidelity(s: dict[str, Any], label: str) -> None:

@@ -66,6 +66,7 @@ class Options:
     seed: int = 0
     copies: int = 1
     ramp_s: float = 0.0  # slot i starts its first session at i * ramp_s
+    warm_ids: np.ndarray | None = None  # blocks already in every replica's HBM at the start (benchmarks)
 
 
 @dataclass
@@ -121,6 +122,9 @@ class Engine:
         self.cache = TieredCache(plan.n_nodes * opt.copies, opt.replicas, hbm, opt.cpu_blocks, opt.disk_blocks,
                                  opt.ttl_s)
         self.reps = [Replica() for _ in range(opt.replicas)]
+        if opt.warm_ids is not None and opt.warm_ids.size:
+            for k in range(opt.replicas):
+                self.cache.hbm[k].touch(opt.warm_ids, 0.0)
         self.heap: list = []
         self.seq = 0
         self.now = 0.0

@@ -76,6 +76,16 @@ def _wait_excess(spans: pl.DataFrame, cap_wait: float | None) -> pl.DataFrame:
                     ((pl.col("end_ns") - pl.col("start_ns")) / 1e9 - cap_wait).clip(lower_bound=0.0).alias("excess_s"))
 
 
+def dense_ids(keys: np.ndarray) -> tuple[np.ndarray, int]:
+    """``0..n-1`` ids of the distinct keys, in first-seen order (a hash join: ~4x faster than np.unique's sort)."""
+    if not keys.size:
+        return np.zeros(0, dtype=np.int64), 0
+    uniq = pl.Series("k", keys).unique(maintain_order=True)
+    table = pl.DataFrame({"k": uniq, "id": np.arange(uniq.len(), dtype=np.int64)})
+    ids = pl.DataFrame({"k": keys}).join(table, on="k", how="left", maintain_order="left").get_column("id")
+    return ids.to_numpy(), uniq.len()
+
+
 def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global",
                keep: set[tuple[str, str]] | None = None) -> SessionPlan:
     """Sessions of ``trace`` as closed loops (see the module docstring). ``keep`` limits the calls simulated to
@@ -167,19 +177,18 @@ def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global
     lengths = cb.lengths[order]
     offs = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offs[1:])
-    src = np.repeat(cb.offsets[:-1][order], lengths) + (np.arange(int(offs[-1])) - np.repeat(offs[:-1], lengths))
-    k = keys[src.astype(np.int64)] if keys.size else keys[:0]
+    if np.array_equal(order, np.arange(order.size)):
+        k = keys
+    else:
+        src = np.repeat(cb.offsets[:-1][order] - offs[:-1], lengths) + np.arange(int(offs[-1]))
+        k = keys[src] if keys.size else keys[:0]
     salt = mix64(np.repeat(conv, lengths).astype(np.uint64) + np.uint64(1))
     k_sess = (k.view(np.uint64) ^ salt).view(np.int64) if k.size else k
     reuse = np.minimum(_leading_hits_unbounded(k_sess, offs) * float(cb.block_size),
                        np.maximum(np.nan_to_num(inp[order]) - 1.0, 0.0))
     if scope == "session":
         k = k_sess
-    if k.size:
-        _, node = np.unique(k, return_inverse=True)
-        n_nodes = int(node.max()) + 1
-    else:
-        node, n_nodes = np.zeros(0, dtype=np.int64), 0
+    node, n_nodes = dense_ids(k)
     notes: list[str] = []
     if overlapped:
         notes.append(f"{overlapped} call(s) overlapped an earlier call in the recording (parallel sub-agents): "

@@ -61,7 +61,7 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     """Simulate ``plan``'s sessions served by ``r`` at ``cfg.concurrency`` (see the package docstring)."""
     cfg.check()
     cat = cat or load_serving()
-    cost = StepCost(r)
+    cost = StepCost.of(r)
     replicas = max(r.system.count // max(r.dep.gpus, 1), 1)
     budget, budget_src = cat.budget_tokens(r.framework.split("-")[-1] if r.framework not in cat.budget
                                            else r.framework)

@@ -15,7 +15,7 @@ import bisect
 
 import numpy as np
 
-from agentprof.replay.costmodel import decode_step_s, disk_load_s, kv_load_s, prefill_s
+from agentprof.replay.costmodel import Deployment, StepParams, decode_step_s, disk_load_s, kv_load_s, prefill_s
 from agentprof.replay.systems import Resolved
 
 _GRID = [0.0] + [float(2 ** k) for k in range(6, 25)]  # 0, 64 … 16M tokens of context
@@ -24,19 +24,25 @@ _GRID = [0.0] + [float(2 ** k) for k in range(6, 25)]  # 0, 64 … 16M tokens of
 class StepCost:
     """Step times of one deployment (one replica of a system) for the simulation."""
 
-    def __init__(self, r: Resolved) -> None:
-        self.r = r
-        self.dep = r.dep
-        self.p = r.params
+    def __init__(self, dep: Deployment, params: StepParams, mem_util: float, host_link_bw: float,
+                 disk_bw: float) -> None:
+        self.dep = dep
+        self.p = params
+        self.host_link_bw, self.disk_bw = host_link_bw, disk_bw
         self.t0_s = float(self.p.t0_s)
         self.accept = float(max(self.p.accept, 1e-9))
         self.m_steps = float(self.p.m_steps)
         per_tok_gpu = self.dep.kv_token_bytes / self.dep.kv_divisor
-        self.pool_tokens = max(self.dep.free_kv_bytes_per_gpu(r.system.mem_util), 0.0) / max(per_tok_gpu, 1e-9)
+        self.pool_tokens = max(self.dep.free_kv_bytes_per_gpu(mem_util), 0.0) / max(per_tok_gpu, 1e-9)
         # bytes one token of KV takes in a CPU or disk tier: one logical copy (GQA heads sharded over the
         # ranks add up to it; an MLA latent is stored once, LMCache's save_only_first_rank)
         self.tier_token_bytes = float(self.dep.kv_token_bytes)
         self._rows: dict[int, list[float]] = {}
+
+    @classmethod
+    def of(cls, r: Resolved) -> StepCost:
+        """Step costs of a model resolved on a catalog system."""
+        return cls(r.dep, r.params, r.system.mem_util, r.host_link_bw, r.disk_bw)
 
     def _row(self, b: int) -> list[float]:
         row = self._rows.get(b)
@@ -68,7 +74,7 @@ class StepCost:
         """Bringing cached prefix KV into HBM from the CPU tier (host link) and the disk tier."""
         t = 0.0
         if cpu_tokens > 0:
-            t += float(kv_load_s(self.dep, cpu_tokens, self.r.host_link_bw))
+            t += float(kv_load_s(self.dep, cpu_tokens, self.host_link_bw))
         if disk_tokens > 0:
-            t += float(disk_load_s(self.dep, disk_tokens, self.r.disk_bw))
+            t += float(disk_load_s(self.dep, disk_tokens, self.disk_bw))
         return t
