@@ -335,7 +335,11 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
         return
     df = load_points(points)
     if simulate:
-        from agentprof.replay.serving.benchpoint import simulate_check, simulate_cross_validate, summary_with_slices
+        from agentprof.replay.serving.benchpoint import (
+            simulate_check,
+            simulate_cross_validate,
+            summary_with_slices,
+        )
 
         if cross_validate:
             res = simulate_cross_validate(df, cat)

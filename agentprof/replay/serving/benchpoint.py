@@ -27,7 +27,8 @@ from agentprof.replay.serving.sessions import SessionPlan
 from agentprof.replay.serving.stepcost import StepCost
 
 MEM_UTIL = 0.9
-MIN_REQUESTS = 64
+MIN_REQUESTS = 256
+WARMUP = 1  # leading requests per client left out of the statistics (the synchronized first wave)
 
 
 def benchmark_plan(conc: int, isl: float, osl: float, per_client: int, shared_fraction: float = 0.0,
@@ -70,9 +71,10 @@ def simulate_point(dep: Deployment, params: Any, conc: int, isl: float, osl: flo
     top = int(shared_fraction * isl // 64)
     warm = np.arange(top, dtype=np.int64) if top else None  # the measured hits: the shared prefix starts cached
     eng = Engine(plan, cost, Options(concurrency=conc, replicas=1, budget_tokens=budget, warm_ids=warm)).run()
-    ttft = eng.first_t - eng.issue_t
-    tpot = np.where(eng.out > 1, (eng.done_t - eng.first_t) / np.maximum(eng.out - 1.0, 1.0), np.nan)
-    e2e = eng.done_t - eng.issue_t
+    keep = (eng.req_call % per_client) >= min(WARMUP, per_client - 1)
+    ttft = (eng.first_t - eng.issue_t)[keep]
+    tpot = np.where(eng.out > 1, (eng.done_t - eng.first_t) / np.maximum(eng.out - 1.0, 1.0), np.nan)[keep]
+    e2e = (eng.done_t - eng.issue_t)[keep]
     return float(stat(ttft)), float(stat(tpot)), float(stat(e2e))
 
 

@@ -31,8 +31,8 @@ class Req:
     """One model call in flight."""
 
     __slots__ = ("call", "slot", "node_off", "issue_t", "arrive_t", "queued_t", "queue_s", "admit_t", "first_t",
-                 "done_t", "replica", "state", "inp", "out", "need", "cached", "todo", "done_pf", "pf_cost",
-                 "timer", "gen", "hits", "preempted", "prompt_blocks", "ids", "load_s")
+                 "done_t", "replica", "state", "inp", "out", "need", "cached", "todo", "done_pf",
+                 "timer", "gen", "hits", "preempted", "prompt_blocks", "ids", "load_s", "overhead", "ready_t")
 
     def __init__(self, call: int, slot: int, ids: np.ndarray, issue_t: float, inp: float, out: float) -> None:
         self.call, self.slot, self.ids = call, slot, ids
@@ -43,11 +43,13 @@ class Req:
         self.state = LOAD
         self.inp, self.out = inp, max(out, 1.0)
         self.need = inp  # tokens to hold (prompt + generated so far)
-        self.cached = self.todo = self.done_pf = self.pf_cost = self.timer = self.gen = 0.0
+        self.cached = self.todo = self.done_pf = self.timer = self.gen = 0.0
         self.hits = (0.0, 0.0, 0.0)
         self.preempted = 0
         self.prompt_blocks = 0
         self.load_s = 0.0
+        self.overhead = 0.0  # waiting for a running step + decode work in its prefill steps
+        self.ready_t = math.nan
 
 
 @dataclass
@@ -304,7 +306,6 @@ class Engine:
             r.cached = hbm_t + cpu_t + disk_t
             r.todo = r.need - r.cached
             r.done_pf = 0.0
-            r.pf_cost = self.cost.prefill_s(r.todo, r.cached)
             load = self.cost.load_s(cpu_t, disk_t)
             r.load_s += load
             if r.ids.size:
@@ -315,7 +316,7 @@ class Engine:
             if load > 0:
                 r.state, r.timer = LOAD, self.now + load
             else:
-                r.state = PREFILL
+                r.state, r.ready_t = PREFILL, self.now
 
     def _hbm_room(self, k: int) -> None:
         """The HBM prefix cache holds what the running requests leave free (their prompts are in it)."""
@@ -340,7 +341,10 @@ class Engine:
         pf: list[Req] = []
         for r in rep.running:
             if r.state in (LOAD, FIRST) and r.timer <= now + 1e-12:
-                r.state = PREFILL if r.state == LOAD else DECODE
+                if r.state == LOAD:
+                    r.state, r.ready_t = PREFILL, r.timer
+                else:
+                    r.state = DECODE
             if r.state == DECODE:
                 dec.append(r)
             elif r.state == PREFILL:
@@ -349,7 +353,7 @@ class Engine:
                 pending = min(pending, r.timer)
         budget = max(self.opt.budget_tokens - len(dec), 0.0)
         chunks: list[tuple[Req, float]] = []
-        pf_s = 0.0
+        priced: list[tuple[float, float]] = []
         for r in pf:
             if budget <= 0:
                 break
@@ -357,8 +361,9 @@ class Engine:
             if c <= 0 and r.todo > 0:
                 continue
             budget -= c
-            pf_s += r.pf_cost * (c / r.todo if r.todo > 0 else 1.0)
             chunks.append((r, c))
+            priced.append((c, r.cached + r.done_pf))
+        pf_s = self.cost.chunks_s(priced)
         if not dec and not chunks:
             if pending < math.inf and pending < rep.wake_at:
                 rep.wake_at = pending
@@ -367,6 +372,12 @@ class Engine:
         b = len(dec)
         k_steps = 1.0
         dt = pf_s
+        if chunks:
+            dec_part = self.cost.decode_s(b, sum(r.need for r in dec) / b) if b else 0.0
+            for r, _ in chunks:
+                if r.done_pf == 0.0 and not math.isnan(r.ready_t):
+                    r.overhead += now - r.ready_t
+                r.overhead += dec_part
         if b:
             ctx = sum(r.need for r in dec) / b
             alpha, beta = self.cost.decode_linear(b, ctx)
@@ -416,7 +427,9 @@ class Engine:
                 if not math.isnan(r.first_t):  # a recomputed request resumes decoding
                     r.state = DECODE
                     continue
-                delay = self.cost.first_token_s(n_dec + 1, r.inp + r.out / 2.0)
+                # the calibrated scheduler delay (m decode steps) less what the simulation already spent on
+                # it explicitly (waiting for a running step, decoding others inside the prefill steps)
+                delay = max(self.cost.first_token_s(n_dec + 1, r.inp + r.out / 2.0) - r.overhead, 0.0)
                 r.first_t = now + delay
                 if r.out <= 1.0:
                     r.state, r.timer = FIRST, r.first_t

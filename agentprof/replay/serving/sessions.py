@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from agentprof.analysis.calls import CallBlocks, mix64, model_calls
+from agentprof.analysis.calls import CallBlocks, model_calls
 from agentprof.errors import AgentprofError
-from agentprof.replay.cachepolicy import _leading_hits_unbounded
 from agentprof.trace.schema import Trace
 
 HUMAN_WAITS = frozenset({"user", "permission", "idle", "think"})
@@ -84,6 +83,50 @@ def dense_ids(keys: np.ndarray) -> tuple[np.ndarray, int]:
     table = pl.DataFrame({"k": uniq, "id": np.arange(uniq.len(), dtype=np.int64)})
     ids = pl.DataFrame({"k": keys}).join(table, on="k", how="left", maintain_order="left").get_column("id")
     return ids.to_numpy(), uniq.len()
+
+
+def block_ids(keys: np.ndarray, offs: np.ndarray, conv: np.ndarray, first: np.ndarray,
+              scope: str) -> tuple[np.ndarray, int, np.ndarray]:
+    """Dense node ids of every prompt block, their count, and each call's leading blocks already seen earlier
+    in its own session (the unbounded prefix reuse).
+
+    Most of a call's blocks repeat its predecessor's leading blocks (found per call pair by a binary search
+    over prefix keys); those copy their ids from it (one slice per call), and only the rest are hashed. Under the
+    ``session`` scope a block's id is private to its session."""
+    from agentprof.analysis.redundancy import common_prefix
+
+    n = offs.size - 1
+    total = int(offs[-1])
+    if not total:
+        return np.zeros(0, dtype=np.int64), 0, np.zeros(n, dtype=np.int64)
+    lengths = np.diff(offs)
+    prev = np.where(first, -1, np.arange(n, dtype=np.int64) - 1)
+    cp = common_prefix(keys, offs, np.arange(n, dtype=np.int64), prev)
+    mark = np.zeros(total + 1, dtype=np.int32)  # copied = inside [offs[i], offs[i] + cp[i]) of some call
+    np.add.at(mark, offs[:-1], 1)
+    np.add.at(mark, offs[:-1] + cp, -1)
+    copied = np.cumsum(mark[:-1], dtype=np.int32).astype(bool)
+    fresh = np.flatnonzero(~copied)
+    sess_key = conv[np.searchsorted(offs, fresh, side="right") - 1] * np.int64(1 << 40)
+    gid, n_g = dense_ids(keys[fresh])
+    skey = sess_key + gid  # (session, block) as one integer: < 2**40 distinct blocks assumed
+    sid, n_s = dense_ids(skey)
+    seen_fresh = ~pl.Series(skey).is_first_distinct().to_numpy()
+    ids_fresh, n_nodes = (sid, n_s) if scope == "session" else (gid, n_g)
+    node = np.zeros(total, dtype=np.int64)
+    node[fresh] = ids_fresh
+    # copied blocks take their ids from the predecessor's same positions, call by call (slice copies)
+    o = offs.tolist()
+    for i, (c, pv) in enumerate(zip(cp.tolist(), prev.tolist(), strict=True)):
+        if c:
+            node[o[i]:o[i] + c] = node[o[pv]:o[pv] + c]
+    seen = copied.copy()
+    seen[fresh] = seen_fresh
+    miss = np.flatnonzero(~seen)
+    at = np.searchsorted(miss, offs[:-1])
+    first_miss = np.where(at < miss.size, miss[np.minimum(at, max(miss.size - 1, 0))] if miss.size else total, total)
+    reuse = np.minimum(first_miss - offs[:-1], lengths)
+    return node, int(n_nodes), reuse
 
 
 def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global",
@@ -182,13 +225,8 @@ def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global
     else:
         src = np.repeat(cb.offsets[:-1][order] - offs[:-1], lengths) + np.arange(int(offs[-1]))
         k = keys[src] if keys.size else keys[:0]
-    salt = mix64(np.repeat(conv, lengths).astype(np.uint64) + np.uint64(1))
-    k_sess = (k.view(np.uint64) ^ salt).view(np.int64) if k.size else k
-    reuse = np.minimum(_leading_hits_unbounded(k_sess, offs) * float(cb.block_size),
-                       np.maximum(np.nan_to_num(inp[order]) - 1.0, 0.0))
-    if scope == "session":
-        k = k_sess
-    node, n_nodes = dense_ids(k)
+    node, n_nodes, reuse_blocks = block_ids(k, offs, conv, first, scope)
+    reuse = np.minimum(reuse_blocks * float(cb.block_size), np.maximum(np.nan_to_num(inp[order]) - 1.0, 0.0))
     notes: list[str] = []
     if overlapped:
         notes.append(f"{overlapped} call(s) overlapped an earlier call in the recording (parallel sub-agents): "

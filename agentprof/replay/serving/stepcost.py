@@ -2,9 +2,9 @@
 
 A step holds decode sequences (their count and mean context) and prefill chunks. Decode time is
 ``costmodel.decode_step_s`` for the batch at its mean context (tabulated per batch size over a context grid
-and interpolated: exact while the cost model is piecewise linear in context, as today); a request's whole
-prefill is ``costmodel.prefill_s`` for its uncached tokens after its cached prefix, spread over the steps that
-hold its chunks in proportion to their tokens; cached KV from a lower tier costs ``kv_load_s`` over the host
+and interpolated: exact while the cost model is piecewise linear in context, as today); a step's prefill
+chunks are priced together by ``costmodel.prefill_s`` as one batched prefill (weights read once, causal
+attention of each chunk over its request's context summed); cached KV from a lower tier costs ``kv_load_s`` over the host
 link (PCIe or NVLink-C2C) or ``disk_load_s``. With one sequence this reproduces ``costmodel.call_times`` at
 batch 1 (``t0 + load + S + m·t_dec`` to the first token, then ``t_dec/a`` per token).
 """
@@ -15,7 +15,14 @@ import bisect
 
 import numpy as np
 
-from agentprof.replay.costmodel import Deployment, StepParams, decode_step_s, disk_load_s, kv_load_s, prefill_s
+from agentprof.replay.costmodel import (
+    Deployment,
+    StepParams,
+    decode_step_s,
+    disk_load_s,
+    kv_load_s,
+    prefill_s,
+)
 from agentprof.replay.systems import Resolved
 
 _GRID = [0.0] + [float(2 ** k) for k in range(6, 25)]  # 0, 64 … 16M tokens of context
@@ -65,6 +72,19 @@ class StepCost:
     def prefill_s(self, new: float, cached: float) -> float:
         """Whole prefill of ``new`` tokens after a ``cached`` prefix in HBM (per-prefill overhead included)."""
         return float(prefill_s(self.dep, self.p, new, cached))
+
+    def chunks_s(self, chunks: list[tuple[float, float]]) -> float:
+        """One step's prefill chunks ``(tokens, context before them)`` as one batched prefill: weights read
+        once, attention summed (an effective context gives the same causal attention work)."""
+        if not chunks:
+            return 0.0
+        if len(chunks) == 1:
+            t, c = chunks[0]
+            return float(prefill_s(self.dep, self.p, t, c))
+        total = sum(t for t, _ in chunks)
+        work = sum(t * (c + t / 2.0) for t, c in chunks)
+        c_eff = max(work / total - total / 2.0, 0.0)
+        return float(prefill_s(self.dep, self.p, total, c_eff))
 
     def first_token_s(self, b: int, ctx: float) -> float:
         """Scheduler delay from the end of prefill to the first token (the calibrated ``m`` decode steps)."""
