@@ -4,7 +4,7 @@ tiers shared by the system's replicas, block-granular, LRU with an optional prov
 Blocks are dense node ids of chained prefix keys (equal id = equal token prefix through that block), so a
 call's hit is the leading run of its blocks present in HBM, continued from the CPU tier and then the disk tier
 (LMCache serves the chunks after the engine's own prefix hit). Stores are write-through (LMCache stores KV on
-prefill). Within a prompt the first block is stamped most recently used, so eviction takes the deepest blocks
+prefill) for the blocks past the HBM hit. A prompt's blocks are stamped when it is admitted, the first block most recently used, so eviction takes the deepest blocks
 of the least recently used prompts first and shared prefixes (system prompt, tools) survive longest. Eviction
 walks a recency log (:class:`Tier`), never a per-block Python loop or a sort.
 """
@@ -57,7 +57,8 @@ class Tier:
             return
         self.count += int(ids.size - np.count_nonzero(self.present[ids]))
         self.present[ids] = True
-        self.used_t[ids] = now
+        if self.ttl_s is not None:
+            self.used_t[ids] = now
         if self.track:
             rev = ids[::-1]
             st = self.clock + np.arange(1, ids.size + 1, dtype=np.float64)
@@ -65,7 +66,7 @@ class Tier:
             self.clock += ids.size + 1
             self.log.append((rev, st))
             self.logged += int(ids.size)
-            if self.logged > 4 * self.count + (1 << 20):
+            if self.logged > 2 * self.count + (1 << 16):
                 self._compact()
         if self.count > self.capacity:
             self.evict(self.capacity)
@@ -84,13 +85,18 @@ class Tier:
         k = self.count - max(int(math.floor(capacity)), 0)
         while k > 0 and self.log:
             a, st = self.log[0]
-            seg, sst = a[self.head:], st[self.head:]
+            start = self.head
+            end = min(a.size, start + max(4 * k, 4096))  # a window: never rescan a long live head
+            seg, sst = a[start:end], st[start:end]
             idx = np.flatnonzero(self.present[seg] & (self.stamp[seg] == sst))
             if idx.size <= k:
                 drop = seg[idx]
-                self.log.popleft()
-                self.logged -= int(seg.size)
-                self.head = 0
+                if end == a.size:
+                    self.log.popleft()
+                    self.head = 0
+                else:
+                    self.head = end
+                self.logged -= end - start
             else:
                 drop = seg[idx[:k]]
                 step = int(idx[k - 1]) + 1
@@ -118,11 +124,13 @@ class TieredCache:
         d = self.disk.leading(ids[h + c:], now) if self.disk.capacity > 0 else 0
         return h, c, d
 
-    def store(self, replica: int, ids: np.ndarray, now: float) -> None:
-        """The prompt's blocks are in HBM now, and written through to the lower tiers."""
+    def store(self, replica: int, ids: np.ndarray, now: float, hbm_hit: int = 0) -> None:
+        """The prompt's blocks are in HBM now; the blocks after its HBM hit are the ones LMCache looked up or
+        stored (written through to the lower tiers, which refreshes their recency there)."""
         self.hbm[replica].touch(ids, now)
-        self.cpu.touch(ids, now)
-        self.disk.touch(ids, now)
+        rest = ids[hbm_hit:]
+        self.cpu.touch(rest, now)
+        self.disk.touch(rest, now)
 
     def affinity(self, ids: np.ndarray, now: float) -> list[int]:
         """Leading HBM blocks of ``ids`` on each replica (what a KV-aware router scores)."""

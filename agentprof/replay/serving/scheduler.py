@@ -309,7 +309,7 @@ class Engine:
             load = self.cost.load_s(cpu_t, disk_t)
             r.load_s += load
             if r.ids.size:
-                self.cache.store(k, r.ids, self.now)
+                self.cache.store(k, r.ids, self.now, h)
             rep.kv_used += r.need
             rep.prompt_blocks += r.prompt_blocks
             rep.running.append(r)
@@ -445,8 +445,6 @@ class Engine:
             rep.running.remove(r)
             rep.kv_used -= r.need
             rep.prompt_blocks -= r.prompt_blocks
-            if r.ids.size:
-                self.cache.hbm[k].touch(r.ids, now)
         # preemption (recompute) when decode growth overflows the pool
         while rep.kv_used > self.cost.pool_tokens and len(rep.running) > 1:
             victim = max(rep.running, key=lambda x: x.admit_t)
