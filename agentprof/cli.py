@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "report": "agentprof.report.cli:report",
     "export": "agentprof.report.cli:export",
     "demo": "agentprof.demo.cli:demo",
+    "diff": "agentprof.report.diff_cli:diff",
 }
 
 

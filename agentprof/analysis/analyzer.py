@@ -50,7 +50,7 @@ def analyze(trace: Trace, miss_ratio: float = MISS_RATIO) -> Analysis:
         pl.Series("kvct_counted_blocks", counted, dtype=pl.Int64),
         pl.Series("miss_cause", top, dtype=pl.Utf8),
     )
-    split_df, conv_time = session_splits(spans, sessions)
+    split_df, conv_time = session_splits(spans, sessions, imported=is_imported(trace.meta))
     per_session = _per_session(sessions, calls, split_df, conv, diags)
     time = TimeSplit()
     timed = 0
@@ -143,3 +143,13 @@ def _redundancy(calls: pl.DataFrame, conv: pl.DataFrame) -> dict[str, Any]:
 def dumps(a: Analysis) -> str:
     """The ``--json`` text (NaN-free, stable key order)."""
     return json.dumps(a.to_dict(), indent=2, default=str)
+
+
+_INSTRUMENTED = frozenset({"agentprof", "otlp-json"})
+
+
+def is_imported(meta) -> bool:  # meta: TraceMeta
+    """Whether the trace was read from agents' own logs (not spans an instrumented program recorded), so
+    gaps between its spans are the logs' residue or idle time, not orchestration code."""
+    formats = meta.extra.get("formats") or [meta.source_format]
+    return any(f not in _INSTRUMENTED for f in formats)

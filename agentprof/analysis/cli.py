@@ -24,6 +24,10 @@ def _pct(v: float | None) -> str:
     return "–" if v is None else f"{v:.1%}"
 
 
+def _x(v: float | None) -> str:
+    return "–" if v is None else f"{v:.2f}x"
+
+
 def _sec(v: float) -> str:
     return f"{v:,.1f} s" if v < 3600 else f"{v:,.0f} s ({v / 3600:.1f} h)"
 
@@ -77,6 +81,8 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from agentprof.trace.waits import HUMAN_REASONS
+
     con = Console()
     src = d["source"]
     con.print(f"[bold]{d['sessions']:,} sessions[/bold] ({d['conversations']:,} conversations), "
@@ -85,22 +91,37 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
               f"{src['block_size']}-token blocks")
     t = d["time"]
     wall = t["wall_s"] or 0.0
+    sh = t["shares"]
+    active = t["agent_active_s"] or 0.0
+    human = wall - active
     tt = Table(title="Time (critical path; buckets sum to wall)", title_justify="left")
     tt.add_column("bucket")
     tt.add_column("time", justify="right")
-    tt.add_column("share", justify="right")
-    rows = [("model", t["model_s"]), ("  TTFT / prefill (streamed)", t["model_ttft_s"]),
-            ("  decode (streamed)", t["model_decode_s"]), ("tool", t["tool_s"]), ("parse", t["parse_s"]),
-            ("orchestration", t["orchestration_s"]), ("  glue (agent time outside spans)", t["glue_s"]),
-            ("wait", t["wait_s"])]
-    rows += [(f"  wait: {k}", v) for k, v in t["wait_by_reason"].items()]
-    for name, v in rows:
-        tt.add_row(name, _sec(v), _pct(v / wall if wall else None))
-    tt.add_row("[bold]wall[/bold]", _sec(wall), "100%" if wall else "–")
-    tt.add_row("critical path through spans", _sec(t["critical_path_s"]), _pct(t["critical_path_s"] / wall if wall else None))
-    tt.add_row("sum of span durations", _sec(t["span_sum_s"]), "")
+    tt.add_column("share of wall", justify="right")
+    tt.add_column("share of agent-active", justify="right")
+    rows = [("model", t["model_s"], "model"), ("  TTFT / prefill (streamed)", t["model_ttft_s"], None),
+            ("  decode (streamed)", t["model_decode_s"], None), ("tool", t["tool_s"], "tool"),
+            ("parse", t["parse_s"], "parse"), ("orchestration", t["orchestration_s"], "orchestration"),
+            ("  glue (agent time outside spans)", t["glue_s"], None), ("wait", t["wait_s"], "wait")]
+    rows += [(f"  wait: {k}", v, None) for k, v in t["waits_by_reason"].items()]
+    for name, v, key in rows:
+        reason = name[len("  wait: "):] if name.startswith("  wait: ") else None
+        of_active = sh["of_agent_active"].get(key) if key else (
+            "–" if reason in HUMAN_REASONS else _pct(v / active if active else None))
+        tt.add_row(name, _sec(v), _pct(v / wall if wall else None),
+                   of_active if isinstance(of_active, str) else _pct(of_active))
+    tt.add_row("[bold]wall[/bold]", _sec(wall), "100%" if wall else "–", "")
+    tt.add_row("[bold]agent-active[/bold] (wall − user turns, approvals, idle)", _sec(active),
+               _pct(active / wall if wall else None), "100%" if active else "–")
+    tt.add_row("critical path through spans", _sec(t["critical_path_s"]), _pct(t["critical_path_s"] / wall if wall else None), "")
+    tt.add_row("sum of span durations", _sec(t["span_sum_s"]), "", "")
     tt.add_row("[bold]Amdahl bound[/bold] (model time → 0)", _sec(t["amdahl_bound_s"]),
-               _pct(t["amdahl_bound_s"] / wall if wall else None))
+               _pct(t["amdahl_bound_s"] / wall if wall else None), "")
+    tt.add_row("  on the agent-active clock", _sec(t["amdahl_bound_active_s"]), "",
+               _pct(t["amdahl_bound_active_s"] / active if active else None))
+    tt.caption = (f"model calls bound the speed-up at {_x(sh['of_wall']['max_speedup'])} of wall time and "
+                  f"{_x(sh['of_agent_active']['max_speedup'])} of agent-active time; {_sec(human)} of the wall "
+                  "is user turns, approvals and idle gaps")
     con.print(tt)
     f = d.get("failures") or {}
     if f.get("model_calls") or f.get("tool_calls"):

@@ -18,7 +18,8 @@ from agentprof.analysis.timesplit import TimeSplit
 from agentprof.trace.schema import TraceMeta
 
 TIME_KEYS = ("wall_s", "model_s", "model_ttft_s", "model_decode_s", "tool_s", "parse_s", "orchestration_s",
-             "wait_s", "glue_s", "critical_path_s", "span_sum_s", "amdahl_bound_s")
+             "wait_s", "glue_s", "critical_path_s", "span_sum_s", "amdahl_bound_s", "agent_active_s",
+             "amdahl_bound_active_s")
 
 
 @dataclass
@@ -60,7 +61,8 @@ class Analysis:
         """The ``--json`` document."""
         t = self.time.to_dict()
         time = {k: t[k] for k in TIME_KEYS}
-        time["wait_by_reason"] = dict(sorted(t["wait_by_reason"].items()))
+        time["waits_by_reason"] = dict(sorted(t["wait_by_reason"].items()))
+        time["shares"] = self.time.shares()
         return {
             "source": {"format": self.meta.source_format, "tokenizer": self.meta.tokenizer,
                        "tokenizer_exact": self.meta.tokenizer_exact, "block_size": self.meta.block_size,

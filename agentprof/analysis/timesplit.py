@@ -16,6 +16,11 @@ Definitions (also in ``docs/ANALYSIS.md``):
   larger than the critical path when work ran in parallel.
 - ``amdahl_bound_s``: the task time if model calls took zero time: wall minus the time when model calls were
   the only thing running (time when a tool, parse, wait or glue ran alongside stays).
+- ``agent_active_s``: wall minus the waits that are nobody's work on the task (``user_turn``, ``approval``,
+  ``idle``, ``unrecorded``: :data:`agentprof.trace.waits.HUMAN_REASONS`); ``amdahl_bound_active_s`` the Amdahl bound on that
+  clock. In imported traces, agent time no span covers is ``residue`` up to
+  :data:`~agentprof.trace.waits.RESIDUE_MAX_S` and ``idle`` from :data:`~agentprof.trace.waits.IDLE_GAP_S`
+  (the log shows nothing there), orchestration in between.
 """
 
 from __future__ import annotations
@@ -31,11 +36,14 @@ import polars as pl
 
 from agentprof import semconv as sc
 from agentprof.analysis import intervals as iv
+from agentprof.trace import waits
 
 NS = 1e9
 BUCKETS = ("model", "tool", "parse", "orchestration", "wait")
 _PRIORITY = {"model": 0, "tool": 1, "parse": 2, "wait": 3, "orchestration": 4, "agent": 5, "root": 6}
-UNRECORDED = "unrecorded"  # wait reason for time between the sessions of one conversation
+UNRECORDED = waits.UNRECORDED  # wait reason for time between the sessions of one conversation
+_RESIDUE_NS = int(waits.RESIDUE_MAX_S * 1e9)
+_IDLE_NS = int(waits.IDLE_GAP_S * 1e9)
 
 
 @dataclass
@@ -67,11 +75,36 @@ class TimeSplit:
     critical_path_s: float = 0.0
     span_sum_s: float = 0.0
     amdahl_bound_s: float = 0.0
+    agent_active_s: float = 0.0
+    amdahl_bound_active_s: float = 0.0
     wait_by_reason: dict[str, float] = field(default_factory=dict)
     timed: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    @property
+    def human_wait_s(self) -> float:
+        """Waits that are not the agent's work (user turns, approvals, idle gaps)."""
+        return sum(v for r, v in self.wait_by_reason.items() if r in waits.HUMAN_REASONS)
+
+    def shares(self) -> dict[str, dict[str, float | None]]:
+        """Each bucket's share of the wall time and of the agent-active time (human waits left out of the
+        latter), and the speed-up bound model calls allow on each clock: the one computation every report
+        shows."""
+        agent_wait = self.wait_s - self.human_wait_s
+        parts = {"model": self.model_s, "tool": self.tool_s, "parse": self.parse_s,
+                 "orchestration": self.orchestration_s}
+
+        def share(x: float, of: float) -> float | None:
+            return x / of if of > 0 else None
+
+        wall = {**{k: share(v, self.wall_s) for k, v in parts.items()}, "wait": share(self.wait_s, self.wall_s)}
+        active = {**{k: share(v, self.agent_active_s) for k, v in parts.items()},
+                  "wait": share(agent_wait, self.agent_active_s)}
+        wall["max_speedup"] = share(self.wall_s, self.amdahl_bound_s)
+        active["max_speedup"] = share(self.agent_active_s, self.amdahl_bound_active_s)
+        return {"of_wall": wall, "of_agent_active": active}
 
     def add(self, other: TimeSplit) -> None:
         for k, v in other.__dict__.items():
@@ -81,7 +114,7 @@ class TimeSplit:
             self.wait_by_reason[r] = self.wait_by_reason.get(r, 0.0) + v
 
 
-def _walk(node: Node, lo: int, hi: int, acc: dict[str, int], path_kind: str) -> None:
+def _walk(node: Node, lo: int, hi: int, acc: dict[str, int], path_kind: str, imported: bool = False) -> None:
     """Attribute ``[lo, hi)`` of ``node`` along the critical path into ``acc`` (nanoseconds per bucket)."""
     cursor = hi
     kids = sorted((c for c in node.children if c.end > lo and c.start < hi),
@@ -94,14 +127,14 @@ def _walk(node: Node, lo: int, hi: int, acc: dict[str, int], path_kind: str) -> 
         seg_end = min(c.end, cursor)
         seg_start = max(c.start, lo)
         if seg_end < cursor:
-            _own(node, seg_end, cursor, acc, path_kind)
-        _walk(c, seg_start, seg_end, acc, c.kind)
+            _own(node, seg_end, cursor, acc, path_kind, imported)
+        _walk(c, seg_start, seg_end, acc, c.kind, imported)
         cursor = seg_start
     if cursor > lo:
-        _own(node, lo, cursor, acc, path_kind)
+        _own(node, lo, cursor, acc, path_kind, imported)
 
 
-def _own(node: Node, a: int, b: int, acc: dict[str, int], kind: str) -> None:
+def _own(node: Node, a: int, b: int, acc: dict[str, int], kind: str, imported: bool = False) -> None:
     """Time ``[a, b)`` that ``node`` itself owns on the critical path."""
     d = b - a
     if d <= 0:
@@ -122,6 +155,12 @@ def _own(node: Node, a: int, b: int, acc: dict[str, int], kind: str) -> None:
         acc["wait:" + UNRECORDED] = acc.get("wait:" + UNRECORDED, 0) + d
     elif kind in ("tool", "parse"):
         acc[kind] += d
+    elif kind == "agent" and imported and (d <= _RESIDUE_NS or d >= _IDLE_NS):
+        # an imported log's gap between records: clock residue when short, idle when long (nothing recorded)
+        key = "wait:" + (waits.RESIDUE if d <= _RESIDUE_NS else waits.IDLE)
+        acc["wait"] += d
+        acc["gap"] += d
+        acc[key] = acc.get(key, 0) + d
     else:  # orchestration spans, and agent time no child covers (glue)
         acc["orchestration"] += d
         if kind == "agent":
@@ -134,11 +173,14 @@ def _collect(node: Node, out: list[Node]) -> None:
         _collect(c, out)
 
 
-def split_tree(root: Node) -> TimeSplit:
-    """Time split, critical path and Amdahl bound of one tree rooted at an agent (or virtual) span."""
-    acc: dict[str, int] = {k: 0 for k in (*BUCKETS, "model_ttft", "model_decode", "glue")}
+def split_tree(root: Node, imported: bool = False) -> TimeSplit:
+    """Time split, critical path and Amdahl bound of one tree rooted at an agent (or virtual) span.
+
+    ``imported``: the spans come from an agent's log, so agent time between them is the log's residue or an
+    idle gap rather than the agent's own code (see the module docstring)."""
+    acc: dict[str, int] = {k: 0 for k in (*BUCKETS, "model_ttft", "model_decode", "glue", "gap")}
     # the root's own uncovered time is glue (agent time) or unrecorded time (virtual conversation root)
-    _walk(root, root.start, root.end, acc, root.kind)
+    _walk(root, root.start, root.end, acc, root.kind, imported)
     nodes: list[Node] = []
     _collect(root, nodes)
     wall = root.end - root.start
@@ -148,10 +190,13 @@ def split_tree(root: Node) -> TimeSplit:
         wall_s=wall / NS, model_s=acc["model"] / NS, model_ttft_s=acc["model_ttft"] / NS,
         model_decode_s=acc["model_decode"] / NS, tool_s=acc["tool"] / NS, parse_s=acc["parse"] / NS,
         orchestration_s=acc["orchestration"] / NS, wait_s=acc["wait"] / NS, glue_s=acc["glue"] / NS,
-        critical_path_s=(wall - acc["glue"] - acc.get("wait:" + UNRECORDED, 0)) / NS,
+        critical_path_s=(wall - acc["glue"] - acc["gap"] - acc.get("wait:" + UNRECORDED, 0)) / NS,
         span_sum_s=span_sum / NS, amdahl_bound_s=amdahl / NS,
         wait_by_reason={k[5:]: v / NS for k, v in acc.items() if k.startswith("wait:")},
     )
+    human = ts.human_wait_s
+    ts.agent_active_s = max(0.0, ts.wall_s - human)
+    ts.amdahl_bound_active_s = max(0.0, ts.amdahl_bound_s - human)
     return ts
 
 
@@ -194,7 +239,7 @@ def _reason(attrs: str | None) -> str | None:
         r = json.loads(attrs).get(sc.WAIT_REASON)
     except ValueError:
         return None
-    return r if isinstance(r, str) else None
+    return waits.canonical(r) if isinstance(r, str) else None
 
 
 def build_nodes(spans: pl.DataFrame) -> tuple[list[Node], dict[str, int], list[str | None], list[str]]:
@@ -253,10 +298,12 @@ def _tree(members: list[int], nodes: list[Node], by_id: dict[str, int], parents:
     return top
 
 
-def session_splits(spans: pl.DataFrame, sessions: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, TimeSplit]]:
+def session_splits(spans: pl.DataFrame, sessions: pl.DataFrame, imported: bool = False
+                   ) -> tuple[pl.DataFrame, dict[str, TimeSplit]]:
     """Per-session time split (one row per session) and per-conversation splits (sub-sessions nested).
 
     Spans without both ends are left out; a session with no timed span gets ``timed = False`` and zeros.
+    ``imported``: the trace was read from agents' logs (see :func:`split_tree`).
     """
     nodes, by_id, parents, sess_of = build_nodes(spans)
     timed = [i for i, n in enumerate(nodes) if n.start >= 0]
@@ -271,7 +318,7 @@ def session_splits(spans: pl.DataFrame, sessions: pl.DataFrame) -> tuple[pl.Data
             results[sid] = TimeSplit(timed=False)
         else:
             roots = [i for i in members if nodes[i].kind == "agent"]
-            results[sid] = split_tree(_tree(members, nodes, by_id, parents, roots))
+            results[sid] = split_tree(_tree(members, nodes, by_id, parents, roots), imported)
         rows.append({"session_id": sid, **{k: v for k, v in results[sid].to_dict().items()
                                           if k != "wait_by_reason"},
                      "wait_by_reason": json.dumps(results[sid].wait_by_reason, sort_keys=True)})
@@ -288,7 +335,7 @@ def session_splits(spans: pl.DataFrame, sessions: pl.DataFrame) -> tuple[pl.Data
             conv[cid] = TimeSplit(timed=False)
             continue
         roots = [i for i in per_sess.get(cid, []) if nodes[i].kind == "agent"]
-        conv[cid] = split_tree(_tree(members, nodes, by_id, parents, roots))
+        conv[cid] = split_tree(_tree(members, nodes, by_id, parents, roots), imported)
     df = pl.DataFrame(rows, schema={"session_id": pl.Utf8, **{k: pl.Float64 for k in TimeSplit().to_dict()
                                                                 if k not in ("wait_by_reason", "timed")},
                                     "timed": pl.Boolean, "wait_by_reason": pl.Utf8}) if rows else None

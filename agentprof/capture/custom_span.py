@@ -39,8 +39,9 @@ class span:
     """``with agentprof.span(kind, name):`` records a custom phase as a span of that kind.
 
     ``kind`` is one of ``agent``, ``model``, ``tool``, ``parse``, ``orchestration``, ``wait``; ``attributes``
-    adds span attributes (e.g. ``{"agentprof.wait.reason": "user"}`` on a wait). Tool, parse and
-    orchestration spans measure the thread CPU they use. Outside a profile it does nothing.
+    adds span attributes (e.g. ``{"agentprof.wait.reason": "user_turn"}`` on a wait; the reasons are in
+    ``agentprof.trace.waits``). Tool, parse and orchestration spans measure the thread CPU they use. Outside a
+    profile it does nothing.
     """
 
     __slots__ = ("kind", "name", "attributes", "_scope", "_hot", "_cpu0")

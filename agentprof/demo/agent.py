@@ -120,13 +120,21 @@ def _execute(repo: Path, call: dict[str, Any]) -> str:
     return json.dumps({"tool": name, "output": result})
 
 
-def run(task: str, repo: str | Path, client: Any, model: str, max_steps: int = 20) -> str:
-    """Work on ``task`` in ``repo`` until the model answers without calling a tool; return that answer."""
+def run(task: str, repo: str | Path, client: Any, model: str, max_steps: int = 20,
+        system_prompt: str | Callable[[], str] = SYSTEM_PROMPT) -> str:
+    """Work on ``task`` in ``repo`` until the model answers without calling a tool; return that answer.
+
+    ``system_prompt`` may be a function, rendered again before every model call (as agents that put the
+    current time or state into their system prompt do).
+    """
     root = Path(repo)
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
+    render = system_prompt if callable(system_prompt) else None
+    messages: list[dict[str, Any]] = [{"role": "system", "content": render() if render else system_prompt},
                                       {"role": "user", "content": task}]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        for _ in range(max_steps):
+        for step in range(max_steps):
+            if render is not None and step:
+                messages[0] = {"role": "system", "content": render()}
             stream = client.chat.completions.create(model=model, messages=messages, tools=TOOL_SPECS, stream=True,
                                                     stream_options={"include_usage": True})
             text, calls = _collect(stream)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,11 +95,43 @@ def profiled_tools(tools: MutableMapping[str, Callable[..., Any]]) -> Iterator[N
             tools[name] = fn
 
 
+@contextmanager
+def slowed_tools(tools: MutableMapping[str, Callable[..., Any]], factors: Mapping[str, float]) -> Iterator[None]:
+    """Make the named tools ``factor`` times slower for the duration: each call runs the tool, then sleeps
+    ``(factor - 1)`` times as long as the tool took (a regression to find with ``agentprof diff``)."""
+    unknown = sorted(set(factors) - set(tools))
+    if unknown:
+        raise AgentprofError(f"cannot slow down unknown tool(s) {', '.join(unknown)} (tools: {', '.join(tools)})")
+    originals = dict(tools)
+
+    def slow(fn: Callable[..., Any], factor: float) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                time.sleep(max(0.0, (factor - 1.0) * (time.perf_counter() - t0)))
+
+        return wrapper
+
+    try:
+        for name, factor in factors.items():
+            tools[name] = slow(originals[name], float(factor))
+        yield
+    finally:
+        for name, fn in originals.items():
+            tools[name] = fn
+
+
 def capture_agent_run(traces_dir: str | Path, latency: DeviceLatency, model: str | None = None,
-                      repo_dir: str | Path | None = None) -> AgentRun:
+                      repo_dir: str | Path | None = None, tool_slowdown: Mapping[str, float] | None = None,
+                      system_prompt: str | Callable[[], str] | None = None) -> AgentRun:
     """Run the demo agent once under ``agentprof.profile`` and return what happened (see :class:`AgentRun`).
 
     The sample repository is written to a temporary folder, or to ``repo_dir`` (which is then kept).
+    ``tool_slowdown`` (``{"run_tests": 5.0}``) makes tools slower (:func:`slowed_tools`); ``system_prompt``
+    replaces the agent's (a function is rendered before every model call); both set up a change for
+    ``agentprof diff`` to find.
 
     Raises :class:`AgentprofError` when no trace could be written or the agent did not fix the bug.
     """
@@ -119,10 +151,12 @@ def capture_agent_run(traces_dir: str | Path, latency: DeviceLatency, model: str
                                    http_client=http)
             t0 = time.perf_counter()
             try:
-                with profiled_tools(agent.TOOLS), \
+                with slowed_tools(agent.TOOLS, tool_slowdown or {}), profiled_tools(agent.TOOLS), \
                         agentprof.profile(name=PROFILE_NAME, out=traces_dir, instrument_json=True,
                                           instrument_subprocess=True) as run:
-                    answer = agent.run(TASK, repo, client, model or latency.model)
+                    answer = agent.run(TASK, repo, client, model or latency.model,
+                                       system_prompt=system_prompt if system_prompt is not None
+                                       else agent.SYSTEM_PROMPT)
             finally:
                 client.close()
             wall = time.perf_counter() - t0

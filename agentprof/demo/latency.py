@@ -32,6 +32,8 @@ class DeviceLatency:
     system: str = DEFAULT_SYSTEM
     model: str = DEFAULT_MODEL
     concurrency: int = 1
+    scale: float = 1.0
+    """Multiplies every latency (below 1: quicker repeat runs, e.g. for ``agentprof diff`` tests)."""
 
     def __post_init__(self) -> None:
         from agentprof.catalog import CatalogError, find_model
@@ -44,6 +46,8 @@ class DeviceLatency:
             raise CatalogError(f"unknown model {self.model!r} (catalog models: {', '.join(sorted(cat.models))})")
         if self.concurrency < 1:
             raise CatalogError(f"concurrency must be at least 1, got {self.concurrency}")
+        if not self.scale > 0:
+            raise CatalogError(f"latency scale must be positive, got {self.scale}")
         self._resolved = resolve(cat.system(self.system), spec, cat)
 
     @property
@@ -51,7 +55,8 @@ class DeviceLatency:
         """One line: model, system and where its parameters come from."""
         r = self._resolved
         return (f"{r.model.display} on {r.system.key} ({r.system.display}; {r.dep.gpus} accelerators, "
-                f"{r.precision}, {r.framework}; {r.calibration})")
+                f"{r.precision}, {r.framework}; {r.calibration})"
+                + (f", latencies scaled by {self.scale:g}" if self.scale != 1 else ""))
 
     @property
     def short(self) -> str:
@@ -73,7 +78,7 @@ class DeviceLatency:
                        self.concurrency, 0.0, r.system.mem_util)
         ttft = float(t.ttft_s[0])
         per_token = float(t.decode_s[0]) / (out - 1) if out > 1 else 0.0
-        return ttft, per_token
+        return ttft * self.scale, per_token * self.scale
 
     def __call__(self, req: ModelRequest, prompt_tokens: int, cached_tokens: int, output_tokens: int) -> Latency:
         ttft, per_token = self.times(prompt_tokens, cached_tokens, output_tokens)

@@ -1,5 +1,5 @@
 """Importers: the logs real agents leave behind (Claude Code, Codex CLI, OpenHands, mini-swe-agent, SWE-agent,
-Aider, kv-cache-tester, OTLP JSON) and agentprof's own trace files, as one :class:`~agentprof.trace.Trace`.
+Aider, kv-cache-tester, OTLP JSON, TraceLab round traces) and agentprof's own trace files, as one :class:`~agentprof.trace.Trace`.
 
 ``load_any`` is what every command that takes ``PATH…`` uses. Formats and their mapping: ``docs/IMPORTING.md``.
 """
@@ -36,7 +36,7 @@ def _importer(fmt: str) -> Callable[[list[Path], ImportContext], Trace]:
     module = {
         "claude-code": "claude_code", "codex": "codex", "openhands": "openhands",
         "mini-swe-agent": "mini_swe_agent", "swe-agent": "swe_agent", "aider": "aider",
-        "kv-cache-tester": "kv_cache_tester", "otlp-json": "otlp_json",
+        "kv-cache-tester": "kv_cache_tester", "otlp-json": "otlp_json", "tracelab": "tracelab",
     }[fmt]
     from importlib import import_module
 
@@ -155,6 +155,8 @@ def _merge(traces: list[Trace], formats: list[str], ctx: ImportContext, given: l
     if ctx.exact_models or ctx.inexact_models:
         extra["tokenizer_exact_for"] = sorted(m for m in ctx.exact_models if m)
     extra["formats"] = uniq
+    if ctx.file_formats:
+        extra["file_formats"] = dict(ctx.file_formats)
     sources: list[str] = []
     for t in traces:
         sources.extend(s for s in t.meta.sources if s not in sources)

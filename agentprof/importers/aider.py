@@ -23,6 +23,7 @@ from agentprof.importers.context import ImportContext
 from agentprof.importers.jsonl import read_bytes
 from agentprof.importers.spans import SpanBuilder
 from agentprof.importers.timestamps import iso_to_ns
+from agentprof.trace import waits
 from agentprof.trace.prompt import openai_chat_segments
 from agentprof.trace.schema import Trace, TraceMeta
 
@@ -123,8 +124,8 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
         messages = [{"role": m["role"], "content": _content(m["lines"])} for m in r["messages"]]
         fp = fper.fingerprint(openai_chat_segments(messages)) if messages else None
         if prev_end is not None and r["start"] is not None and r["start"] > prev_end:
-            b.add(sid, "wait", "wait user", key=("wait", k), start_ns=prev_end, end_ns=r["start"], timing="measured",
-                  attributes={sc.WAIT_REASON: "user", "agentprof.wait.inferred":
+            b.add(sid, "wait", f"wait {waits.USER_TURN}", key=("wait", k), start_ns=prev_end, end_ns=r["start"],
+                  timing="measured", attributes={sc.WAIT_REASON: waits.USER_TURN, "agentprof.wait.inferred":
                               "gap between a response and the next request (also holds applying edits)"})
         b.add_model_call(sid, model=None, provider=None, fingerprint=fp, path=str(path), line=r["line"],
                          key=("call", k), start_ns=r["start"], end_ns=r["end"],

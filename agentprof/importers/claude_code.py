@@ -28,8 +28,9 @@ Mapping (see ``docs/IMPORTING.md``):
   on no chain), parallel tool results restored. System prompt and tool definitions are not logged, so hashes
   cover the messages only;
 - tools: ``tool_use`` -> ``tool_result``; start = first ``PreToolUse`` hook record or end − ``durationMs``
-  (measured), else the ``tool_use`` block time (derived); a rejected tool is a ``permission`` wait;
-- waits: the gap before each prompt the user typed (``user``), before a background-task notification
+  (``durationSeconds`` for web searches) (measured), else the ``tool_use`` block time (derived); a rejected
+  tool is an ``approval`` wait;
+- waits: the gap before each prompt the user typed (``user_turn``), before a background-task notification
   (``idle``).
 """
 
@@ -49,6 +50,7 @@ from agentprof.importers.jsonl import iter_records, read_bytes
 from agentprof.importers.providers import provider_for_model
 from agentprof.importers.spans import SpanBuilder
 from agentprof.importers.timestamps import iso_to_ns
+from agentprof.trace import waits
 from agentprof.trace.prompt import Segment, anthropic_segments, canonical_json, content_text
 from agentprof.trace.schema import Trace, TraceMeta
 from agentprof.trace.usage import Usage, normalize_usage, resolve_streamed_output
@@ -694,7 +696,7 @@ class _Importer:
             if stop > end:
                 self.b.add(sess, "wait", "wait retry", key=("backoff", r.file, r.line), start_ns=end, end_ns=stop,
                            timing="derived", attributes={
-                               sc.WAIT_REASON: "retry", "agentprof.source.line": r.line,
+                               sc.WAIT_REASON: waits.RETRY, "agentprof.source.line": r.line,
                                "agentprof.retry.attempt": attempt, "agentprof.retry.delay_ms": r.raw["retryInMs"],
                                "agentprof.retry.clipped": True if clipped else None})
             start = stop
@@ -807,9 +809,11 @@ class _Importer:
         text = content_text(rblock.get("content"))
         rejected = (isinstance(tur, str) and tur.startswith(_REJECTED[1])) or text.startswith(_REJECTED[0])
         if rejected:
-            w = self.b.add(sess, "wait", "wait permission", key=("perm", tid), start_ns=rec.ts, end_ns=end,
-                           timing="derived", attributes={sc.WAIT_REASON: "permission", sc.TOOL_CALL_ID: tid,
-                                                         "agentprof.wait.outcome": "rejected"})
+            w = self.b.add(sess, "wait", f"wait {waits.APPROVAL}", key=("perm", tid), start_ns=rec.ts, end_ns=end,
+                           timing="derived", attributes={sc.WAIT_REASON: waits.APPROVAL, sc.TOOL_CALL_ID: tid,
+                                                         "agentprof.wait.outcome": "rejected",
+                                                         "agentprof.wait.after": "tool_use",
+                                                         "agentprof.wait.until": "rejection (tool_result)"})
             attrs["agentprof.tool.permission_wait"] = w
             self.tool_session[tid] = sess
             self.tool_spans[tid] = self.b.add(sess, "tool", sc.tool_span_name(name), key=("tool", tid),
@@ -819,6 +823,9 @@ class _Importer:
         dur = None
         if isinstance(tur, dict):
             dur = tur.get("durationMs", tur.get("totalDurationMs"))
+            secs = tur.get("durationSeconds")  # WebSearch results (2.1.x) give seconds
+            if dur is None and isinstance(secs, (int, float)) and not isinstance(secs, bool):
+                dur = secs * 1000.0
             if tur.get("interrupted"):
                 status, err = "error", "interrupted"
             if tur.get("backgroundTaskId"):
@@ -851,7 +858,8 @@ class _Importer:
             if r.type == "user" and prev is not None and r.ts > prev:
                 text = _user_text(r)
                 if text is not None and not text.startswith(_NOT_PROMPTS[0]):
-                    reason = "idle" if text.lstrip().startswith(_NOT_PROMPTS[1]) else "user"
+                    # a background task's notification ends a wait nobody typed: idle, not the user's turn
+                    reason = waits.IDLE if text.lstrip().startswith(_NOT_PROMPTS[1]) else waits.USER_TURN
                     end = r.ts
                     q = [t for t, c in queued if prev < t <= r.ts and c.strip() and c.strip() in text]
                     if q:
@@ -859,7 +867,9 @@ class _Importer:
                     if end > prev:
                         wid = self.b.add(sess, "wait", f"wait {reason}", key=("wait", r.uuid or r.line),
                                          start_ns=prev, end_ns=end, timing="measured",
-                                         attributes={sc.WAIT_REASON: reason, "agentprof.source.line": r.line})
+                                         attributes={sc.WAIT_REASON: reason, "agentprof.source.line": r.line,
+                                                     "agentprof.wait.until": "task notification" if reason ==
+                                                     waits.IDLE else ("queued prompt" if q else "user prompt")})
                         self.wait_spans.append((sess, wid, prev, end))
             prev = r.ts if prev is None else max(prev, r.ts)
             if _is_retry(r):  # the CLI was backing off, not waiting for anyone

@@ -9,6 +9,8 @@ import click
 
 from agentprof.importers.detect import FORMATS
 
+_LIST_MAX = 30  # files listed one per line in the human summary (--json lists all)
+
 
 @click.command("import", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
@@ -74,6 +76,19 @@ def _print_human(s: dict) -> None:
     if s["skipped"]:
         t.add_row("skipped", f"{s['skipped']} bad line(s)/file(s)")
     console.print(t)
+    files = s.get("file_formats") or {}
+    if len(s.get("files_by_format") or {}) > 1 or s.get("skipped_files"):
+        shown = list(files.items())[:_LIST_MAX]
+        for path, fmt in shown:
+            console.print(f"  {fmt:<16} {path}", highlight=False, markup=False, soft_wrap=True)
+        if len(files) > len(shown):
+            console.print(f"  … and {len(files) - len(shown):,} more file(s): " + ", ".join(
+                f"{n:,} {f}" for f, n in s["files_by_format"].items()), highlight=False, markup=False, soft_wrap=True)
+        for sk in s.get("skipped_files", [])[:_LIST_MAX]:
+            console.print(f"  {'skipped':<16} {sk['path']}: {sk['reason']}", highlight=False, markup=False, soft_wrap=True)
+        if len(s.get("skipped_files", [])) > _LIST_MAX:
+            console.print(f"  … and {len(s['skipped_files']) - _LIST_MAX:,} more skipped (--json lists all)",
+                          highlight=False, markup=False, soft_wrap=True)
     if "output" in s:
         console.print(f"wrote {s['output']}")
     else:

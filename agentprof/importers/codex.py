@@ -22,16 +22,21 @@ Mapping (see ``docs/IMPORTING.md``):
   turns logged only as ``event_msg/user_message`` are inserted as user messages). Tool definitions are not
   logged;
 - tools: ``function_call``/``custom_tool_call``/``local_shell_call`` -> their output. ``exec_command_end``
-  ``duration`` and ``custom_tool_call_output`` ``metadata.duration_seconds`` give measured spans ending at the
-  record; otherwise call -> output (derived). ``web_search_call`` runs inside the model call (an attribute);
-- waits: ``task_complete`` (or the last record) -> next turn's user message (``user``; in paginated history
-  mode the ``item_completed`` UserMessage event); approval requests ->
-  the next event of the same call (``permission``).
+  ``duration``, ``custom_tool_call_output`` ``metadata.duration_seconds`` and the unified exec output's
+  ``Wall time:`` header give measured spans ending at the record; otherwise call -> output (derived). ``web_search_call`` runs inside the model call (an attribute);
+- turn structure: without ``token_count`` a response also ends at a new turn (``task_started``,
+  ``turn_context``, a user message as item or event), at a ``final_answer`` message, or where a ``reasoning``
+  item follows an answer message, so no call spans a user turn or an answer;
+- waits: the answer (``task_complete``, else the last answer message, else the session start) -> the next
+  turn's first record (``user_turn``; in paginated history mode the ``item_completed`` UserMessage event);
+  approval requests -> the next event of the same call, and escalated commands (``sandbox_permissions:
+  "require_escalated"``) -> their measured start (``approval``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +49,7 @@ from agentprof.importers.jsonl import iter_records, read_bytes
 from agentprof.importers.providers import provider_for_model
 from agentprof.importers.spans import SpanBuilder
 from agentprof.importers.timestamps import iso_to_ns
+from agentprof.trace import waits
 from agentprof.trace.prompt import Segment, content_text, responses_segments
 from agentprof.trace.schema import Trace, TraceMeta
 from agentprof.trace.usage import normalize_usage
@@ -61,6 +67,23 @@ _TOOL_CALLS = {"function_call", "custom_tool_call", "local_shell_call"}
 _APPROVALS = {"exec_approval_request", "apply_patch_approval_request", "request_permissions"}
 # records after which the next request can be sent (the request's input is complete there)
 _TRIGGER_EVENTS = {"user_message", "task_started"}
+
+
+ESCALATION_WAIT_MIN_S = 1.0
+"""A command that asked to run outside the sandbox (``sandbox_permissions: "require_escalated"``) and started
+this long after the model asked for it waited for the user's approval (the rollout has no approval event)."""
+
+
+def _escalated(arguments: Any) -> bool:
+    """Whether a tool call's arguments ask for escalated (unsandboxed) execution, which needs approval."""
+    if not isinstance(arguments, str) or "escalat" not in arguments:
+        return False
+    try:
+        args = json.loads(arguments)
+    except ValueError:
+        return False
+    return isinstance(args, dict) and (args.get("sandbox_permissions") == "require_escalated"
+                                       or args.get("with_escalated_permissions") is True)
 
 
 def _is_output(item: dict[str, Any]) -> bool:
@@ -119,9 +142,17 @@ def _count_key(payload: dict[str, Any]) -> str:
     return json.dumps([info.get("total_token_usage"), info.get("last_token_usage")], sort_keys=True)
 
 
+_WALL_TIME = re.compile(r"^Wall time: ([0-9]+(?:\.[0-9]+)?) seconds$", re.MULTILINE)
+
+
 def _output_metadata_duration(output: Any) -> float | None:
-    """``metadata.duration_seconds`` of a tool output serialized as JSON (apply_patch, older shell tool)."""
-    if not isinstance(output, str) or not output.startswith("{"):
+    """``metadata.duration_seconds`` of a tool output serialized as JSON (apply_patch, older shell tool), or
+    the ``Wall time: X seconds`` line the unified exec tool (``exec_command``/``write_stdin``, 0.10x+) puts in
+    its output's header."""
+    if isinstance(output, str) and not output.startswith("{"):
+        m = _WALL_TIME.search(output, 0, 400)
+        return float(m.group(1)) if m else None
+    if not isinstance(output, str):
         return None
     try:
         obj = json.loads(output)
@@ -182,6 +213,7 @@ class _Importer:
         self.subagent = sub is not None
         self.forked = bool(meta.get("forked_from_id")) or spawn is not None
         self.agent_nickname = (spawn or {}).get("agent_nickname") or meta.get("agent_nickname")
+        self.approved: set[str] = set()  # calls whose approval the rollout records as events
 
     def run(self) -> Trace:
         recs = self.recs
@@ -229,7 +261,9 @@ class _Importer:
         tools: dict[str, dict[str, Any]] = {}
         turn_first_call: str | None = None
         turn_idle_from: int | None = created  # the session opened; the first prompt is typed after that
-        approvals: dict[str, int] = {}
+        idle_after = "session_start"  # what turn_idle_from marks (the wait's evidence)
+        answered_at: int | None = None  # the last output was an assistant message (an answer, if the turn ends)
+        approvals: dict[str, tuple[int, str]] = {}
         fper = self.ctx.fingerprinter()
 
         def push(item: dict[str, Any]) -> None:
@@ -243,7 +277,7 @@ class _Importer:
                       "agentprof.synthetic": True})
                 pending_user = None
             return {"start": ts_trigger, "prompt_len": len(history), "line": line, "outputs": [], "web": 0,
-                    "end": None, "last_out": None}
+                    "end": None, "last_out": None, "out_ts": []}
 
         def close_call(c: dict[str, Any], ts: int | None, usage_raw: Any, line: int,
                        error: str | None = None) -> str:
@@ -265,12 +299,34 @@ class _Importer:
                 sess, model=model, provider=self.provider or provider_for_model(model), usage=usage,
                 fingerprint=fp, path=self.path, line=line, key=("call", c["line"], line),
                 start_ns=c["start"], end_ns=ts, timing="derived", stream=True, attributes=attrs,
-                status="error" if error else "ok", error_type=error)
+                status="error" if error else "ok", error_type=error, inner_ns=c["out_ts"])
             if turn_first_call is None:
                 turn_first_call = sid
             if ts is not None:
                 trigger_ts = ts if trigger_ts is None else max(trigger_ts, ts)
             return sid
+
+        def end_response(line: int) -> None:
+            """Without usage reports, a new turn (or user message) ends the response in flight at its last
+            output item: a model call never spans a user turn."""
+            nonlocal call
+            if call is not None and not has_token_counts and call["outputs"]:
+                close_call(call, call["last_out"] or prev_ts, None, line)
+                call = None
+
+        def user_turn(ts: int | None, line: int, what: str) -> None:
+            """The user's next message (or the turn it opens) arrived: the time since the answer (the turn's
+            ``task_complete``, else the last answer message, else the session start) was the user's."""
+            nonlocal turn_idle_from, answered_at
+            start, after = (turn_idle_from, idle_after) if turn_idle_from is not None else (answered_at, "answer")
+            if start is not None and ts is not None and ts > start:
+                self.b.add(sess, "wait", f"wait {waits.USER_TURN}", key=("wait", line), start_ns=start, end_ns=ts,
+                           timing="measured", attributes={sc.WAIT_REASON: waits.USER_TURN,
+                                                          "agentprof.wait.after": after,
+                                                          "agentprof.wait.until": what,
+                                                          "agentprof.source.line": line})
+            turn_idle_from = None
+            answered_at = None
 
         for line, ts, rec in recs:
             t, p = rec["type"], rec["payload"]
@@ -297,6 +353,7 @@ class _Importer:
                 if t == "session_meta":
                     pass
                 elif t == "turn_context":
+                    end_response(line)
                     model = p.get("model") or model
                 elif t == "compacted":
                     if call is not None:
@@ -327,21 +384,34 @@ class _Importer:
                         if early is not None:
                             early["outputs"].append(p)  # its span is written; the items feed later prompts
                         else:
+                            if call is not None and not has_token_counts and it == "reasoning" and \
+                                    call.get("answered"):
+                                # reasoning opens a response: one after an answer message is the next request
+                                close_call(call, call["last_out"] or prev_ts, None, line)
+                                call = None
                             if call is None:
                                 call = open_call(trigger_ts if trigger_ts is not None else prev_ts, line)
                             call["outputs"].append(p)
                             if ts is not None:
                                 call["last_out"] = ts
+                                call["out_ts"].append(ts)
                             if it == "web_search_call":
                                 call["web"] += 1
+                            if it == "message":
+                                call["answered"] = True
+                        answered_at = ts if it == "message" else None
                         if it in _TOOL_CALLS:
                             cid = str(p.get("call_id") or p.get("id") or f"{line}")
                             own_calls.add(cid)
                             if not (self.forked and cid in seen_calls):  # else the parent's call, replayed
                                 tools.setdefault(cid, {"name": p.get("name") or (
                                     "shell" if it == "local_shell_call" else it), "start": ts, "line": line,
-                                    "sess": sess, "kind": it})
+                                    "sess": sess, "kind": it, "escalated": _escalated(p.get("arguments"))})
                         push(p)
+                        if call is not None and not has_token_counts and it == "message" and \
+                                p.get("phase") == "final_answer":
+                            close_call(call, ts if ts is not None else call["last_out"], None, line)
+                            call = None  # the final answer ends the response (and the turn)
                     else:
                         early = None
                         if p.get("type") == "message" and p.get("role") == "user":
@@ -349,9 +419,11 @@ class _Importer:
                             turn_users.append(text)
                             if pending_user is not None and pending_user.strip() in text:
                                 pending_user = None
-                        if call is not None and not has_token_counts and call["outputs"]:
-                            close_call(call, call["last_out"] or prev_ts, None, line)
-                            call = None
+                        end_response(line)
+                        if p.get("type") == "message" and p.get("role") == "user":
+                            user_turn(ts, line, "user message")
+                        else:
+                            answered_at = None  # a tool's output: the agent is still working
                         push(p)
                         if it in _INPUT_ITEMS:
                             cid = str(p.get("call_id") or "")
@@ -404,12 +476,11 @@ class _Importer:
                         msg = p.get("message") if et == "user_message" else content_text(p["item"].get("content"))
                         if isinstance(msg, str) and not any(msg.strip() in u for u in turn_users[-3:]):
                             pending_user = msg
-                        if turn_idle_from is not None and ts is not None and ts > turn_idle_from:
-                            self.b.add(sess, "wait", "wait user", key=("wait", line), start_ns=turn_idle_from,
-                                       end_ns=ts, timing="measured", attributes={sc.WAIT_REASON: "user",
-                                                                                 "agentprof.source.line": line})
-                        turn_idle_from = None
+                        end_response(line)
+                        user_turn(ts, line, "user message")
                     elif et == "task_started":
+                        end_response(line)
+                        user_turn(ts, line, "task_started")
                         turn_first_call = None
                         turn_users = []
                     elif et in ("task_complete", "turn_aborted"):
@@ -425,7 +496,7 @@ class _Importer:
                         ttft = p.get("time_to_first_token_ms")
                         if turn_first_call is not None and isinstance(ttft, (int, float)):
                             self._set_ttft(turn_first_call, ttft / 1000.0)
-                        turn_idle_from = ts
+                        turn_idle_from, idle_after = ts, et
                     elif et == "exec_command_end":
                         cid = str(p.get("call_id") or "")
                         d = _duration(p.get("duration"))
@@ -437,14 +508,16 @@ class _Importer:
                     elif et in _APPROVALS:
                         cid = str(p.get("call_id") or p.get("id") or line)
                         if ts is not None:
-                            approvals[cid] = ts
+                            approvals[cid] = (ts, et)
                     if et not in _APPROVALS:
                         cid = str(p.get("call_id") or "")
                         if cid in approvals and ts is not None:
-                            start = approvals.pop(cid)
-                            self.b.add(sess, "wait", "wait permission", key=("perm", cid), start_ns=start,
+                            start, asked = approvals.pop(cid)
+                            self.approved.add(cid)
+                            self.b.add(sess, "wait", f"wait {waits.APPROVAL}", key=("perm", cid), start_ns=start,
                                        end_ns=ts, timing="measured",
-                                       attributes={sc.WAIT_REASON: "permission", sc.TOOL_CALL_ID: cid})
+                                       attributes={sc.WAIT_REASON: waits.APPROVAL, sc.TOOL_CALL_ID: cid,
+                                                   "agentprof.wait.after": asked, "agentprof.wait.until": et})
             except (KeyError, TypeError, ValueError, AttributeError) as e:
                 self.ctx.bad(self.path, line, f"{t} record has unexpected content ({type(e).__name__}: {e})")
                 continue
@@ -488,6 +561,15 @@ class _Importer:
         else:
             start, end, timing = info["start"], None, "unknown"
             status, err = "error", "no_result"
+        if info.get("escalated") and timing == "measured" and cid not in self.approved and \
+                info.get("start") is not None and start - info["start"] >= int(ESCALATION_WAIT_MIN_S * 1e9):
+            # the command asked to run outside the sandbox: the time before it ran was the user's decision
+            self.b.add(info["sess"], "wait", f"wait {waits.APPROVAL}", key=("escalation", cid),
+                       start_ns=info["start"], end_ns=start, timing="derived",
+                       attributes={sc.WAIT_REASON: waits.APPROVAL, sc.TOOL_CALL_ID: cid,
+                                   "agentprof.wait.after": "function_call with sandbox_permissions=require_escalated",
+                                   "agentprof.wait.until": "the command's measured start (output end - duration)"})
+            attrs["agentprof.tool.approval_wait_s"] = round((start - info["start"]) / 1e9, 3)
         self.b.add(info["sess"], "tool", sc.tool_span_name(name), key=("tool", cid), start_ns=start, end_ns=end,
                    timing=timing, status=status, error_type=err, attributes=attrs)
 

@@ -24,6 +24,8 @@ class ImportContext:
     inexact_models: set[str] = field(default_factory=set)
     _unknown: Counter = field(default_factory=Counter)
     _unknown_first_line: dict = field(default_factory=dict)
+    file_formats: list[tuple[str, str]] = field(default_factory=list)
+    """``(file, format)`` for every input file the import reads, in the order found."""
     seen: dict[str, set] = field(default_factory=dict)
     """Per-format sets of record ids already imported from earlier files (e.g. Claude Code records a resumed
     session's file copies from the session it continues), so a copy is not counted twice."""

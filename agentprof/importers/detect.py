@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 FORMATS = ("agentprof", "claude-code", "codex", "openhands", "mini-swe-agent", "swe-agent", "aider",
-           "kv-cache-tester", "otlp-json")
+           "kv-cache-tester", "otlp-json", "tracelab")
 """Every format ``agentprof import --from`` accepts (besides ``auto``)."""
 
 UNKNOWN = "unknown"
@@ -17,6 +18,9 @@ _WHOLE_LIMIT = 64 << 20
 _CODEX_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
 _CC_TYPES = {"user", "assistant", "system", "progress", "summary", "file-history-snapshot", "queue-operation",
              "custom-title", "attachment"}
+_SCAN_LINES = 64
+"""JSON Lines records read past ones of no known kind before a file is called unknown: newer agent versions
+open their logs with metadata records (Claude Code 2.1's ``mode``/``permission-mode``/``ai-title``)."""
 _KVCT_HEAD = re.compile(rb'^\{\s*"(id|models|block_size|hash_id_scope|tool_tokens|system_tokens|requests)"\s*:')
 
 
@@ -30,6 +34,9 @@ def classify(obj: Any) -> str:
         return "otlp-json"
     if "requests" in obj and ("block_size" in obj or "hash_id_scope" in obj or "models" in obj):
         return "kv-cache-tester"
+    if "timing_events" in obj and "session_id" in obj and ("input_tokens_total" in obj or "prefix_tokens" in obj
+                                                            or "round_index" in obj):
+        return "tracelab"  # TraceLab's normalized round trace: one row per model call
     t = obj.get("type")
     if t in _CODEX_TYPES and "payload" in obj:
         return "codex"
@@ -55,39 +62,90 @@ def classify(obj: Any) -> str:
     return UNKNOWN
 
 
+@dataclass
+class Detection:
+    """What :func:`sniff` found: the format, the line that told it, the leading records it read past (their
+    ``type`` or a short description), and why a file is ``unknown``."""
+
+    format: str
+    line: int | None = None
+    skipped: list[str] = field(default_factory=list)
+    reason: str | None = None
+
+
 def detect_format(path: str | Path) -> str:
     """One of :data:`FORMATS`, or ``"unknown"`` for a file no importer reads."""
+    return sniff(path).format
+
+
+def sniff(path: str | Path) -> Detection:
+    """Recognize a file's format from its first bytes; JSON Lines logs are read record by record past leading
+    records of no known kind (up to :data:`_SCAN_LINES`), which are reported in ``skipped``."""
     p = Path(path)
     try:
         with p.open("rb") as f:
             head = f.read(_HEAD)
-    except OSError:
-        return UNKNOWN
+    except OSError as e:
+        return Detection(UNKNOWN, reason=f"cannot read: {e.strerror or e}")
     if head.startswith(b"PAR1"):
-        return "agentprof"
+        return Detection("agentprof")
     stripped = head.lstrip()
+    if not stripped:
+        return Detection(UNKNOWN, reason="empty file")
     if stripped.startswith(b"TO LLM ") or p.name.endswith(".llm.history"):
-        return "aider"
+        return Detection("aider")
     if stripped.startswith(b"[") and p.name.endswith(".traj.json"):
-        return _message_list(p)
+        fmt = _message_list(p)
+        return Detection(fmt, reason=None if fmt != UNKNOWN else "a JSON list that is not a chat message list")
     if not stripped.startswith(b"{"):
-        return UNKNOWN
+        return Detection(UNKNOWN, reason="not JSON (nor an Aider history)")
     if _KVCT_HEAD.match(stripped) and b'"requests"' in head and (b'"hash_ids"' in head or b'"block_size"' in head):
-        return "kv-cache-tester"
-    try:
-        with p.open("rb") as f:
-            first = f.readline(_WHOLE_LIMIT)
-        fmt = classify(json.loads(first))
-        if fmt != UNKNOWN:
-            return fmt
-    except (OSError, ValueError):
-        pass
+        return Detection("kv-cache-tester")
+    found = _scan_lines(p)
+    if found.format != UNKNOWN:
+        return found
     try:
         if p.stat().st_size > _WHOLE_LIMIT:
-            return UNKNOWN
-        return classify(json.loads(p.read_bytes()))
+            return found
+        fmt = classify(json.loads(p.read_bytes()))
     except (OSError, ValueError):
-        return UNKNOWN
+        return found
+    return Detection(fmt) if fmt != UNKNOWN else Detection(UNKNOWN, reason=found.reason or "a JSON document "
+                                                           "of no known trace format")
+
+
+def _scan_lines(p: Path) -> Detection:
+    """Classify the first records of a JSON Lines file, reading past records of no known format."""
+    skipped: list[str] = []
+    try:
+        with p.open("rb") as f:
+            for n in range(1, _SCAN_LINES + 1):
+                line = f.readline(_WHOLE_LIMIT)
+                if not line:
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    if n == 1:
+                        break  # not JSON Lines (a pretty-printed document): the caller reads it whole
+                    skipped.append("a line that is not JSON")
+                    continue
+                fmt = classify(obj)
+                if fmt != UNKNOWN:
+                    return Detection(fmt, n, skipped)
+                t = obj.get("type") if isinstance(obj, dict) else None
+                skipped.append(f"type {t!r}" if isinstance(t, str) else
+                               ("an object with keys " + ", ".join(sorted(obj)[:4])) if isinstance(obj, dict)
+                               else f"a JSON {type(obj).__name__}")
+    except OSError as e:
+        return Detection(UNKNOWN, reason=f"cannot read: {e.strerror or e}")
+    if not skipped:
+        return Detection(UNKNOWN, reason="not a JSON object per line")
+    kinds = sorted(set(skipped))
+    return Detection(UNKNOWN, skipped=skipped, reason=f"its first {len(skipped)} record(s) are of no known "
+                     f"trace format ({', '.join(kinds[:4])}{', …' if len(kinds) > 4 else ''})")
 
 
 def _message_list(p: Path) -> str:

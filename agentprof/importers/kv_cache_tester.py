@@ -23,9 +23,11 @@ Mapping (see ``docs/IMPORTING.md``):
   ``xxh3_64(id)``) goes into the high 32 bits: ``id == h & 0xFFFFFFFF`` and ids of different traces never
   collide; any scope other than ``"global"`` (kv-cache-tester's default reads ``"per_context"``) is treated
   the same way. ``"global"`` ids are kept unchanged;
-- ``think_time`` -> a ``wait`` span (reason ``think``) ending at the request: the time between the previous
-  response and this request, which holds tool execution, permission prompts and user think time that the
-  format does not separate.
+- ``think_time`` (the time between the previous response and this request, which holds tool execution,
+  permission prompts and user think time) -> a span ending at the request, classified by the evidence the
+  format keeps (:func:`_classify_gaps`): a ``user_turn`` wait before a new user message, a ``tool`` span
+  (``execute_tool unrecorded``) for the tools' execution after a ``tool_use`` response, an ``idle`` wait for
+  such a gap of at least ``IDLE_GAP_S``.
 
 The common case (files without sub-agents) is parsed by polars' JSON reader straight into Arrow lists, close to
 raw JSON-parse speed; files with sub-agents, and files polars rejects (to locate the error), go through
@@ -46,9 +48,11 @@ import xxhash
 
 from agentprof import semconv as sc
 from agentprof.errors import TraceFormatError
+from agentprof.importers import plausibility
 from agentprof.importers.context import ImportContext
 from agentprof.importers.jsonl import read_bytes
 from agentprof.importers.providers import provider_for_model
+from agentprof.trace import waits
 from agentprof.trace.schema import SCHEMA, Trace, TraceMeta
 
 FORMAT = "kv-cache-tester"
@@ -383,6 +387,45 @@ def _check_subagent_clock(s: dict[str, Any], span_s: float, sessions: _Sessions)
             "from the sub-agent's start, as kv-cache-tester does)")))
 
 
+def _classify_gaps(w: pl.DataFrame) -> pl.DataFrame:
+    """What each ``think_time`` gap was, from the evidence the format keeps (``gap_kind``, ``gap_name``,
+    ``gap_attrs``): a new user message (input of text without tool results, or after an ``end_turn``
+    response) is a ``user_turn`` wait; a gap after tool calls is the tools' execution (a ``tool`` span) unless
+    it reaches :data:`~agentprof.trace.waits.IDLE_GAP_S`, then ``idle`` (a permission prompt or the user away;
+    the format cannot tell)."""
+    types = pl.col("input_types").fill_null(pl.lit([], dtype=pl.List(pl.Utf8)))
+    has_result = types.list.contains("tool_result")
+    has_text = types.list.contains("text")
+    user = (has_text & ~has_result) | (pl.col("prev_stop") == "end_turn")
+    idle = pl.col("think_time") >= waits.IDLE_GAP_S
+    cls = pl.when(user).then(pl.lit(waits.USER_TURN)).when(idle).then(pl.lit(waits.IDLE)).otherwise(pl.lit("tool"))
+    w = w.with_columns(cls.alias("gap_cls"))
+    attrs: list[str] = []
+    memo: dict[tuple[Any, ...], str] = {}  # few distinct (class, stop, input types): encode each once
+    for c, prev, it in w.select("gap_cls", "prev_stop", "input_types").iter_rows():
+        key = (c, prev, tuple(it) if it else None)
+        if key in memo:
+            attrs.append(memo[key])
+            continue
+        a: dict[str, Any] = {"agentprof.gap.source": "kv-cache-tester think_time",
+                             "agentprof.gap.previous_stop": prev or None, "agentprof.gap.input_types": it or None}
+        if c == "tool":
+            a["agentprof.tool.inferred"] = "the gap between a tool_use response and the request carrying the " \
+                                           "results: tool execution (and any permission prompt under " \
+                                           f"{waits.IDLE_GAP_S:g} s)"
+        else:
+            a[sc.WAIT_REASON] = c
+            if c == waits.IDLE:
+                a["agentprof.wait.threshold_s"] = waits.IDLE_GAP_S
+        memo[key] = json.dumps({k: v for k, v in a.items() if v is not None}, sort_keys=True, separators=(",", ":"))
+        attrs.append(memo[key])
+    return w.with_columns(
+        pl.when(pl.col("gap_cls") == "tool").then(pl.lit("tool")).otherwise(pl.lit("wait")).alias("gap_kind"),
+        pl.when(pl.col("gap_cls") == "tool").then(pl.lit(sc.tool_span_name("unrecorded")))
+        .otherwise(pl.lit("wait ") + pl.col("gap_cls")).alias("gap_name"),
+        pl.Series("gap_attrs", attrs, dtype=pl.Utf8))
+
+
 def _hex_ids(prefix: int, sess: Sequence[int], idx: Sequence[int]) -> list[str]:
     return [f"{prefix:02x}{s:06x}{i:08x}" for s, i in zip(sess, idx, strict=False)]
 
@@ -450,6 +493,18 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
         .when(bound > pl.col("start_ns")).then(pl.lit("derived"))
         .otherwise(pl.lit("unknown")).alias("timing"),
     )
+    # a derived end later than the output tokens allow (plausibility.py) is unknown, as an unreadable one is
+    limit_ns = ((plausibility.MAX_TTFT_S + pl.col("out").fill_null(-1).cast(pl.Float64)
+                 / plausibility.MIN_DECODE_TOKENS_PER_S) * _NS).cast(pl.Int64)
+    limit_ns = pl.when(pl.col("out").is_null()).then(int(plausibility.MAX_UNKNOWN_OUTPUT_S * _NS)).otherwise(limit_ns)
+    implausible = (pl.col("timing") == "derived") & (pl.col("end_ns") - pl.col("start_ns") > limit_ns)
+    n_bad = f.select(implausible.sum()).item()
+    if n_bad:
+        sessions.notes.append(("implausible_duration", None, f"{n_bad} request(s) without api_time whose end, "
+                               "derived from the next request, comes later than their output tokens allow: "
+                               "duration unknown"))
+        f = f.with_columns(pl.when(implausible).then(pl.col("start_ns")).otherwise(pl.col("end_ns")).alias("end_ns"),
+                           pl.when(implausible).then(pl.lit("unknown")).otherwise(pl.col("timing")).alias("timing"))
     models = f.get_column("model").unique().drop_nulls().to_list()
     prov = {m: provider_for_model(m) for m in models}
     sess_list = f.get_column("local").to_list()
@@ -491,23 +546,21 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
         "attributes": pl.Series(attrs, dtype=pl.Utf8),
         "_sess": f.get_column("sess"), "_order": (f.get_column("idx") * 2 + 1),
     })
-    w = f.filter(pl.col("think_time").is_not_null() & (pl.col("think_time") > 0))
-    wait_attrs = json.dumps({sc.WAIT_REASON: "think", "agentprof.wait.includes": "tool execution, permission "
-                             "prompts and user think time (not separated by kv-cache-tester)"}, sort_keys=True,
-                            separators=(",", ":"))
+    w = _classify_gaps(f.with_columns(pl.col("stop").shift(1).over("sess").alias("prev_stop"))
+                       .filter(pl.col("think_time").is_not_null() & (pl.col("think_time") > 0)))
     wait_spans = pl.DataFrame({
         "trace_id": w.get_column("trace_id"),
         "span_id": _hex_ids(3, w.get_column("local").to_list(), w.get_column("idx").to_list()),
         "parent_id": w.get_column("agent_span"),
         "session_id": w.get_column("session_id"),
         "parent_session_id": w.get_column("parent_session_id"),
-        "kind": pl.repeat("wait", w.height, eager=True, dtype=pl.Utf8),
-        "name": pl.repeat("wait think", w.height, eager=True, dtype=pl.Utf8),
+        "kind": w.get_column("gap_kind"),
+        "name": w.get_column("gap_name"),
         "start_ns": w.get_column("start_ns") - (w.get_column("think_time") * _NS).round().cast(pl.Int64),
         "end_ns": w.get_column("start_ns"),
         "timing": pl.repeat("measured", w.height, eager=True, dtype=pl.Utf8),
         "status": pl.repeat("ok", w.height, eager=True, dtype=pl.Utf8),
-        "attributes": pl.repeat(wait_attrs, w.height, eager=True, dtype=pl.Utf8),
+        "attributes": w.get_column("gap_attrs"),
         "_sess": w.get_column("sess"), "_order": w.get_column("idx") * 2,
     })
     ext = (pl.concat([model_spans.select("_sess", "start_ns", "end_ns"), wait_spans.select("_sess", "start_ns",

@@ -7,6 +7,7 @@ hashes of the trace key and a per-span key, so importing the same input twice gi
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,8 @@ import xxhash
 
 from agentprof import semconv as sc
 from agentprof.importers.context import ImportContext
+from agentprof.importers.plausibility import Clip, clip
+from agentprof.trace import waits
 from agentprof.trace.prompt import Fingerprint
 from agentprof.trace.schema import SCHEMA
 from agentprof.trace.usage import Usage
@@ -124,8 +127,18 @@ class SpanBuilder:
 
     def add_model_call(self, session_id: str, *, model: str | None, provider: str | None,
                        usage: Usage | None = None, fingerprint: Fingerprint | None = None,
-                       path: str | None = None, line: int | None = None, **kw: Any) -> str:
-        """A model span with normalized usage; impossible usage values become diagnostics, not numbers."""
+                       path: str | None = None, line: int | None = None, inner_ns: Sequence[int] = (),
+                       **kw: Any) -> str:
+        """A model span with normalized usage; impossible usage values become diagnostics, not numbers.
+
+        A ``derived`` span is held to :mod:`agentprof.importers.plausibility` (``inner_ns``: the times of the
+        call's own records): a start it cannot have had is moved later and the time cut off becomes an
+        ``idle`` wait or an unattributed orchestration span, with an ``implausible_duration`` diagnostic."""
+        if kw.get("timing") == "derived" and kw.get("start_ns") is not None and kw.get("end_ns") is not None:
+            out = usage.output_tokens if usage is not None else None
+            c = clip(kw["start_ns"], kw["end_ns"], out, inner_ns)
+            if c is not None:
+                kw = self._clip(session_id, c, kw, path, line)
         cols: dict[str, Any] = {}
         if usage is not None:
             cols.update(usage.usable().as_columns())
@@ -140,6 +153,25 @@ class SpanBuilder:
             for p in usage.problems:
                 self.ctx.note("impossible_usage", f"{p} (value dropped)", path, line, sid)
         return sid
+
+    def _clip(self, session_id: str, c: Clip, kw: dict[str, Any], path: str | None, line: int | None
+              ) -> dict[str, Any]:
+        """Apply a plausibility clip to a derived model call's columns and record the time cut off."""
+        start = kw["start_ns"]
+        cut_s = (c.new_start_ns - start) / 1e9
+        evidence = {"agentprof.plausibility.rule": c.rule, "agentprof.plausibility.detail": c.detail,
+                    "agentprof.source.line": line}
+        if cut_s >= waits.IDLE_GAP_S or c.rule == "idle_gap":
+            self.add(session_id, "wait", f"wait {waits.IDLE}", start_ns=start, end_ns=c.new_start_ns,
+                     timing="derived", attributes={sc.WAIT_REASON: waits.IDLE, **evidence})
+        else:
+            self.add(session_id, "orchestration", "unattributed", start_ns=start, end_ns=c.new_start_ns,
+                     timing="derived", attributes={"agentprof.unattributed": True, **evidence})
+        self.ctx.note("implausible_duration", f"derived model call start moved {cut_s:.0f} s later: {c.detail}",
+                      path, line)
+        attrs = dict(kw.get("attributes") or {})
+        attrs["agentprof.timing.clipped_s"] = round(cut_s, 3)
+        return {**kw, "start_ns": c.new_start_ns, "attributes": attrs}
 
     def finish(self) -> pl.DataFrame:
         """Fill every agent span's extent and timing, and return the span table (canonical schema)."""

@@ -21,6 +21,7 @@ def summarize(trace: Trace) -> dict[str, Any]:
         pl.col("output_tokens").sum(), pl.col("reasoning_tokens").sum(),
     ).row(0, named=True) if model.height else {}
     diags = Counter(d.kind for d in trace.diagnostics)
+    file_formats = trace.meta.extra.get("file_formats") or {}
     return {
         "format": trace.meta.source_format,
         "files": len(trace.meta.sources),
@@ -36,5 +37,9 @@ def summarize(trace: Trace) -> dict[str, Any]:
         "prompts_hashed": model.filter(pl.col("block_hashes").is_not_null()).height,
         "tokenizer": trace.meta.tokenizer,
         "skipped": sum(diags[k] for k in SKIP_KINDS),
+        "files_by_format": dict(sorted(Counter(file_formats.values()).items())),
+        "file_formats": file_formats,
+        "skipped_files": [{"path": d.path, "reason": d.message.removeprefix("skipped: ")}
+                          for d in trace.diagnostics if d.kind == "skipped_files"],
         "diagnostics": dict(sorted(diags.items())),
     }

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agentprof.errors import AgentprofError, TraceFormatError
 from agentprof.importers.context import ImportContext
-from agentprof.importers.detect import FORMATS, UNKNOWN, detect_format
+from agentprof.importers.detect import FORMATS, UNKNOWN, sniff
 
 _TRACE_SUFFIXES = (".jsonl", ".json", ".traj", ".parquet", ".history", ".ndjson")
 
@@ -34,7 +34,7 @@ def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext
         raise AgentprofError(f"unknown format {fmt!r} (expected auto or one of {', '.join(FORMATS)})")
     found: list[tuple[str, Path]] = []
     seen: set[Path] = set()
-    skipped: list[str] = []
+    skipped: list[tuple[str, str]] = []
     for given in paths:
         p = Path(given).expanduser()
         if not p.exists():
@@ -50,13 +50,14 @@ def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext
             if key in seen:
                 continue
             seen.add(key)
-            detected = detect_format(f)
+            det = sniff(f)
+            detected = det.format
             if fmt == "auto":
                 if detected == UNKNOWN:
                     if explicit:
-                        raise TraceFormatError(str(f), None, "cannot tell which agent wrote this file; pass "
-                                               f"--from ({', '.join(FORMATS)})")
-                    skipped.append(str(f))
+                        raise TraceFormatError(str(f), None, "cannot tell which agent wrote this file "
+                                               f"({det.reason}); pass --from ({', '.join(FORMATS)})")
+                    skipped.append((str(f), f"unknown format: {det.reason}"))
                     continue
                 found.append((detected, f))
             elif detected == fmt or (explicit and detected == UNKNOWN):
@@ -64,14 +65,24 @@ def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext
             elif explicit:
                 raise TraceFormatError(str(f), 1, f"not a {fmt} file (it looks like {detected}); "
                                        "use --from auto or the right --from")
-            elif detected != UNKNOWN:
-                skipped.append(str(f))
-    if skipped:
-        shown = ", ".join(skipped[:3]) + (f" and {len(skipped) - 3} more" if len(skipped) > 3 else "")
-        ctx.note("skipped_files", f"{len(skipped)} file(s) in the given folders are not {fmt if fmt != 'auto' else 'a known trace format'}: {shown}")
+            else:
+                skipped.append((str(f), f"{detected} file, not {fmt}" if detected != UNKNOWN else
+                                f"unknown format: {det.reason}"))
+                continue
+            if det.skipped and detected != UNKNOWN:
+                kinds = sorted(set(det.skipped))
+                ctx.note("leading_records_skipped", f"format recognized at line {det.line} after "
+                         f"{len(det.skipped)} leading record(s) of no known trace format ({', '.join(kinds[:4])})",
+                         str(f), det.line)
+            ctx.file_formats.append((str(f), found[-1][0]))
+    for path, reason in skipped:
+        ctx.note("skipped_files", f"skipped: {reason}", path)
     if not found:
+        shown = "; ".join(f"{p_}: {r}" for p_, r in skipped[:5]) + (f"; and {len(skipped) - 5} more"
+                                                                   if len(skipped) > 5 else "")
         raise AgentprofError("no trace files found in " + ", ".join(str(p) for p in paths) +
-                             (f" (looking for {fmt})" if fmt != "auto" else ""))
+                             (f" (looking for {fmt})" if fmt != "auto" else "") +
+                             (f"; skipped {len(skipped)} file(s): {shown}" if skipped else ""))
     return found
 
 

@@ -140,6 +140,11 @@ def _print_replay(res: Any) -> None:
                   f"{_s(s.model_calls_s)} ({_x(s.model_calls_speedup)})", _x(s.speedup_vs_recorded),
                   _x(s.speedup_vs_first), _x(s.amdahl_bound))
     console.print(t)
+    if r.agent_active_s is not None and r.e2e_s and r.agent_active_s < r.e2e_s - 1e-6:
+        console.print(f"agent-active time (user turns, approvals and idle left out): recorded {_s(r.agent_active_s)}; "
+                      + "; ".join(f"{s.name} {_s(s.agent_active_s)} ({_x(s.speedup_vs_recorded_active)}, Amdahl bound "
+                                  f"{_x(s.amdahl_bound_active)})" for s in res.systems if not s.error),
+                      highlight=False)
     for s in res.systems:
         if s.error:
             console.print(f"[red]{s.name}: {s.error}[/red]")

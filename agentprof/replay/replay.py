@@ -18,6 +18,7 @@ import polars as pl
 from agentprof.analysis.calls import CallBlocks, model_calls
 from agentprof.catalog import CatalogError, ModelSpec, find_model, resolve_model
 from agentprof.catalog.hardware import HardwareCatalog, System, load_catalog
+from agentprof.replay.active import human_wait_s, set_agent_active
 from agentprof.replay.cachepolicy import (
     CacheHits,
     CachePolicy,
@@ -51,6 +52,9 @@ class SystemRow:
     speedup_vs_first: float | None = None
     model_calls_speedup: float | None = None
     amdahl_bound: float | None = None
+    agent_active_s: float | None = None  # e2e minus the recorded user turns, approvals and idle (replay/active.py)
+    speedup_vs_recorded_active: float | None = None
+    amdahl_bound_active: float | None = None
     host_speed_ratio: float | None = None
     serving: dict[str, Any] | None = None
     deployments: list[dict[str, Any]] = field(default_factory=list)
@@ -108,6 +112,8 @@ class ReplayResult:
                 continue
             calls = f"{s.model_calls_speedup:.2f}x" if s.model_calls_speedup else "n/a"
             task = f"{s.speedup_vs_recorded:.2f}x" if s.speedup_vs_recorded else "n/a"
+            if s.speedup_vs_recorded_active and s.agent_active_s != s.e2e_s:
+                task += f" ({s.speedup_vs_recorded_active:.2f}x of agent-active time)"
             parts.append(f"{s.name} model calls {calls}, task {task}")
         bound = self.recorded.amdahl_bound
         tail = (f"; even an infinitely fast model gives at most {bound:.2f}x" if bound
@@ -361,6 +367,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         if first_e2e is None:
             first_e2e = row.e2e_s
         row.speedup_vs_first = first_e2e / row.e2e_s if row.e2e_s > 0 else None
+    set_agent_active(recorded, rows, human_wait_s(trace))
     parallel = _parallel_sessions(lay)
     if parallel:
         notes.append(f"{parallel} session(s) run spans in parallel: their recorded critical path is kept")

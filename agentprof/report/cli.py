@@ -45,15 +45,24 @@ def _default_name(paths: tuple[str, ...]) -> str:
               help="Concurrencies for the serving panel, e.g. 1,8,50 ('none' skips it; default 1,4,16,50 up "
                    "to 100 sessions).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the report in the default browser.")
+@click.option("--diff", "as_diff", is_flag=True,
+              help="Compare two sides instead: exactly two PATHS, BASE and NEW (each a file or folder of runs); "
+                   "writes the `agentprof diff` page.")
 def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...], model: str | None,
            title: str | None, include_text: bool, no_analysis: bool, no_replay: bool, skip_bad_lines: bool,
-           serving_concurrency: str | None, open_browser: bool) -> None:
+           serving_concurrency: str | None, open_browser: bool, as_diff: bool) -> None:
     """Write one self-contained HTML report (opens offline, no network) for trace files or folders.
 
     \b
     Example:
       agentprof report traces/run.jsonl -o reports/run.html --system jalapeno --system h200+x86 --model gpt-oss-120b
+      agentprof report --diff traces/main/ traces/pr/ -o reports/diff.html     # BASE and NEW side by side
     """
+    if as_diff:
+        from agentprof.report.diff_cli import report_diff
+
+        report_diff(paths, output, title, skip_bad_lines, open_browser)
+        return
     from agentprof.report.html import render_payload
     from agentprof.report.payload import build_payload
     from agentprof.report.stages import run_stages

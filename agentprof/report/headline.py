@@ -63,11 +63,21 @@ def headline(figures: dict[str, Any], analysis: dict[str, Any] | None = None,
         wall = time.get("wall_s")
         if wall is not None:
             out["wall_s"] = wall
-        out["time"] = {k: time.get(k) for k in (*TIME_KEYS, "critical_path_s", "amdahl_bound_s", "wall_s")}
+        out["time"] = {k: time.get(k) for k in (*TIME_KEYS, "critical_path_s", "amdahl_bound_s", "wall_s",
+                                                 "agent_active_s", "amdahl_bound_active_s")}
+        out["time"]["waits_by_reason"] = time.get("waits_by_reason") or {}
+        out["time"]["shares"] = time.get("shares") or {}
         out["shares"] = {k: (time[k] / wall) if wall and time.get(k) is not None else None for k in TIME_KEYS}
+        active = (time.get("shares") or {}).get("of_agent_active") or {}
+        # the analysis computed these once (TimeSplit.shares); the cards show them as they are
+        out["shares_active"] = {f"{k}_s": active.get(k) for k in ("model", "tool", "parse", "orchestration", "wait")}
         amdahl = time.get("amdahl_bound_s")
         out["amdahl_bound_s"] = amdahl
         out["max_speedup"] = (wall / amdahl) if wall and amdahl else None
+        out["agent_active_s"] = time.get("agent_active_s")
+        out["amdahl_bound_active_s"] = time.get("amdahl_bound_active_s")
+        out["max_speedup_active"] = active.get("max_speedup")
+        out["waits_by_reason"] = time.get("waits_by_reason") or {}
     elif replay and replay.get("amdahl_bound_s") is not None:
         out["amdahl_bound_s"] = replay["amdahl_bound_s"]
     red = (analysis or {}).get("redundancy") or {}

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from agentprof.report.terminal import TIME_ROWS, fmt_bytes, fmt_duration, fmt_int, fmt_pct, fmt_tokens, fmt_x
+from agentprof.trace.waits import HUMAN_REASONS
 
 COLORS = {"model": "#0072b2", "tool": "#e69f00", "parse": "#cc79a7", "orchestration": "#009e73", "wait": "#9aa5b1"}
 _BOX = ("font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:13px;color:#1c2430;"
@@ -56,16 +57,29 @@ def split_bar_svg(time: dict[str, Any], width: int = 560, height: int = 16) -> s
 
 def _time_table(time: dict[str, Any]) -> str:
     wall = time.get("wall_s")
+    active = time.get("agent_active_s")
+    active_shares = (time.get("shares") or {}).get("of_agent_active") or {}
     rows = []
     for key, label in TIME_ROWS:
         v = time.get(key)
         sw = f'<span style="display:inline-block;width:9px;height:9px;border-radius:2px;background:{COLORS[label]};margin-right:6px"></span>'
-        rows.append([sw + _e(label), _e(fmt_duration(v)), _e(fmt_pct(v / wall if v is not None and wall else None))])
-    rows.append(["<b>wall</b>", f"<b>{_e(fmt_duration(wall))}</b>", ""])
+        rows.append([sw + _e(label), _e(fmt_duration(v)), _e(fmt_pct(v / wall if v is not None and wall else None)),
+                     _e(fmt_pct(active_shares.get(label)))])
+    for reason, v in sorted((time.get("waits_by_reason") or {}).items(), key=lambda kv: -kv[1]):
+        rows.append([_e(f"wait: {reason}"), _e(fmt_duration(v)), _e(fmt_pct(v / wall if wall else None)),
+                     "–" if reason in HUMAN_REASONS or not active else _e(fmt_pct(v / active))])
+    rows.append(["<b>wall</b>", f"<b>{_e(fmt_duration(wall))}</b>", "", ""])
+    if active is not None:
+        rows.append(["<b>agent-active</b> (wall − user turns, approvals, idle)", f"<b>{_e(fmt_duration(active))}</b>",
+                     _e(fmt_pct(active / wall if wall else None)), ""])
     if time.get("amdahl_bound_s") is not None:
         a = time["amdahl_bound_s"]
-        rows.append(["Amdahl bound", _e(fmt_duration(a)), _e(f"≤ {fmt_x(wall / a)} faster" if wall and a else "")])
-    return _table(["bucket", "time", "share"], rows, {1, 2})
+        rows.append(["Amdahl bound", _e(fmt_duration(a)), _e(f"≤ {fmt_x(wall / a)} faster" if wall and a else ""), ""])
+    if time.get("amdahl_bound_active_s") is not None and active:
+        sp = active_shares.get("max_speedup")
+        rows.append(["Amdahl bound, agent-active", _e(fmt_duration(time["amdahl_bound_active_s"])), "",
+                     _e(f"≤ {fmt_x(sp)} faster" if sp else "")])
+    return _table(["bucket", "time", "share of wall", "share of agent-active"], rows, {1, 2, 3})
 
 
 def analysis_html(d: dict[str, Any]) -> str:

@@ -101,24 +101,44 @@ def _table(title: str | None = None, **kw: Any) -> Table:
 
 # ---------------------------------------------------------------- views
 def time_split_view(time: dict[str, Any]) -> Table:
-    """Wall time split into model / tool / parse / orchestration / wait, with shares and bars."""
+    """Wall time split into model / tool / parse / orchestration / wait, with shares of the wall and of the
+    agent-active time (the analysis' ``shares``), waits by reason, and the Amdahl bound on both clocks."""
+    from agentprof.trace.waits import HUMAN_REASONS
+
     wall = time.get("wall_s")
+    active_shares = (time.get("shares") or {}).get("of_agent_active") or {}
+    active = time.get("agent_active_s")
     t = _table("Where the time went")
     t.add_column("bucket")
     t.add_column("time", justify="right")
     t.add_column("share", justify="right")
+    t.add_column("of agent-active", justify="right")
     t.add_column("", no_wrap=True)
     for key, label in TIME_ROWS:
         v = time.get(key)
         share = v / wall if v is not None and wall else None
-        t.add_row(Text(label, style=KIND_STYLE[label]), fmt_duration(v), fmt_pct(share), bar(share, style=KIND_STYLE[label]))
-    t.add_row(Text("wall", style="bold"), Text(fmt_duration(wall), style="bold"), "", "")
+        t.add_row(Text(label, style=KIND_STYLE[label]), fmt_duration(v), fmt_pct(share),
+                  fmt_pct(active_shares.get(label)) if active is not None else "", bar(share, style=KIND_STYLE[label]))
+    for reason, v in sorted((time.get("waits_by_reason") or {}).items(), key=lambda kv: -kv[1]):
+        human = reason in HUMAN_REASONS
+        t.add_row(Text(f"  wait: {reason}", style="dim"), fmt_duration(v), fmt_pct(v / wall if wall else None),
+                  "–" if human or not active else fmt_pct(v / active), "")
+    t.add_row(Text("wall", style="bold"), Text(fmt_duration(wall), style="bold"), "", "", "")
+    if active is not None:
+        t.add_row(Text("agent-active", style="bold"), Text(fmt_duration(active), style="bold"),
+                  fmt_pct(active / wall if wall else None), "",
+                  Text("wall minus user turns, approvals and idle gaps", style="dim"))
     if time.get("critical_path_s") is not None:
-        t.add_row("critical path", fmt_duration(time["critical_path_s"]), fmt_pct(time["critical_path_s"] / wall if wall else None), "")
+        t.add_row("critical path", fmt_duration(time["critical_path_s"]),
+                  fmt_pct(time["critical_path_s"] / wall if wall else None), "", "")
     if time.get("amdahl_bound_s") is not None:
         amdahl = time["amdahl_bound_s"]
         note = f"at most {fmt_x(wall / amdahl)} faster" if wall and amdahl else ""
-        t.add_row("Amdahl bound", fmt_duration(amdahl), "", Text(note, style="dim"))
+        t.add_row("Amdahl bound", fmt_duration(amdahl), "", "", Text(note, style="dim"))
+    if time.get("amdahl_bound_active_s") is not None and active:
+        sp = active_shares.get("max_speedup")
+        t.add_row("  agent-active", fmt_duration(time["amdahl_bound_active_s"]), "", "",
+                  Text(f"at most {fmt_x(sp)} faster while the agent works" if sp else "", style="dim"))
     return t
 
 

@@ -34,7 +34,7 @@ def test_sequential_session_buckets_sum_to_wall():
     assert t["model_s"] == pytest.approx(2) and t["model_ttft_s"] == pytest.approx(0.5)
     assert t["model_decode_s"] == pytest.approx(1.5)
     assert t["tool_s"] == pytest.approx(2.5) and t["parse_s"] == pytest.approx(0.5)
-    assert t["wait_s"] == pytest.approx(1) and t["wait_by_reason"] == {"user": pytest.approx(1)}
+    assert t["wait_s"] == pytest.approx(1) and t["waits_by_reason"] == {"user_turn": pytest.approx(1)}  # old name
     assert t["orchestration_s"] == pytest.approx(4) and t["glue_s"] == pytest.approx(4)
     assert sum(t[k] for k in BUCKETS) == pytest.approx(t["wall_s"])
     assert t["critical_path_s"] == pytest.approx(6)
@@ -172,7 +172,7 @@ def test_captured_run_with_known_sleeps(tmp_path):
     for k, v in expected.items():
         assert getattr(t, k) == pytest.approx(v, rel=0.02), (k, getattr(t, k), v)
     assert t.wall_s == pytest.approx(sum(expected.values()), rel=0.02)
-    assert t.wait_by_reason == {"permission": pytest.approx(watch["wait"], rel=0.02)}
+    assert t.wait_by_reason == {"approval": pytest.approx(watch["wait"], rel=0.02)}
     assert ttft <= t.model_ttft_s <= watch["sdk"]  # the streamed call's first chunk
     tools = trace.spans.filter(trace.spans["kind"] == "tool")
     durs = sorted(((tools["end_ns"] - tools["start_ns"]) / 1e9).to_list())
@@ -182,3 +182,48 @@ def test_captured_run_with_known_sleeps(tmp_path):
     assert tool_sum <= watch["tool"] + 3 * watch["parallel"]
     assert t.tool_s < tool_sum  # parallel tools count once
     assert t.amdahl_bound_s == pytest.approx(t.wall_s - expected["model_s"], rel=0.02)
+
+
+def _imported(trace, fmt: str = "codex"):
+    from dataclasses import replace
+
+    return replace(trace, meta=replace(trace.meta, source_format=fmt, extra={**trace.meta.extra, "formats": [fmt]}))
+
+
+def test_agent_active_time_leaves_out_user_approval_and_idle_waits():
+    """wall 100 s: model 10, tool 10, a user turn 30, an approval 20, a retry back-off 5 (agent time), glue."""
+    b = TraceBuilder()
+    b.session("s", 0, 100)
+    b.model("s", 0, 10)
+    b.span("s", "tool", 10, 20)
+    b.span("s", "wait", 20, 50, **{"agentprof.wait.reason": "user_turn"})
+    b.span("s", "wait", 50, 70, **{"agentprof.wait.reason": "permission"})  # old name of approval
+    b.span("s", "wait", 70, 75, **{"agentprof.wait.reason": "retry"})
+    b.model("s", 75, 95)
+    t = _time(b.trace())
+    assert t["waits_by_reason"] == {"user_turn": pytest.approx(30), "approval": pytest.approx(20),
+                                    "retry": pytest.approx(5)}
+    assert t["agent_active_s"] == pytest.approx(50)  # 100 - 30 - 20
+    assert t["amdahl_bound_s"] == pytest.approx(70) and t["amdahl_bound_active_s"] == pytest.approx(20)
+    sh = t["shares"]
+    assert sh["of_wall"]["model"] == pytest.approx(0.3) and sh["of_agent_active"]["model"] == pytest.approx(0.6)
+    assert sh["of_agent_active"]["wait"] == pytest.approx(5 / 50)  # the retry only
+    assert sh["of_wall"]["max_speedup"] == pytest.approx(100 / 70)
+    assert sh["of_agent_active"]["max_speedup"] == pytest.approx(50 / 20)
+
+
+def test_gaps_between_imported_records_are_residue_or_idle_not_orchestration():
+    b = TraceBuilder()
+    b.session("s", 0, 1000)
+    b.model("s", 0, 10)
+    b.model("s", 10.5, 20)      # 0.5 s between records: residue
+    b.model("s", 50, 60)        # 30 s nobody accounts for: orchestration (the CLI's own time, hooks)
+    b.model("s", 600, 1000)     # 540 s with nothing recorded: idle
+    captured = _time(b.trace())
+    assert captured["orchestration_s"] == pytest.approx(570.5) and "residue" not in captured["waits_by_reason"]
+    t = _time(_imported(b.trace()))
+    assert t["waits_by_reason"] == {"residue": pytest.approx(0.5), "idle": pytest.approx(540)}
+    assert t["orchestration_s"] == pytest.approx(30) and t["glue_s"] == pytest.approx(30)
+    assert sum(t[k] for k in BUCKETS) == pytest.approx(t["wall_s"])
+    assert t["agent_active_s"] == pytest.approx(1000 - 540)
+    assert t["critical_path_s"] == pytest.approx(1000 - 570.5)

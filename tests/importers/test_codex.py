@@ -45,10 +45,19 @@ def test_tool_durations_from_exec_command_end_and_patch_metadata():
     tools = imported("codex").spans.filter(pl.col("kind") == "tool")
     got = {json.loads(a)["gen_ai.tool.call.id"]: (t, (e - s) / 1e9 if s is not None and e is not None else None)
            for a, t, s, e in zip(*[tools.get_column(c).to_list() for c in ("attributes", "timing", "start_ns", "end_ns")], strict=False)}
-    for cid, d in {**{c: v["secs"] + v["nanos"] / 1e9 for c, v in ends.items()}, **patches}.items():
+    # the unified exec tool's output header ("Wall time: 1.0016 seconds") times the calls without an end event
+    headers = {}
+    for r in raw:
+        p = r["payload"]
+        if r["type"] == "response_item" and p["type"] == "function_call_output" and p["call_id"] not in ends:
+            line = next((ln for ln in str(p["output"]).splitlines()[:4] if ln.startswith("Wall time: ")), None)
+            if line is not None:
+                headers[p["call_id"]] = float(line.split()[2])
+    assert headers
+    for cid, d in {**headers, **{c: v["secs"] + v["nanos"] / 1e9 for c, v in ends.items()}, **patches}.items():
         timing, secs = got[cid]
         assert timing == "measured" and secs == pytest.approx(d, abs=1e-6)
-    assert sum(1 for t, _ in got.values() if t == "measured") == len(ends) + len(patches)
+    assert sum(1 for t, _ in got.values() if t == "measured") == len(ends) + len(patches) + len(headers)
 
 
 def test_prompts_are_append_only_and_in_the_band():
@@ -331,8 +340,11 @@ def test_paginated_rollout_user_turns_and_usage_records():
     assert m.get_column("input_tokens").to_list() == [u["input_tokens"] for u in records]
     assert m.get_column("cache_read_tokens").to_list() == [u["cached_input_tokens"] for u in records]
     assert m.get_column("cache_write_tokens").to_list()[1] == records[1]["cache_write_input_tokens"]
-    waits = tr.spans.filter((pl.col("kind") == "wait") & (pl.col("name") == "wait user")).sort("end_ns")
-    ends = [r["timestamp"] for r in users]
+    waits = tr.spans.filter((pl.col("kind") == "wait") & (pl.col("name") == "wait user_turn")).sort("end_ns")
+    # each wait ends when the user's message opened the turn (its task_started, written just before the item)
+    starts = [r["timestamp"] for r in raw if r["type"] == "event_msg" and r["payload"]["type"] == "task_started"]
+    assert len(starts) == len(users)
+    ends = starts
     base = datetime.fromisoformat(ends[0].replace("Z", "+00:00"))
     got = [(e - int(base.timestamp() * 1e9)) / 1e9 for e in waits.get_column("end_ns").to_list()]
     want = [(datetime.fromisoformat(t.replace("Z", "+00:00")) - base).total_seconds() for t in ends]
@@ -361,3 +373,112 @@ def test_an_interrupted_response_is_its_own_failed_call_not_part_of_the_next():
     gap_end = waits.get_column("end_ns").to_list()[-1]
     assert m.get_column("start_ns").to_list()[1] >= gap_end  # the second call does not overlap the user's wait
     assert m.get_column("input_tokens").to_list() == [None, _usage_events(raw)[0]["last_token_usage"]["input_tokens"]]
+
+
+TRACELAB_ROLLOUT = FIXTURES / "codex_tracelab_0114.jsonl"
+"""TraceLab's public Codex CLI 0.114.0 example session (uw-syfi/TraceLab ``example_sessions/codex/trace.json``,
+CC BY 4.0), its 72 records rebuilt as JSON Lines with long texts shortened: three user turns, nine responses."""
+
+
+def _variant(tmp_path, drop) -> Path:
+    """The TraceLab rollout without the records ``drop`` selects (the layouts of builds that do not write them)."""
+    recs = [r for r in jsonl(TRACELAB_ROLLOUT) if not drop(r)]
+    p = tmp_path / "rollout-2026-03-21T10-05-38-01a7c9e4-6d12-7b3a-9f42-8c6d5e1a0b73.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return p
+
+
+def _ev(r: dict, *types: str) -> bool:
+    return r["type"] == "event_msg" and r["payload"]["type"] in types
+
+
+def _ns(ts: str) -> int:
+    from agentprof.importers.timestamps import iso_to_ns
+
+    return iso_to_ns(ts)
+
+
+def _responses(raw: list[dict]) -> list[tuple[int, int]]:
+    """(first output item, last output item) of each response, read off the token_count records that close
+    them: the ground truth every layout below must reproduce."""
+    out, first, last = [], None, None
+    for r in raw:
+        p = r["payload"]
+        if r["type"] == "response_item" and (p["type"] in ("reasoning", "function_call") or
+                                              (p["type"] == "message" and p["role"] == "assistant")):
+            first = first if first is not None else _ns(r["timestamp"])
+            last = _ns(r["timestamp"])
+        elif _ev(r, "token_count"):
+            out.append((first, last))
+            first = last = None
+    return out
+
+
+@pytest.mark.parametrize("layout", ["with token_count", "no token_count", "no token_count, no task events",
+                                    "no token_count, user turns as events only"])
+def test_model_calls_follow_the_turn_structure_in_every_layout(tmp_path, layout):
+    """A model call never spans a user message or a final answer, with or without ``token_count``,
+    ``task_started``/``task_complete`` or user ``response_item``s; the time from each answer to the next user
+    message is a ``user_turn`` wait (the issue's 59-minute call came from a rollout without token counts)."""
+    drop = {
+        "with token_count": lambda r: False,
+        "no token_count": lambda r: _ev(r, "token_count"),
+        "no token_count, no task events": lambda r: _ev(r, "token_count", "task_started", "task_complete"),
+        "no token_count, user turns as events only": lambda r: _ev(r, "token_count") or (
+            r["type"] == "response_item" and r["payload"].get("role") == "user"),
+    }[layout]
+    raw = jsonl(TRACELAB_ROLLOUT)
+    truth = _responses(raw)
+    assert len(truth) == 9
+    tr = load_any(_variant(tmp_path, drop))
+    m = tr.spans.filter(pl.col("kind") == "model").sort("start_ns")
+    assert m.height == 9  # one per response
+    users = [_ns(r["timestamp"]) for r in raw if _ev(r, "user_message")]
+    answers = [_ns(r["timestamp"]) for r in raw if r["type"] == "response_item"
+               and r["payload"].get("phase") == "final_answer"]
+    for (first, last), (s, e) in zip(truth, m.select("start_ns", "end_ns").iter_rows(), strict=True):
+        assert s <= first and e >= last  # holds the response's items
+        assert e - s < 10 * 10**9  # no response of this session took 10 s
+        assert not any(s < u < e for u in users)  # never across a user message
+        assert not any(s <= a < e for a in answers if a < last)  # never across an earlier final answer
+    w = tr.spans.filter(pl.col("kind") == "wait").sort("start_ns")
+    reasons = [json.loads(a)["agentprof.wait.reason"] for a in w.get_column("attributes").to_list()]
+    assert reasons == ["user_turn"] * 3
+    ends = w.get_column("end_ns").to_list()
+    assert all(u - 10**7 <= e <= u for e, u in zip(ends, users, strict=True))  # the turn opens with the message
+    starts = w.get_column("start_ns").to_list()
+    assert starts[1:] == [pytest.approx(a, abs=10**7) for a in answers[:2]]  # from the answer
+    if layout == "with token_count":
+        assert m.get_column("input_tokens").to_list() == [
+            r["payload"]["info"]["last_token_usage"]["input_tokens"] for r in raw if _ev(r, "token_count")]
+
+
+def test_an_escalated_command_waits_for_approval_until_it_runs(tmp_path):
+    """The issue's 17-minute approval: a command asking to run outside the sandbox
+    (``sandbox_permissions: "require_escalated"``, the documented escalation request) returns its output 17 min
+    after the model asked for it, with a 5 s ``Wall time``: 17 min of ``approval``, 5 s of tool."""
+    args = {"cmd": "npm install", "sandbox_permissions": "require_escalated",
+            "justification": "Do you want to install the dependencies?"}
+    recs = [
+        _rec("00.000", "session_meta", {"id": "s-esc", "timestamp": "2026-02-23T11:41:00.000Z"}),
+        _rec("01.000", "response_item", {"type": "message", "role": "user",
+                                         "content": [{"type": "input_text", "text": "install"}]}),
+        _rec("03.000", "response_item", {"type": "function_call", "name": "exec_command",
+                                         "arguments": json.dumps(args), "call_id": "c1"}),
+    ]
+    out = {"timestamp": "2026-02-23T11:58:08.000Z", "type": "response_item", "payload": {
+        "type": "function_call_output", "call_id": "c1",
+        "output": "Chunk ID: 1\nWall time: 5.0000 seconds\nProcess exited with code 0\nOutput:\nok\n"}}
+    p = tmp_path / "rollout-esc.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in [*recs, out]))
+    tr = load_any(p)
+    w = tr.spans.filter(pl.col("kind") == "wait").filter(pl.col("attributes").str.contains('"approval"'))
+    assert w.height == 1
+    assert (w.get_column("end_ns")[0] - w.get_column("start_ns")[0]) / 1e9 == pytest.approx(17 * 60)
+    tool = tr.spans.filter(pl.col("kind") == "tool").row(0, named=True)
+    assert tool["timing"] == "measured" and (tool["end_ns"] - tool["start_ns"]) / 1e9 == pytest.approx(5.0)
+    from agentprof.analysis import analyze
+
+    t = analyze(tr).to_dict()["time"]
+    assert t["waits_by_reason"]["approval"] == pytest.approx(17 * 60)
+    assert t["agent_active_s"] < 30

@@ -35,9 +35,8 @@ def test_every_sample_file_counts_and_tokens():
         assert m.get_column("output_tokens").sum() == sum(r["out"] for r in reqs)
         # the files' own totals agree (they have no sub-agents)
         assert m.get_column("input_tokens").sum() == raw["totals"]["parent_tokens"]["input"]
-        waits = df.filter((pl.col("session_id") == raw["id"]) & (pl.col("kind") == "wait"))
-        assert waits.height == sum(1 for r in reqs if (r.get("think_time") or 0) > 0)
-        assert df.filter((pl.col("session_id") == raw["id"]) & (pl.col("kind") == "tool")).height == 0
+        gaps = df.filter((pl.col("session_id") == raw["id"]) & pl.col("kind").is_in(["wait", "tool"]))
+        assert gaps.height == sum(1 for r in reqs if (r.get("think_time") or 0) > 0)
     assert tr.meta.block_size == 64 and tr.meta.extra["hash_scheme"] == "kv-cache-tester"
 
 
@@ -116,14 +115,27 @@ def test_timing_from_t_api_time_ttft_and_think_time():
                 assert row["timing"] == ("derived" if derived > start else "unknown")
         assert row["stream"] is (r["type"] == "s")
         assert row["ttft_s"] == r.get("ttft")
-    w = tr.spans.filter((pl.col("session_id") == "trace_0062") & (pl.col("kind") == "wait")).sort("start_ns")
-    thinks = [r for r in raw["requests"] if r.get("think_time")]
+    w = tr.spans.filter((pl.col("session_id") == "trace_0062") & pl.col("kind").is_in(["wait", "tool"])) \
+        .sort("start_ns")
+    reqs = [r for r in raw["requests"] if r.get("type") != "subagent"]
+    thinks = [(reqs[i - 1].get("stop") if i else None, r) for i, r in enumerate(reqs) if r.get("think_time")]
     assert w.height == len(thinks)
-    got = w.select(((pl.col("end_ns") - pl.col("start_ns")) / 1e9).alias("s"), "end_ns", "attributes").to_dicts()
-    for r, row in zip(thinks, got, strict=False):
+    got = w.select(((pl.col("end_ns") - pl.col("start_ns")) / 1e9).alias("s"), "end_ns", "kind",
+                   "attributes").to_dicts()
+    seen = set()
+    for (prev_stop, r), row in zip(thinks, got, strict=False):
         assert row["s"] == pytest.approx(r["think_time"])
         assert row["end_ns"] == round(r["t"] * 1e9)
-        assert json.loads(row["attributes"])["agentprof.wait.reason"] == "think"
+        types = r.get("input_types") or []
+        if prev_stop == "end_turn" or ("text" in types and "tool_result" not in types):
+            want = ("wait", "user_turn")
+        elif r["think_time"] >= 300:
+            want = ("wait", "idle")
+        else:
+            want = ("tool", None)
+        assert (row["kind"], json.loads(row["attributes"]).get("agentprof.wait.reason")) == want
+        seen.add(want)
+    assert len(seen) >= 2  # the sample holds more than one kind of gap
 
 
 def _with_subagent(tmp_path, scope: str = "local"):
@@ -265,7 +277,7 @@ def test_a_subagent_inside_the_think_gap_is_nested_under_that_wait(tmp_path):
     p = tmp_path / "nested.json"
     p.write_text(json.dumps(_nested_doc()))
     df = load_any(p).spans
-    waits = df.filter((pl.col("kind") == "wait") & (pl.col("session_id") == "nested")).sort("start_ns")
+    waits = df.filter(pl.col("kind").is_in(["wait", "tool"]) & (pl.col("session_id") == "nested")).sort("start_ns")
     wait = waits.row(-1, named=True)
     assert (wait["start_ns"], wait["end_ns"]) == (11 * 10**9, 24 * 10**9)  # t - think_time of the third request
     agents = {r["session_id"]: r for r in df.filter(pl.col("kind") == "agent").iter_rows(named=True)}
@@ -401,7 +413,7 @@ def test_subagent_layout_of_the_format_spec():
     main = json.loads(agents.filter(pl.col("session_id") == raw["id"]).row(0, named=True)["attributes"])
     assert main["agentprof.kvct.start_ts"] == raw["_start_ts"]
     # think gaps, sub-agent ones included (a null think_time is no gap)
-    w = df.filter(pl.col("kind") == "wait")
+    w = df.filter(pl.col("kind").is_in(["wait", "tool"]))
     assert w.height == sum(1 for _, r in flat if (r.get("think_time") or 0) > 0)
     assert (w.get_column("end_ns") - w.get_column("start_ns")).sum() == sum(
         round(r["think_time"] * 1e9) for _, r in flat if (r.get("think_time") or 0) > 0)

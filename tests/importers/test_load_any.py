@@ -59,7 +59,7 @@ def test_all_samples_at_once_and_deterministic(tmp_path):
     assert a.spans.equals(b.spans) and a.meta == b.meta
     assert [d.to_dict() for d in a.diagnostics] == [d.to_dict() for d in b.diagnostics]
     assert set(a.meta.extra["formats"]) == {"claude-code", "codex", "openhands", "mini-swe-agent", "swe-agent",
-                                            "aider", "kv-cache-tester"}
+                                            "aider", "kv-cache-tester", "tracelab"}
     a_path, b_path = tmp_path / "a.parquet", tmp_path / "b.parquet"
     from agentprof.trace import write
 
@@ -70,7 +70,7 @@ def test_all_samples_at_once_and_deterministic(tmp_path):
     back = load_any(a_path)
     assert back.spans.equals(a.spans)
     sessions = a.spans.get_column("session_id").n_unique()
-    assert sessions == 5 + 1 + 2 + 1 + 2 + 1 + 19
+    assert sessions == 5 + 1 + 2 + 1 + 2 + 1 + 19 + 2  # the TraceLab round trace holds two sessions
 
 
 def test_same_file_twice_is_imported_once(tmp_path):
@@ -194,3 +194,78 @@ def test_cli_errors_are_one_line_with_exit_status_2(tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "Traceback" not in r.stderr
     assert r.stderr.startswith("error: ") and "rollout-x.jsonl:2: not valid JSON" in r.stderr
+
+
+CC_SMALL = SAMPLES / "claude-code" / "session-3fe1b6bc.jsonl"
+
+
+def _with_leading_metadata(src: Path, dst: Path) -> Path:
+    """``src`` as Claude Code 2.1.x writes it now: session metadata records first (``mode``,
+    ``permission-mode``, ``ai-title``: the shapes public Claude Code session readers parse and skip)."""
+    sid = next(r["sessionId"] for r in jsonl(src) if isinstance(r.get("sessionId"), str))
+    head = [{"type": "mode", "mode": "default", "sessionId": sid},
+            {"type": "permission-mode", "permissionMode": "default", "sessionId": sid},
+            {"type": "ai-title", "aiTitle": "fix the build", "sessionId": sid}]
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text("".join(json.dumps(r) + "\n" for r in head) + src.read_text())
+    return dst
+
+
+def test_a_claude_code_folder_whose_sessions_begin_with_mode_records_imports(tmp_path):
+    """The issue's case: ``import ~/.claude/projects/<project>/`` said "no trace files found" because the
+    session files open with ``mode``/``permission-mode`` records; the single file imported."""
+    proj = tmp_path / "-home-me-repo"
+    f = _with_leading_metadata(CC_SMALL, proj / CC_SMALL.name)
+    assert detect_format(f) == "claude-code"
+    tr = load_any(proj)
+    want = imported("claude-code/session-3fe1b6bc.jsonl").spans
+    assert tr.spans.filter(pl.col("kind") == "model").height == want.filter(pl.col("kind") == "model").height > 0
+    lead = [d for d in tr.diagnostics if d.kind == "leading_records_skipped"]
+    assert len(lead) == 1 and lead[0].line == 4 and "'mode'" in lead[0].message and "3 leading" in lead[0].message
+    unknown = {d.message for d in tr.diagnostics if d.kind == "unknown_record"}
+    assert any("'permission-mode'" in m for m in unknown) and any("'mode'" in m for m in unknown)
+
+
+def test_leading_unknown_records_are_read_past_in_every_jsonl_format(tmp_path):
+    """Every JSON Lines format is recognized past a few records of no known kind (a newer version's header)."""
+    junk = "".join(json.dumps({"type": f"future-header-{i}", "v": i}) + "\n" for i in range(5))
+    for src, fmt in ((CODEX, "codex"), (CC_SMALL, "claude-code"),
+                     (Path(__file__).parent / "fixtures_other" / "pydantic-ai-agent-run.otlp.json", "otlp-json")):
+        if not src.exists():
+            continue
+        p = tmp_path / f"{fmt}.jsonl"
+        p.write_text(junk + src.read_text())
+        assert detect_format(p) == fmt, fmt
+
+
+def test_a_mixed_folder_reports_each_files_format_and_every_skipped_file(tmp_path):
+    d = tmp_path / "mixed"
+    _with_leading_metadata(CC_SMALL, d / "claude" / CC_SMALL.name)
+    shutil.copy(CODEX, d / "codex" / CODEX.name) if (d / "codex").mkdir(parents=True) is None else None
+    shutil.copy(SAMPLES / "kv-cache-tester" / "trace_0001.json", d / "trace_0001.json")
+    (d / "notes.jsonl").write_text(json.dumps({"type": "todo", "text": "x"}) + "\n")
+    (d / "config.json").write_text('{"theme": "dark"}')
+    (d / "empty.jsonl").write_text("")
+    r = CliRunner().invoke(import_cmd, [str(d), "--json"])
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.output)
+    assert s["files_by_format"] == {"claude-code": 1, "codex": 1, "kv-cache-tester": 1}
+    assert {Path(p).name: f for p, f in s["file_formats"].items()} == {
+        CC_SMALL.name: "claude-code", CODEX.name: "codex", "trace_0001.json": "kv-cache-tester"}
+    reasons = {Path(x["path"]).name: x["reason"] for x in s["skipped_files"]}
+    assert set(reasons) == {"notes.jsonl", "config.json", "empty.jsonl"}
+    assert "'todo'" in reasons["notes.jsonl"] and "empty" in reasons["empty.jsonl"]
+    human = CliRunner().invoke(import_cmd, [str(d)])
+    assert human.exit_code == 0, human.output
+    for name in (CC_SMALL.name, CODEX.name, "trace_0001.json", "notes.jsonl", "config.json"):
+        assert name in human.output
+    assert "skipped" in human.output and "kv-cache-tester" in human.output
+
+
+def test_a_folder_with_nothing_importable_says_why_for_each_file(tmp_path):
+    from agentprof.errors import AgentprofError
+
+    (tmp_path / "a.jsonl").write_text(json.dumps({"type": "todo"}) + "\n")
+    (tmp_path / "b.json").write_text("[1, 2]")
+    with pytest.raises(AgentprofError, match=r"skipped 2 file\(s\).*a\.jsonl: unknown format.*'todo'"):
+        load_any(tmp_path)

@@ -75,7 +75,8 @@ def test_unknown_files_in_the_folder_are_skipped_not_fatal(tmp_path):
     shutil.copy(SAMPLES / "openhands" / "metadata.json", out / "metadata.json")
     tr = load_any(out)
     assert kinds(tr.spans)["model"] == 40
-    assert any(d.kind == "skipped_files" and "metadata.json" in d.message for d in tr.diagnostics)
+    assert any(d.kind == "skipped_files" and "metadata.json" in d.path and "unknown format" in d.message
+               for d in tr.diagnostics)
 
 
 def test_the_restart_between_attempts_is_unrecorded_not_agent_time():
@@ -92,7 +93,7 @@ def test_the_restart_between_attempts_is_unrecorded_not_agent_time():
     assert main["end_ns"] == round(ends[4] * 1e9)  # its own last call, not attempt 2's
     t = analyze(tr).to_dict()["time"]
     gap = ends[5] - ends[4]  # attempt 2's first call has no start: its timed spans begin at its end
-    assert t["wait_by_reason"]["unrecorded"] == pytest.approx(gap, abs=1e-3)
+    assert t["waits_by_reason"]["unrecorded"] == pytest.approx(gap, abs=1e-3)
     assert t["glue_s"] == pytest.approx(0.0, abs=1e-6)
 
 

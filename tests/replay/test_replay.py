@@ -140,3 +140,23 @@ def test_cli_errors_are_one_line(tmp_path: Path, args: list[str], needle: str) -
     assert r.returncode == 2, r.stdout + r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], r.stderr
+
+
+def test_task_speedups_on_both_clocks(kvct_result, kvct) -> None:
+    """The recorded user turns and idle gaps stay in every replay: the speed-up of the agent's own time is
+    larger than the wall-clock one, and the same human time is left out on both sides."""
+    from agentprof.analysis import analyze
+
+    res = kvct_result
+    t = analyze(kvct).time
+    human = t.human_wait_s
+    assert human > 0.3 * t.wall_s  # the corpus is mostly waiting for its users
+    assert res.recorded.agent_active_s == pytest.approx(res.recorded.e2e_s - human, rel=1e-6)
+    for s in res.systems:
+        assert s.agent_active_s == pytest.approx(s.e2e_s - human, rel=1e-6)
+        assert s.speedup_vs_recorded_active == pytest.approx(res.recorded.agent_active_s / s.agent_active_s)
+        assert s.speedup_vs_recorded_active > s.speedup_vs_recorded > 1.0
+        assert s.speedup_vs_recorded_active <= s.amdahl_bound_active + 1e-9
+        assert "agent-active" in res.finding()
+    d = res.to_dict()
+    assert "speedup_vs_recorded_active" in d["systems"][0]

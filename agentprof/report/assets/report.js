@@ -180,10 +180,19 @@
     sec.appendChild(cards);
     var t = hl.time || {}, sh = hl.shares || {};
     cards.appendChild(card("Wall time", fmtDur(hl.wall_s), hl.top_sessions > 1 ? "summed over " + fmtInt(hl.top_sessions) + " sessions" : "end to end", null, !isNum(hl.wall_s)));
+    var sa = hl.shares_active || {};
+    if (isNum(hl.agent_active_s)) {
+      var human = [], wr = hl.waits_by_reason || {};
+      ["user_turn", "approval", "idle", "unrecorded"].forEach(function (r) { if (isNum(wr[r]) && wr[r] > 0) human.push(r.replace("_", " ") + " " + fmtDur(wr[r])); });
+      cards.appendChild(card("Agent-active time", fmtDur(hl.agent_active_s),
+        "wall minus " + (human.length ? human.join(", ") : "no user turns, approvals or idle gaps")));
+    }
     KINDS.forEach(function (k) {
       var sec_ = t[k + "_s"];
+      var sub = isNum(sec_) ? fmtDur(sec_) : (hl.time ? "not recorded" : "needs the analysis");
+      if (isNum(sa[k + "_s"])) sub += " · " + fmtPct(sa[k + "_s"]) + " of agent-active";
       cards.appendChild(card(KIND_LABEL[k] + " share", isNum(sh[k + "_s"]) ? fmtPct(sh[k + "_s"]) : "—",
-        isNum(sec_) ? fmtDur(sec_) : (hl.time ? "not recorded" : "needs the analysis"), COLOR[k], !isNum(sh[k + "_s"])));
+        sub, COLOR[k], !isNum(sh[k + "_s"])));
     });
     cards.appendChild(card("Model calls", fmtInt(hl.model_calls), isNum(hl.tool_calls) ? fmtInt(hl.tool_calls) + " tool calls" : null));
     cards.appendChild(card("Input tokens", fmtTok(hl.input_tokens),
@@ -191,7 +200,9 @@
     cards.appendChild(card("Cache read share", fmtPct(hl.cache_read_share),
       isNum(hl.cache_read_tokens) ? fmtTok(hl.cache_read_tokens) + " tokens read from the provider cache" : "provider reported no cache reads", COLOR.cached, !isNum(hl.cache_read_share)));
     cards.appendChild(card("Amdahl bound", fmtDur(hl.amdahl_bound_s),
-      isNum(hl.max_speedup) ? "task time with instant model calls: at most " + fmtX(hl.max_speedup) + " faster" : "needs the analysis", null, !isNum(hl.amdahl_bound_s)));
+      isNum(hl.max_speedup) ? "task time with instant model calls: at most " + fmtX(hl.max_speedup) + " faster" +
+        (isNum(hl.max_speedup_active) ? " (" + fmtX(hl.max_speedup_active) + " of agent-active time, " + fmtDur(hl.amdahl_bound_active_s) + ")" : "")
+        : "needs the analysis", null, !isNum(hl.amdahl_bound_s)));
 
     var wall = hl.time && isNum(hl.time.wall_s) ? hl.time.wall_s : null;
     if (wall && wall > 0) {

@@ -1,0 +1,136 @@
+"""agentprof.analysis.diff and .active on small synthetic traces and hand-checked statistics."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import false_discovery_control, mannwhitneyu
+
+from agentprof import semconv as sc
+from agentprof.analysis.active import agent_active_s
+from agentprof.analysis.diff import adjust, diff, mann_whitney, min_p
+from agentprof.cli import main
+from agentprof.errors import AgentprofError
+from agentprof.trace import Trace, TraceMeta, spans_from_records
+
+T0 = 1_700_000_000_000_000_000
+S = 1_000_000_000
+
+
+def _span(sess, sid, parent, kind, name, start, end, **attrs):
+    return {"record": "span", "trace_id": sess, "span_id": sid, "parent_id": parent, "name": name, "kind": kind,
+            "start_ns": start, "end_ns": end, "status": "ok", "error_type": None,
+            "attributes": {"agentprof.session.id": sess, **attrs}}
+
+
+def runs_trace(n: int, tool_s: float, wait_s: float = 0.0, prefix: str = "r", jitter: int = 0,
+               ttft_s: float | None = None) -> Trace:
+    """``n`` runs (sessions): model 1 s, tool ``tool_s``, a user wait ``wait_s``, each run 0.01 s apart in
+    length so runs are not all tied."""
+    recs = []
+    for i in range(n):
+        sess = f"{prefix}{i}"
+        t = T0 + i * 1000 * S
+        m = S + (i + jitter) * 10_000_000
+        usage = {"gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 10}
+        if ttft_s is not None:
+            usage[sc.RESPONSE_TIME_TO_FIRST_CHUNK] = ttft_s
+        recs.append(_span(sess, "m", "root", "model", "chat x", t, t + m, **usage))
+        tt = int(tool_s * S) + i * 1_000_000
+        recs.append(_span(sess, "t", "root", "tool", "execute_tool grep", t + m, t + m + tt,
+                          **{"gen_ai.tool.name": "grep"}))
+        end = t + m + tt
+        if wait_s:
+            recs.append(_span(sess, "w", "root", "wait", "wait", end, end + int(wait_s * S),
+                              **{"agentprof.wait.reason": "user_turn"}))
+            end += int(wait_s * S)
+        recs.insert(len(recs) - (3 if wait_s else 2), _span(sess, "root", None, "agent", "invoke_agent a", t, end))
+    return Trace(TraceMeta(source_format="agentprof", name="synthetic"), spans_from_records(recs))
+
+
+def test_agent_active_subtracts_only_waits_outside_the_agent():
+    t = {"wall_s": 100.0, "wait_by_reason": {"user": 10.0, "approval": 5.0, "idle": 20.0, "retry": 3.0,
+                                             "residue": 2.0, "unrecorded": 1.0}}
+    assert agent_active_s(t) == pytest.approx(100 - 10 - 5 - 20 - 1)
+    assert agent_active_s({"wall_s": 50.0, "waits_by_reason": '{"user_turn": 20.0}'}) == 30.0
+    assert agent_active_s({"wall_s": 50.0, "agent_active_s": 12.5, "wait_by_reason": {"user": 1.0}}) == 12.5
+
+
+def test_mann_whitney_is_scipys_and_identical_samples_give_1():
+    x, y = [1.0, 2.5, 3.0, 4.0], [5.0, 6.0, 2.0, 8.0, 9.0]
+    assert mann_whitney(np.array(x), np.array(y)) == pytest.approx(
+        mannwhitneyu(x, y, alternative="two-sided").pvalue)
+    assert mann_whitney(np.ones(5), np.ones(3)) == 1.0
+    assert mann_whitney(np.empty(0), np.ones(3)) is None
+    assert min_p(8, 8) == pytest.approx(2 / math.comb(16, 8))
+
+
+def test_holm_and_bh_adjustments():
+    p = [0.01, 0.04, 0.03, 0.005]
+    # Holm by hand: sorted 0.005*4=0.02, 0.01*3=0.03, 0.03*2=0.06, 0.04*1=0.04 -> monotone 0.06
+    assert adjust(p, "holm") == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert adjust(p, "bh") == pytest.approx(list(false_discovery_control(p, method="bh")))
+    with pytest.raises(AgentprofError):
+        adjust(p, "bonferroni-ish")
+
+
+def test_a_slower_tool_across_runs_and_the_wait_excluded_from_agent_active():
+    base = runs_trace(8, 1.0, wait_s=30.0)
+    new = runs_trace(8, 3.0, wait_s=30.0, prefix="n")
+    res = diff(base, new)
+    assert res.method["across"] == "runs"
+    sig = {(c.metric, c.scope) for c in res.significant}
+    assert ("tool_time_s", "tool:grep") in sig and ("tool_s", "task") in sig
+    assert ("model_s", "task") not in sig and ("wait_s", "wait:user_turn") not in sig
+    wall, active = res.change("wall_s"), res.change("agent_active_s")
+    assert active.base == pytest.approx(wall.base - 30.0)
+    assert active.ratio > wall.ratio  # the same 2 s more is a larger share of the agent's own time
+    assert res.change("wait_s", "wait:user_turn").slower_by() is None  # a person's wait is not "slower"
+    failed = res.failures(slower_pct=50)
+    assert {(f["metric"], f["scope"]) for f in failed} >= {("tool_time_s", "tool:grep"), ("agent_active_s", "task")}
+    assert ("wall_s", "task") not in {(f["metric"], f["scope"]) for f in failed}  # +2 s of ~34 s is under 50 %
+
+
+def test_one_run_per_side_tests_across_spans_and_leaves_task_totals_untested():
+    res = diff(runs_trace(1, 1.0), runs_trace(1, 3.0, prefix="n"))
+    assert res.method["across"] == "calls and spans"
+    wall = res.change("wall_s")
+    assert wall.p is None and not wall.significant and "repeat runs" in wall.note
+    tool = res.change("tool_time_s", "tool:grep")
+    assert tool.unit == "spans" and tool.n_base == tool.n_new == 1
+    assert any("fewer than two runs" in n for n in res.notes)
+
+
+def test_too_few_runs_say_so():
+    res = diff(runs_trace(3, 1.0), runs_trace(3, 3.0, prefix="n"))
+    assert not res.significant
+    assert any("smallest possible p-value" in n for n in res.notes)
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = 0
+    try:
+        main(list(args))
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_needs_two_unambiguous_sides(capsys, tmp_path):
+    code, _, err = run(capsys, "diff", str(tmp_path))
+    assert code == 2 and err.startswith("error: expected two paths, BASE and NEW, got 1")
+    code, _, err = run(capsys, "diff", "a", "b", "--base", "c", "--new", "d")
+    assert code == 2 and "not both" in err
+    code, _, err = run(capsys, "diff", str(tmp_path / "nope.jsonl"), str(tmp_path))
+    assert code == 2 and "no such file or folder" in err and "Traceback" not in err
+
+
+def test_a_figure_one_side_cannot_measure_is_not_tested_not_zero():
+    res = diff(runs_trace(8, 1.0), runs_trace(8, 1.0, prefix="n", ttft_s=0.2))
+    ttft = res.change("ttft_s", "call")
+    assert ttft.base is None and ttft.new == pytest.approx(0.2)
+    assert ttft.p is None and not ttft.significant and "nothing to measure" in ttft.note
+    assert not res.significant
