@@ -17,10 +17,12 @@ import polars as pl
 from agentprof.analysis.calls import CallBlocks, model_calls
 from agentprof.errors import AgentprofError
 from agentprof.trace.schema import Trace
+from agentprof.trace.waits import HUMAN_REASONS, LEGACY
 
-HUMAN_WAITS = frozenset({"user", "permission", "idle", "think"})
-"""Wait reasons ``--cap-wait`` caps. ``think`` (kv-cache-tester) mixes tool time with human think time and is
-capped whole, as InferenceX AgentX caps idle time on such traces."""
+HUMAN_WAITS = HUMAN_REASONS | {"think"}
+"""Wait reasons ``--cap-wait`` caps (:mod:`agentprof.trace.waits`, old names read as new). ``think``
+(kv-cache-tester) mixes tool time with human think time and is capped whole, as InferenceX AgentX caps idle
+time on such traces."""
 SCOPES = ("global", "session")
 
 
@@ -70,6 +72,7 @@ def _wait_excess(spans: pl.DataFrame, cap_wait: float | None) -> pl.DataFrame:
     if not w.height:
         return empty
     reason = w.get_column("attributes").str.json_path_match("$['agentprof.wait.reason']").fill_null("user")
+    reason = reason.replace(LEGACY)
     w = w.with_columns(reason.alias("_r")).filter(pl.col("_r").is_in(list(HUMAN_WAITS)))
     return w.select("session_id", "start_ns",
                     ((pl.col("end_ns") - pl.col("start_ns")) / 1e9 - cap_wait).clip(lower_bound=0.0).alias("excess_s"))
