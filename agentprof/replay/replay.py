@@ -213,6 +213,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         serving = ServingConfig(concurrency=concurrency)
     if serving is not None:
         concurrency = serving.concurrency
+        serving.prefix_cache = policy.kind != "none"
         if policy.kind == "lmcache" and not (serving.cpu_bytes or serving.disk_bytes):
             serving.cpu_bytes, serving.disk_bytes = policy.cpu_bytes, policy.disk_bytes
     spans = trace.spans

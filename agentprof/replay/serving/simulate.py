@@ -30,6 +30,7 @@ class ServingConfig:
     arrival_rate_per_h: float | None = None
     scope: str = "global"
     hbm_unbounded: bool = False
+    prefix_cache: bool = True  # False: --cache-policy none, every prompt is prefilled in full
     seed: int = 0
     ramp_s: float | None = None
     """Seconds between the starts of the closed loop's first sessions; None: the mean recorded session time
@@ -71,7 +72,7 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     opt = Options(concurrency=cfg.concurrency, replicas=replicas, budget_tokens=budget, router=cfg.router,
                   cpu_blocks=cfg.cpu_bytes / per_block if cfg.cpu_bytes else 0.0,
                   disk_blocks=cfg.disk_bytes / per_block if cfg.disk_bytes else 0.0,
-                  hbm_blocks=math.inf if cfg.hbm_unbounded else None, ttl_s=cfg.ttl_s,
+                  hbm_blocks=math.inf if cfg.hbm_unbounded else (None if cfg.prefix_cache else 0.0), ttl_s=cfg.ttl_s,
                   arrival_rate_per_h=cfg.arrival_rate_per_h, seed=cfg.seed, copies=copies,
                   ramp_s=ramp)
     eng = Engine(plan, cost, opt).run()

@@ -48,6 +48,14 @@ def test_replay_concurrency_json_has_a_serving_object_per_system(capsys) -> None
     assert h200["host_link"]["key"] == "pcie5-x16" and rubin["host_link"]["key"] == "nvlink-c2c-vera"
 
 
+def test_cache_policy_none_turns_the_prefix_cache_off(capsys) -> None:
+    code, out, _ = run(capsys, "replay", str(KVCT), "-s", "b200+x86", "--concurrency", "2", "--cache-policy", "none",
+                       "--json")
+    assert code == 0
+    sv = json.loads(out)["systems"][0]["serving"]
+    assert sv["hit_share"]["total"] == 0.0 and sv["cold_calls"]["count"] == sv["calls"]
+
+
 def test_replay_terminal_shows_the_serving_panel(capsys) -> None:
     code, out, _ = run(capsys, "replay", str(KVCT), "-s", "b200+x86", "--concurrency", "4", "--cap-wait", "60")
     assert code == 0
