@@ -184,7 +184,9 @@ class System:
     mem_util: float
     weights_fraction: float
     params: dict[str, Bounded] = field(default_factory=dict)
-    """Declared per-step terms (systems no measurement covers): t_fixed_s, mbu, mfu, t0_s, t_req_s, q, mtp_accept."""
+    """Declared per-step terms (systems no measurement covers): t_layer_s (fixed step overhead per layer) with
+    fanout_kappa (its growth per doubling of chips) or a flat t_fixed_s, mbu, mfu, mfu_pf, t0_s, t_req_s, q,
+    mtp_accept, attn_eff."""
 
 
 @dataclass
@@ -207,7 +209,8 @@ class HardwareCatalog:
 
 
 _SYSTEM_TEXT = ("display", "accelerator", "host", "link", "disk", "frameworks", "precisions", "tp", "params")
-_PARAM_KEYS = ("t_fixed_s", "mbu", "mfu", "t0_s", "t_req_s", "q", "mtp_accept", "attn_eff")
+_PARAM_KEYS = ("t_fixed_s", "t_layer_s", "fanout_kappa", "mbu", "mfu", "mfu_pf", "t0_s", "t_req_s", "q", "mtp_accept",
+               "attn_eff")
 
 
 def _parse_system(key: str, t: dict[str, Any], where: str, acc: dict[str, Accelerator], hosts: dict[str, Host],
@@ -245,10 +248,12 @@ def _parse_system(key: str, t: dict[str, Any], where: str, acc: dict[str, Accele
         if not isinstance(raw, dict):
             raise CatalogError(f"{where}.params: expected a table")
         params = _numbers(raw, f"{where}.params", (), _PARAM_KEYS)
-        missing = [k for k in ("t_fixed_s", "mbu", "mfu") if k not in params]
+        missing = [k for k in ("mbu", "mfu") if k not in params]
+        if "t_fixed_s" not in params and "t_layer_s" not in params:
+            missing.insert(0, "t_layer_s (or t_fixed_s)")
         if missing:
             raise CatalogError(f"{where}.params: missing {', '.join(missing)} (declared systems need at least "
-                               "t_fixed_s, mbu and mfu)")
+                               "t_layer_s or t_fixed_s, mbu and mfu)")
     return System(
         key=key, display=_text(t, "display", where, key), accelerator=ref("accelerator", acc, "accelerator"),
         count=int(count), host=ref("host", hosts, "host"), link=ref("link", links, "link"),
@@ -265,7 +270,7 @@ def _parse_link(key: str, t: Any, where: str) -> Link:
 
 
 _ACC_NUMS = ("hbm_bytes", "hbm_bw", "bf16_flops")
-_ACC_OPT = ("fp8_flops", "fp4_flops", "tdp_w", "allin_kw", "scaleup_bw", "scaleup_domain")
+_ACC_OPT = ("fp8_flops", "fp4_flops", "tdp_w", "allin_kw", "scaleup_bw", "scaleup_domain", "overhead_scale")
 _HOST_NUMS = ("cores", "st_speed")
 _HOST_OPT = ("mem_bw", "vendor_claim")
 

@@ -20,6 +20,7 @@ import polars as pl
 
 from agentprof.catalog import find_model
 from agentprof.catalog.hardware import HardwareCatalog
+from agentprof.catalog.kvcache import kv_bytes
 from agentprof.errors import TraceFormatError
 from agentprof.replay.calibration import Fitted, step_params
 from agentprof.replay.costmodel import Deployment, call_times
@@ -73,7 +74,7 @@ def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff
         if got is None:
             continue
         entry, how = got
-        dep = Deployment(m, cat.accelerators[hw], prec, tp)
+        dep = Deployment(m, cat.accelerators[hw], prec, tp, kv_dtype_bytes=kv_bytes(str(r["framework"]), m.key, hw)[0])
         p = step_params(entry.theta, dep.layers, tp, accept=1.0).with_(attn_eff=attn_eff)
         inp, out = float(r["mean_input_tokens"]), float(r["mean_output_tokens_actual"])
         t = call_times(dep, p, np.array([inp]), np.array([r["server_gpu_cache_hit_rate"] * inp]), np.array([out]),

@@ -18,26 +18,26 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from scipy.optimize import least_squares
 
 from agentprof import __version__
 from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.replay.costmodel import StepParams
-from agentprof.replay.lsq import least_squares
 from agentprof.replay.points import PARAMS, Features, PointKey, load_points, point_features, predict
 
 FITTED_PATH = CATALOG_DIR / "fitted.toml"
 DEFAULT_POINTS = Path("data/inferencex/calibration_points.csv")
 DEFAULT_AGENTIC = Path("data/inferencex/agentic_kimi_points.csv")
-METHOD = ("hierarchical regularized least squares (Levenberg-Marquardt, numpy): levels family > hardware > "
+METHOD = ("hierarchical regularized least squares (Levenberg-Marquardt, scipy.optimize.least_squares): levels family > hardware > "
           "group (hardware, framework, model, precision, speculation) > layout; residuals log(pred/measured) "
           "of median TPOT (weight 1), TTFT and E2E (weight 0.5); log-normal priors from the level above")
 
 # prior means (natural units) and log-space widths for the top level
 PRIOR_MEAN = {"tau_s": 80e-6, "kappa": 0.05, "mbu": 0.75, "mfu": 0.35, "t0_s": 0.02, "q": 1.0, "t_req_s": 0.01,
-              "accept": 1.8, "m_steps": 1.5}
+              "accept": 1.8, "mfu_pf": 0.2}
 PRIOR_MEAN_AMD = {"mbu": 0.6}
-PRIOR_SD = np.array([0.8, 1.5, 1.0, 0.15, 1.5, 0.5, 1.5, 0.5, 1.5])
+PRIOR_SD = np.array([0.8, 1.5, 1.0, 0.15, 1.5, 0.5, 1.5, 0.5, 0.3])
 LEVEL_SD_SCALE = {"family": 1.0, "hardware": 1.0, "group": 1.0, "layout": 0.7}
 W_TPOT, W_TTFT, W_E2E = 1.0, 0.5, 0.5
 LEVELS = ("family", "hardware", "group", "layout")
@@ -45,14 +45,16 @@ LEVELS = ("family", "hardware", "group", "layout")
 
 def to_x(theta: np.ndarray) -> np.ndarray:
     """Natural parameters → unconstrained fit space (log, logit for efficiencies, log(a−1) for acceptance)."""
-    tau, kappa, mbu, mfu, t0, q, treq, acc, m = theta
+    tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf = theta
     return np.array([math.log(tau), math.log(kappa), math.log(mbu / (1 - mbu)), math.log(mfu / (1 - mfu)),
-                     math.log(t0), math.log(q), math.log(treq), math.log(max(acc - 1.0, 1e-3)), math.log(m)])
+                     math.log(t0), math.log(q), math.log(treq), math.log(max(acc - 1.0, 1e-3)),
+                     math.log(mfu_pf / (1 - mfu_pf))])
 
 
 def from_x(x: np.ndarray) -> np.ndarray:
     e = np.exp(np.clip(x, -40, 40))
-    return np.array([e[0], e[1], 1 / (1 + 1 / e[2]), 1 / (1 + 1 / e[3]), e[4], e[5], e[6], 1.0 + e[7], e[8]])
+    return np.array([e[0], e[1], 1 / (1 + 1 / e[2]), 1 / (1 + 1 / e[3]), e[4], e[5], e[6], 1.0 + e[7],
+                     1 / (1 + 1 / e[8])])
 
 
 def step_params(theta: np.ndarray, layers: float, gpus: int, accept: float | None = None) -> StepParams:
@@ -61,7 +63,7 @@ def step_params(theta: np.ndarray, layers: float, gpus: int, accept: float | Non
     t = dict(zip(PARAMS, (float(v) for v in theta), strict=True))
     return StepParams(t_fixed_s=layers * t["tau_s"] * (1.0 + t["kappa"] * math.log2(max(gpus, 1))),
                       mbu=t["mbu"], mfu=t["mfu"], t0_s=t["t0_s"], q=t["q"], t_req_s=t["t_req_s"],
-                      accept=t["accept"] if accept is None else accept, m_steps=t["m_steps"])
+                      accept=t["accept"] if accept is None else accept, mfu_pf=t["mfu_pf"])
 
 
 def prior_theta(vendor: str = "") -> np.ndarray:
@@ -96,6 +98,9 @@ class Fitted:
     """Efficiency of prefill attention relative to the weight GEMMs (one global value, fitted on the long-prompt
     agentic points, :mod:`agentprof.replay.agentic`); 1 when not fitted."""
     agentic: dict[str, Any] = field(default_factory=dict)
+    level_errors: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Cross-validated error per calibration level (``fitted``, ``group``, ``unseen``): median and p90 APE of
+    TTFT, TPOT and E2E, measured by :func:`agentprof.replay.fidelity.level_errors` when the fit was made."""
 
     def lookup(self, key: PointKey, vendor: str = "") -> tuple[FitEntry, str]:
         """The parameters for a configuration: its layout, else its group, else the nearest calibrated group
@@ -117,6 +122,12 @@ class Fitted:
         if fam is not None:
             return fam, "family"
         return FitEntry("prior", "prior", prior_theta(vendor), 0), "prior"
+
+
+def is_disaggregated(framework: str) -> bool:
+    """Frameworks that serve with separate prefill and decode pools (Dynamo, SGLang-disagg)."""
+    f = framework.lower()
+    return f.startswith("dynamo") or "disagg" in f
 
 
 def _match_score(a: PointKey, e: FitEntry) -> float:
@@ -179,7 +190,8 @@ def _fit_unit(f: Features, idx: np.ndarray, mu_theta: np.ndarray, sd: np.ndarray
     mu = to_x(mu_theta)
     sub = f.subset(idx)
     fixed = not bool(sub.mtp.any())
-    x, _ = least_squares(lambda x: _residuals(sub, np.arange(idx.size), x, mu, sd, fixed, attn_eff), mu.copy())
+    x = least_squares(lambda x: _residuals(sub, np.arange(idx.size), x, mu, sd, fixed, attn_eff), mu.copy(),
+                      method="lm").x
     if fixed:
         x[7] = mu[7]
     return from_x(x)
@@ -189,11 +201,13 @@ def _ape(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
     return np.abs(pred - meas) / meas
 
 
-def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 1.0) -> Fitted:
+def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 1.0,
+        chain: PointKey | None = None, f: Features | None = None) -> Fitted:
     """Fit every level on the covered points of ``df`` (an InferenceX-style points table), with the global
-    prefill-attention efficiency ``attn_eff`` held fixed."""
+    prefill-attention efficiency ``attn_eff`` held fixed. With ``chain`` only the family, hardware and group of
+    that configuration are fitted (what predicting it needs; cross-validation uses it to save time)."""
     cat = cat or load_catalog()
-    f = point_features(df, cat)
+    f = f if f is not None else point_features(df, cat)
     cov = np.flatnonzero(f.covered)
     entries: dict[str, dict[str, FitEntry]] = {lv: {} for lv in LEVELS}
     if cov.size == 0:
@@ -206,6 +220,9 @@ def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 
             k = f.keys[i]
             assert k is not None
             name = {"family": k.family, "hardware": k.hardware, "group": k.group, "layout": k.config}[level]
+            if chain is not None and (level == "layout" or name != {
+                    "family": chain.family, "hardware": chain.hardware, "group": chain.group}[level]):
+                continue
             out.setdefault(name, []).append(int(i))
         return out
 
@@ -292,8 +309,7 @@ def to_toml(fitted: Fitted) -> str:
              "# Every number below comes from the fit described in [provenance] (data file, its SHA-256, date,",
              "# method); units: tau_s seconds per layer per decode step, t0_s / t_req_s seconds, mbu / mfu",
              "# fractions of peak bandwidth / compute, kappa growth of the step overhead per doubling of GPUs,",
-             "# q prefill-queueing factor, accept tokens per step (speculative decoding; 1 = off), m_steps",
-             "# decode steps a new request waits before its first token.", "",
+             "# q prefill-queueing factor, accept tokens per step (speculative decoding; 1 = off).", "",
              "[provenance]"]
     for k, v in fitted.provenance.items():
         lines.append(f"{k} = {_toml_value(v)}")
@@ -302,6 +318,10 @@ def to_toml(fitted: Fitted) -> str:
     if fitted.agentic:
         lines += ["", "[agentic]"]
         for k, v in fitted.agentic.items():
+            lines.append(f"{k} = {_toml_value(v)}")
+    for lv, errs in fitted.level_errors.items():
+        lines += ["", f"# cross-validated error of predictions at calibration level {lv!r}", f"[levels.{lv}]"]
+        for k, v in errs.items():
             lines.append(f"{k} = {_toml_value(v)}")
     for level in LEVELS:
         for name, e in sorted(fitted.entries[level].items()):
@@ -347,7 +367,9 @@ def _parse_fitted(data: dict[str, Any], where: str) -> Fitted:
     eff = (data.get("global") or {}).get("attn_eff", 1.0)
     if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not eff > 0:
         raise CatalogError(f"{where}: global.attn_eff: expected a positive number, got {eff!r}")
-    return Fitted(entries, dict(prov), float(eff), dict(data.get("agentic") or {}))
+    levels = {str(k): {kk: float(vv) for kk, vv in v.items() if isinstance(vv, (int, float))}
+              for k, v in (data.get("levels") or {}).items() if isinstance(v, dict)}
+    return Fitted(entries, dict(prov), float(eff), dict(data.get("agentic") or {}), levels)
 
 
 @lru_cache(maxsize=8)

@@ -149,8 +149,23 @@ def _print_replay(res: Any) -> None:
         if s.error:
             console.print(f"[red]{s.name}: {s.error}[/red]")
         for d in s.deployments:
+            lev = d.get("level_error") or {}
+            err = (f", its cross-validated error TPOT {_pct(lev.get('median_ape_tpot'))} / TTFT "
+                   f"{_pct(lev.get('median_ape_ttft'))}" if lev else "")
             console.print(f"[dim]{s.name}: {d['model']} {d['precision']} on {d['accelerators']} accelerator(s), "
-                          f"step overhead {d['t_fixed_ms']} ms — {d['calibration']}[/dim]")
+                          f"step overhead {d['t_fixed_ms']} ms — calibration {d.get('calibration_level', '?')}"
+                          f"{err}: {d['calibration']}[/dim]")
+        if s.waiting_for and s.model_calls_s:
+            parts = ", ".join(f"{k.replace('_', ' ')} {_s(v)} ({v / s.model_calls_s:.0%})"
+                              for k, v in s.waiting_for.items() if v > 0)
+            console.print(f"{s.name}: model calls wait for {parts}")
+        if s.band:
+            b = s.band
+            lo, hi = sorted(b["speedup_vs_recorded"]) if all(b["speedup_vs_recorded"]) else (None, None)
+            console.print(f"[yellow]{s.name}: band from the catalog ranges[/yellow] task time "
+                          f"{_s(min(b['e2e_s']))}–{_s(max(b['e2e_s']))}, model calls "
+                          f"{_s(min(b['model_calls_s']))}–{_s(max(b['model_calls_s']))}, task speed-up "
+                          f"{_x(lo)}–{_x(hi)} (ranged: {', '.join(b['ranged'])})")
     for note in res.standins.values():
         console.print(f"[yellow]stand-in[/yellow] {note}")
     o = res.orchestration
@@ -279,20 +294,27 @@ def _catalog_dict(cat: Any, calibrated: set[str | None]) -> dict[str, Any]:
 @click.option("--out", type=click.Path(dir_okay=False), help="Where to write (default: the shipped fitted.toml).")
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the in-sample fidelity as JSON.")
-def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bool) -> None:
+@click.option("--skip-levels", is_flag=True,
+              help="Do not measure the error per calibration level (leave-one-layout/group-out; about a minute).")
+def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bool, skip_levels: bool) -> None:
     """Fit the cost model's free terms on measured points and store them (with provenance) as data.
+
+    The error of each calibration level (fitted layout, unseen layout of a fitted group, unseen group) is
+    measured by cross-validation and stored with the parameters, so every prediction can state it.
 
     \b
     Examples:
       agentprof devices fit
-      agentprof devices fit --points my_points.csv --out my-fitted.toml --json
+      agentprof devices fit --points my_points.csv --out my-fitted.toml --json --skip-levels
     """
     from agentprof.replay.calibration import FITTED_PATH, fit_file, write_fitted
-    from agentprof.replay.fidelity import check
+    from agentprof.replay.fidelity import check, level_errors
     from agentprof.replay.points import load_points
 
     cat = _catalog(catalogs)
     fitted = fit_file(points, cat)
+    if not skip_levels:
+        fitted.level_errors, _ = level_errors(load_points(points), cat, fitted.attn_eff)
     path = write_fitted(fitted, out or FITTED_PATH)
     summary = check(load_points(points), fitted, cat).summary()
     if as_json:
@@ -313,9 +335,13 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
 @click.option("--simulate", is_flag=True,
               help="Run each aggregated point through the serving simulation (closed-loop clients, fixed ISL/OSL, "
                    "no reuse) instead of the analytic queueing terms.")
+@click.option("--leave-out", type=click.Choice(["layout", "group"]),
+              help="Leave-one-layout-out or leave-one-group-out cross-validation, with the lookup baseline.")
+@click.option("--per-point", "per_point", type=click.Path(dir_okay=False),
+              help="Write the input rows plus predicted ttft_s, tpot_s, e2e_s and calibration to this CSV.")
 @click.option("--json", "as_json", is_flag=True, help="Print points, covered, and median/p90 APE per metric.")
 def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: tuple[str, ...],
-              simulate: bool, as_json: bool) -> None:
+              simulate: bool, leave_out: str | None, per_point: str | None, as_json: bool) -> None:
     """Predict TTFT, TPOT and end-to-end latency for every point of a CSV and report the errors.
 
     \b
@@ -323,10 +349,13 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
       agentprof devices check data/inferencex/calibration_points.csv
       agentprof devices check data/inferencex/calibration_points.csv --cross-validate --json
       agentprof devices check data/inferencex/calibration_points.csv --simulate --cross-validate --json
+      agentprof devices check data/inferencex/calibration_points.csv --leave-out layout
+      agentprof devices check my_points.csv --per-point predicted.csv
     """
     from agentprof.replay.calibration import load_fitted
     from agentprof.replay.fidelity import check
     from agentprof.replay.fidelity import cross_validate as cv
+    from agentprof.replay.fidelity import leave_out as lo
     from agentprof.replay.points import load_points
 
     cat = _catalog(catalogs)
@@ -339,6 +368,11 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
         click.echo(json.dumps({**res, "mode": "simulated AgentX points (mean TTFT and ITL)"}, indent=2))
         return
     df = load_points(points)
+    if cross_validate and leave_out:
+        raise AgentprofError("choose one of --cross-validate and --leave-out")
+    if simulate and leave_out:
+        raise AgentprofError("--simulate works with the shipped fit or --cross-validate, not --leave-out")
+    table = None
     if simulate:
         from agentprof.replay.serving.benchpoint import (
             simulate_check,
@@ -351,17 +385,57 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
             out = {**res["pooled"], "folds": res["folds"],
                    "mode": "simulated, cross-validated (fit on one ISL/OSL, check on the others)"}
         else:
-            out = {**summary_with_slices(simulate_check(df, load_fitted(fitted), cat)),
-                   "mode": "simulated, " + ("shipped fit" if not fitted else f"fit {fitted}")}
+            ch = simulate_check(df, load_fitted(fitted), cat)
+            table = ch.table
+            out = {**summary_with_slices(ch), "mode": "simulated, " + ("shipped fit" if not fitted else f"fit {fitted}")}
     elif cross_validate:
         res = cv(df, cat)
+        table = res["table"]
         out = {**res["pooled"], "folds": res["folds"], "mode": "cross-validated (fit on one ISL/OSL, check on the others)"}
+    elif leave_out:
+        res = lo(df, leave_out, cat)
+        table = res.pop("table", None)
+        out = {**res.get("model", {"points": 0, "covered": 0}), "baseline": res.get("baseline"),
+               "model_on_baseline_points": res.get("model_on_baseline_points"),
+               "held_out_units": res["held_out_units"], "mode": f"leave one {leave_out} out"}
     else:
-        out = {**check(df, load_fitted(fitted), cat).summary(), "mode": "shipped fit" if not fitted else f"fit {fitted}"}
+        table = check(df, load_fitted(fitted), cat).table
+        from agentprof.replay.fidelity import summarize
+
+        out = {**summarize(table), "mode": "shipped fit" if not fitted else f"fit {fitted}"}
+    if per_point and table is not None:
+        _write_per_point(df, table, per_point)
+        out["per_point"] = per_point
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return
     _print_fidelity(out, out["mode"])
+    if leave_out and out.get("baseline"):
+        b, m = out["baseline"], out["model_on_baseline_points"]
+        click.echo("lookup baseline on the same points (median APE TTFT / TPOT / E2E): "
+                   f"{_pct(b['ttft']['median_ape'])} / {_pct(b['tpot']['median_ape'])} / {_pct(b['e2e']['median_ape'])}"
+                   f"; model {_pct(m['ttft']['median_ape'])} / {_pct(m['tpot']['median_ape'])} / "
+                   f"{_pct(m['e2e']['median_ape'])}")
+
+
+def _write_per_point(df: Any, table: Any, path: str) -> None:
+    """The input rows (in input order) with the predicted ``ttft_s``, ``tpot_s``, ``e2e_s`` and ``calibration``
+    (the level: fitted, group, unseen; empty where the point is not covered)."""
+    import polars as pl
+
+    pred = table.sort("row").select(
+        "row", pl.when(pl.col("covered")).then(pl.col("pred_ttft")).otherwise(None).alias("ttft_s"),
+        pl.when(pl.col("covered")).then(pl.col("pred_tpot")).otherwise(None).alias("tpot_s"),
+        pl.when(pl.col("covered")).then(pl.col("pred_e2e")).otherwise(None).alias("e2e_s"),
+        pl.when(pl.col("covered")).then(pl.col("level")).otherwise(pl.lit("")).alias("calibration"))
+    if "held_out" in table.columns or "fit_on" in table.columns:
+        pred = pred.unique("row", keep="first").sort("row")
+    rows = df.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    out = rows.join(pred.with_columns(pl.col("row").cast(pl.Int64)), on="row", how="left").drop("row")
+    try:
+        out.write_csv(path)
+    except OSError as e:
+        raise AgentprofError(f"{path}: cannot write: {e.strerror or e}") from None
 
 
 def _is_agentic(path: str) -> bool:
@@ -392,11 +466,12 @@ def _print_fidelity(s: dict[str, Any], label: str) -> None:
         t.add_row(name, *cells)
 
     add("all", s)
-    for k, v in s.get("by_hardware", {}).items():
-        add(f"hardware {k} ({v['points']})", v)
-    for k, v in s.get("by_model", {}).items():
-        add(f"model {k} ({v['points']})", v)
+    for by in ("hardware", "framework", "model", "serving", "conc_band", "level"):
+        for k, v in s.get(f"by_{by}", {}).items():
+            add(f"{by.replace('_', ' ')} {k} ({v['points']})", v)
     console.print(t)
+    if s.get("max_miss_factor"):
+        console.print(f"worst miss: {s['max_miss_factor']:.1f}x (prediction vs measurement, either way)")
     if s.get("uncovered"):
         for why, n in s["uncovered"].items():
             console.print(f"[dim]not covered: {n} point(s): {why}[/dim]")
@@ -405,17 +480,20 @@ def _print_fidelity(s: dict[str, Any], label: str) -> None:
 @devices.command("seed-check", context_settings=_CTX)
 @click.option("--markdown", is_flag=True, help="Print the table as markdown (as in docs/DEVICE_MODEL.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print the predictions as JSON.")
-def seed_check_cmd(markdown: bool, as_json: bool) -> None:
+@click.option("--claims", type=click.Path(dir_okay=False),
+              help="Claims file to check (default: the shipped catalog/seed_claims.toml).")
+def seed_check_cmd(markdown: bool, as_json: bool, claims: str | None) -> None:
     """The model's predictions for the seeds' Jalapeño InferenceX 8K1K claims, and how far each lands.
 
     \b
     Examples:
       agentprof devices seed-check
       agentprof devices seed-check --markdown
+      agentprof devices seed-check --claims my_claims.toml --json
     """
     from agentprof.replay.seedcheck import seed_check, to_markdown
 
-    res = seed_check()
+    res = seed_check(claims_path=claims)
     if as_json:
         click.echo(json.dumps(res, indent=2, default=str))
     else:

@@ -16,8 +16,14 @@ import numpy as np
 
 from agentprof.catalog import CatalogError, ModelSpec
 from agentprof.catalog.hardware import Accelerator, weight_format
+from agentprof.replay.equations import Work, times
 
 ArrayLike = np.ndarray | float | int
+CHUNK_TOKENS = 8192
+"""Prefill tokens per scheduler step (chunked prefill): vLLM's max-num-batched-tokens 8192 in the InferenceX
+recipes [S1-recipe gptoss_fp4_b200.sh]; SGLang recipes use 16-32K (dsr1_fp4_b200.sh), TRT-LLM 20K."""
+DEFAULT_SCALEUP_BW = 50e9
+"""Scale-up bandwidth when an accelerator names none (estimate: a 400 Gb/s NIC)."""
 
 
 @dataclass(frozen=True)
@@ -27,9 +33,10 @@ class StepParams:
     ``t_fixed_s`` per decode step (kernel launches, collectives, scheduling: it dominates low-concurrency
     decode), ``mbu``/``mfu`` bandwidth and compute efficiency, ``t0_s`` request overhead before prefill,
     ``t_req_s`` per-prefill overhead, ``q`` prefill-queueing factor, ``accept`` tokens per decode step with
-    MTP/speculative decoding (1 = off), ``m_steps`` decode steps a new request waits behind before its first
-    token (scheduler behaviour, fitted on TTFT), ``attn_eff`` efficiency of prefill attention relative to the
-    weight GEMMs (fitted once on long-prompt agentic points).
+    MTP/speculative decoding (1 = off), ``attn_eff`` efficiency of prefill attention relative to the weight
+    GEMMs (fitted once on long-prompt agentic points). ``m_steps`` is kept for callers of the first model and
+    ignored: a new request now waits for the prefill work itself (one step per chunk), not a fitted number of
+    decode steps.
     """
 
     t_fixed_s: float
@@ -39,8 +46,16 @@ class StepParams:
     t_req_s: float = 0.0
     q: float = 1.0
     accept: float = 1.0
-    m_steps: float = 1.0
+    m_steps: float = 0.0
     attn_eff: float = 1.0
+    mfu_pf: float | None = None
+    """Compute efficiency of prefill (batched prompts); ``mfu`` when None."""
+    wait_steps: float = 0.0
+    """Decode steps a new request waits for the scheduler (recipe's polling / streaming interval / 2)."""
+
+    @property
+    def prefill_mfu(self) -> float:
+        return self.mfu if self.mfu_pf is None else self.mfu_pf
 
     def with_(self, **kw: float) -> StepParams:
         d = dict(self.__dict__)
@@ -209,6 +224,31 @@ class Deployment:
         weights = self.nonexpert_read_bytes / rep + touched / self.gpus
         return weights + b * self.kv_seq_bytes(ctx) / self.kv_divisor
 
+    def comm_bytes_per_gpu(self, tokens: ArrayLike) -> np.ndarray:
+        """Bytes one GPU sends over the scale-up link for ``tokens`` tokens in one forward pass: two ring
+        all-reduces of the BF16 activations per layer under tensor parallelism (2·(g−1)/g of the data each);
+        with data-parallel attention the MoE layers' all-to-all dispatch (FP8) and combine (BF16) of each
+        rank's tokens to its top-k experts instead (hardware.md §5.2, t_comm)."""
+        t = np.asarray(tokens, dtype=float)
+        g = float(self.gpus)
+        if g <= 1:
+            return 0.0 * t
+        hidden = self.model.get("hidden")
+        if self.dp_attention:
+            k = self.topk if self.experts else 1.0
+            layers = self.moe_layers if self.experts else self.layers
+            return layers * (t / g) * k * hidden * 3.0 * (g - 1.0) / g
+        return self.layers * 2.0 * 2.0 * (g - 1.0) / g * t * hidden * 2.0
+
+    def comm_s(self, tokens: ArrayLike) -> np.ndarray:
+        """Seconds of :meth:`comm_bytes_per_gpu` over the accelerator's scale-up link (per direction)."""
+        return self.comm_bytes_per_gpu(tokens) / self.scaleup_bw
+
+    @property
+    def scaleup_bw(self) -> float:
+        f = self.accel.fields.get("scaleup_bw")
+        return f.value if f is not None else DEFAULT_SCALEUP_BW
+
     @property
     def peak(self) -> float:
         return self.accel.peak_flops(self.precision)
@@ -223,25 +263,66 @@ class Deployment:
 
 
 # --- times ------------------------------------------------------------------------------------------------
-def decode_step_s(dep: Deployment, p: StepParams, batch: ArrayLike, ctx: ArrayLike) -> np.ndarray:
-    """One decode step for ``batch`` sequences at mean context ``ctx``: fixed overhead + streamed bytes at
-    ``mbu`` of HBM bandwidth + FLOPs at ``mfu`` of peak (time per step, not per token)."""
-    bw_s = dep.decode_bytes_per_gpu(batch, ctx) / (p.mbu * dep.accel.hbm_bw)
-    cmp_s = dep.decode_peak_s(batch, ctx) / p.mfu
-    return p.t_fixed_s + bw_s + cmp_s
+def decode_step_parts(dep: Deployment, p: StepParams, batch: ArrayLike, ctx: ArrayLike,
+                      prefill_rate: ArrayLike = 0.0, prefill_new: ArrayLike = 0.0,
+                      prefill_cached: ArrayLike = 0.0) -> dict[str, np.ndarray]:
+    """One decode step for ``batch`` sequences at mean context ``ctx``, split into ``overhead`` (fixed step
+    overhead, collectives, per-prefill scheduling), ``bandwidth`` and ``compute`` (only the binding one of the
+    two is non-zero: they overlap). ``prefill_rate`` prefills of ``prefill_new`` tokens after ``prefill_cached``
+    ride each step (chunked prefill in aggregated serving): their FLOPs add to the step's compute."""
+    b = np.asarray(batch, dtype=float)
+    rate = np.asarray(prefill_rate, dtype=float)
+    bw_s = dep.decode_bytes_per_gpu(b, ctx) / (p.mbu * dep.accel.hbm_bw)
+    pf = np.where(rate > 0, dep.prefill_peak_s(prefill_new, prefill_cached, p.attn_eff), 0.0)
+    cmp_s = dep.decode_peak_s(b, ctx) / p.mfu + rate * pf / p.prefill_mfu
+    over = p.t_fixed_s + dep.comm_s(np.maximum(b, 1.0)) + rate * p.t_req_s
+    bound = bw_s >= cmp_s
+    return {"overhead": over + 0.0 * bw_s, "bandwidth": np.where(bound, bw_s, 0.0),
+            "compute": np.where(bound, 0.0, cmp_s)}
+
+
+def decode_step_s(dep: Deployment, p: StepParams, batch: ArrayLike, ctx: ArrayLike,
+                  prefill_rate: ArrayLike = 0.0, prefill_new: ArrayLike = 0.0,
+                  prefill_cached: ArrayLike = 0.0) -> np.ndarray:
+    """One decode step (time per step, not per token): fixed overhead + collectives + the larger of streamed
+    bytes at ``mbu`` of HBM bandwidth and FLOPs at ``mfu`` of peak (:func:`decode_step_parts`)."""
+    parts = decode_step_parts(dep, p, batch, ctx, prefill_rate, prefill_new, prefill_cached)
+    return parts["overhead"] + parts["bandwidth"] + parts["compute"]
+
+
+def prefill_chunks(new: ArrayLike) -> np.ndarray:
+    """Scheduler steps a prefill of ``new`` tokens takes under chunked prefill (at least one)."""
+    return np.maximum(np.ceil(np.asarray(new, dtype=float) / CHUNK_TOKENS), 1.0)
+
+
+def prefill_parts(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayLike = 0) -> dict[str, np.ndarray]:
+    """Prefill ``new`` tokens attending to a ``cached`` prefix already in HBM, alone on the deployment:
+    ``overhead`` (one fixed step overhead and the collectives per chunk, plus the per-prefill overhead) and the
+    larger of ``compute`` (at ``mfu``) and ``bandwidth`` (weights once, prefix KV read, new KV written)."""
+    t = np.asarray(new, dtype=float)
+    c = np.asarray(cached, dtype=float)
+    cmp_s = dep.prefill_peak_s(t, c, p.attn_eff) / p.prefill_mfu
+    mem_s = prefill_bytes_per_gpu(dep, t, c) / (p.mbu * dep.accel.hbm_bw)
+    over = prefill_chunks(t) * p.t_fixed_s + dep.comm_s(t) + p.t_req_s
+    on = t > 0
+    bound = cmp_s >= mem_s
+    return {"overhead": np.where(on, over, 0.0), "compute": np.where(on & bound, cmp_s, 0.0),
+            "bandwidth": np.where(on & ~bound, mem_s, 0.0)}
+
+
+def prefill_bytes_per_gpu(dep: Deployment, new: ArrayLike, cached: ArrayLike = 0) -> np.ndarray:
+    """Bytes one GPU moves in a prefill: its share of the touched weights, the prefix KV read, the new KV written."""
+    t = np.asarray(new, dtype=float)
+    c = np.asarray(cached, dtype=float)
+    rep = 1.0 if dep.dp_attention else dep.gpus
+    weights = dep.nonexpert_read_bytes / rep + (dep.active_bytes(np.maximum(t, 1.0)) - dep.nonexpert_read_bytes) / dep.gpus
+    return weights + dep.kv_seq_bytes(c + t) / dep.kv_divisor
 
 
 def prefill_s(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayLike = 0) -> np.ndarray:
-    """Prefill ``new`` tokens attending to a ``cached`` prefix already in HBM: per-prefill overhead + the
-    larger of compute (at ``mfu``) and memory traffic (weights once, prefix KV read, new KV written)."""
-    t = np.asarray(new, dtype=float)
-    c = np.asarray(cached, dtype=float)
-    cmp_s = dep.prefill_peak_s(t, c, p.attn_eff) / p.mfu
-    rep = 1.0 if dep.dp_attention else dep.gpus
-    weights = dep.nonexpert_read_bytes / rep + (dep.active_bytes(np.maximum(t, 1.0)) - dep.nonexpert_read_bytes) / dep.gpus
-    kv = dep.kv_seq_bytes(c + t) / dep.kv_divisor
-    mem_s = (weights + kv) / (p.mbu * dep.accel.hbm_bw)
-    return np.where(t > 0, p.t_req_s + np.maximum(cmp_s, mem_s), 0.0)
+    """Seconds to prefill ``new`` tokens after a ``cached`` prefix, alone (:func:`prefill_parts`)."""
+    parts = prefill_parts(dep, p, new, cached)
+    return parts["overhead"] + parts["compute"] + parts["bandwidth"]
 
 
 def kv_load_s(dep: Deployment, tokens: ArrayLike, bw: float) -> np.ndarray:
@@ -258,46 +339,59 @@ def disk_load_s(dep: Deployment, tokens: ArrayLike, bw: float) -> np.ndarray:
 
 @dataclass
 class CallTimes:
-    """Per-call replayed times (seconds, arrays): first token, decode, KV loads and the total."""
+    """Per-call replayed times (seconds, arrays): first token, decode, KV loads, queueing, the total, and
+    ``waiting_for``: the total split into compute, bandwidth, overhead, kv_load and queueing (they sum to it)."""
 
     ttft_s: np.ndarray
     decode_s: np.ndarray
     prefill_s: np.ndarray
     load_s: np.ndarray
     queue_s: np.ndarray
+    waiting_for: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def total_s(self) -> np.ndarray:
         return self.ttft_s + self.decode_s
 
 
-def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_tokens: np.ndarray,
-               output_tokens: np.ndarray, batch: int = 1, load_s: ArrayLike = 0.0,
-               mem_util: float = 0.9) -> CallTimes:
-    """Replay model calls: prefill of the uncached tokens attending to the cached prefix, loading the cached
-    prefix from its tier (``load_s``, HBM = 0), then ``output−1`` decode steps whose KV reads grow with the
-    context. ``batch`` identical clients share the deployment: each decode step serves ``batch`` sequences,
-    their prefills interleave with decode, and the KV capacity caps the running batch (the rest queue)."""
-    inp = np.asarray(input_tokens, dtype=float)
-    cached = np.minimum(np.asarray(cached_tokens, dtype=float), inp)
-    out = np.maximum(np.asarray(output_tokens, dtype=float), 1.0)
+def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike, output_tokens: ArrayLike,
+              batch: int = 1, load_s: ArrayLike = 0.0, mem_util: float = 0.9, wait_steps: float = 0.0) -> Work:
+    """The parameter-free work of model calls on an aggregated deployment shared by ``batch`` identical
+    clients (:class:`agentprof.replay.equations.Work`)."""
+    inp = np.atleast_1d(np.asarray(input_tokens, dtype=float))
+    cached = np.minimum(np.atleast_1d(np.asarray(cached_tokens, dtype=float)), inp)
+    out = np.maximum(np.atleast_1d(np.asarray(output_tokens, dtype=float)), 1.0)
     new = inp - cached
     ctx_mean = inp + out / 2.0
     b = float(max(batch, 1))
-    cap = dep.max_batch(inp + out, mem_util)
-    running = np.clip(cap, 1.0, b)
-    s = prefill_s(dep, p, new, cached)
-    t_dec = decode_step_s(dep, p, running, ctx_mean)
-    # other clients' prefills interleave with this call's decode steps (one per client per call)
-    t_pf = (running - 1.0) / out * s
-    tpot = (t_dec + t_pf) / p.accept
-    rho = np.where(t_dec + t_pf > 0, t_pf / (t_dec + t_pf), 0.0)
-    rho = np.minimum(rho, 0.95)
-    ttft = p.t0_s + np.asarray(load_s, dtype=float) + s * (1.0 + p.q * rho / (1.0 - rho)) + p.m_steps * t_dec
-    # clients beyond the KV capacity wait for a running call to finish (closed loop)
-    over = np.maximum(b / np.maximum(cap, 1.0) - 1.0, 0.0)
-    queue = over * (ttft + (out - 1.0) * tpot)
-    return CallTimes(ttft + queue, (out - 1.0) * tpot, s, np.asarray(load_s, dtype=float) + 0.0 * s, queue)
+    # a batch drains: sequences finish and free their KV, so the capacity is counted at the mean context
+    cap = np.maximum(dep.max_batch(ctx_mean, mem_util), 1.0)
+    running = np.minimum(cap, b)
+    z = np.zeros_like(inp)
+    return Work(
+        b_run=running, over=np.maximum(b / cap - 1.0, 0.0), osl=out, n_chunks=prefill_chunks(new),
+        comm_s=dep.comm_s(running), comm_pf_s=dep.comm_s(new) / prefill_chunks(new),
+        bw_s=dep.decode_bytes_per_gpu(running, ctx_mean) / dep.accel.hbm_bw, cmp_s=dep.decode_peak_s(running, ctx_mean),
+        pf_gemm_s=2.0 * dep.model.get("params_active") * new / dep.peak / dep.gpus,
+        pf_attn_s=dep.prefill_peak_s(new, cached) - 2.0 * dep.model.get("params_active") * new / dep.peak / dep.gpus,
+        pf_mem_s=np.where(new > 0, prefill_bytes_per_gpu(dep, new, cached), 0.0) / dep.accel.hbm_bw,
+        pf_kv_s=np.where(new > 0, dep.kv_seq_bytes(cached + new) / dep.kv_divisor, 0.0) / dep.accel.hbm_bw,
+        disagg=np.zeros(inp.shape, dtype=bool), conc=z + b, n_prefill=z + 1.0, xfer_s=z,
+        load_s=z + np.asarray(load_s, dtype=float), wait_steps=z + wait_steps)
+
+
+def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_tokens: np.ndarray,
+               output_tokens: np.ndarray, batch: int = 1, load_s: ArrayLike = 0.0,
+               mem_util: float = 0.9) -> CallTimes:
+    """Replay model calls: prefill of the uncached tokens attending to the cached prefix (one step per chunk),
+    loading the cached prefix from its tier (``load_s``, HBM = 0), then ``output−1`` decode steps at the mean
+    context. ``batch`` identical clients share the deployment: each decode step serves the running batch and
+    carries the other clients' prefill chunks; clients beyond the KV capacity wait for the batch to drain."""
+    inp = np.atleast_1d(np.asarray(input_tokens, dtype=float))
+    cached = np.minimum(np.atleast_1d(np.asarray(cached_tokens, dtype=float)), inp)
+    w = call_work(dep, inp, cached, output_tokens, batch, load_s, mem_util, p.wait_steps)
+    t = times(w, p.t_fixed_s, p.t_fixed_s, p.mbu, p.mfu, p.t0_s, p.q, p.t_req_s, p.accept, p.attn_eff, p.prefill_mfu)
+    return CallTimes(t.ttft, t.e2e - t.ttft, prefill_s(dep, p, inp - cached, cached), w.load_s, t.queue, t.parts)
 
 
 def tokens_per_second_per_user(dep: Deployment, p: StepParams, ctx: float, batch: int = 1) -> float:

@@ -10,10 +10,13 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
-from agentprof.replay.calibration import Fitted, fit
+from agentprof.replay.calibration import PRIOR_MEAN, Fitted, fit, is_disaggregated
 from agentprof.replay.points import PARAMS, Features, point_features, predict
 
 METRICS = ("ttft", "tpot", "e2e")
+LEVEL_OF = {"layout": "fitted", "group": "group", "nearest": "unseen"}
+"""Calibration level of a prediction: its exact layout was fitted, only its group (hardware, framework,
+model, precision, speculation) was, or neither (borrowed from the nearest calibrated sibling)."""
 
 
 @dataclass
@@ -42,14 +45,41 @@ def _stats(t: pl.DataFrame) -> dict[str, Any]:
     return out
 
 
+CONC_BANDS = ((1, 16, "1-16"), (17, 64, "32-64"), (65, 512, "128-512"), (513, 10 ** 9, ">=1024"))
+
+
+def _with_slices(t: pl.DataFrame) -> pl.DataFrame:
+    """Add the slicing columns: ``serving`` (aggregated / disaggregated) and ``conc_band``."""
+    band = pl.lit(CONC_BANDS[-1][2])
+    for _lo, hi, name in reversed(CONC_BANDS[:-1]):
+        band = pl.when(pl.col("conc").cast(pl.Float64) <= hi).then(pl.lit(name)).otherwise(band)
+    return t.with_columns(
+        pl.when(pl.col("layout").str.starts_with("p")).then(pl.lit("disaggregated")).otherwise(pl.lit("aggregated"))
+        .alias("serving"), band.alias("conc_band"))
+
+
+def max_ratio(t: pl.DataFrame) -> float | None:
+    """The largest factor by which a prediction misses its measurement, either way (max of pred/meas, meas/pred)."""
+    worst = None
+    for m in METRICS:
+        g = t.filter(pl.col(f"ape_{m}").is_not_null() & (pl.col(f"pred_{m}") > 0))
+        if g.height:
+            r = (g[f"pred_{m}"] / g[f"meas_{m}"]).to_numpy()
+            v = float(np.max(np.maximum(r, 1.0 / r)))
+            worst = v if worst is None else max(worst, v)
+    return worst
+
+
 def summarize(t: pl.DataFrame) -> dict[str, Any]:
     """``points``, ``covered`` and per metric ``median_ape`` / ``p90_ape`` over covered points, plus the same
-    broken down by hardware and by model, and how many points each calibration level served."""
-    cov = t.filter(pl.col("covered"))
+    broken down by hardware, framework, model, serving (aggregated / disaggregated), concurrency band and
+    calibration level, how many points each level served and the worst miss factor."""
+    cov = _with_slices(t.filter(pl.col("covered")))
     out: dict[str, Any] = {"points": t.height, "covered": cov.height,
                            "coverage": cov.height / t.height if t.height else 0.0}
     out.update({m: v for m, v in _stats(cov).items() if m in METRICS})
-    for by in ("hardware", "model"):
+    out["max_miss_factor"] = max_ratio(cov)
+    for by in ("hardware", "framework", "model", "serving", "conc_band", "level"):
         out[f"by_{by}"] = {str(k[0]): _stats(g) for k, g in sorted(cov.group_by(by), key=lambda kv: str(kv[0][0]))}
     out["levels"] = {str(k[0]): g.height for k, g in sorted(cov.group_by("level"), key=lambda kv: str(kv[0][0]))}
     uncovered = t.filter(~pl.col("covered"))
@@ -77,7 +107,11 @@ def check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None,
             continue
         e, how = fitted.lookup(k, vendor.get(k.hardware, ""))
         theta[i] = e.theta
-        level[i] = how.split(" ")[0] if how.startswith("nearest") else how
+        if f.disagg[i] and not is_disaggregated(e.attrs.get("framework", "")):
+            # an aggregated group's prefill efficiency (single prompts among decode steps) says nothing about a
+            # disaggregated pool's batched prefill: use the prior for it
+            theta[i, PARAMS.index("mfu_pf")] = PRIOR_MEAN["mfu_pf"]
+        level[i] = LEVEL_OF.get(how.split(" ")[0], "unseen")
         if how in ("hardware", "family", "prior"):
             covered[i] = False
             why[i] = f"no calibrated {k.model} configuration on {k.family} hardware"
@@ -88,6 +122,7 @@ def check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None,
 
     model_col = [k.model if k else (m or "") for k, m in zip(f.keys, col("model_prefix", col("model")), strict=True)]
     t = pl.DataFrame({
+        "row": list(range(n)),
         "hardware": [str(x) for x in col("hardware", "")], "framework": [str(x) for x in col("framework", "")],
         "model": model_col, "precision": [str(x) for x in col("precision", "")],
         "isl": col("isl"), "osl": col("osl"), "conc": col("conc"),
@@ -116,13 +151,121 @@ def cross_validate(df: pl.DataFrame, cat: HardwareCatalog | None = None,
     folds = []
     tables = []
     for s in settings:
-        train = df.filter(pl.all_horizontal([pl.col(c) == v for c, v in zip(by, s, strict=True)]))
-        test = df.filter(~pl.all_horizontal([pl.col(c) == v for c, v in zip(by, s, strict=True)]))
+        sel = df.select(pl.all_horizontal([pl.col(c) == v for c, v in zip(by, s, strict=True)])).to_series()
+        train, test = df.filter(sel), df.filter(~sel)
         if not test.height:
             continue
         fitted = fit(train, cat, attn_eff)
         ch = check(test, fitted, cat)
+        ch.table = ch.table.with_columns(pl.lit("/".join(str(v) for v in s)).alias("fit_on"),
+                                         pl.Series("row", np.flatnonzero(~sel.to_numpy())))
         folds.append({"fit_on": "/".join(str(v) for v in s), "check_on": "other settings", **ch.summary()})
         tables.append(ch.table)
-    pooled = summarize(pl.concat(tables)) if tables else {}
-    return {"pooled": pooled, "folds": folds}
+    table = pl.concat(tables) if tables else pl.DataFrame()
+    pooled = summarize(table) if tables else {}
+    return {"pooled": pooled, "folds": folds, "table": table}
+
+
+def _baseline(test: pl.DataFrame, train: pl.DataFrame) -> pl.DataFrame:
+    """The lookup baseline: for each test point, the measured point of ``train`` with the same hardware, model,
+    ISL and OSL whose decode GPU count, then concurrency, is nearest (log scale); its TTFT, TPOT and E2E."""
+    def gpus(df: pl.DataFrame) -> pl.Series:
+        return pl.coalesce(pl.col("num_decode_gpu").cast(pl.Float64) / pl.col("decode_num_workers").cast(pl.Float64),
+                           pl.col("tp").cast(pl.Float64), pl.lit(1.0)) if "num_decode_gpu" in df.columns else \
+            pl.coalesce(pl.col("tp").cast(pl.Float64), pl.lit(1.0))
+
+    key = ["hardware", "model_prefix" if "model_prefix" in test.columns else "model", "isl", "osl"]
+    tr = train.with_columns(gpus(train).alias("_g")).select(*key, "_g", pl.col("conc").cast(pl.Float64).alias("_c"),
+                                                            "median_ttft_s", "median_tpot_s", "median_e2el_s")
+    out = []
+    for r in test.with_columns(gpus(test).alias("_g")).iter_rows(named=True):
+        cand = tr.filter(pl.all_horizontal([pl.col(c) == r[c] for c in key]))
+        if not cand.height:
+            out.append((None, None, None))
+            continue
+        d = cand.with_columns(((pl.col("_g") / r["_g"]).log(2).abs()).alias("_dg"),
+                              ((pl.col("_c") / float(r["conc"])).log(2).abs()).alias("_dc")).sort("_dg", "_dc")
+        b = d.row(0, named=True)
+        out.append((b["median_ttft_s"], b["median_tpot_s"], b["median_e2el_s"]))
+    return pl.DataFrame({"base_ttft": [o[0] for o in out], "base_tpot": [o[1] for o in out],
+                         "base_e2e": [o[2] for o in out]}, schema={f"base_{m}": pl.Float64 for m in METRICS})
+
+
+def leave_out(df: pl.DataFrame, unit: str = "layout", cat: HardwareCatalog | None = None,
+              attn_eff: float | None = None) -> dict[str, Any]:
+    """Leave-one-``unit``-out cross-validation (``layout``: each parallel layout of a group with other layouts;
+    ``group``: each (hardware, framework, model, precision, speculation) group): fit without it, predict it,
+    and set the errors against the lookup baseline (:func:`_baseline`) measured on the same points. Returns the
+    summary of the held-out predictions (``model``), the baseline's (``baseline``) and the per-point table."""
+    cat = cat or load_catalog()
+    if attn_eff is None:
+        from agentprof.replay.calibration import load_fitted
+
+        attn_eff = load_fitted().attn_eff
+    f_all = point_features(df, cat)
+    units: dict[str, list[int]] = {}
+    for i, k in enumerate(f_all.keys):
+        if k is not None:
+            units.setdefault(k.config if unit == "layout" else k.group, []).append(i)
+    layouts_of: dict[str, set[str]] = {}
+    for k in f_all.keys:
+        if k is not None:
+            layouts_of.setdefault(k.group, set()).add(k.layout)
+    tables = []
+    skipped = 0
+    for name, ids in sorted(units.items()):
+        key = f_all.keys[ids[0]]
+        assert key is not None
+        if unit == "layout" and len(layouts_of[key.group]) < 2:
+            skipped += 1  # its group has no other layout: predicting it is the unseen-group case
+            continue
+        mask = np.zeros(df.height, dtype=bool)
+        mask[ids] = True
+        train_idx = np.flatnonzero(~mask)
+        train = df[train_idx.tolist()]
+        if unit == "layout":
+            fitted = fit(train, cat, attn_eff, chain=key, f=f_all.subset(train_idx))
+        else:
+            fitted = fit(train, cat, attn_eff, f=f_all.subset(train_idx))
+        test = df[ids]
+        ch = check(test, fitted, cat, f_all.subset(np.array(ids)))
+        tables.append(pl.concat([ch.table.with_columns(pl.lit(name).alias("held_out"), pl.Series("row", ids)),
+                                 _baseline(test, train)], how="horizontal"))
+    t = pl.concat(tables) if tables else pl.DataFrame()
+    res: dict[str, Any] = {"unit": unit, "held_out_units": len(tables), "skipped_single_layout_groups": skipped}
+    if not t.height:
+        return res
+    res["model"] = summarize(t)
+    base = t.with_columns([
+        pl.when(pl.col("covered") & (pl.col(f"meas_{m}") > 0) & pl.col(f"base_{m}").is_not_null())
+        .then((pl.col(f"base_{m}") - pl.col(f"meas_{m}")).abs() / pl.col(f"meas_{m}")).otherwise(None)
+        .alias(f"ape_{m}") for m in METRICS] + [pl.col(f"base_{m}").alias(f"pred_{m}") for m in METRICS])
+    both = base.filter(pl.col("ape_tpot").is_not_null())
+    res["baseline"] = {**_stats(both), "method": "nearest measured point of the same hardware and model, same "
+                       "ISL/OSL, outside the held-out unit: nearest decode GPU count, then concurrency"}
+    res["model_on_baseline_points"] = _stats(t.join(both.select("held_out", "row"), on=["held_out", "row"],
+                                                    how="semi"))
+    res["table"] = t
+    return res
+
+
+def level_errors(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float | None = None
+                 ) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
+    """The error measured for each calibration level: ``fitted`` from the ISL/OSL cross-validation (points whose
+    layout was fitted on the other setting), ``group`` from leave-one-layout-out, ``unseen`` from
+    leave-one-group-out. Returns the per-level medians/p90s and the full reports."""
+    cv = cross_validate(df, cat, attn_eff=attn_eff)
+    lolo = leave_out(df, "layout", cat, attn_eff)
+    logo = leave_out(df, "group", cat, attn_eff)
+
+    def flat(st: dict[str, Any]) -> dict[str, float]:
+        out: dict[str, float] = {"points": float(st.get("points", 0))}
+        for m in METRICS:
+            if st.get(m, {}).get("median_ape") is not None:
+                out[f"median_ape_{m}"] = st[m]["median_ape"]
+                out[f"p90_ape_{m}"] = st[m]["p90_ape"]
+        return out
+
+    levels = {"fitted": flat(cv["pooled"].get("by_level", {}).get("fitted", {})),
+              "group": flat(lolo.get("model", {})), "unseen": flat(logo.get("model", {}))}
+    return levels, {"isl_osl": cv, "leave_one_layout_out": lolo, "leave_one_group_out": logo}

@@ -18,8 +18,10 @@ import polars as pl
 
 from agentprof.catalog import CatalogError, find_model
 from agentprof.catalog.hardware import HardwareCatalog
+from agentprof.catalog.kvcache import kv_bytes, wait_steps
 from agentprof.errors import AgentprofError, TraceFormatError
-from agentprof.replay.costmodel import Deployment
+from agentprof.replay.costmodel import ArrayLike, Deployment, prefill_bytes_per_gpu, prefill_chunks
+from agentprof.replay.equations import Times, Work, times
 
 REQUIRED = ("hardware", "precision", "isl", "osl", "conc")
 MEASURED = ("median_ttft_s", "median_tpot_s", "median_e2el_s")
@@ -27,7 +29,7 @@ MEASURED = ("median_ttft_s", "median_tpot_s", "median_e2el_s")
 LENGTH_MEAN_FRACTION = 0.9
 MEM_UTIL = 0.95  # measured deployments run: frameworks give KV what the weights leave (SGLang up to ~0.9-0.95)
 # fixed-width parameter vector of a configuration, natural units
-PARAMS = ("tau_s", "kappa", "mbu", "mfu", "t0_s", "q", "t_req_s", "accept", "m_steps")
+PARAMS = ("tau_s", "kappa", "mbu", "mfu", "t0_s", "q", "t_req_s", "accept", "mfu_pf")
 
 
 def load_points(path: str | Path) -> pl.DataFrame:
@@ -107,19 +109,10 @@ class Features:
     why: list[str]           # reason a point is not covered ("" when covered)
     layers: np.ndarray
     g_dec: np.ndarray        # accelerators per decode instance
-    conc: np.ndarray
-    batch: np.ndarray        # running decode batch per instance (capped by KV capacity)
-    overflow: np.ndarray     # requested / capacity - 1 (>0: clients queue for KV space)
-    osl: np.ndarray          # mean output length
-    bw_s: np.ndarray         # decode bytes per GPU / HBM bandwidth (÷ mbu)
-    cmp_s: np.ndarray        # decode FLOPs per GPU / peak (÷ mfu)
-    pf_s: np.ndarray         # one prefill's weight FLOPs per GPU / peak (÷ mfu)
-    pf_attn_s: np.ndarray    # one prefill's attention FLOPs per GPU / BF16 peak (÷ mfu·attn_eff)
-    pf_mem_s: np.ndarray     # one prefill's bytes per GPU / HBM bandwidth (÷ mbu)
-    disagg: np.ndarray
-    n_prefill: np.ndarray    # prefill instances (disaggregated)
-    xfer_s: np.ndarray       # prefill -> decode KV transfer (disaggregated)
+    g_pf: np.ndarray         # accelerators per prefill instance
+    work: Work               # the serving equations' parameter-free work (:mod:`agentprof.replay.equations`)
     mtp: np.ndarray
+    kv_bytes: np.ndarray     # bytes per KV element as deployed (kv_cache.toml)
     ttft: np.ndarray         # measured (NaN when absent)
     tpot: np.ndarray
     e2e: np.ndarray
@@ -127,13 +120,26 @@ class Features:
     def subset(self, sel: np.ndarray) -> Features:
         """The points selected by a boolean mask or an index array."""
         idx = np.flatnonzero(sel) if sel.dtype == bool else sel
-        out = {}
+        out: dict = {}
         for k, v in self.__dict__.items():
-            out[k] = [v[i] for i in idx] if isinstance(v, list) else v[idx]
+            if isinstance(v, list):
+                out[k] = [v[i] for i in idx]
+            elif isinstance(v, Work):
+                out[k] = Work(**{kk: vv[idx] for kk, vv in v.__dict__.items()})
+            else:
+                out[k] = v[idx]
         return Features(**out)
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    @property
+    def conc(self) -> np.ndarray:
+        return self.work.conc
+
+    @property
+    def disagg(self) -> np.ndarray:
+        return self.work.disagg
 
 
 def _layout(row: dict, disagg: bool) -> tuple[str, int, int, int, int, bool, bool, int, int]:
@@ -179,8 +185,13 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     """Build the cost model's per-point quantities for every row of a points table."""
     n = df.height
     z = np.zeros(n)
-    f = {k: z.copy() for k in ("layers", "g_dec", "conc", "batch", "overflow", "osl", "bw_s", "cmp_s", "pf_s", "pf_attn_s",
-                               "pf_mem_s", "n_prefill", "xfer_s")}
+    wk = {k: z.copy() for k in ("b_run", "over", "osl", "n_chunks", "comm_s", "comm_pf_s", "bw_s", "cmp_s",
+                                "pf_gemm_s", "pf_attn_s", "pf_mem_s", "pf_kv_s", "conc", "n_prefill", "xfer_s", "load_s",
+                                "wait_steps")}
+    wk["n_prefill"][:] = 1.0
+    wk["osl"][:] = 1.0
+    wk["n_chunks"][:] = 1.0
+    layers, g_dec, g_pf, kvb = z.copy(), z.copy() + 1, z.copy() + 1, z.copy() + 2
     disagg_a = np.zeros(n, dtype=bool)
     mtp_a = np.zeros(n, dtype=bool)
     covered = np.zeros(n, dtype=bool)
@@ -212,14 +223,17 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         layout, gp, npw, gd, ndw, dpa_p, dpa_d, _tp, _ep = _layout(row, disagg)
         fw = str(row.get("framework") or "unknown").lower()
         spec = str(row.get("spec_decoding") or "none").lower()
+        kv_b, _ = kv_bytes(fw, model.key, hw)
+        if disagg and _framework_base(fw) == "trt" and _ep > 1 and _tp == _ep == gd and float(row["conc"]) / ndw >= 256:
+            dpa_d = True  # TRT-LLM wide-EP throughput decode: attention data-parallel (the columns say tp = ep = GPUs)
         keys.append(PointKey(acc.family, hw, fw, model.key, prec, spec, layout))
         why.append("")
         covered[j] = True
         try:
-            dk = (hw, model.key, prec, gd, dpa_d)
-            dec = dep_cache.get(dk) or dep_cache.setdefault(dk, Deployment(model, acc, prec, gd, dpa_d))
-            pk = (hw, model.key, prec, gp, dpa_p)
-            pre = dep_cache.get(pk) or dep_cache.setdefault(pk, Deployment(model, acc, prec, gp, dpa_p))
+            dk = (hw, model.key, prec, gd, dpa_d, kv_b)
+            dec = dep_cache.get(dk) or dep_cache.setdefault(dk, Deployment(model, acc, prec, gd, dpa_d, kv_b))
+            pk = (hw, model.key, prec, gp, dpa_p, kv_b)
+            pre = dep_cache.get(pk) or dep_cache.setdefault(pk, Deployment(model, acc, prec, gp, dpa_p, kv_b))
         except CatalogError as e:
             keys[-1] = None
             why[-1] = str(e)
@@ -229,28 +243,31 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         osl_m = LENGTH_MEAN_FRACTION * float(row["osl"])
         conc = float(row["conc"])
         b = conc / ndw
-        cap = float(dec.max_batch(isl_m + osl_m, MEM_UTIL))
-        if cap < 1:  # the point was measured, so it ran: the byte accounting (e.g. FP8 KV) is off, not the run
-            cap = float("inf")
-        b_run = max(min(b, cap), 1.0)
         ctx = isl_m + osl_m / 2.0
-        f["layers"][j] = dec.layers
-        f["g_dec"][j] = gd
-        f["conc"][j] = conc
-        f["batch"][j] = b_run
-        f["overflow"][j] = max(b / max(cap, 1.0) - 1.0, 0.0)
-        f["osl"][j] = osl_m
-        f["bw_s"][j] = float(dec.decode_bytes_per_gpu(b_run, ctx)) / acc.hbm_bw
-        f["cmp_s"][j] = float(dec.decode_peak_s(b_run, ctx))
-        f["pf_s"][j] = 2.0 * pre.model.get("params_active") * isl_m / pre.peak / gp
-        f["pf_attn_s"][j] = float(pre.prefill_peak_s(isl_m, 0.0)) - f["pf_s"][j]
-        rep = 1.0 if dpa_p else gp
-        pf_bytes = pre.nonexpert_read_bytes / rep + (float(pre.active_bytes(isl_m)) - pre.nonexpert_read_bytes) / gp \
-            + float(pre.kv_seq_bytes(isl_m)) / pre.kv_divisor
-        f["pf_mem_s"][j] = pf_bytes / acc.hbm_bw
-        f["n_prefill"][j] = npw
-        link = acc.fields.get("scaleup_bw")
-        f["xfer_s"][j] = float(dec.kv_seq_bytes(isl_m)) / (link.value if link else 50e9) if disagg else 0.0
+        # a batch drains (sequences finish and free their KV): capacity at the mean context
+        cap = max(float(dec.max_batch(ctx, MEM_UTIL)), 1.0)
+        b_run = max(min(b, cap), 1.0)
+        layers[j] = dec.layers
+        g_dec[j] = gd
+        g_pf[j] = gp
+        kvb[j] = kv_b
+        wk["conc"][j] = conc
+        wk["wait_steps"][j] = wait_steps(fw, model.key, hw, b)[0]
+        wk["b_run"][j] = b_run
+        wk["over"][j] = max(b / cap - 1.0, 0.0)
+        wk["osl"][j] = osl_m
+        wk["n_chunks"][j] = float(prefill_chunks(isl_m))
+        wk["comm_s"][j] = float(dec.comm_s(b_run))
+        wk["comm_pf_s"][j] = float(pre.comm_s(isl_m)) / float(prefill_chunks(isl_m))
+        wk["bw_s"][j] = float(dec.decode_bytes_per_gpu(b_run, ctx)) / acc.hbm_bw
+        wk["cmp_s"][j] = float(dec.decode_peak_s(b_run, ctx))
+        wk["pf_gemm_s"][j] = 2.0 * pre.model.get("params_active") * isl_m / pre.peak / gp
+        wk["pf_attn_s"][j] = float(pre.prefill_peak_s(isl_m, 0.0)) - wk["pf_gemm_s"][j]
+        wk["pf_mem_s"][j] = float(prefill_bytes_per_gpu(pre, isl_m, 0.0)) / acc.hbm_bw
+        wk["pf_kv_s"][j] = float(pre.kv_seq_bytes(isl_m)) / pre.kv_divisor / acc.hbm_bw
+        wk["n_prefill"][j] = npw
+        # disaggregated: the prompt's KV moves from a prefill to a decode worker over the scale-up link
+        wk["xfer_s"][j] = float(dec.kv_seq_bytes(isl_m)) / dec.kv_divisor / dec.scaleup_bw if disagg else 0.0
         disagg_a[j] = disagg
         mtp_a[j] = spec not in ("none", "", "null")
 
@@ -259,8 +276,10 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
             return np.full(n, np.nan)
         return df[c].cast(pl.Float64, strict=False).fill_null(float("nan")).to_numpy().astype(float)
 
-    return Features(keys=keys, covered=covered, why=why, disagg=disagg_a, mtp=mtp_a,
-                    ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"), e2e=meas("median_e2el_s"), **f)
+    work = Work(disagg=disagg_a, **wk)
+    return Features(keys=keys, covered=covered, why=why, layers=layers, g_dec=g_dec, g_pf=g_pf, work=work,
+                    mtp=mtp_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
+                    e2e=meas("median_e2el_s"))
 
 
 def cat_files(cat: HardwareCatalog) -> tuple[str, ...]:
@@ -270,28 +289,24 @@ def cat_files(cat: HardwareCatalog) -> tuple[str, ...]:
     return tuple(p for p in cat.files if Path(p).parent != CATALOG_DIR)
 
 
-def predict(f: Features, theta: np.ndarray, attn_eff: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Median TTFT, TPOT and end-to-end latency for each point, with per-point parameters
-    ``theta`` (n × len(PARAMS), natural units) and the global attention efficiency. Equations in
-    docs/DEVICE_MODEL.md §2."""
-    tau, kappa, mbu, mfu, t0, q, treq, acc, m_steps = (theta[:, i] for i in range(len(PARAMS)))
+def fixed_overhead(layers: ArrayLike, tau: ArrayLike, kappa: ArrayLike, gpus: ArrayLike) -> np.ndarray:
+    """Fixed per-step overhead ``layers·tau·(1 + kappa·log2 g)``: per-layer launches and scheduling whose
+    collective latency grows with the fan-out (the number of accelerators a step's collectives span)."""
+    g = np.maximum(np.asarray(gpus, dtype=float), 1.0)
+    return np.asarray(layers, dtype=float) * np.asarray(tau, dtype=float) * (1.0 + np.asarray(kappa, dtype=float) * np.log2(g))
+
+
+def predict_times(f: Features, theta: np.ndarray, attn_eff: float = 1.0) -> Times:
+    """The serving equations (:func:`agentprof.replay.equations.times`) for each point with per-point
+    parameters ``theta`` (n × len(PARAMS), natural units) and the global attention efficiency."""
+    tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf = (theta[:, i] for i in range(len(PARAMS)))
     acc = np.where(f.mtp, acc, 1.0)
-    t_fixed = f.layers * tau * (1.0 + kappa * np.log2(np.maximum(f.g_dec, 1.0)))
-    t_dec = t_fixed + f.bw_s / mbu + f.cmp_s / mfu
-    s = treq + np.maximum((f.pf_s + f.pf_attn_s / attn_eff) / mfu, f.pf_mem_s / mbu)
-    # aggregated serving: the other clients' prefills interleave with decode steps (one per client per OSL)
-    t_pf = np.where(f.disagg, 0.0, (f.batch - 1.0) / f.osl * s)
-    tpot = (t_dec + t_pf) / acc
-    cycle = s + f.osl * tpot
-    rho_agg = t_pf / (t_dec + t_pf)
-    rho_dis = f.conc * s / (f.n_prefill * cycle)
-    rho = np.minimum(np.where(f.disagg, rho_dis, rho_agg), 0.95)
-    queue = s * q * rho / (1.0 - rho)
-    ttft = t0 + s + queue + m_steps * t_dec + np.where(f.disagg, f.xfer_s, 0.0)
-    # closed loop: prefill throughput bounds the request rate (disaggregated prefill workers saturate)
-    sat = f.conc * s / f.n_prefill - (f.osl - 1.0) * tpot
-    ttft = np.where(f.disagg, np.maximum(ttft, sat), ttft)
-    # clients beyond the KV capacity wait for a running request to finish
-    ttft = ttft + f.overflow * (ttft + (f.osl - 1.0) * tpot)
-    e2e = ttft + (f.osl - 1.0) * tpot
-    return ttft, tpot, e2e
+    return times(f.work, fixed_overhead(f.layers, tau, kappa, f.g_dec), fixed_overhead(f.layers, tau, kappa, f.g_pf),
+                 mbu, mfu, t0, q, treq, acc, attn_eff, mfu_pf)
+
+
+def predict(f: Features, theta: np.ndarray, attn_eff: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Median TTFT, TPOT and end-to-end latency for each point (:func:`predict_times`). Equations in
+    docs/DEVICE_MODEL.md §2."""
+    t = predict_times(f, theta, attn_eff)
+    return t.ttft, t.tpot, t.e2e

@@ -19,6 +19,7 @@ from agentprof.analysis.calls import CallBlocks, model_calls
 from agentprof.catalog import CatalogError, ModelSpec, find_model, resolve_model
 from agentprof.catalog.hardware import HardwareCatalog, System, load_catalog
 from agentprof.replay.active import human_wait_s, set_agent_active
+from agentprof.replay.bands import corner_system, ranged
 from agentprof.replay.cachepolicy import (
     CacheHits,
     CachePolicy,
@@ -28,6 +29,7 @@ from agentprof.replay.cachepolicy import (
 )
 from agentprof.replay.calibration import Fitted, load_fitted
 from agentprof.replay.costmodel import call_times, disk_load_s, kv_load_s
+from agentprof.replay.equations import WAITING_FOR
 from agentprof.replay.orchestration import cpu_split, scaled_exclusive
 from agentprof.replay.systems import Resolved, resolve
 from agentprof.replay.timeline import MODEL, ORCH, WAIT, assemble, prepare
@@ -59,6 +61,13 @@ class SystemRow:
     serving: dict[str, Any] | None = None
     deployments: list[dict[str, Any]] = field(default_factory=list)
     cache: dict[str, float] = field(default_factory=dict)
+    waiting_for: dict[str, float] = field(default_factory=dict)
+    """Model-call time (the calls counted in ``model_calls_s``) split by what it waits for: compute, bandwidth
+    (weights and KV), overhead (fixed step and request overheads, collectives), kv_load (from lower tiers) and
+    queueing; the parts sum to ``model_calls_s``."""
+    band: dict[str, Any] = field(default_factory=dict)
+    """For systems resting on ranged estimates: ``e2e_s``, ``model_calls_s`` and ``speedup_vs_recorded`` at the
+    fast and slow ends of the catalog ranges, and ``ranged`` (which numbers moved)."""
     error: str | None = None
 
     @property
@@ -188,9 +197,11 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
            cache_policy: str | CachePolicy = "prefix", concurrency: int = 1,
            catalog: HardwareCatalog | None = None, cpu_bound: dict[str, float] | None = None,
            recorded_host: str = DEFAULT_RECORDED_HOST, fitted: Fitted | None = None,
-           serving: Any = None) -> ReplayResult:
+           bands: bool = True, serving: Any = None) -> ReplayResult:
     """Replay ``trace`` on each of ``systems`` (see the module docstring); the first system is the baseline
-    for ``speedup_vs_first``. ``cpu_bound`` maps tool names to their CPU-bound fraction.
+    for ``speedup_vs_first``. ``cpu_bound`` maps tool names to their CPU-bound fraction. With ``bands``, a
+    system resting on ranged catalog estimates is replayed again at both ends of the ranges
+    (:mod:`agentprof.replay.bands`).
 
     ``concurrency`` > 1 (or a :class:`agentprof.replay.serving.ServingConfig` as ``serving``) runs the
     multi-session serving simulation: ``concurrency`` sessions share each system, calls are re-timed by it and
@@ -297,6 +308,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         own_new[:, j] = np.where(scalable, scaled_exclusive(lay.excl_old, split, ratio), lay.excl_old)
         own_new[:, k + j] = own_new[:, j]
         new_call = lay.old_dur[span_row].copy()
+        wait_call = {k: np.zeros(span_row.size) for k in WAITING_FOR}
         cache_tot = {"input_tokens": 0.0, "hbm_hit_tokens": 0.0, "cpu_hit_tokens": 0.0, "disk_hit_tokens": 0.0}
         try:
             for key, spec in specs.items():
@@ -321,8 +333,12 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                 load = kv_load_s(r.dep, hits.cpu, r.host_link_bw) + disk_load_s(r.dep, hits.disk, r.disk_bw)
                 t = call_times(r.dep, r.params, inp[sel], hits.total, out[sel], 1, load, system.mem_util)
                 new_call[sel] = t.total_s
+                for k_w in WAITING_FOR:
+                    wait_call[k_w][sel] = t.waiting_for[k_w]
                 if sim is not None and key == sim[0]:
                     _apply_serving(row, sim, r, new_call)
+                    # what the shared server adds (or saves) against the call alone counts as queueing
+                    wait_call["queueing"][sel] += new_call[sel] - t.total_s
                 cache_tot["input_tokens"] += float(inp[sel].sum())
                 cache_tot["hbm_hit_tokens"] += float(hits.hbm.sum())
                 cache_tot["cpu_hit_tokens"] += float(hits.cpu.sum())
@@ -332,7 +348,8 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                     "session_id": calls.get_column("session_id").gather(sel), "model": [key] * sel.size,
                     "input_tokens": inp[sel], "cached_hbm": hits.hbm, "cached_cpu": hits.cpu,
                     "cached_disk": hits.disk, "output_tokens": out[sel], "load_s": t.load_s, "ttft_s": t.ttft_s,
-                    "decode_s": t.decode_s, "replayed_s": t.total_s, "recorded_s": lay.old_dur[span_row[sel]]}))
+                    "decode_s": t.decode_s, "replayed_s": t.total_s, "recorded_s": lay.old_dur[span_row[sel]],
+                    **{f"wait_{k_w}_s": t.waiting_for[k_w] for k_w in WAITING_FOR}}))
         except CatalogError as e:
             row.error = str(e)
             rows.append(row)
@@ -340,6 +357,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         model_new[span_row, j] = new_call
         model_new[span_row, k + j] = 0.0
         row.model_calls_s = float(new_call[measured].sum())
+        row.waiting_for = {k_w: float(v[measured].sum()) for k_w, v in wait_call.items()}
         row.model_calls_speedup = rec_calls_s / row.model_calls_s if row.model_calls_s > 0 else None
         if cache_tot["input_tokens"] and row.serving is None:
             row.cache = {**cache_tot, "hit_share": (cache_tot["hbm_hit_tokens"] + cache_tot["cpu_hit_tokens"]
@@ -369,6 +387,19 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
             first_e2e = row.e2e_s
         row.speedup_vs_first = first_e2e / row.e2e_s if row.e2e_s > 0 else None
     set_agent_active(recorded, rows, human_wait_s(trace))
+    if bands:
+        for row, system in zip(rows, sys_objs, strict=True):
+            moved = ranged(system)
+            if row.error or not moved:
+                continue
+            ends = replay(trace, [corner_system(system, "fast"), corner_system(system, "slow")], model=model,
+                          cache_policy=policy, concurrency=concurrency, catalog=cat, cpu_bound=cpu_bound,
+                          recorded_host=recorded_host, fitted=fitted, bands=False, serving=serving)
+            if any(e.error for e in ends.systems):
+                continue
+            row.band = {"ranged": moved, **{k: [getattr(e, k) for e in ends.systems]
+                                            for k in ("e2e_s", "model_calls_s", "speedup_vs_recorded",
+                                                      "speedup_vs_recorded_active")}}
     parallel = _parallel_sessions(lay)
     if parallel:
         notes.append(f"{parallel} session(s) run spans in parallel: their recorded critical path is kept")

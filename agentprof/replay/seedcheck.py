@@ -9,13 +9,16 @@ the claims and the measured baselines in ``catalog/seed_claims.toml``. ``agentpr
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from agentprof.catalog import CATALOG_DIR, read_toml
+from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
+from agentprof.replay.bands import corner_system, ranged
 from agentprof.replay.calibration import Fitted, load_fitted
 from agentprof.replay.costmodel import StepParams
 from agentprof.replay.points import PARAMS, layout_columns, point_features, predict
@@ -28,7 +31,7 @@ CONCURRENCY_SWEEP = tuple(2 ** i for i in range(13))
 def theta_of(p: StepParams, layers: float) -> np.ndarray:
     """The per-point parameter vector of :func:`points.predict` for declared/resolved step parameters."""
     vals = {"tau_s": p.t_fixed_s / layers, "kappa": 0.0, "mbu": p.mbu, "mfu": p.mfu, "t0_s": p.t0_s, "q": p.q,
-            "t_req_s": p.t_req_s, "accept": p.accept, "m_steps": p.m_steps}
+            "t_req_s": p.t_req_s, "accept": p.accept, "mfu_pf": p.prefill_mfu}
     return np.array([vals[k] for k in PARAMS])
 
 
@@ -52,32 +55,70 @@ def _sweep(cat: HardwareCatalog, base: dict[str, Any], theta: np.ndarray, spec: 
             "peak_tput_per_gpu": float(tput[best]), "peak_conc": int(f.conc[best]), "gpus": gpus}
 
 
-def _jalapeno(cat: HardwareCatalog, model_key: str, isl: int, osl: int, accept: float | None = None
-              ) -> tuple[Resolved, dict[str, Any]]:
-    r = resolve(cat.system("jalapeno"), cat.models[model_key], cat, accept=accept)
+def _jalapeno(cat: HardwareCatalog, model_key: str, isl: int, osl: int, accept: float | None = None,
+              chips: int | None = None, corner: str | None = None) -> tuple[Resolved, dict[str, Any]]:
+    """Jalapeño's figures on ``chips`` chips (default: the fewest that hold the weights), at the catalog's
+    nominal values or at the ``fast``/``slow`` corner of their ranges (:mod:`agentprof.replay.bands`)."""
+    system = cat.system("jalapeno")
+    if corner is not None:
+        system = corner_system(system, corner)  # type: ignore[arg-type]
+        cat = replace(cat, accelerators={**cat.accelerators, system.accelerator.key: system.accelerator})
+    r = resolve(system, cat.models[model_key], cat, accept=accept, gpus=chips)
     base = {"hardware": r.system.accelerator.key, "framework": r.framework, "model": model_key,
             "precision": r.precision, "isl": isl, "osl": osl, **layout_columns(f"tp{r.dep.gpus}-ep1")}
     spec = "mtp" if (accept or r.params.accept) > 1 else "none"
     return r, _sweep(cat, base, theta_of(r.params, r.dep.layers), spec, r.params.attn_eff)
 
 
-def seed_check(cat: HardwareCatalog | None = None, fitted: Fitted | None = None) -> dict[str, Any]:
-    """Predictions, claims and how far each claim lands from the model (``ratio_model / claim − 1``)."""
+def _banded(cat: HardwareCatalog, model_key: str, isl: int, osl: int, accept: float | None = None,
+            chips: int | None = None) -> dict[str, Any]:
+    """Jalapeño's figures at nominal values with the fast and slow corners (``band``: metric -> [fast, slow])."""
+    r, nom = _jalapeno(cat, model_key, isl, osl, accept, chips)
+    _, fast = _jalapeno(cat, model_key, isl, osl, accept, r.dep.gpus, "fast")
+    _, slow = _jalapeno(cat, model_key, isl, osl, accept, r.dep.gpus, "slow")
+    nom["band"] = {k: [fast[k], slow[k]] for k in ("tbt_s", "ttft_s", "e2e_s", "peak_tput_per_gpu")}
+    nom["chips"] = r.dep.gpus
+    nom["resolved"] = r
+    return nom
+
+
+def _gpu_counts(cfg: str) -> tuple[int, int]:
+    """(decode accelerators per instance, accelerators in the whole configuration) of a fitted layout key."""
+    cols = layout_columns(cfg.split("/")[-1])
+    per = int(cols.get("decode_tp") or cols.get("tp") or 1)
+    if cols.get("disagg"):
+        per = int(cols["num_decode_gpu"]) // int(cols["decode_num_workers"])
+    return per, int(cols["num_gpus"])
+
+
+def seed_check(cat: HardwareCatalog | None = None, fitted: Fitted | None = None,
+               claims_path: str | Path | None = None) -> dict[str, Any]:
+    """Predictions, claims and how far each claim lands from the model (``ratio / claim − 1``), with bands.
+
+    Jalapeño is modelled from its declared catalog estimates only: no claim is an input (the claims file is read
+    for the claimed ratios, the ISL/OSL and the measured GPU baselines they compare against). Each Jalapeño figure
+    is given on the fewest chips that hold the weights, on as many chips as the GPU baseline's decode instance
+    (equal chip count) and on as many as the baseline's all-in power buys (equal power), each with the band
+    from the catalog ranges."""
     cat = cat or load_catalog()
     fitted = fitted if fitted is not None else load_fitted()
-    data = read_toml(CLAIMS_PATH)
+    data = read_toml(claims_path or CLAIMS_PATH)
     rows: list[dict[str, Any]] = []
     params: dict[str, Any] = {}
     jal = cat.accelerators["jalapeno"]
     for key, c in data["claims"].items():
         isl, osl = int(c["isl"]["value"]), int(c["osl"]["value"])
-        r, j = _jalapeno(cat, key, isl, osl)
-        params[key] = {**r.describe(), "hbm_bw_tb_s": jal.hbm_bw / 1e12, "hbm_gb": jal.hbm_bytes / 1e9}
+        j = _banded(cat, key, isl, osl)
+        r = j.pop("resolved")
+        params[key] = {**r.describe(), "hbm_bw_tb_s": jal.hbm_bw / 1e12, "hbm_gb": jal.hbm_bytes / 1e9,
+                       "ranged": ranged(cat.system("jalapeno"))}
         gpu: dict[str, Any] | None = None
         gpu_label = ""
+        g_dec, g_all = 8, 8
         if "gpu_config" in c:
             cfg = c["gpu_config"]
             hw, fw, mk, prec, spec, layout = cfg.split("/")
+            g_dec, g_all = _gpu_counts(cfg)
             entry = fitted.entries["layout"].get(cfg)
             if entry is not None:
                 base = {"hardware": hw, "framework": fw, "model": mk, "precision": prec, "isl": isl, "osl": osl,
@@ -86,60 +127,97 @@ def seed_check(cat: HardwareCatalog | None = None, fitted: Fitted | None = None)
                 gpu_label = f"fitted {cfg}"
         elif "gpu_system" in c:
             rg = resolve(cat.system(c["gpu_system"]), cat.models[key], cat, fitted)
+            g_dec = g_all = rg.dep.gpus
             base = {"hardware": rg.system.accelerator.key, "framework": rg.framework, "model": key,
                     "precision": rg.precision, "isl": isl, "osl": osl, **layout_columns(f"tp{rg.dep.gpus}-ep1")}
             gpu = _sweep(cat, base, theta_of(rg.params, rg.dep.layers), attn_eff=rg.params.attn_eff)
             gpu_label = f"{c['gpu_system']}: {rg.calibration}"
-
+        gpu_hw = cat.accelerators.get(str(c.get("gpu_config", "/").split("/")[0]) or "") or cat.system(
+            c.get("gpu_system", "b200+x86")).accelerator
+        gpu_kw = gpu_hw.num("allin_kw") * g_dec
+        equal_power = max(int(gpu_kw // jal.num("allin_kw")), 1)
+        variants = {"fewest": j}
+        for name, n in (("equal_count", g_dec), ("equal_power", equal_power)):
+            try:
+                variants[name] = _banded(cat, key, isl, osl, chips=max(n, j["chips"]))
+                variants[name].pop("resolved")
+            except CatalogError:
+                continue
+        setup = {"gpu_baseline_accelerators": g_dec, "gpu_config_accelerators": g_all,
+                 "gpu_allin_kw": round(gpu_kw, 2), "jalapeno_allin_kw_per_chip": jal.num("allin_kw"),
+                 "jalapeno_chips": {k: v["chips"] for k, v in variants.items()},
+                 "jalapeno_allin_kw": {k: round(v["chips"] * jal.num("allin_kw"), 2) for k, v in variants.items()}}
         display = str(c.get("display", key))
 
-        def row(metric: str, claim: float | None, base_meas: float | None, base_model: float | None,
-                jal_val: float, better: str, note: str = "", display: str = display) -> dict[str, Any]:
-            ratio_meas = None
-            ratio_model = None
-            if base_meas is not None:
-                ratio_meas = base_meas / jal_val if better == "lower" else jal_val / base_meas
-            if base_model is not None:
-                ratio_model = base_model / jal_val if better == "lower" else jal_val / base_model
-            lands = ratio_meas / claim - 1 if (claim and ratio_meas) else None
-            return {"model": display, "metric": metric, "claim": claim,
-                    "baseline_measured": base_meas, "baseline_model": base_model, "jalapeno_model": jal_val,
-                    "ratio_vs_measured": ratio_meas, "ratio_vs_model_baseline": ratio_model,
-                    "claim_lands": lands, "note": note}
+        def row(metric: str, field_: str, claim: float | None, base_meas: float | None, base_model: float | None,
+                better: str, note: str = "", display: str = display, variants: dict = variants,
+                setup: dict = setup, per_kw: bool = False) -> dict[str, Any]:
+            def ratio(b: float | None, v: float) -> float | None:
+                if b is None or not v:
+                    return None
+                return b / v if better == "lower" else v / b
+
+            out: dict[str, Any] = {"model": display, "metric": metric, "claim": claim, "baseline_measured": base_meas,
+                                   "baseline_model": base_model, "note": note, **setup}
+            for name, v in variants.items():
+                val = v[field_] / (jal.num("allin_kw") if per_kw else 1.0)
+                lo, hi = (x / (jal.num("allin_kw") if per_kw else 1.0) for x in v["band"][field_])
+                rm = ratio(base_meas, val)
+                band_r = sorted(x for x in (ratio(base_meas, lo), ratio(base_meas, hi)) if x is not None)
+                out[f"jalapeno_{name}"] = val
+                out[f"jalapeno_{name}_band"] = [lo, hi]
+                out[f"ratio_{name}"] = rm
+                out[f"ratio_{name}_band"] = band_r or None
+                out[f"claim_lands_{name}"] = rm / claim - 1 if (claim and rm) else None
+            out["jalapeno_model"] = out["jalapeno_fewest"]
+            out["ratio_vs_measured"] = out["ratio_fewest"]
+            out["ratio_vs_model_baseline"] = ratio(base_model, out["jalapeno_fewest"])
+            out["claim_lands"] = out["claim_lands_fewest"]
+            return out
 
         if "min_tbt_ratio" in c:
-            rows.append(row("min time-between-tokens (s)", c["min_tbt_ratio"]["value"], c["baseline_tbt_s"]["value"],
-                            gpu["tbt_s"] if gpu else None, j["tbt_s"], "lower", c.get("baseline_tbt_system", "")))
-            rows.append(row("min end-to-end latency (s)", c["e2e_ratio"]["value"], c["baseline_e2e_s"]["value"],
-                            gpu["e2e_s"] if gpu else None, j["e2e_s"], "lower"))
+            rows.append(row("min time-between-tokens (s)", "tbt_s", c["min_tbt_ratio"]["value"],
+                            c["baseline_tbt_s"]["value"], gpu["tbt_s"] if gpu else None, "lower",
+                            c.get("baseline_tbt_system", "")))
+            rows.append(row("min end-to-end latency (s)", "e2e_s", c["e2e_ratio"]["value"], c["baseline_e2e_s"]["value"],
+                            gpu["e2e_s"] if gpu else None, "lower"))
         if "tput_per_kw_ratio" in c:
             base_kw = c["baseline_tput_per_gpu"]["value"] / c["baseline_allin_kw"]["value"]
-            jal_kw = j["peak_tput_per_gpu"] / jal.num("allin_kw")
-            rows.append(row("peak throughput per all-in kW (tok/s/kW)", c["tput_per_kw_ratio"]["value"], base_kw,
-                            None, jal_kw, "higher",
-                            f"Jalapeño peak {j['peak_tput_per_gpu']:,.0f} tok/s/chip at conc {j['peak_conc']}"))
+            rows.append(row("peak throughput per all-in kW (tok/s/kW)", "peak_tput_per_gpu",
+                            c["tput_per_kw_ratio"]["value"], base_kw, None, "higher",
+                            f"Jalapeño peak {j['peak_tput_per_gpu']:,.0f} tok/s/chip at conc {j['peak_conc']}",
+                            per_kw=True))
         if "peak_tokens_per_s" in c:
             claim_tps = c["peak_tokens_per_s"]["value"]
-            rows.append({"model": c.get("display", key), "metric": "peak tokens/s per user", "claim": claim_tps,
-                         "baseline_measured": None, "baseline_model": 1 / gpu["tbt_s"] if gpu else None,
-                         "jalapeno_model": 1 / j["tbt_s"], "ratio_vs_measured": None,
-                         "ratio_vs_model_baseline": (gpu["tbt_s"] / j["tbt_s"]) if gpu else None,
-                         "claim_lands": (1 / j["tbt_s"]) / claim_tps - 1,
-                         "note": "no official Kimi K2.5 fixed-sequence GPU point exists (hardware.md §1.3)"})
+            rr: dict[str, Any] = {"model": display, "metric": "peak tokens/s per user", "claim": claim_tps,
+                                  "baseline_measured": None, "baseline_model": 1 / gpu["tbt_s"] if gpu else None,
+                                  "note": "no official Kimi K2.5 fixed-sequence GPU point exists (hardware.md §1.3)",
+                                  **setup}
+            for name, v in variants.items():
+                rr[f"jalapeno_{name}"] = 1 / v["tbt_s"]
+                rr[f"jalapeno_{name}_band"] = [1 / v["band"]["tbt_s"][1], 1 / v["band"]["tbt_s"][0]]
+                rr[f"claim_lands_{name}"] = (1 / v["tbt_s"]) / claim_tps - 1
+            rr.update(jalapeno_model=rr["jalapeno_fewest"], ratio_vs_measured=None,
+                      ratio_vs_model_baseline=(gpu["tbt_s"] * rr["jalapeno_fewest"]) if gpu else None,
+                      claim_lands=rr["claim_lands_fewest"])
+            rows.append(rr)
         if key == "deepseek-r1":
             mtp = next((e for k2, e in fitted.entries["group"].items() if k2.endswith("/deepseek-r1/fp4/mtp")), None)
             if mtp is not None:
                 acc = mtp.param("accept")
-                _, jm = _jalapeno(cat, key, isl, osl, accept=acc)
-                rows.append(row(f"min time-between-tokens, Jalapeño with MTP (accept {acc:.2f}) (s)",
+                jm = _banded(cat, key, isl, osl, accept=acc)
+                jm.pop("resolved")
+                rows.append(row(f"min time-between-tokens, Jalapeño with MTP (accept {acc:.2f}) (s)", "tbt_s",
                                 c["min_tbt_ratio"]["value"], c["baseline_tbt_s"]["value"],
-                                gpu["tbt_s"] if gpu else None, jm["tbt_s"], "lower",
-                                f"acceptance fitted on {mtp.key}"))
-        for rr in rows:
-            if rr["model"] == c.get("display", key) and "gpu_baseline" not in rr:
-                rr["gpu_baseline"] = gpu_label
-    return {"rows": rows, "jalapeno": params,
-            "isl_osl": "8192/1024 (means 0.9 x nominal, InferenceX length distribution)"}
+                                gpu["tbt_s"] if gpu else None, "lower", f"acceptance fitted on {mtp.key}",
+                                variants={"fewest": jm}))
+        for rr2 in rows:
+            if rr2["model"] == display and "gpu_baseline" not in rr2:
+                rr2["gpu_baseline"] = gpu_label
+    return {"rows": rows, "jalapeno": params, "claims_file": str(claims_path or CLAIMS_PATH),
+            "isl_osl": "8192/1024 (means 0.9 x nominal, InferenceX length distribution)",
+            "inputs": "Jalapeño: catalog estimates only (accelerators.toml, systems.toml [jalapeno]); no claim value "
+                      "is an input. Bands: every ranged estimate at its optimistic / pessimistic end."}
 
 
 def _fmt(v: float | None, metric: str) -> str:
@@ -150,17 +228,47 @@ def _fmt(v: float | None, metric: str) -> str:
     return f"{v:,.0f}"
 
 
+def _band(v: list[float] | None, metric: str) -> str:
+    if not v:
+        return ""
+    return f" ({_fmt(min(v), metric)}–{_fmt(max(v), metric)})"
+
+
 def to_markdown(res: dict[str, Any]) -> str:
-    """The seed-check table as markdown (docs/DEVICE_MODEL.md)."""
-    lines = ["| model | metric | claim | GPU baseline, measured | GPU baseline, model | Jalapeño, model | "
-             "model ratio vs measured baseline | claim lands |",
-             "|---|---|---|---|---|---|---|---|"]
+    """The seed-check table as markdown (docs/DEVICE_MODEL.md): each Jalapeño figure with its band, on the fewest
+    chips, at equal chip count and at equal all-in power with the GPU baseline."""
+    lines = ["| model | metric | claim | GPU baseline: accelerators, all-in kW | measured | model | "
+             "Jalapeño fewest chips (band) | equal chip count (band) | equal power (band) | "
+             "ratio vs measured, fewest (band) | claim lands (fewest / equal count / equal power) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["rows"]:
         m = r["metric"]
         claim = f"{r['claim']:.1f}x" if r["claim"] and r["claim"] < 50 else f"{r['claim']:,.0f} tok/s"
-        ratio = f"{r['ratio_vs_measured']:.2f}x" if r["ratio_vs_measured"] else (
-            f"{r['ratio_vs_model_baseline']:.2f}x vs model baseline" if r["ratio_vs_model_baseline"] else "—")
-        lands = f"{r['claim_lands']:+.0%}" if r["claim_lands"] is not None else "—"
-        lines.append(f"| {r['model']} | {m} | {claim} | {_fmt(r['baseline_measured'], m)} | "
-                     f"{_fmt(r['baseline_model'], m)} | {_fmt(r['jalapeno_model'], m)} | {ratio} | {lands} |")
+        chips = r.get("jalapeno_chips", {})
+
+        def cell(name: str, r: dict[str, Any] = r, m: str = m, chips: dict = chips) -> str:
+            if f"jalapeno_{name}" not in r:
+                return "—"
+            return f"{_fmt(r[f'jalapeno_{name}'], m)}{_band(r.get(f'jalapeno_{name}_band'), m)} [{chips.get(name, '?')}]"
+
+        rb = r.get("ratio_fewest_band")
+        ratio = (f"{r['ratio_vs_measured']:.2f}x" + (f" ({rb[0]:.2f}–{rb[-1]:.2f}x)" if rb else "")) \
+            if r.get("ratio_vs_measured") else "—"
+        lands = " / ".join(f"{r[f'claim_lands_{n}']:+.0%}" if r.get(f"claim_lands_{n}") is not None else "—"
+                           for n in ("fewest", "equal_count", "equal_power"))
+        lines.append(f"| {r['model']} | {m} | {claim} | {r.get('gpu_baseline_accelerators', '?')}, "
+                     f"{r.get('gpu_allin_kw', '?')} kW | {_fmt(r['baseline_measured'], m)} | "
+                     f"{_fmt(r['baseline_model'], m)} | {cell('fewest')} | {cell('equal_count')} | "
+                     f"{cell('equal_power')} | {ratio} | {lands} |")
+    lines.append("")
+    lines.append("[n] = Jalapeño chips; bands: every ranged catalog estimate at its optimistic / pessimistic end; "
+                 "Jalapeño all-in kW (chips × 1.45 kW): " + ", ".join(
+                     f"{k}: {v['jalapeno_allin_kw']}" for k, v in _setups(res).items()))
     return "\n".join(lines)
+
+
+def _setups(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for r in res["rows"]:
+        out.setdefault(r["model"], r)
+    return out

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agentprof.catalog import CatalogError, ModelSpec
 from agentprof.catalog.hardware import HardwareCatalog, System
-from agentprof.replay.calibration import FitEntry, Fitted, load_fitted, nearest_group, step_params
+from agentprof.catalog.kvcache import kv_bytes, wait_steps
+from agentprof.replay.calibration import FitEntry, Fitted, load_fitted, step_params
 from agentprof.replay.costmodel import Deployment, StepParams, ceil_pow2
-from agentprof.replay.points import PointKey
 
 
 @dataclass
@@ -32,7 +32,13 @@ class Resolved:
     params: StepParams
     framework: str
     calibration: str
-    """How the parameters were obtained, e.g. ``fitted b200/trt/gpt-oss-120b/fp4/none tp8-ep1 (23 points)``."""
+    """How the parameters were obtained, e.g. ``fitted b200/trt/gpt-oss-120b/fp4/none/tp8-ep1 (23 points)``."""
+    level: str = "unseen"
+    """Calibration level: ``fitted`` (this layout measured), ``group`` (this hardware, framework and model in
+    other layouts), ``unseen`` (borrowed from another accelerator or model, or declared estimates)."""
+    level_error: dict[str, float] = field(default_factory=dict)
+    """The error measured for that level by cross-validation (median APE per metric, fitted.toml [levels])."""
+    kv_source: str = ""
 
     @property
     def host_link_bw(self) -> float:
@@ -45,6 +51,8 @@ class Resolved:
     def describe(self) -> dict[str, object]:
         return {"system": self.system.key, "model": self.model.key, "precision": self.precision,
                 "accelerators": self.dep.gpus, "framework": self.framework, "calibration": self.calibration,
+                "calibration_level": self.level, "level_error": self.level_error,
+                "kv_bytes_per_element": self.dep.kv_dtype_bytes, "kv_source": self.kv_source,
                 "t_fixed_ms": round(self.params.t_fixed_s * 1e3, 3), "mbu": round(self.params.mbu, 3),
                 "mfu": round(self.params.mfu, 3)}
 
@@ -77,69 +85,105 @@ def _gpus(system: System, model: ModelSpec, precision: str) -> int:
     return system.count
 
 
+def _vendor_hardware(fitted: Fitted, cat: HardwareCatalog, acc_key: str) -> list[str]:
+    """Calibrated hardware of the same vendor as ``acc_key``, the same family first, then by HBM bandwidth."""
+    acc = cat.accelerators[acc_key]
+    hws = {e.attrs.get("hardware", "") for e in fitted.entries["group"].values()}
+    same = [cat.accelerators[h] for h in hws if h in cat.accelerators and h != acc_key
+            and cat.accelerators[h].vendor == acc.vendor]
+    same.sort(key=lambda a: (a.family != acc.family, abs(math.log(a.hbm_bw / acc.hbm_bw))))
+    return [a.key for a in same]
+
+
 def _fitted_entry(fitted: Fitted, cat: HardwareCatalog, system: System, model: ModelSpec, precision: str,
-                  gpus: int) -> tuple[FitEntry | None, str, str, int]:
+                  gpus: int) -> tuple[FitEntry | None, str, str, str]:
+    """(entry, framework, description, level): the calibration a model on a system uses. Level ``fitted``: the
+    exact layout was measured; ``group``: the same hardware, framework and model in other layouts (the step
+    overhead and collectives are carried to this layout by the equations); ``unseen``: borrowed from another
+    accelerator (a proxy or a same-vendor sibling) or another model of the same kind."""
     acc = system.accelerator
-    hw = acc.key if any(e.attrs.get("hardware") == acc.key for e in fitted.entries["group"].values()) else (acc.proxy or acc.key)
-    hw_acc = cat.accelerators.get(hw, acc)
-    # the model itself, then catalog models of the same attention kind and MoE-ness (per-layer terms transfer)
+    own = acc.key if any(e.attrs.get("hardware") == acc.key for e in fitted.entries["group"].values()) else None
+    hw_list = ([own] if own else ([acc.proxy] if acc.proxy else [])) + [
+        h for h in _vendor_hardware(fitted, cat, acc.key) if h != acc.proxy]
     same = [m for m in cat.models.values() if m.key != model.key and m.attention == model.attention
             and bool(m.get("experts")) == bool(model.get("experts"))]
     others = [m for m in cat.models.values() if m.key != model.key and m not in same]
-    for cand in (model, *same, *others):
-        for fw in system.frameworks:
-            grp_key = f"{hw}/{fw}/{cand.key}/{precision}/none"
-            grp = fitted.entries["group"].get(grp_key)
-            if grp is None:
-                grp = next((e for k, e in fitted.entries["group"].items()
-                            if k.startswith(f"{hw}/{fw}/{cand.key}/") and k.endswith("/none")), None)
+    # the model itself on its own hardware, then on same-vendor hardware; then models of the same kind
+    order = [(model, hw) for hw in hw_list] + [(m, hw) for m in (*same, *others) for hw in hw_list]
+    for cand, hw in order:
+        # the system's frameworks first; on another accelerator, whatever framework measured the model there
+        fws = list(system.frameworks)
+        if hw != acc.key:
+            fws += sorted({e.attrs.get("framework", "") for e in fitted.entries["group"].values()
+                           if e.attrs.get("hardware") == hw and e.attrs.get("model") == cand.key} - set(fws))
+        for fw in fws:
+            grp = fitted.entries["group"].get(f"{hw}/{fw}/{cand.key}/{precision}/none") or next(
+                (e for k, e in fitted.entries["group"].items()
+                 if k.startswith(f"{hw}/{fw}/{cand.key}/") and k.endswith("/none")), None)
             if grp is None:
                 continue
-            layouts = [e for k, e in fitted.entries["layout"].items() if k.startswith(grp.key + "/")]
-            proxy = "" if cand.key == model.key else f"; {model.key} uses the per-layer terms of {cand.key}"
-            where = "" if hw == acc.key else f"; {acc.key} borrows {hw}'s software overheads (estimate)"
-            if layouts:
-                best = min(layouts, key=lambda e: (abs(math.log2(layout_gpus(e) / gpus)), -e.points))
-                g_l = layout_gpus(best)
-                note = "" if g_l == gpus else f", nearest to {gpus} accelerators: its step overhead at {g_l}"
-                return best, fw, f"fitted {best.key} ({best.points} points{note}{proxy}{where})", g_l
-            return grp, fw, f"fitted {grp.key} ({grp.points} points{proxy}{where})", gpus
-        key = PointKey(hw_acc.family, hw, system.frameworks[0], cand.key, precision, "none", f"tp{gpus}-ep1")
-        near = nearest_group(fitted, key)
-        if near is not None:
-            proxy = "" if cand.key == model.key else f"; {model.key} uses the per-layer terms of {cand.key}"
-            return (near, near.attrs.get("framework", "?"),
-                    f"nearest calibrated group {near.key} ({near.points} points{proxy})", gpus)
-    return None, system.frameworks[0], "uncalibrated", gpus
+            notes = []
+            if cand.key != model.key:
+                notes.append(f"{model.key} uses the per-layer terms of {cand.key}")
+            if hw != acc.key:
+                notes.append(f"{acc.key} borrows {hw}'s fitted software overheads (estimate)")
+            tail = "; ".join(notes)
+            same_tp = [e for k, e in fitted.entries["layout"].items()
+                       if re.fullmatch(re.escape(grp.key) + rf"/tp{gpus}-ep\d+", k)]
+            exact = max(same_tp, key=lambda e: e.points) if same_tp else None
+            if exact is not None and cand.key == model.key:
+                if not notes:
+                    return exact, fw, f"fitted {exact.key} ({exact.points} points)", "fitted"
+                return exact, fw, f"fitted {exact.key} ({exact.points} points); {tail}", "unseen"
+            level = "group" if not notes else "unseen"
+            return (grp, fw, f"fitted {grp.key} ({grp.points} points), carried to {gpus} accelerators by the "
+                    f"per-layer overhead and collectives" + (f"; {tail}" if tail else ""), level)
+    return None, system.frameworks[0], "uncalibrated", "unseen"
 
 
 def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitted | None = None,
-            accept: float | None = None) -> Resolved:
-    """The deployment and parameters for ``model`` on ``system``; a clear error when it cannot run there."""
+            accept: float | None = None, gpus: int | None = None) -> Resolved:
+    """The deployment and parameters for ``model`` on ``system`` (on ``gpus`` accelerators instead of the
+    system's choice when given); a clear error when it cannot run there."""
     precision = _precision(system, model)
-    gpus = _gpus(system, model, precision)
-    dep = Deployment(model, system.accelerator, precision, gpus)
+    gpus = gpus if gpus is not None else _gpus(system, model, precision)
+    fitted = fitted if fitted is not None else load_fitted()
+    if system.params:
+        entry, fw, how, level = None, system.frameworks[0], f"declared estimates in systems.toml [{system.key}.params]", "unseen"
+    else:
+        entry, fw, how, level = _fitted_entry(fitted, cat, system, model, precision, gpus)
+        if entry is None:
+            raise CatalogError(f"no calibration for {system.key}: run `agentprof devices fit` or declare "
+                               f"[systems.{system.key}.params]")
+    kvb, kv_src = kv_bytes(fw, model.key, system.accelerator.key)
+    dep = Deployment(model, system.accelerator, precision, gpus, kv_dtype_bytes=kvb)
     if not dep.fits(system.mem_util):
         raise CatalogError(f"{model.display} ({dep.weight_bytes / 1e9:.0f} GB in {precision}) does not fit on "
                            f"{system.key} ({gpus} x {system.accelerator.hbm_bytes / 1e9:.0f} GB at "
                            f"{system.mem_util:.0%} usable)")
+    scale = system.accelerator.fields.get("overhead_scale")
     if system.params:
         pr = system.params
-        spec_accept = pr["mtp_accept"].value if "mtp_accept" in pr else 1.0
-        params = StepParams(t_fixed_s=pr["t_fixed_s"].value, mbu=pr["mbu"].value, mfu=pr["mfu"].value,
-                            t0_s=pr["t0_s"].value if "t0_s" in pr else 0.0,
-                            t_req_s=pr["t_req_s"].value if "t_req_s" in pr else 0.0,
-                            q=pr["q"].value if "q" in pr else 1.0,
-                            accept=spec_accept if accept is None else accept, m_steps=1.0,
-                            attn_eff=pr["attn_eff"].value if "attn_eff" in pr else
-                            (fitted if fitted is not None else load_fitted()).attn_eff)
-        return Resolved(system, model, precision, dep, params, system.frameworks[0],
-                        f"declared estimates in systems.toml [{system.key}.params]")
-    fitted = fitted if fitted is not None else load_fitted()
-    entry, fw, how, g_overhead = _fitted_entry(fitted, cat, system, model, precision, gpus)
-    if entry is None:
-        raise CatalogError(f"no calibration for {system.key}: run `agentprof devices fit` or declare "
-                           f"[systems.{system.key}.params]")
-    params = step_params(entry.theta, dep.layers, g_overhead, accept=1.0 if accept is None else accept)
-    params = params.with_(attn_eff=fitted.attn_eff)
-    return Resolved(system, model, precision, dep, params, fw, how)
+
+        def val(k: str, d: float) -> float:
+            return pr[k].value if k in pr else d
+
+        if "t_layer_s" in pr:
+            t_fixed = dep.layers * pr["t_layer_s"].value * (1.0 + val("fanout_kappa", 0.0) * math.log2(max(gpus, 1)))
+        else:
+            t_fixed = pr["t_fixed_s"].value
+        params = StepParams(t_fixed_s=t_fixed, mbu=pr["mbu"].value, mfu=pr["mfu"].value, t0_s=val("t0_s", 0.0),
+                            t_req_s=val("t_req_s", 0.0), q=val("q", 1.0),
+                            accept=val("mtp_accept", 1.0) if accept is None else accept,
+                            attn_eff=val("attn_eff", fitted.attn_eff), mfu_pf=pr["mfu_pf"].value if "mfu_pf" in pr else None)
+    else:
+        assert entry is not None
+        params = step_params(entry.theta, dep.layers, gpus, accept=1.0 if accept is None else accept)
+        params = params.with_(attn_eff=fitted.attn_eff)
+    if scale is not None:
+        params = params.with_(t_fixed_s=params.t_fixed_s * scale.value)
+    if not system.params:
+        params = params.with_(wait_steps=wait_steps(fw, entry.attrs.get("model", model.key) if entry else model.key,
+                                                    entry.attrs.get("hardware") if entry else None)[0])
+    return Resolved(system, model, precision, dep, params, fw, how, level, fitted.level_errors.get(level, {}),
+                    kv_src)

@@ -169,6 +169,11 @@ def whatif_panel(r: dict[str, Any] | None, note: str | None = None) -> dict[str,
             "speedup": _num(row.get("speedup_vs_recorded")),
             "model_speedup": _num(row.get("model_calls_speedup")),
             "error": row.get("error"),
+            "waiting_for": {str(k): _num(v) for k, v in (row.get("waiting_for") or {}).items()},
+            "model_calls_s": _num(row.get("model_calls_s")),
+            "band": {k: [_num(x) for x in v] for k, v in (row.get("band") or {}).items()
+                     if k in ("e2e_s", "model_calls_s", "speedup_vs_recorded") and isinstance(v, list)},
+            "band_ranged": [str(x) for x in (row.get("band") or {}).get("ranged") or []],
         })
     if not rows:
         return _missing(note or "the replay result lists no systems")

@@ -142,6 +142,32 @@ def test_cli_errors_are_one_line(tmp_path: Path, args: list[str], needle: str) -
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], r.stderr
 
 
+def test_waiting_for_sums_to_the_model_call_time_per_system(kvct_result) -> None:
+    for s in kvct_result.systems:
+        assert set(s.waiting_for) == {"compute", "bandwidth", "overhead", "kv_load", "queueing"}
+        assert sum(s.waiting_for.values()) == pytest.approx(s.model_calls_s, rel=1e-9)
+        assert all(v >= 0 for v in s.waiting_for.values())
+    # per call too: the parts in the call table sum to each replayed call's time
+    calls = kvct_result.calls
+    parts = sum(calls[f"wait_{k}_s"] for k in ("compute", "bandwidth", "overhead", "kv_load", "queueing"))
+    assert ((parts - calls["replayed_s"]).abs() <= 1e-9 * calls["replayed_s"].abs().max()).all()
+    d = kvct_result.to_dict()
+    assert all("waiting_for" in s for s in d["systems"])
+
+
+def test_what_ifs_on_estimated_hardware_carry_a_band(kvct_result) -> None:
+    by = {s.name: s for s in kvct_result.systems}
+    for name in ("jalapeno", "rubin+vera"):
+        b = by[name].band
+        assert b["ranged"] and len(b["e2e_s"]) == 2
+        fast, slow = b["model_calls_s"]
+        assert fast <= by[name].model_calls_s <= slow and fast < slow
+    assert not by["h200+x86"].band  # measured hardware, no ranged estimate
+    assert any("vera.st_speed" in x for x in by["rubin+vera"].band["ranged"])
+    for d in by["jalapeno"].deployments:
+        assert d["calibration_level"] == "unseen" and "declared" in d["calibration"]
+
+
 def test_task_speedups_on_both_clocks(kvct_result, kvct) -> None:
     """The recorded user turns and idle gaps stay in every replay: the speed-up of the agent's own time is
     larger than the wall-clock one, and the same human time is left out on both sides."""

@@ -96,7 +96,9 @@ def test_comparison_page_renders_offline(browser, tmp_path):
     for i in (0, 1):
         assert page.locator(f"#run{i}-headline .card").count() >= 10
         assert page.locator(f"#run{i}-timeline canvas").is_visible()
-        assert page.locator(f"#run{i}-whatif svg").count() == 1
+        # the task-time chart, and the chart of what the model calls wait for
+        assert page.locator(f"#run{i}-whatif svg").count() == 2
+        assert page.locator(f"#run{i}-whatif .waitingfor svg").count() == 1
     head = page.locator("#compare table.cmp").first.locator("thead th").all_inner_texts()
     assert head[1:] == ["short run", EVIL_LABEL]  # the label is text, not markup
     assert "simulated: the first run's model" in page.locator("#compare-notes").inner_text()

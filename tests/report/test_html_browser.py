@@ -168,3 +168,27 @@ def test_report_with_every_stage(which, request, browser, tmp_path):
         page.locator(f"#{part}").screenshot(path=str(tmp_path / f"{which}-{part}.png"))
     assert o.errors == []
     o.page.close()
+
+
+def test_whatif_draws_what_model_calls_wait_for(kv_folder, browser, tmp_path):
+    systems = ["h200+x86", "jalapeno"]
+    res = run_stages(kv_folder, systems=systems, model="gpt-oss-120b")
+    rows = {s["name"]: s for s in res.replay.to_dict()["systems"]}
+    path = write_report(tmp_path / "wait.html", kv_folder, res.analysis, res.replay, res.cache,
+                        cache_model=res.cache_model)
+    o = browser.open(path)
+    _only_the_file(o, path)
+    chart = o.page.locator("#whatif .waitingfor")
+    assert chart.count() == 1
+    text = chart.inner_text() if chart.inner_text() else o.page.locator("#whatif").inner_text()
+    for name in systems:
+        assert name in o.page.locator("#whatif").inner_text()
+        drawn = {k for k, v in rows[name]["waiting_for"].items() if v > 0}
+        kinds = o.page.evaluate("""(n) => Array.from(document.querySelectorAll('#whatif .waitingfor rect.waitpart'))
+            .filter(r => r.querySelector('title') && r.querySelector('title').textContent.startsWith(n + ' ·'))
+            .map(r => r.getAttribute('data-kind'))""", name)
+        assert set(kinds) == drawn and drawn
+    assert "What the model calls wait for" in o.page.locator("#whatif").inner_text()
+    assert "band" in o.page.locator("#whatif").inner_text()  # Jalapeño's task speed-up band
+    assert text is not None and o.errors == []
+    o.page.close()

@@ -880,6 +880,8 @@
       });
       var right = fmtDur(isNum(r.e2e_s) ? r.e2e_s : acc);
       if (isNum(r.speedup) && i > 0) right += " · task " + fmtX(r.speedup);
+      var bnd = (r.band || {}).speedup_vs_recorded;
+      if (bnd && isNum(bnd[0]) && isNum(bnd[1]) && i > 0) right += " (band " + fmtX(Math.min(bnd[0], bnd[1])) + "–" + fmtX(Math.max(bnd[0], bnd[1])) + ")";
       if (isNum(r.model_speedup) && i > 0) right += ", model calls " + fmtX(r.model_speedup);
       f.svg.appendChild(s("text", { x: f.m.l + x(acc) + 6, y: yy + 13 }, right));
     });
@@ -890,7 +892,39 @@
     }
     sec.appendChild(h("div", { class: "chart" }, f.svg));
     sec.appendChild(legendRow(parts.map(function (p) { return { color: p[2], label: p[1] }; })));
+    renderWaitingFor(sec, rowsD);
     if (W.notes && W.notes.length) sec.appendChild(h("ul", { class: "hint" }, W.notes.map(function (n) { return h("li", null, n); })));
+  }
+
+  /* what each system's model calls wait for (replay waiting_for: the parts sum to the model-call time) */
+  function renderWaitingFor(sec, rowsD) {
+    var wf = rowsD.filter(function (r) { return r.waiting_for && Object.keys(r.waiting_for).length; });
+    if (!wf.length) return;
+    var kinds = [["compute", "compute", "#0072b2"], ["bandwidth", "weight/KV bandwidth", "#56b4e9"], ["overhead", "fixed overhead", "#e69f00"],
+      ["kv_load", "KV load from lower tiers", "#009e73"], ["queueing", "queueing", "#cc79a7"]];
+    var max = 0;
+    wf.forEach(function (r) { var t = 0; kinds.forEach(function (k) { t += r.waiting_for[k[0]] || 0; }); if (t > max) max = t; });
+    if (!(max > 0)) return;
+    var rowH = 30, f = chartFrame(1000, 46 + rowH * wf.length, { l: 110, r: 250, t: 8, b: 38 });
+    var x = function (v) { return v / max * f.w; };
+    axisBottom(f, x, ticks(0, max, 6), function (v) { return fmtDur(v); }, "model-call time by what it waits for");
+    wf.forEach(function (r, i) {
+      var yy = f.m.t + i * rowH + 4, acc = 0, tot = 0;
+      kinds.forEach(function (k) { tot += r.waiting_for[k[0]] || 0; });
+      f.svg.appendChild(s("text", { x: f.m.l - 8, y: yy + 13, "text-anchor": "end" }, r.name));
+      kinds.forEach(function (k) {
+        var v = r.waiting_for[k[0]];
+        if (!isNum(v) || v <= 0) return;
+        var rect = s("rect", { x: f.m.l + x(acc), y: yy, width: Math.max(0.5, x(v)), height: rowH - 10, fill: k[2], "class": "waitpart", "data-kind": k[0] });
+        titled(rect, r.name + " · " + k[1] + ": " + fmtDur(v) + " (" + fmtPct(v / tot) + ")");
+        f.svg.appendChild(rect);
+        acc += v;
+      });
+      f.svg.appendChild(s("text", { x: f.m.l + x(acc) + 6, y: yy + 13 }, fmtDur(tot) + " of model calls"));
+    });
+    sec.appendChild(h("h3", { class: "sub" }, "What the model calls wait for"));
+    sec.appendChild(h("div", { class: "chart waitingfor" }, f.svg));
+    sec.appendChild(legendRow(kinds.map(function (k) { return { color: k[2], label: k[1] }; })));
   }
 
   /* ---------- slowest tools and calls ---------- */

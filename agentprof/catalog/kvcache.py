@@ -1,0 +1,75 @@
+"""Serving settings as each framework's recipe deployed them: the KV-cache element size (``kv_cache.toml``:
+FP8 where the recipe set it) and the decode steps a new request waits for the scheduler (``scheduling.toml``).
+
+The device model sizes KV (capacity, bytes streamed per decode step, bytes moved between tiers) from the
+model's per-token KV elements times this element size; a framework not listed stores BF16 and waits 0 steps.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
+
+KV_PATH = CATALOG_DIR / "kv_cache.toml"
+DEFAULT_BYTES = 2.0
+DEFAULT_SOURCE = "default: BF16 KV (the frameworks' auto KV dtype), no recipe says otherwise"
+
+
+def engine(framework: str) -> str:
+    """``dynamo-trt`` → ``trt``, ``sglang-disagg`` → ``sglang``: the serving engine under an orchestrator."""
+    f = framework.lower()
+    for base in ("trt", "sglang", "vllm", "atom"):
+        if base in f:
+            return base
+    return f
+
+
+@lru_cache(maxsize=1)
+def _entries() -> tuple[tuple[str, str, str | None, float, str], ...]:
+    out = []
+    for i, e in enumerate(read_toml(KV_PATH).get("kv_cache", [])):
+        where = f"{KV_PATH}: kv_cache[{i}]"
+        b = e.get("bytes") if isinstance(e, dict) else None
+        if not isinstance(b, dict) or not isinstance(b.get("value"), (int, float)) or not b.get("source"):
+            raise CatalogError(f"{where}.bytes: expected {{ value = <number>, source = \"...\" }}")
+        if not b["value"] > 0:
+            raise CatalogError(f"{where}.bytes: expected a positive number, got {b['value']}")
+        out.append((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), float(b["value"]),
+                    str(b["source"])))
+    return tuple(out)
+
+
+def kv_bytes(framework: str, model: str, hardware: str | None = None) -> tuple[float, str]:
+    """(bytes per KV element, source) for a model served by ``framework`` on ``hardware``."""
+    eng = engine(framework)
+    for fw, mk, hw, val, src in _entries():
+        if fw == eng and mk == model and (hw is None or hw == hardware):
+            return val, src
+    return DEFAULT_BYTES, DEFAULT_SOURCE
+
+
+SCHED_PATH = CATALOG_DIR / "scheduling.toml"
+
+
+@lru_cache(maxsize=1)
+def _wait_entries() -> tuple[tuple[str, str, str | None, float, float, str], ...]:
+    out = []
+    for i, e in enumerate(read_toml(SCHED_PATH).get("wait_steps", [])):
+        where = f"{SCHED_PATH}: wait_steps[{i}]"
+        st = e.get("steps") if isinstance(e, dict) else None
+        if not isinstance(st, dict) or not isinstance(st.get("value"), (int, float)) or not st.get("source"):
+            raise CatalogError(f"{where}.steps: expected {{ value = <number>, source = \"...\" }}")
+        lo = e.get("conc_min", {"value": 0})
+        out.append((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), float(lo["value"]),
+                    float(st["value"]), str(st["source"])))
+    return tuple(out)
+
+
+def wait_steps(framework: str, model: str, hardware: str | None = None, conc: float = 1.0) -> tuple[float, str]:
+    """(decode steps a new request waits for the scheduler on average, source) for ``framework`` at ``conc``."""
+    eng = engine(framework)
+    for fw, mk, hw, lo, val, src in _wait_entries():
+        if fw == eng and mk == model and (hw is None or hw == hardware) and conc >= lo:
+            return val, src
+    return 0.0, "default: no scheduling interval in the recipe"

@@ -1,0 +1,64 @@
+"""Low/high bands for what-ifs on hardware without public measurements (Jalapeño, Rubin, Vera, ...).
+
+Every estimated catalog number may carry a stated range (``low``/``high``). A band evaluates the model twice
+more: with every range at its optimistic end (the *fast* corner: more bandwidth and compute, less overhead,
+higher efficiencies) and at its pessimistic end (*slow*). The figures at the two corners bound the what-if under
+the catalog's own ranges; which numbers moved is listed with the band.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Literal
+
+from agentprof.catalog.hardware import Bounded, System
+
+FAST_HIGH = frozenset({"hbm_bw", "hbm_bytes", "bf16_flops", "fp8_flops", "fp4_flops", "scaleup_bw", "st_speed", "bw",
+                       "mbu", "mfu", "mfu_pf", "mtp_accept", "attn_eff"})
+"""Numbers whose higher end makes a system faster."""
+FAST_LOW = frozenset({"t_layer_s", "t_fixed_s", "fanout_kappa", "t0_s", "t_req_s", "overhead_scale", "q"})
+"""Numbers whose lower end makes a system faster."""
+Corner = Literal["fast", "slow"]
+
+
+def _pick(name: str, b: Bounded, corner: Corner) -> Bounded:
+    if b.low is None and b.high is None:
+        return b
+    hi = b.high if b.high is not None else b.value
+    lo = b.low if b.low is not None else b.value
+    if name in FAST_HIGH:
+        v = hi if corner == "fast" else lo
+    elif name in FAST_LOW:
+        v = lo if corner == "fast" else hi
+    else:
+        return b
+    return Bounded(v, b.source, b.low, b.high)
+
+
+def _fields(fields: dict[str, Bounded], corner: Corner, moved: list[str], where: str) -> dict[str, Bounded]:
+    out = {}
+    for k, b in fields.items():
+        out[k] = _pick(k, b, corner)
+        if out[k].value != b.value:
+            moved.append(f"{where}.{k}")
+    return out
+
+
+def ranged(system: System) -> list[str]:
+    """The catalog numbers of ``system`` that carry a range and move a what-if (empty: no band)."""
+    moved: list[str] = []
+    corner_system(system, "fast", moved)
+    corner_system(system, "slow", moved)
+    return sorted(set(moved))
+
+
+def corner_system(system: System, corner: Corner, moved: list[str] | None = None) -> System:
+    """``system`` with every ranged number at its ``fast`` or ``slow`` end (``moved`` collects their names)."""
+    mv: list[str] = [] if moved is None else moved
+    acc = replace(system.accelerator, fields=_fields(system.accelerator.fields, corner, mv, system.accelerator.key))
+    host = replace(system.host, fields=_fields(system.host.fields, corner, mv, system.host.key))
+    link = replace(system.link, bw=_pick("bw", system.link.bw, corner))
+    if link.bw.value != system.link.bw.value:
+        mv.append(f"{system.link.key}.bw")
+    params = _fields(system.params, corner, mv, f"{system.key}.params")
+    return replace(system, accelerator=acc, host=host, link=link, params=params)

@@ -1,0 +1,127 @@
+"""The serving equations, once: time to first token, time per output token and what each call waits for.
+
+Both the replay (:func:`agentprof.replay.costmodel.call_times`, one model call on a deployment) and the
+calibration (:func:`agentprof.replay.points.predict`, one benchmark point) build a :class:`Work` — the
+parameter-free seconds each piece of work takes at 100 % of bandwidth or compute — and pass it here with the
+free terms. Everything is vectorized over numpy arrays. Equations: docs/DEVICE_MODEL.md §2.2.
+
+Aggregated serving (chunked prefill): a decode step carries the other clients' prefill chunks, so compute
+overlaps bandwidth (``max``), not adds to it; a new request's prefill rides one step per chunk; clients beyond
+the KV capacity wait until the running batch drains. Disaggregated serving: decode workers without
+prefill, a prefill pool of ``n_prefill`` workers that batches prompts (a closed loop bounds it), and the KV
+transfer between the pools over the scale-up link.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+RHO_MAX_AGG = 0.95
+RHO_MAX_DIS = 0.97
+WAITING_FOR = ("compute", "bandwidth", "overhead", "kv_load", "queueing")
+"""What a call waits for: compute (FLOPs), weight/KV bandwidth, fixed overhead (per step: launches, collectives,
+scheduling; per request), KV load from lower tiers (and the disaggregated KV transfer), queueing."""
+
+
+@dataclass
+class Work:
+    """Parameter-free per-call (or per-point) quantities; seconds at 100 % efficiency, per accelerator."""
+
+    b_run: np.ndarray       # running decode batch per instance (after the KV capacity)
+    over: np.ndarray        # clients beyond the capacity / capacity (> 0: they queue for KV space)
+    osl: np.ndarray         # output tokens (mean)
+    n_chunks: np.ndarray    # prefill steps of the new tokens (chunked prefill)
+    comm_s: np.ndarray      # decode step collectives over the scale-up link
+    comm_pf_s: np.ndarray   # prefill collectives over the scale-up link (per prefill)
+    bw_s: np.ndarray        # decode step bytes / HBM bandwidth
+    cmp_s: np.ndarray       # decode step FLOPs / peak
+    pf_gemm_s: np.ndarray   # one prefill's weight FLOPs / peak (prefill instance)
+    pf_attn_s: np.ndarray   # one prefill's attention FLOPs / BF16 peak
+    pf_mem_s: np.ndarray    # one prefill's bytes (weights once, KV read and written) / HBM bandwidth
+    pf_kv_s: np.ndarray     # the KV part of pf_mem_s (what a prefill batched with others still moves alone)
+    disagg: np.ndarray      # bool
+    conc: np.ndarray        # clients (closed loop)
+    n_prefill: np.ndarray   # prefill workers (disaggregated)
+    xfer_s: np.ndarray      # prefill -> decode KV transfer (disaggregated)
+    load_s: np.ndarray      # KV load of the cached prefix from a lower tier (replay)
+    wait_steps: np.ndarray  # decode steps a new request waits for the scheduler (recv/stream interval / 2)
+
+
+@dataclass
+class Times:
+    """First token, per output token, end to end, and the end-to-end time split by what it waits for."""
+
+    ttft: np.ndarray
+    tpot: np.ndarray
+    e2e: np.ndarray
+    queue: np.ndarray
+    parts: dict[str, np.ndarray]
+
+
+def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: np.ndarray, t0: np.ndarray,
+          q: np.ndarray, t_req: np.ndarray, accept: np.ndarray, attn_eff: float,
+          mfu_pf: np.ndarray | float | None = None) -> Times:
+    """Apply the serving equations to ``w`` with the free terms (arrays or scalars; ``tf_dec``/``tf_pf`` are the
+    fixed per-step overheads of the decode and prefill instances, ``mfu_pf`` the compute efficiency of a
+    disaggregated prefill pool's batched prompts, ``mfu`` when not given)."""
+    mfu_pool = mfu if mfu_pf is None else mfu_pf
+    z = np.zeros_like(w.osl, dtype=float)
+    dis = w.disagg.astype(bool)
+    others = np.where(dis, 0.0, np.maximum(w.b_run - 1.0, 0.0) / np.maximum(w.b_run, 1.0))
+    pf_rate = np.where(dis, 0.0, np.maximum(w.b_run - 1.0, 0.0) / w.osl)  # other clients' prefills per step
+    pf_cmp = (w.pf_gemm_s + w.pf_attn_s / attn_eff) / mfu_pool
+    pf_mem = w.pf_mem_s / mbu
+    # decode step: fixed overhead, collectives, per-prefill scheduling; bandwidth and compute overlap
+    dec_bw = w.bw_s / mbu
+    dec_cmp = w.cmp_s / mfu + pf_rate * pf_cmp
+    step_over = tf_dec + w.comm_s + pf_rate * t_req
+    t_step = step_over + dec_bw + dec_cmp
+    tpot = t_step / accept
+    # one prefill alone: a step per chunk (overhead and collectives) plus the larger of compute and bytes
+    pf_over = w.n_chunks * (tf_pf + w.comm_pf_s) + t_req
+    s_alone = pf_over + np.maximum(pf_cmp, pf_mem)
+    # aggregated: the new request's chunks ride steps that also carry the running batch's decode work
+    mix_cmp = pf_cmp + others * w.n_chunks * w.cmp_s / mfu
+    pf_kv = w.pf_kv_s / mbu
+    mix_bw = (1.0 - others) * pf_mem + others * (w.n_chunks * dec_bw + pf_kv)
+    pf_cmp_bound = mix_cmp >= mix_bw
+    # arrival in the middle of a running step, then the scheduler's polling / streaming interval
+    wait_step = (0.5 * others + w.wait_steps) * t_step
+    busy = t_step + pf_rate * s_alone
+    rho_agg = np.minimum(np.divide(pf_rate * s_alone, busy, out=np.zeros_like(busy, dtype=float), where=busy > 0),
+                         RHO_MAX_AGG)
+    q_agg = q * rho_agg / (1.0 - rho_agg) * s_alone
+    # disaggregated: batched prefill (weights read once per batch, large GEMMs at the batched efficiency
+    # ``mfu``), closed loop of conc clients over the pool
+    work = np.maximum(pf_cmp, pf_kv)
+    cycle = s_alone + w.xfer_s + w.osl * tpot
+    rho_dis = np.minimum(np.divide(w.conc * work, cycle * w.n_prefill, out=np.zeros_like(cycle, dtype=float),
+                                   where=cycle > 0), RHO_MAX_DIS)
+    q_dis = q * rho_dis / (1.0 - rho_dis) * work
+    ttft_dis_core = t0 + s_alone + w.xfer_s + q_dis + w.wait_steps * t_step
+    sat = w.conc * work / w.n_prefill - (w.osl - 1.0) * tpot
+    sat_extra = np.maximum(sat - ttft_dis_core, 0.0)
+    queue_pf = np.where(dis, q_dis + sat_extra + w.wait_steps * t_step, wait_step + q_agg)
+    ride_cmp = np.where(dis, pf_cmp, mix_cmp)
+    ride_bw = np.where(dis, pf_mem, mix_bw)
+    ride = np.maximum(ride_cmp, ride_bw)
+    ttft_core = t0 + w.load_s + np.where(dis, w.xfer_s, 0.0) + pf_over + ride + queue_pf
+    decode = (w.osl - 1.0) * tpot
+    # clients beyond the KV capacity wait for the running batch to drain (closed loop)
+    over_q = w.over * (ttft_core + decode)
+    ttft = ttft_core + over_q
+    e2e = ttft + decode
+    n_dec = (w.osl - 1.0) / accept
+    dec_b = dec_bw * n_dec
+    dec_c = dec_cmp * n_dec
+    cmp_bound = np.where(dis, pf_cmp >= pf_mem, pf_cmp_bound)
+    parts = {
+        "compute": dec_c + np.where(cmp_bound, ride, 0.0),
+        "bandwidth": dec_b + np.where(cmp_bound, 0.0, ride),
+        "overhead": t0 + pf_over + step_over * n_dec,
+        "kv_load": w.load_s + np.where(dis, w.xfer_s, 0.0),
+        "queueing": queue_pf + over_q + z,
+    }
+    return Times(ttft, tpot, e2e, queue_pf + over_q, parts)

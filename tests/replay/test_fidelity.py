@@ -1,0 +1,89 @@
+"""Leave-one-layout-out and leave-one-group-out cross-validation against the lookup baseline, calibration
+levels with their measured errors, and the per-point CSV of `devices check`."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from agentprof.catalog.hardware import load_catalog
+from agentprof.replay.calibration import load_fitted
+from agentprof.replay.fidelity import leave_out
+from agentprof.replay.points import load_points
+
+ROOT = Path(__file__).resolve().parents[2]
+POINTS = ROOT / "data" / "inferencex" / "calibration_points.csv"
+CAT = load_catalog()
+
+
+@pytest.fixture(scope="module")
+def points() -> pl.DataFrame:
+    return load_points(POINTS)
+
+
+@pytest.fixture(scope="module")
+def lolo(points: pl.DataFrame) -> dict:
+    return leave_out(points, "layout", CAT)
+
+
+@pytest.fixture(scope="module")
+def logo(points: pl.DataFrame) -> dict:
+    return leave_out(points, "group", CAT)
+
+
+def test_unseen_layouts_beat_the_lookup_baseline(lolo: dict) -> None:
+    # every layout of a group with other layouts is predicted without its own points: the per-layer overhead
+    # and the collectives carry the group's terms to it; the baseline looks up the nearest measured point of
+    # the same hardware and model (nearest GPU count, then concurrency) on the same points
+    assert lolo["held_out_units"] >= 40
+    model, base = lolo["model_on_baseline_points"], lolo["baseline"]
+    assert model["points"] == base["points"] >= 800
+    for m in ("tpot", "e2e"):
+        assert model[m]["median_ape"] < base[m]["median_ape"]
+    assert set(lolo["model"]["levels"]) <= {"group", "unseen"}
+
+
+def test_unseen_groups_beat_the_lookup_baseline(logo: dict) -> None:
+    model, base = logo["model_on_baseline_points"], logo["baseline"]
+    assert logo["held_out_units"] == 21 and model["points"] == base["points"] > 500
+    for m in ("tpot", "e2e"):
+        assert model[m]["median_ape"] < base[m]["median_ape"]
+
+
+def test_shipped_fit_states_the_error_of_each_level(lolo: dict, logo: dict) -> None:
+    levels = load_fitted().level_errors
+    assert set(levels) == {"fitted", "group", "unseen"}
+    assert levels["group"]["median_ape_tpot"] == pytest.approx(lolo["model"]["tpot"]["median_ape"], rel=0.05)
+    assert levels["unseen"]["median_ape_tpot"] == pytest.approx(logo["model"]["tpot"]["median_ape"], rel=0.05)
+    assert levels["fitted"]["median_ape_tpot"] < levels["unseen"]["median_ape_tpot"]
+
+
+def test_check_writes_per_point_predictions(tmp_path: Path) -> None:
+    with open(POINTS, newline="") as fh:
+        rows = list(csv.DictReader(fh))[:30]
+    src = tmp_path / "pts.csv"
+    with open(src, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+        w.writerow(dict(rows[0], hardware="tpu-v9"))
+    out = tmp_path / "pred.csv"
+    r = subprocess.run([sys.executable, "-m", "agentprof.cli", "devices", "check", str(src), "--per-point", str(out),
+                        "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    got = pl.read_csv(out)
+    assert got.height == 31
+    assert got.columns[:len(rows[0])] == list(rows[0])  # the input rows, in order, then the predictions
+    assert {"ttft_s", "tpot_s", "e2e_s", "calibration"} <= set(got.columns)
+    assert got["hardware"].to_list() == [x["hardware"] for x in rows] + ["tpu-v9"]
+    ok = got.head(30)
+    assert (ok["tpot_s"] > 0).all() and set(ok["calibration"].to_list()) <= {"fitted", "group", "unseen"}
+    assert got["tpot_s"][30] is None  # not covered: no prediction
+    bad = subprocess.run([sys.executable, "-m", "agentprof.cli", "devices", "check", str(src), "--per-point",
+                          str(tmp_path / "no" / "dir" / "x.csv")], capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
