@@ -427,9 +427,9 @@ class Engine:
                 if not math.isnan(r.first_t):  # a recomputed request resumes decoding
                     r.state = DECODE
                     continue
-                # the calibrated scheduler delay (m decode steps) less what the simulation already spent on
-                # it explicitly (waiting for a running step, decoding others inside the prefill steps)
-                delay = max(self.cost.first_token_s(n_dec + 1, r.inp + r.out / 2.0) - r.overhead, 0.0)
+                # the scheduler's polling / streaming interval (waiting for the running step and riding the
+                # batch's decode are simulated, r.overhead says how long they took)
+                delay = self.cost.first_token_s(n_dec + 1, r.inp + r.out / 2.0)
                 r.first_t = now + delay
                 if r.out <= 1.0:
                     r.state, r.timer = FIRST, r.first_t

@@ -1,12 +1,13 @@
 """The one place the serving simulation calls the device cost model: a scheduler step's batch into seconds.
 
-A step holds decode sequences (their count and mean context) and prefill chunks. Decode time is
-``costmodel.decode_step_s`` for the batch at its mean context (tabulated per batch size over a context grid
-and interpolated: exact while the cost model is piecewise linear in context, as today); a step's prefill
-chunks are priced together by ``costmodel.prefill_s`` as one batched prefill (weights read once, causal
-attention of each chunk over its request's context summed); cached KV from a lower tier costs ``kv_load_s`` over the host
-link (PCIe or NVLink-C2C) or ``disk_load_s``. With one sequence this reproduces ``costmodel.call_times`` at
-batch 1 (``t0 + load + S + m·t_dec`` to the first token, then ``t_dec/a`` per token).
+A step holds decode sequences (their count and mean context) and prefill chunks. Decode time is the cost
+model's decode step as ``costmodel.call_times`` composes it, for the batch at its mean context (tabulated per
+batch size over a context grid and interpolated: exact while it is piecewise linear in context); a step's
+prefill chunks are priced together by ``costmodel.prefill_s`` as one batched prefill (weights read once, each
+chunk's causal attention over its request's context summed); cached KV from a lower tier costs ``kv_load_s``
+over the host link (PCIe or NVLink-C2C) or ``disk_load_s``. With one sequence this reproduces
+``costmodel.call_times`` at batch 1 (``t0 + load + prefill + wait_steps·t_step`` to the first token, then
+``t_step/a`` per token).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import numpy as np
 from agentprof.replay.costmodel import (
     Deployment,
     StepParams,
-    decode_step_s,
     disk_load_s,
     kv_load_s,
     prefill_s,
@@ -38,7 +38,7 @@ class StepCost:
         self.host_link_bw, self.disk_bw = host_link_bw, disk_bw
         self.t0_s = float(self.p.t0_s)
         self.accept = float(max(self.p.accept, 1e-9))
-        self.m_steps = float(self.p.m_steps)
+        self.wait_steps = float(getattr(self.p, "wait_steps", 0.0))
         per_tok_gpu = self.dep.kv_token_bytes / self.dep.kv_divisor
         self.pool_tokens = max(self.dep.free_kv_bytes_per_gpu(mem_util), 0.0) / max(per_tok_gpu, 1e-9)
         # bytes one token of KV takes in a CPU or disk tier: one logical copy (GQA heads sharded over the
@@ -51,10 +51,21 @@ class StepCost:
         """Step costs of a model resolved on a catalog system."""
         return cls(r.dep, r.params, r.system.mem_util, r.host_link_bw, r.disk_bw)
 
+    def _step(self, b: int, ctx: np.ndarray) -> np.ndarray:
+        """A decode step of ``b`` sequences as ``costmodel.call_times`` times it (``equations.times`` with no
+        prefill riding: fixed overhead + collectives + bytes at ``mbu`` + FLOPs at ``mfu``). Note:
+        ``costmodel.decode_step_s`` overlaps bytes and FLOPs (max) where ``call_times`` adds them; this follows
+        ``call_times`` so that one session reproduces the single-session replay."""
+        dep, p = self.dep, self.p
+        comm = dep.comm_s(float(b)) if hasattr(dep, "comm_s") else 0.0
+        bw = dep.decode_bytes_per_gpu(b, ctx) / (p.mbu * dep.accel.hbm_bw)
+        cmp_s = dep.decode_peak_s(b, ctx) / p.mfu
+        return p.t_fixed_s + comm + bw + cmp_s
+
     def _row(self, b: int) -> list[float]:
         row = self._rows.get(b)
         if row is None:
-            row = [float(x) for x in decode_step_s(self.dep, self.p, b, np.asarray(_GRID))]
+            row = [float(x) for x in self._step(b, np.asarray(_GRID))]
             self._rows[b] = row
         return row
 
@@ -87,8 +98,9 @@ class StepCost:
         return float(prefill_s(self.dep, self.p, total, c_eff))
 
     def first_token_s(self, b: int, ctx: float) -> float:
-        """Scheduler delay from the end of prefill to the first token (the calibrated ``m`` decode steps)."""
-        return self.m_steps * self.decode_s(max(b, 1), ctx)
+        """The scheduler's polling / streaming interval before the first token (``wait_steps`` decode steps,
+        from the serving recipe); waiting for a running step and riding the batch's decode are simulated."""
+        return self.wait_steps * self.decode_s(max(b, 1), ctx)
 
     def load_s(self, cpu_tokens: float, disk_tokens: float) -> float:
         """Bringing cached prefix KV into HBM from the CPU tier (host link) and the disk tier."""

@@ -43,8 +43,9 @@ def test_one_client_reproduces_the_cost_model(resolved) -> None:
     ttft, tpot, e2e = simulate_point(r.dep, r.params, 1, 8000, 500, 8192, spread=0.0)
     want = call_times(r.dep, r.params, [8000.0], [0.0], [500.0], 1)
     assert ttft == pytest.approx(float(want.ttft_s[0]), rel=1e-3)
-    assert tpot == pytest.approx(float(want.decode_s[0]) / 499, rel=1e-3)
-    assert e2e == pytest.approx(float(want.total_s[0]), rel=1e-3)
+    # the step time is tabulated over context and interpolated: within 0.5 %
+    assert tpot == pytest.approx(float(want.decode_s[0]) / 499, rel=5e-3)
+    assert e2e == pytest.approx(float(want.total_s[0]), rel=5e-3)
 
 
 def test_devices_check_simulate_json(points, tmp_path: Path, capsys) -> None:
