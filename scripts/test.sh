@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set everything up and run the whole test suite: .venv with the test extras, a headless Chromium for the
 # HTML-report tests (Debian's package, when run as root and not yet installed), the side environments of two
-# cross-checks (lmcache; agentprof on the oldest OpenTelemetry SDK it supports), then ruff and pytest.
+# cross-checks (lmcache; agentprof on the oldest OpenTelemetry SDK it supports), Arize Phoenix as a real OTLP
+# receiver, then ruff and pytest.
 # Extra arguments go to pytest, e.g. scripts/test.sh -k capture
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,9 @@ if [ -x scripts/setup_lmcache.sh ] && [ "${AGENTPROF_SKIP_LMCACHE:-0}" != "1" ];
 fi
 if [ "${AGENTPROF_SKIP_OTEL_OLDEST:-0}" != "1" ]; then
   scripts/setup_otel_oldest.sh || echo "warning: oldest-OpenTelemetry environment unavailable; its test will be skipped"
+fi
+if [ "${AGENTPROF_SKIP_PHOENIX:-0}" != "1" ]; then
+  scripts/setup_phoenix.sh || echo "warning: Phoenix environment unavailable; its receiver test will be skipped"
 fi
 .venv/bin/python -m ruff check agentprof tests scripts examples
 exec .venv/bin/python -m pytest -q "$@"

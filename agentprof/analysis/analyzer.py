@@ -8,6 +8,7 @@ measured), and everything else is still analyzed.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import numpy as np
@@ -21,14 +22,17 @@ from agentprof.analysis.redundancy import previous_rows, redundancy_columns
 from agentprof.analysis.result import Analysis
 from agentprof.analysis.stats import summary
 from agentprof.analysis.timesplit import TimeSplit, session_splits
+from agentprof.trace.coerce import as_trace
 from agentprof.trace.schema import Trace, empty_spans
 
 LATE_CALL_INDEX = 10
 """Calls after this index within their conversation line count as "late" (as in the published figures)."""
 
 
-def analyze(trace: Trace, miss_ratio: float = MISS_RATIO) -> Analysis:
-    """Analyze a trace (one session or a whole corpus); see ``docs/ANALYSIS.md`` for every definition."""
+def analyze(trace: Trace | pl.DataFrame | str | os.PathLike[str], miss_ratio: float = MISS_RATIO) -> Analysis:
+    """Analyze a trace (one session or a whole corpus); see ``docs/ANALYSIS.md`` for every definition. Also
+    takes the span table ``agentprof.trace.load`` returns, or a path."""
+    trace = as_trace(trace)
     diags: list[dict[str, Any]] = [d.to_dict() for d in trace.diagnostics]
     spans = trace.spans if trace.spans is not None else empty_spans()
     if spans.height == 0:
@@ -68,9 +72,16 @@ def analyze(trace: Trace, miss_ratio: float = MISS_RATIO) -> Analysis:
     redundancy = _redundancy(calls, conv_out)
     n_conv = conv_out.height if conv_out.height else int(sessions.get_column("primary").sum() or 0)
     a = Analysis(trace.meta, calls, per_session, conv_out, time, redundancy, misses, diags, n_conversations=n_conv,
-                 failures=failures(spans))
+                 failures=failures(spans), profile=_profile(trace, time.orchestration_s if timed else None))
     a.redundancy["timed_conversations"] = timed
     return a
+
+
+def _profile(trace: Trace, orchestration_s: float | None) -> Any:
+    """CPU-bound shares and sampled hotspots (None when they cannot be computed; the rest goes on)."""
+    from agentprof.analysis.hotspots import profile
+
+    return profile(trace, orchestration_s)
 
 
 def _per_session(sessions: pl.DataFrame, calls: pl.DataFrame, split_df: pl.DataFrame, conv: pl.DataFrame,

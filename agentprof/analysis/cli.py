@@ -135,6 +135,7 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
         took = f"{co['s'] * 1e3:.1f} ms" if co["s"] < 1 else _sec(co["s"])
         con.print(f"agentprof's own time on the agent's threads while capturing: {took}{share} (imports of its "
                   "capture modules on the first profile included)", highlight=False)
+    _print_cpu(con, d)
     r = d["redundancy"]
     rt = Table(title="Prompt redundancy", title_justify="left")
     rt.add_column("metric")
@@ -145,17 +146,18 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
                        ("best_reuse", "reusable from best earlier call"),
                        ("session_hit_rate", "kv-cache-tester hit rate / conversation"),
                        ("strict_hit_share", "  strict (all blocks) / conversation"),
-                       ("provider_cache_read_share", "provider cache read share")):
+                       ("provider_cache_read_share", "provider cache read share, per call")):
         s = r[key]
         rt.add_row(label, f"{s['n']:,}", *(_pct(s[q]) for q in ("mean", "median", "p10", "p25", "p75", "p90")))
     con.print(rt)
     tok = r["tokens"]
-    line = f"hashed prompt tokens {tok['prompt']:,}"
+    line = f"hashed prompt tokens {tok['prompt']:,} (estimated, {d.get('source', {}).get('tokenizer') or 'offline tokenizer'})"
     if tok["input"]:
-        line += f"; provider input tokens {tok['input']:,}"
-    line += f"; reusable {tok['reusable']:,}"
+        line += f"; provider input tokens {tok['input']:,} (as reported)"
+    line += f"; reusable {tok['reusable']:,} (estimated)"
     if r["provider_cache_read_share_weighted"] is not None:
-        line += (f"; provider cached {tok['cached']:,} (token-weighted {_pct(r['provider_cache_read_share_weighted'])})"
+        line += (f"; provider cached {tok['cached']:,} (as reported; provider cache read share "
+                 f"{_pct(r['provider_cache_read_share_weighted'])}, token-weighted)"
                  f"; reusable minus cached {tok['gap']:,}")
     con.print(line, highlight=False)
     sess = d["per_session"]
@@ -187,6 +189,47 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
                 con.print(f"      fix: {c['fix']}", highlight=False)
     _print_notes(con, [dg.get("message", "") for dg in d["diagnostics"]],
                  [dg.get("kind", "") for dg in d["diagnostics"]])
+
+
+TOP_HOTSPOTS = 15
+
+
+def _fine(v: float) -> str:
+    """Seconds with millisecond resolution below a second (sampled times are often milliseconds)."""
+    return f"{v * 1e3:.1f} ms" if v < 1 else _sec(v)
+
+
+def _print_cpu(con: Any, d: dict[str, Any]) -> None:
+    """CPU-bound shares of orchestration and tools, and the top sampled functions (captured traces)."""
+    from rich.table import Table
+
+    cb = d.get("cpu_bound")
+    if not cb or cb.get("orchestration_cpu_s") is None:
+        return
+    con.print(f"orchestration CPU: {_fine(cb['orchestration_cpu_s'])} on a CPU, {_fine(cb['orchestration_busy_s'])} "
+              f"on or waiting for one, of {_fine(cb['orchestration_wall_s'] or 0.0)}: "
+              f"[bold]{_pct(cb['orchestration_cpu_share'])} CPU-bound[/bold]"
+              + ("" if cb.get("sampled") else " (not sampled: capture with --sample to see which functions)"),
+              highlight=False)
+    if cb["tools"]:
+        tt = Table(title="Tools: CPU-bound share (CPU, incl. child processes, plus waiting for a CPU, / wall)",
+                   title_justify="left")
+        for c in ("tool", "calls", "wall", "CPU", "CPU-bound"):
+            tt.add_column(c, justify="left" if c == "tool" else "right")
+        for t in cb["tools"][:TOP_HOTSPOTS]:
+            tt.add_row(t["tool"], f"{t['calls']:,}", _fine(t["wall_s"]), _fine(t["cpu_s"]), _pct(t["cpu_bound_share"]))
+        con.print(tt)
+    hs = d.get("hotspots") or []
+    if hs:
+        ht = Table(title=f"Hotspots: top {min(len(hs), TOP_HOTSPOTS)} functions by sampled self time (all in --json)",
+                   title_justify="left")
+        for c in ("function", "where", "samples", "self", "total", "self on CPU", "file"):
+            ht.add_column(c, justify="right" if c in ("samples", "self", "total", "self on CPU") else "left",
+                          overflow="fold" if c == "file" else "ellipsis")
+        for h in hs[:TOP_HOTSPOTS]:
+            ht.add_row(h["frame"], h["where"], f"{h['samples']:,}", _fine(h["self_s"]), _fine(h["total_s"]),
+                       _fine(h["self_cpu_s"]), h["file"])
+        con.print(ht)
 
 
 def _print_notes(con: Any, messages: list[str], kinds: list[str], per_kind: int = 3) -> None:

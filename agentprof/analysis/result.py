@@ -36,6 +36,7 @@ class Analysis:
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
     n_conversations: int = 0
     failures: dict[str, Any] = field(default_factory=dict)  # failed model and tool calls (analysis.failures)
+    profile: Any = None  # CPU-bound shares and sampled hotspots (analysis.hotspots.Profile)
 
     html_renderer: ClassVar[Callable[[Analysis], str] | None] = None
     """Set by the report stage to render rich HTML in notebooks."""
@@ -63,6 +64,8 @@ class Analysis:
         time = {k: t[k] for k in TIME_KEYS}
         time["waits_by_reason"] = dict(sorted(t["wait_by_reason"].items()))
         time["shares"] = self.time.shares()
+        prof = self.profile
+        time["orchestration_cpu_s"] = prof.orchestration_cpu_s if prof is not None else None
         return {
             "source": {"format": self.meta.source_format, "tokenizer": self.meta.tokenizer,
                        "tokenizer_exact": self.meta.tokenizer_exact, "block_size": self.meta.block_size,
@@ -75,6 +78,8 @@ class Analysis:
             "cache_misses": self.cache_misses,
             "failures": self.failures,
             "capture_overhead": self.capture_overhead(),
+            "cpu_bound": prof.to_dict() if prof is not None else None,
+            "hotspots": _jsonable(prof.hotspots) if prof is not None else [],
             "per_session": _jsonable(self.sessions.to_dicts()),
             "per_conversation": _jsonable(self.conversations.to_dicts()),
             "diagnostics": self.diagnostics,

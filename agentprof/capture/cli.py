@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from agentprof.capture.runner import run_command
+from agentprof.capture.runner import CommandFailedToStart, run_command
 
 
 @click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -15,9 +15,12 @@ from agentprof.capture.runner import run_command
 @click.option("--capture-content", is_flag=True, help="Also store prompt and response text (off: hashes only).")
 @click.option("--instrument-subprocess", is_flag=True, help="Record child processes as tool spans.")
 @click.option("--instrument-json", is_flag=True, help="Record json.loads calls as parse spans.")
+@click.option("--sample", is_flag=True, help="Also sample every thread's stack (which functions take the time).")
+@click.option("--sample-interval", type=click.FloatRange(0.1, 10000), default=None, metavar="MS",
+              help="Milliseconds between stack samples (implies --sample; default 10).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(out: str, name: str | None, capture_content: bool, instrument_subprocess: bool, instrument_json: bool,
-        command: tuple[str, ...]) -> None:
+        sample: bool, sample_interval: float | None, command: tuple[str, ...]) -> None:
     """Run an unmodified Python program and record its model calls into one trace.
 
     Calls through the openai and anthropic SDKs are recorded for the whole process; functions decorated
@@ -28,9 +31,20 @@ def run(out: str, name: str | None, capture_content: bool, instrument_subprocess
     Example:
       agentprof run -- python my_agent.py --task fix-bug
       agentprof run --out traces/ --instrument-subprocess -- python -m my_agent
+      agentprof run --sample -- python my_agent.py
     """
-    rc, path = run_command(list(command), out=out, name=name, capture_content=capture_content,
-                           instrument_subprocess=instrument_subprocess, instrument_json=instrument_json)
+    from agentprof.capture.sampler import DEFAULT_INTERVAL_S
+
+    if command[0].startswith("-"):  # an unknown option of run's, not a program (no program starts with '-')
+        raise click.UsageError(f"No such option: {command[0]}")
+    interval = sample_interval / 1000 if sample_interval else DEFAULT_INTERVAL_S if sample else None
+    try:
+        rc, path = run_command(list(command), out=out, name=name, capture_content=capture_content,
+                               instrument_subprocess=instrument_subprocess, instrument_json=instrument_json,
+                               sample=interval)
+    except CommandFailedToStart as e:  # as a shell would: 127 command not found, 126 not executable
+        click.echo(f"error: {e}", err=True)
+        sys.exit(e.exit_code)
     if path is None:
         click.echo("agentprof: no trace recorded (the command did not start a Python interpreter that could "
                    "import agentprof)", err=True)

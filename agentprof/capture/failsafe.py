@@ -15,17 +15,18 @@ _warned: set[str] = set()
 _lock = threading.Lock()
 
 
-def warn_once(key: str, message: str) -> None:
+def warn_once(key: str, message: str, stacklevel: int = 3) -> None:
     """Issue ``message`` as a :class:`CaptureWarning` the first time ``key`` is seen in this process.
 
-    Even a warnings filter set to ``error`` cannot turn this into an exception inside the agent.
+    Even a warnings filter set to ``error`` cannot turn this into an exception inside the agent. A warning
+    from a background thread passes a ``stacklevel`` past its stack, so it is shown as one line.
     """
     with _lock:
         if key in _warned:
             return
         _warned.add(key)
     try:
-        warnings.warn(f"agentprof: {message}", CaptureWarning, stacklevel=3)
+        warnings.warn(f"agentprof: {message}", CaptureWarning, stacklevel=stacklevel)
     except Exception:
         pass
 

@@ -14,6 +14,7 @@ import json
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -115,21 +116,23 @@ class _Worker:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def submit(self, job: Callable[[], Any], done: Callable[[Any, BaseException | None], None]) -> None:
+    def submit(self, job: Callable[[], Any], done: Callable[[Any, BaseException | None], None],
+               cost: Callable[[int], None] | None = None) -> None:
         if self._thread is None or not self._thread.is_alive():
             with self._lock:
                 if self._thread is None or not self._thread.is_alive():
                     t = threading.Thread(target=self._run, name="agentprof-fingerprint", daemon=True)
                     contextvars.Context().run(t.start)  # no agentprof session in this thread's context
                     self._thread = t
-        self._q.put((job, done))
+        self._q.put((job, done, cost))
 
     def _run(self) -> None:
         while True:
             item = self._q.get()
             if item is None:
                 return
-            job, done = item
+            job, done, cost = item
+            t0 = _thread_time()
             try:
                 result, err = job(), None
             except BaseException as e:  # report to the call; it ends its span without a fingerprint
@@ -138,14 +141,22 @@ class _Worker:
                 done(result, err)
             except Exception as e:
                 internal_error("finishing a model span", e)
+            if cost is not None:  # this thread's CPU is the agent's process's too (and holds its GIL)
+                try:
+                    cost(_thread_time() - t0)
+                except Exception as e:
+                    internal_error("counting capture overhead", e)
 
 
+_thread_time = time.thread_time_ns
 _worker = _Worker()
 
 
-def submit(job: Callable[[], Any], done: Callable[[Any, BaseException | None], None]) -> None:
-    """Run ``job`` on the fingerprint thread, then ``done(result, error)`` on the same thread."""
-    _worker.submit(job, done)
+def submit(job: Callable[[], Any], done: Callable[[Any, BaseException | None], None],
+           cost: Callable[[int], None] | None = None) -> None:
+    """Run ``job`` on the fingerprint thread, then ``done(result, error)`` on the same thread; ``cost`` gets the
+    thread CPU time both took (nanoseconds), counted as capture overhead."""
+    _worker.submit(job, done, cost)
 
 
 def dumps(obj: Any) -> str:

@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from agentprof.capture import anthropic_sdk, litellm_hook, openai_sdk
+from agentprof.capture import anthropic_sdk, frameworks, litellm_hook, openai_sdk
 from agentprof.capture.failsafe import internal_error
 
 TARGETS: dict[str, Callable[[ModuleType], list[str]]] = {**openai_sdk.TARGETS, **anthropic_sdk.TARGETS,
-                                                         **litellm_hook.TARGETS}
+                                                         **litellm_hook.TARGETS, **frameworks.TARGETS}
 PATCHED: dict[str, list[str]] = {}
 """Module name -> methods patched in it (for diagnostics and tests)."""
 
@@ -72,6 +72,10 @@ def ensure() -> None:
     """Patch loaded SDK modules now and the others when imported (idempotent)."""
     global _installed
     if _installed:
+        try:
+            frameworks.refresh()
+        except Exception as e:
+            internal_error("refreshing framework hooks", e)
         return
     with _lock:
         if _installed:

@@ -29,6 +29,9 @@ from agentprof.trace.usage import normalize_usage, to_mapping
 
 _time_ns = time.time_ns
 _perf = time.perf_counter_ns
+_cpu = time.thread_time_ns
+"""Capture overhead of a model call on the agent's thread is counted in thread CPU time: time it waits for the
+GIL while agentprof's fingerprint thread runs is that thread's CPU, counted there (once)."""
 
 # request fields each API's prompt is made of (shallow-copied when the call starts)
 PROMPT_FIELDS = {
@@ -73,7 +76,7 @@ class ModelCall:
 
     def __init__(self, sess: Session, provider_name: str, api: str, request: Mapping[str, Any],
                  resource: Any = None, usage_shape: str | None = None) -> None:
-        t0 = _perf()
+        t0 = _cpu()
         self.sess = sess
         self.api = api
         self.provider = provider_name
@@ -118,8 +121,8 @@ class ModelCall:
         model_name = self.model
         stream_key = (sess.id, api, model_name)
         fingerprint.submit(lambda: fingerprint.compute(api, snapshot, model_name, capture, stream_key),
-                           self._fingerprinted)
-        sess.add_overhead(_perf() - t0)
+                           self._fingerprinted, sess.add_overhead)
+        sess.add_overhead(_cpu() - t0)
 
     # --- the agent's side -----------------------------------------------------------------------------
     def attach(self) -> object:
@@ -143,7 +146,7 @@ class ModelCall:
         ``result`` may be a raw-response wrapper (:mod:`~agentprof.capture.raw_response`): then what its
         ``.parse()`` returns (``parsed``, already awaited on the async path) is read or observed instead.
         """
-        t0 = _perf()
+        t0 = _cpu()
         end = _time_ns()
         agent_ns = 0  # parsing a raw response for the agent is the agent's cost, not agentprof's
         try:
@@ -151,22 +154,22 @@ class ModelCall:
             kind = raw_response.kind(result)
             if kind == raw_response.LAZY:
                 raw_response.follow_lazy(result, self)
-                self.sess.add_overhead(_perf() - t0)
+                self.sess.add_overhead(_cpu() - t0)
                 return result
             if kind == raw_response.READY:
                 if parsed is _NOT_PARSED:
-                    t1 = _perf()
+                    t1 = _cpu()
                     parsed = raw_response.parse_now(result, self.provider)
-                    agent_ns = _perf() - t1
+                    agent_ns = _cpu() - t1
                 raw_response.follow_close(result, self)
                 if parsed is raw_response.FAILED:
                     self._response_done(end, incomplete=self.stream)
-                    self.sess.add_overhead(_perf() - t0 - agent_ns)
+                    self.sess.add_overhead(_cpu() - t0 - agent_ns)
                     return result
                 target = parsed
             if self.stream:
                 if _instrument_stream(target, self):
-                    self.sess.add_overhead(_perf() - t0 - agent_ns)
+                    self.sess.add_overhead(_cpu() - t0 - agent_ns)
                     return result
                 self._response_done(end, incomplete=True)  # not a stream agentprof knows: no chunks to see
             else:
@@ -175,7 +178,7 @@ class ModelCall:
         except Exception as e:
             internal_error(f"reading a {self.provider} response", e)
             self._response_done(_time_ns())
-        self.sess.add_overhead(_perf() - t0 - agent_ns)
+        self.sess.add_overhead(_cpu() - t0 - agent_ns)
         return result
 
     def lazy_parsed(self, parsed: Any) -> None:
@@ -306,15 +309,20 @@ class ModelCall:
                     self.output = output_messages("responses", plain(r))
 
     def stream_done(self, complete: bool) -> None:
-        """The stream ended: read to the end (``complete``), or closed/dropped early."""
+        """The stream ended: read to the end (``complete``), or closed/dropped early. On the agent's thread,
+        so ending and writing the span here (when the fingerprint is already in) is counted as overhead."""
+        t0 = _cpu()
         if complete:
             self._response_done(_time_ns())
         else:
             self._response_done(self.last_ns or _time_ns(), incomplete=True)
+        self.sess.add_overhead(_cpu() - t0)
 
     def stream_failed(self, exc: BaseException) -> None:
+        t0 = _cpu()
         self.exc = exc
         self._response_done(_time_ns())
+        self.sess.add_overhead(_cpu() - t0)
 
     # --- ending -----------------------------------------------------------------------------------------
     def _response_done(self, end_ns: int, incomplete: bool = False) -> None:
@@ -483,11 +491,15 @@ async def record_async(provider_name: str, api: str, kwargs: dict[str, Any], res
 
 # --- stream instrumentation ---------------------------------------------------------------------------
 def _observe(it: Iterator[Any], call: ModelCall) -> Iterator[Any]:
+    spent = 0  # agentprof's time per chunk, counted as capture overhead once the stream ends
     try:
         for item in it:
+            t0 = _perf()
             call.chunk(item)
+            spent += _perf() - t0
             yield item
     except GeneratorExit:
+        call.sess.add_overhead(spent)
         call.stream_done(complete=False)
         close = getattr(it, "close", None)
         if close is not None:
@@ -497,17 +509,23 @@ def _observe(it: Iterator[Any], call: ModelCall) -> Iterator[Any]:
                 pass
         raise
     except BaseException as e:
+        call.sess.add_overhead(spent)
         call.stream_failed(e)
         raise
+    call.sess.add_overhead(spent)
     call.stream_done(complete=True)
 
 
 async def _observe_async(it: AsyncIterator[Any], call: ModelCall) -> AsyncIterator[Any]:
+    spent = 0
     try:
         async for item in it:
+            t0 = _perf()
             call.chunk(item)
+            spent += _perf() - t0
             yield item
     except GeneratorExit:
+        call.sess.add_overhead(spent)
         call.stream_done(complete=False)
         aclose = getattr(it, "aclose", None)
         if aclose is not None:
@@ -517,14 +535,37 @@ async def _observe_async(it: AsyncIterator[Any], call: ModelCall) -> AsyncIterat
                 pass
         raise
     except BaseException as e:
+        call.sess.add_overhead(spent)
         call.stream_failed(e)
         raise
+    call.sess.add_overhead(spent)
     call.stream_done(complete=True)
 
 
+def _sdk_stream(obj: Any) -> Any:
+    """The SDK stream inside ``obj``: ``obj`` itself, or the stream another instrumentation's wrapper holds
+    (OpenTelemetry's openai-v2 ``StreamWrapper.stream``, a wrapt proxy's ``__wrapped__``); None if none."""
+    for _ in range(4):
+        if obj is None:
+            return None
+        if hasattr(obj, "response") and hasattr(obj, "_iterator"):
+            return obj
+        inner = getattr(obj, "__wrapped__", None)
+        if inner is None:
+            try:
+                inner = vars(obj).get("stream")  # an instance attribute only: never a property that reads
+            except TypeError:
+                inner = None
+        obj = inner
+    return None
+
+
 def _instrument_stream(stream: Any, call: ModelCall) -> bool:
-    """Route the SDK stream's items through ``call`` (same object, so ``isinstance`` checks still hold)."""
-    if not hasattr(stream, "response"):
+    """Route the SDK stream's items through ``call`` (same object, so ``isinstance`` checks still hold). When
+    another instrumentation wrapped the stream, the SDK stream inside its wrapper is observed: the wrapper reads
+    its items from there."""
+    stream = _sdk_stream(stream)
+    if stream is None:
         return False
     try:
         inner = stream._iterator

@@ -2,7 +2,8 @@
 
 Honours ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (plus the exporter's own
 variables: headers, timeout, compression, certificates), ``OTEL_TRACES_EXPORTER=none`` and
-``OTEL_SDK_DISABLED=true``. Export is batched on OpenTelemetry's background thread, never on the agent's.
+``OTEL_SDK_DISABLED=true``. Export is batched on agentprof's own background thread, never on the agent's
+(:mod:`agentprof.capture.otlp_export`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def otlp_processor() -> SpanProcessor | None:
     """A batching processor exporting to the configured OTLP endpoint, or ``None`` when none is configured."""
     if not otlp_requested():
         return None
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from agentprof.capture.otlp_export import BackgroundExportProcessor
 
     protocol = (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
                 or "http/protobuf").strip().lower()
@@ -47,4 +48,5 @@ def otlp_processor() -> SpanProcessor | None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         exporter = OTLPSpanExporter()
-    return BatchSpanProcessor(exporter)
+    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+    return BackgroundExportProcessor(exporter, endpoint)

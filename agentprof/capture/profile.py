@@ -78,18 +78,22 @@ class profile:
     - ``capture_content``: also store prompt/response text, tool arguments and results (off: hashes only).
     - ``instrument_json``: record ``json.loads`` calls as parse spans.
     - ``instrument_subprocess``: record child processes as tool spans.
+    - ``sample``: also sample every thread's stack (``True``: every 10 ms; a number: the interval in seconds),
+      so reports show which functions the agent's loop and its tools spend their time in.
     """
 
     def __init__(self, name: str | Callable[..., Any] | None = None, out: str | os.PathLike[str] = "traces/",
                  capture_content: bool = False, instrument_json: bool = False,
-                 instrument_subprocess: bool = False) -> None:
+                 instrument_subprocess: bool = False, sample: bool | float = False) -> None:
+        from agentprof.capture.sampler import interval_of
+
         self._fn: Callable[..., Any] | None = None
         if callable(name):  # used bare: @agentprof.profile
             self._fn, name = name, None
         self.name = name
         self.out = out
         self.options = {"capture_content": capture_content, "instrument_json": instrument_json,
-                        "instrument_subprocess": instrument_subprocess}
+                        "instrument_subprocess": instrument_subprocess, "sample": interval_of(sample)}
         self._runs: list[tuple[Session | None, Run]] = []
         if self._fn is not None:
             self._wrapped = self._decorate(self._fn)

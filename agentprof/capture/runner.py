@@ -39,23 +39,39 @@ def command_line(argv: list[str]) -> list[str]:
     return list(argv)
 
 
+_VALUE_OPTIONS = ("-W", "-X", "--check-hash-based-pycs")
+"""Interpreter options whose value is the next argument (``-W ignore``), not the script."""
+
+
 def default_name(argv: list[str]) -> str:
-    """Run name from the command: the script's stem, the ``-m`` module, else the program's name."""
-    args = argv[1:] if argv and (_PYTHON.match(argv[0]) or argv[0] == sys.executable) else argv
+    """Run name from the command: the script's stem, the ``-m`` module, else the program's name. Values of
+    interpreter options (``-W ignore``, ``-X dev``) are skipped."""
+    is_python = bool(argv) and (_PYTHON.match(Path(argv[0]).name) is not None or argv[0] == sys.executable)
+    args = argv[1:] if is_python else argv
+    skip = False
     for i, a in enumerate(args):
+        if skip:
+            skip = False
+            continue
         if a == "-m" and i + 1 < len(args):
             return args[i + 1].rsplit(".", 1)[-1]
         if a.startswith("-m") and len(a) > 2:
             return a[2:].rsplit(".", 1)[-1]
-        if a == "-c":
+        if a == "-c" or (a.startswith("-c") and not a.startswith("--")):
             return "python-c"
+        if is_python and a in _VALUE_OPTIONS:
+            skip = True
+            continue
+        if a == "-":
+            return "python-stdin"
         if not a.startswith("-"):
             return Path(a).stem or "agent"
     return Path(argv[0]).stem if argv else "agent"
 
 
 def run_command(argv: list[str], out: str = "traces/", name: str | None = None, capture_content: bool = False,
-                instrument_subprocess: bool = False, instrument_json: bool = False) -> tuple[int, Path | None]:
+                instrument_subprocess: bool = False, instrument_json: bool = False,
+                sample: float | None = None) -> tuple[int, Path | None]:
     """Run ``argv`` profiled; return its exit status and the trace path (``None`` if nothing was recorded)."""
     from agentprof.capture.session import _claim, trace_path
 
@@ -68,7 +84,7 @@ def run_command(argv: list[str], out: str = "traces/", name: str | None = None, 
     env = dict(os.environ)
     env[ENV_CONFIG] = json.dumps({"path": str(path.resolve()), "name": run_name, "capture_content": capture_content,
                                   "instrument_subprocess": instrument_subprocess,
-                                  "instrument_json": instrument_json})
+                                  "instrument_json": instrument_json, "sample": sample})
     env["PYTHONPATH"] = os.pathsep.join([str(BOOTSTRAP_DIR), *[p for p in [env.get("PYTHONPATH")] if p]])
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the program; we report after
     try:
@@ -76,7 +92,7 @@ def run_command(argv: list[str], out: str = "traces/", name: str | None = None, 
             proc = subprocess.Popen(cmd, env=env)
         except OSError as e:
             path.unlink(missing_ok=True)
-            raise AgentprofError(f"cannot run {cmd[0]!r}: {e.strerror or e}") from None
+            raise CommandFailedToStart(cmd[0], e) from None
         rc = proc.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -84,6 +100,14 @@ def run_command(argv: list[str], out: str = "traces/", name: str | None = None, 
         path.unlink(missing_ok=True)
         return rc, None
     return rc, path
+
+
+class CommandFailedToStart(AgentprofError):
+    """The command could not be started; ``exit_code`` is the shell's: 127 not found, 126 not executable."""
+
+    def __init__(self, program: str, error: OSError) -> None:
+        super().__init__(f"cannot run {program!r}: {error.strerror or error}")
+        self.exit_code = 127 if isinstance(error, FileNotFoundError) else 126
 
 
 # --- in the child ------------------------------------------------------------------------------------------
@@ -99,7 +123,8 @@ def start_process_profile(config: str) -> None:
     sess = Session(cfg.get("name") or "agent", None, path=cfg["path"],
                    capture_content=bool(cfg.get("capture_content")),
                    instrument_json=bool(cfg.get("instrument_json")),
-                   instrument_subprocess=bool(cfg.get("instrument_subprocess"))).start()
+                   instrument_subprocess=bool(cfg.get("instrument_subprocess")),
+                   sample=cfg.get("sample") or None).start()
     set_process_session(sess)
     _state["session"] = sess
     previous_hook = sys.excepthook

@@ -82,7 +82,7 @@ class Session:
 
     def __init__(self, name: str, out: str | os.PathLike[str] | None = "traces/", *, path: str | None = None,
                  capture_content: bool = False, instrument_json: bool = False,
-                 instrument_subprocess: bool = False) -> None:
+                 instrument_subprocess: bool = False, sample: float | None = None) -> None:
         self.id = uuid.uuid4().hex
         self.name = name
         self.capture_content = capture_content
@@ -114,6 +114,9 @@ class Session:
         self.meta = TraceMeta(source_format="agentprof", block_size=BLOCK_SIZE, tool_version=__version__, name=name)
         self.exact_models: set[str] = set()
         self.inexact_models: set[str] = set()
+        self.sample_interval = sample  # seconds between stack samples (None: no sampling; capture.sampler)
+        self.sampler: Any = None
+        self._thread_cpu0: tuple[int, int, int | None] | None = None  # (thread, CPU ns, run-queue ns) at start
 
     # --- lifecycle ------------------------------------------------------------------------------------
     def start(self) -> Session:
@@ -157,6 +160,14 @@ class Session:
         _live.add(self)
         for s in list(_live):  # this start may have turned OTLP export on or off for every session
             s.refresh_hot()
+        self._thread_cpu0 = self._thread_times()
+        if self.sample_interval and self.parent is None and self.exporter is not None:
+            try:
+                from agentprof.capture.sampler import Sampler
+
+                self.sampler = Sampler(self, self.sample_interval).start()
+            except Exception as e:
+                internal_error("starting the stack sampler", e)
         self.add_overhead(time.perf_counter_ns() - t0)
         return self
 
@@ -202,6 +213,9 @@ class Session:
             internal_error("finishing pending spans", e)
         self._reset_context()
         self._root_ending = True
+        self._note_session_cpu()
+        if self.sampler is not None:
+            self.sampler.stop()
         try:
             self.root.end()
         except Exception as e:
@@ -216,6 +230,30 @@ class Session:
         provider.processor().force_flush_otlp(2000)
         self.add_overhead(time.perf_counter_ns() - t0)
         self._write_final_meta()
+
+    def _note_session_cpu(self) -> None:
+        """Thread CPU of the thread that started and finishes the run, on the root span (``agentprof.cpu_ns``):
+        with the CPU of the spans under it, what the agent's own loop used between them."""
+        start, end = self._thread_cpu0, self._thread_times()
+        if start is not None and end is not None and start[0] == end[0]:
+            try:
+                self.root.set_attribute(sc.CPU_NS, end[1] - start[1])
+                if end[2] is not None and start[2] is not None:
+                    self.root.set_attribute(sc.RUNQ_NS, end[2] - start[2])
+            except Exception as e:
+                internal_error("recording the run's CPU time", e)
+
+    @staticmethod
+    def _thread_times() -> tuple[int, int, int | None]:
+        """(thread ident, thread CPU ns, run-queue wait ns or None) of the calling thread."""
+        from agentprof.capture.schedstat import current_thread_clock
+
+        clock = current_thread_clock()
+        got = clock.read() if clock.fd >= 0 else None
+        clock.close()
+        if got is not None:
+            return threading.get_ident(), got[0], got[1]
+        return threading.get_ident(), time.thread_time_ns(), None
 
     def _reset_context(self) -> None:
         if self._tokens is None:

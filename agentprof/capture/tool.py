@@ -19,6 +19,7 @@ from agentprof import semconv as sc
 from agentprof.capture.coroutine_cpu import MeasuredCoroutine
 from agentprof.capture.exporter import line_shape
 from agentprof.capture.failsafe import internal_error
+from agentprof.capture.frameworks.decorated import note as note_decorated
 from agentprof.capture.hot_tool import async_tool, sync_tool
 from agentprof.capture.session import current
 from agentprof.capture.spans import DetachedSpan, Scope
@@ -47,6 +48,7 @@ def _arguments(sig: inspect.Signature | None, args: tuple[Any, ...], kwargs: dic
 
 
 def _make(fn: Callable[..., Any], tool_name: str) -> Callable[..., Any]:
+    note_decorated(tool_name)  # framework hooks leave this tool to the decorator (counted once)
     span_name = sc.tool_span_name(tool_name)
     template = {sc.KIND: "tool", sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: tool_name}
     try:

@@ -157,6 +157,13 @@ class Host:
     def st_speed(self) -> float:
         return self.fields["st_speed"].value
 
+    @property
+    def mt_speed(self) -> float:
+        """Whole-host multi-thread throughput relative to the reference host (single-thread speed when the
+        catalog gives none)."""
+        f = self.fields.get("mt_speed")
+        return f.value if f is not None else self.st_speed
+
 
 @dataclass(frozen=True)
 class Link:
@@ -272,7 +279,7 @@ def _parse_link(key: str, t: Any, where: str) -> Link:
 _ACC_NUMS = ("hbm_bytes", "hbm_bw", "bf16_flops")
 _ACC_OPT = ("fp8_flops", "fp4_flops", "tdp_w", "allin_kw", "scaleup_bw", "scaleup_domain", "overhead_scale")
 _HOST_NUMS = ("cores", "st_speed")
-_HOST_OPT = ("mem_bw", "vendor_claim")
+_HOST_OPT = ("mem_bw", "vendor_claim", "mt_speed")
 
 
 @lru_cache(maxsize=16)

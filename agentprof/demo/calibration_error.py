@@ -41,13 +41,11 @@ class CalibrationError:
 
 def points_file() -> Path | None:
     """The InferenceX calibration points of the repository agentprof runs from (or of the working folder)."""
+    from agentprof import resources
     from agentprof.replay.calibration import DEFAULT_POINTS
 
-    for root in (Path(__file__).resolve().parents[2], Path.cwd()):
-        p = root / DEFAULT_POINTS
-        if p.is_file():
-            return p
-    return None
+    p = resources.find(DEFAULT_POINTS)
+    return p if p is not None and p.is_file() else None
 
 
 def measured_error() -> CalibrationError | None:

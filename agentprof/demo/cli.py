@@ -38,10 +38,16 @@ def demo(out_dir: str, traces_dir: str, systems: tuple[str, ...], serve_on: str,
       agentprof demo
       agentprof demo --out /tmp/demo --system jalapeno --system b200+vera --sample claude-code --open
     """
+    import importlib.util
+
     from rich.console import Console
     from rich.text import Text
 
     from agentprof.demo.run import run_demo
+    from agentprof.errors import AgentprofError
+
+    if importlib.util.find_spec("openai") is None:  # the bundled agent is plain code on the real openai SDK
+        raise AgentprofError("the demo's agent needs the openai SDK: pip install 'agentprof[openai]'")
     from agentprof.demo.terminal import show_result
 
     con = Console()

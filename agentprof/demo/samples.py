@@ -1,7 +1,8 @@
 """The real public agent traces the demo can set beside its captured run (files under ``traces/samples/``).
 
 Provenance and licences of every file: ``traces/samples/SOURCES.md``. The samples ship with the repository
-(not inside the wheel), so they are looked up next to the package first and then under the working folder.
+and an installed wheel carries the demo's ones (``agentprof.resources``): looked up next to the package, then
+under the working folder, then in the wheel's bundled copy.
 """
 
 from __future__ import annotations
@@ -37,13 +38,15 @@ DEFAULT_SAMPLE = "codex"
 
 
 def samples_root() -> Path:
-    """``traces/samples`` of the repository agentprof is installed from, else of the working folder."""
-    here = Path(__file__).resolve().parents[2] / "traces" / "samples"
-    for root in (here, Path.cwd() / "traces" / "samples"):
-        if root.is_dir():
-            return root
-    raise AgentprofError(f"the bundled sample traces are not here ({here}): they ship with the agentprof "
-                         "repository; run the demo from a clone, or pass --sample PATH with a trace of your own")
+    """``traces/samples`` of the repository agentprof is installed from, else of the working folder, else the
+    copy bundled in the wheel."""
+    from agentprof import resources
+
+    root = resources.find("traces/samples")
+    if root is not None and root.is_dir():
+        return root
+    raise AgentprofError(f"the bundled sample traces are not here ({resources.BUNDLED / 'traces' / 'samples'}); "
+                         "pass --sample PATH with a trace of your own")
 
 
 def sample_paths(sample: Sample) -> list[Path]:

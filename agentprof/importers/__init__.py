@@ -30,7 +30,7 @@ def _importer(fmt: str) -> Callable[[list[Path], ImportContext], Trace]:
 
         def read_agentprof(paths: list[Path], ctx: ImportContext) -> Trace:
             t = read(paths[0], skip_bad_lines=ctx.skip_bad_lines)
-            return Trace(t.meta, conform(t.spans), t.diagnostics)
+            return Trace(t.meta, conform(t.spans), t.diagnostics, t.samples)
 
         return read_agentprof
     module = {
@@ -169,7 +169,9 @@ def _merge(traces: list[Trace], formats: list[str], ctx: ImportContext, given: l
     if len({t.meta.block_size for t in traces}) > 1:
         diags.append(Diagnostic("mixed_block_size", "inputs use different block sizes: "
                                 f"{sorted({t.meta.block_size for t in traces})}; meta.block_size is the first"))
-    return Trace(meta, spans, diags + ctx.flush())
+    from agentprof.trace.samples import concat as concat_samples
+
+    return Trace(meta, spans, diags + ctx.flush(), concat_samples([t.samples for t in traces]))
 
 
 __all__ = ["FORMATS", "UNKNOWN", "ImportContext", "detect_format", "import_path", "load_any"]

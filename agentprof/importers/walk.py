@@ -56,7 +56,9 @@ def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext
                 if detected == UNKNOWN:
                     if explicit:
                         raise TraceFormatError(str(f), None, "cannot tell which agent wrote this file "
-                                               f"({det.reason}); pass --from ({', '.join(FORMATS)})")
+                                               f"({det.reason}; known: {', '.join(FORMATS)}); if it is one of "
+                                               "them, convert it with 'agentprof import FILE --from FORMAT -o "
+                                               "OUT.parquet'")
                     skipped.append((str(f), f"unknown format: {det.reason}"))
                     continue
                 found.append((detected, f))

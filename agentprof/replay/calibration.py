@@ -268,7 +268,10 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
     With ``agentic_points`` (the AgentX long-prompt points, when the file exists) the global prefill-attention
     efficiency is fitted on them and the points are refitted with it, twice (it barely moves 1K-prompt fits)."""
     from agentprof.replay.agentic import fit_attn_eff, load_agentic
+    from agentprof.resources import shipped
 
+    points = shipped(points)  # the defaults are repository paths; an installed wheel carries copies
+    agentic_points = shipped(agentic_points) if agentic_points is not None else None
     cat = cat or load_catalog()
     df = load_points(points)
     fitted = fit(df, cat)

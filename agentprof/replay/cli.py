@@ -52,6 +52,17 @@ def _s(v: float | None) -> str:
     return f"{v:.2f} s"
 
 
+def _c(v: float | None) -> str:
+    """A duration in at most 6 characters (s, m, h), for the replay table."""
+    if v is None:
+        return "—"
+    if v >= 3600:
+        return f"{v / 3600:.1f}h"
+    if v >= 60:
+        return f"{v / 60:.1f}m"
+    return f"{v:.1f}s"
+
+
 def _x(v: float | None) -> str:
     return "—" if v is None else f"{v:.2f}x"
 
@@ -119,30 +130,35 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
 
 
 def _print_replay(res: Any) -> None:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
+    # fits 100 columns: short headers, no vertical rules; units are in the cells
     t = Table(title=f"replay: {res.sessions} session(s), {res.replayed_calls}/{res.model_calls} model calls, "
-                    f"cache {res.cache_policy}, concurrency {res.concurrency}")
-    for col, just in (("system", "left"), ("end-to-end", "right"), ("model", "right"), ("orchestration", "right"),
-                      ("wait", "right"), ("model share", "right"), ("model calls", "right"),
-                      ("task speed-up", "right"), ("vs first", "right"), ("Amdahl bound", "right")):
-        t.add_column(col, justify=just)
+                    f"cache {res.cache_policy}, concurrency {res.concurrency}", box=box.SIMPLE_HEAD,
+              pad_edge=False, padding=(0, 1))
+    t.add_column("system", no_wrap=True, min_width=max([len(x.name) for x in res.systems] + [8]))
+    for col in ("task", "model", "tools", "orch.", "wait", "model %", "calls ×", "task ×", "vs 1st", "Amdahl"):
+        t.add_column(col, justify="right", no_wrap=True)
     r = res.recorded
-    t.add_row("recorded", _s(r.e2e_s), _s(r.model_s), _s(r.orchestration_s), _s(r.wait_s), _pct(r.model_share),
-              _s(r.model_calls_s), "1.00x", "", _x(r.amdahl_bound), style="dim")
+    t.add_row("recorded", _c(r.e2e_s), _c(r.model_s), _c(r.tool_s), _c(r.orchestration_s), _c(r.wait_s),
+              _pct(r.model_share), "1.00x", "1.00x", "", _x(r.amdahl_bound), style="dim")
     for s in res.systems:
         if s.error:
-            t.add_row(s.name, "[red]cannot run[/red]", *["—"] * 8)
+            t.add_row(s.name, "[red]cannot run[/red]", *["—"] * 9)
             continue
-        t.add_row(s.name, _s(s.e2e_s), _s(s.model_s), _s(s.orchestration_s), _s(s.wait_s), _pct(s.model_share),
-                  f"{_s(s.model_calls_s)} ({_x(s.model_calls_speedup)})", _x(s.speedup_vs_recorded),
+        t.add_row(s.name, _c(s.e2e_s), _c(s.model_s), _c(s.tool_s), _c(s.orchestration_s), _c(s.wait_s),
+                  _pct(s.model_share), _x(s.model_calls_speedup), _x(s.speedup_vs_recorded),
                   _x(s.speedup_vs_first), _x(s.amdahl_bound))
     console.print(t)
+    console.print("[dim]task: end-to-end time; orch.: agent code and parsing outside model calls, tools and "
+                  "waits; calls ×: model-call speed-up; Amdahl: the task speed-up with infinitely fast model "
+                  "calls[/dim]")
     if r.agent_active_s is not None and r.e2e_s and r.agent_active_s < r.e2e_s - 1e-6:
-        console.print(f"agent-active time (user turns, approvals and idle left out): recorded {_s(r.agent_active_s)}; "
-                      + "; ".join(f"{s.name} {_s(s.agent_active_s)} ({_x(s.speedup_vs_recorded_active)}, Amdahl bound "
+        console.print(f"agent-active time (user turns, approvals and idle left out): recorded {_c(r.agent_active_s)}; "
+                      + "; ".join(f"{s.name} {_c(s.agent_active_s)} ({_x(s.speedup_vs_recorded_active)}, Amdahl bound "
                                   f"{_x(s.amdahl_bound_active)})" for s in res.systems if not s.error),
                       highlight=False)
     for s in res.systems:
@@ -173,6 +189,9 @@ def _print_replay(res: Any) -> None:
                   f"(declared {o['cpu_bound_declared_s']:.1f}, attribute {o['cpu_bound_attribute_s']:.1f}, "
                   f"cpu_ns {o['cpu_bound_cpu_ns_s']:.1f}, parse {o['cpu_bound_parse_s']:.1f}); "
                   f"not CPU-bound (I/O or unknown): {o['not_cpu_bound_s']:.1f} s; recorded host {o['recorded_host']}")
+    if o.get("gaps_s"):
+        console.print(f"gaps between spans (the agent's own loop): {o['gaps_s']:.1f} s, of which "
+                      f"{o['gaps_cpu_bound_s']:.1f} s CPU-bound ({o['gaps_source']}) scaled by host")
     for n in res.notes:
         console.print(f"[dim]note: {n}[/dim]")
     served = [(s.name, s.serving) for s in res.systems if s.serving]
@@ -310,7 +329,9 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
     from agentprof.replay.calibration import FITTED_PATH, fit_file, write_fitted
     from agentprof.replay.fidelity import check, level_errors
     from agentprof.replay.points import load_points
+    from agentprof.resources import shipped
 
+    points = str(shipped(points))  # the default names the repository's file; a wheel carries a copy
     cat = _catalog(catalogs)
     fitted = fit_file(points, cat)
     if not skip_levels:

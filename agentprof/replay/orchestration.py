@@ -6,6 +6,11 @@ from: a tool declared CPU-bound (``--cpu-bound TOOL`` or a mapping file), the sp
 ``agentprof.cpu_bound`` (true/false or a fraction), the captured ``cpu_ns`` (CPU time inside the span, its
 children's CPU time subtracted), and the span kind ``parse`` (JSON parsing is CPU work by definition).
 Anything else counts as not CPU-bound, and the summary says how much time that was: nothing is guessed.
+
+The gaps between spans (the agent's own loop) scale too, by their measured CPU-bound share: the run's thread
+CPU and run-queue wait minus its spans' (:func:`agentprof.analysis.hotspots.orchestration_cpu`), or
+``--cpu-bound orchestration=F``. Work whose CPU exceeded its wall time (threads or child processes in
+parallel) scales with the hosts' multi-thread ratio instead of the single-thread one.
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ from agentprof.errors import AgentprofError
 
 CPU_BOUND_ATTR = sc.CPU_BOUND
 REASONS = ("declared", "attribute", "cpu_ns", "parse", "none")
+GAPS_KEY = "orchestration"
+"""``--cpu-bound orchestration=F`` sets the CPU-bound share of the gaps between spans (the agent's own loop)."""
+PARALLEL_CPU = 1.5
+"""A span whose own CPU exceeds this many times its own wall time ran in parallel: multi-thread ratio."""
 
 
 @dataclass
@@ -33,6 +42,7 @@ class CpuSplit:
     fraction: np.ndarray
     reason: np.ndarray  # index into REASONS
     declared_unused: list[str] = field(default_factory=list)
+    parallel: np.ndarray | None = None  # per span: its measured CPU exceeded its wall time (multi-thread ratio)
 
     def summary(self, excl_s: np.ndarray, scaled: np.ndarray) -> dict[str, Any]:
         """Seconds of orchestration (exclusive span time) treated as CPU-bound, by reason, and the rest."""
@@ -79,8 +89,9 @@ def tool_names(spans: pl.DataFrame) -> pl.Series:
 
 
 def cpu_split(spans: pl.DataFrame, host_parent: np.ndarray, excl_s: np.ndarray,
-              declared: dict[str, float] | None = None) -> CpuSplit:
-    """CPU-bound fraction of each span's exclusive time (see the module docstring for the order of sources)."""
+              declared: dict[str, float] | None = None, runq_s: np.ndarray | None = None) -> CpuSplit:
+    """CPU-bound fraction of each span's exclusive time (see the module docstring for the order of sources).
+    ``runq_s``: per span, sampled time its thread waited for a CPU (counts as CPU-bound with its ``cpu_ns``)."""
     n = spans.height
     declared = declared or {}
     kind = spans.get_column("kind").to_numpy()
@@ -100,9 +111,11 @@ def cpu_split(spans: pl.DataFrame, host_parent: np.ndarray, excl_s: np.ndarray,
     if ok.any():
         child_cpu = np.bincount(host_parent[ok], weights=cpu[ok], minlength=n)
     cpu_excl = np.maximum(cpu - child_cpu, 0.0) / 1e9
+    busy_excl = cpu_excl if runq_s is None else cpu_excl + runq_s
     sel = eligible & has_cpu & (excl_s > 0)
-    frac[sel] = np.minimum(cpu_excl[sel] / excl_s[sel], 1.0)
+    frac[sel] = np.minimum(busy_excl[sel] / excl_s[sel], 1.0)
     reason[sel] = REASONS.index("cpu_ns")
+    parallel = sel & (cpu_excl > PARALLEL_CPU * excl_s)
     # 2. attribute
     attr = spans.get_column("attributes").str.json_path_match(f"$['{CPU_BOUND_ATTR}']").to_list()
     for i in np.flatnonzero(eligible):
@@ -129,10 +142,111 @@ def cpu_split(spans: pl.DataFrame, host_parent: np.ndarray, excl_s: np.ndarray,
                 frac[i] = v
                 reason[i] = REASONS.index("declared")
                 seen.add(names[i])
-        unused = sorted(set(declared) - seen)
-    return CpuSplit(frac, reason, unused)
+        unused = sorted(set(declared) - seen - {GAPS_KEY})
+    parallel &= reason == REASONS.index("cpu_ns")
+    return CpuSplit(frac, reason, unused, parallel)
 
 
-def scaled_exclusive(excl_s: np.ndarray, split: CpuSplit, speed_ratio: float) -> np.ndarray:
-    """New exclusive time: the CPU-bound part divided by the host speed ratio, the rest unchanged."""
-    return excl_s * (1.0 - split.fraction) + excl_s * split.fraction / speed_ratio
+def scaled_exclusive(excl_s: np.ndarray, split: CpuSplit, speed_ratio: float,
+                     mt_ratio: float | None = None) -> np.ndarray:
+    """New exclusive time: the CPU-bound part divided by the host speed ratio (the multi-thread ratio for
+    spans that ran in parallel, when given), the rest unchanged."""
+    ratio = np.full(excl_s.shape, speed_ratio)
+    if mt_ratio is not None and split.parallel is not None:
+        ratio[split.parallel] = mt_ratio
+    return excl_s * (1.0 - split.fraction) + excl_s * split.fraction / ratio
+
+
+@dataclass
+class GapSplit:
+    """Per session: the CPU-bound share of its gaps (time no top-level span covers) and where it came from."""
+
+    fraction: np.ndarray
+    source: str  # "measured", "declared" or "none"
+
+    def summary(self, fixed_s: np.ndarray, top: np.ndarray) -> dict[str, Any]:
+        return {"gaps_s": float(fixed_s.sum()), "gaps_cpu_bound_s": float((fixed_s * self.fraction).sum()),
+                "gaps_source": self.source}
+
+
+def sampled_runq(trace: Any) -> np.ndarray | None:
+    """Per span row: seconds its thread was sampled waiting for a CPU (None when the trace has no samples)."""
+    from agentprof.analysis.hotspots import attribute
+
+    a = attribute(trace)
+    if a is None:
+        return None
+    out = np.zeros(trace.spans.height)
+    ok = a.span_row >= 0
+    np.add.at(out, a.span_row[ok], a.samples.runq_ns[ok] / 1e9)
+    return out
+
+
+def model_client_busy(trace: Any) -> np.ndarray:
+    """Per span row: seconds the session's thread was sampled busy (on a CPU or waiting for one) inside that
+    model call, i.e. its client side (zeros without samples)."""
+    from agentprof.analysis.hotspots import attribute
+
+    out = np.zeros(trace.spans.height)
+    a = attribute(trace)
+    if a is None:
+        return out
+    s = a.samples
+    ok = (a.span_row >= 0) & s.thread_is_session[s.thread]
+    kinds = trace.spans.get_column("kind").to_numpy()
+    ok &= kinds[np.maximum(a.span_row, 0)] == "model"
+    np.add.at(out, a.span_row[ok], (s.cpu_ns[ok] + s.runq_ns[ok]) / 1e9)
+    dur = trace.spans.select(((pl.col("end_ns") - pl.col("start_ns")) / 1e9).fill_null(0.0)).to_series().to_numpy()
+    return np.minimum(out, dur)
+
+
+def gap_split(trace: Any, fixed_s: np.ndarray, session_ids: list[str],
+              declared: dict[str, float] | None = None) -> GapSplit:
+    """CPU-bound share of each session's gaps: ``--cpu-bound orchestration=F`` when given, else measured
+    (busy seconds of the agent's loop / gap seconds, at most 1), else 0."""
+    n = len(session_ids)
+    if declared and GAPS_KEY in declared:
+        return GapSplit(np.full(n, float(declared[GAPS_KEY])), "declared")
+    from agentprof.analysis.hotspots import attribute, orchestration_cpu
+
+    _, _, busy = orchestration_cpu(trace, attribute(trace))
+    if not busy:
+        return GapSplit(np.zeros(n), "none")
+    got = np.array([busy.get(s, np.nan) for s in session_ids])
+    frac = np.where(np.isfinite(got) & (fixed_s > 0), np.minimum(np.nan_to_num(got) / np.where(fixed_s > 0, fixed_s, 1),
+                                                                    1.0), 0.0)
+    return GapSplit(frac, "measured")
+
+
+def scaled_gaps(fixed_s: np.ndarray, split: GapSplit, speed_ratio: float) -> np.ndarray:
+    """New gap time per session: the CPU-bound part divided by the host's single-thread ratio."""
+    return fixed_s * (1.0 - split.fraction) + fixed_s * split.fraction / speed_ratio
+
+
+def has_cpu_data(spans: pl.DataFrame) -> bool:
+    """Whether the trace recorded any CPU time (captured traces do; imported logs do not)."""
+    return spans.height > 0 and spans.get_column("cpu_ns").null_count() < spans.height
+
+
+def host_whatif(trace: Any, speed_ratios: list[float], declared: dict[str, float] | None = None) -> list[float]:
+    """Task time (sum over top-level sessions, seconds) of the recorded run on hosts ``speed_ratios`` times as
+    fast per thread, everything else as recorded (model calls keep their recorded time): the host half of a
+    replay, used to check the what-if against runs measured on a slowed CPU."""
+    from agentprof.replay.timeline import assemble, prepare
+
+    lay = prepare(trace.spans)
+    split = cpu_split(trace.spans, lay.host_parent, lay.excl_old, declared, sampled_runq(trace))
+    kinds = trace.spans.get_column("kind").to_numpy()
+    scalable = np.isin(kinds, ("tool", "parse", "orchestration")) & lay.placed
+    gaps = gap_split(trace, lay.fixed_s, lay.session_ids, declared)
+    cols = [1.0, *speed_ratios]
+    own = np.stack([np.where(scalable, scaled_exclusive(lay.excl_old, split, r, r), lay.excl_old) for r in cols], 1)
+    # a model call keeps its recorded time except its client side (SDK, request and stream handling) that the
+    # samples saw the agent's thread busy with: that is host CPU too
+    client = model_client_busy(trace)
+    is_model = kinds == "model"
+    model = np.stack([np.where(is_model, np.maximum(lay.old_dur - client * (1 - 1 / r), 0.0), lay.old_dur)
+                      for r in cols], 1)
+    fixed = np.stack([scaled_gaps(lay.fixed_s, gaps, r) for r in cols], 1)
+    asm = assemble(lay, own, model, fixed_new=fixed)
+    return [float(x) for x in asm.e2e[lay.top_level].sum(axis=0)[1:]]

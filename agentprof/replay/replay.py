@@ -30,9 +30,17 @@ from agentprof.replay.cachepolicy import (
 from agentprof.replay.calibration import Fitted, load_fitted
 from agentprof.replay.costmodel import call_times, disk_load_s, kv_load_s
 from agentprof.replay.equations import WAITING_FOR
-from agentprof.replay.orchestration import cpu_split, scaled_exclusive
+from agentprof.replay.orchestration import (
+    cpu_split,
+    gap_split,
+    has_cpu_data,
+    sampled_runq,
+    scaled_exclusive,
+    scaled_gaps,
+)
 from agentprof.replay.systems import Resolved, resolve
-from agentprof.replay.timeline import MODEL, ORCH, WAIT, assemble, prepare
+from agentprof.replay.timeline import MODEL, ORCH, TOOL, WAIT, assemble, prepare
+from agentprof.trace.coerce import as_trace
 from agentprof.trace.schema import Trace
 
 DEFAULT_RECORDED_HOST = "xeon-8480c"
@@ -47,7 +55,10 @@ class SystemRow:
     e2e_s: float | None = None
     model_s: float | None = None
     orchestration_s: float | None = None
+    """Critical-path time outside model calls, tools and waits (the agent's own code, parsing)."""
     wait_s: float | None = None
+    tool_s: float | None = None
+    """Critical-path time in tool calls (kept out of ``orchestration_s``)."""
     model_calls_s: float | None = None
     amdahl_e2e_s: float | None = None
     speedup_vs_recorded: float | None = None
@@ -206,6 +217,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     ``concurrency`` > 1 (or a :class:`agentprof.replay.serving.ServingConfig` as ``serving``) runs the
     multi-session serving simulation: ``concurrency`` sessions share each system, calls are re-timed by it and
     each system row gets a ``serving`` object (:mod:`agentprof.replay.serving`)."""
+    trace = as_trace(trace)  # also the span table agentprof.trace.load returns
     cat = catalog or load_catalog()
     extra = tuple(p for p in cat.files if not p.endswith(("accelerators.toml", "hosts.toml", "systems.toml")))
     policy = parse_policy(cache_policy) if isinstance(cache_policy, str) else cache_policy
@@ -259,18 +271,26 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     model_arr = np.array(model_of, dtype=object)
 
     # orchestration: CPU-bound split, once
-    split = cpu_split(spans, lay.host_parent, lay.excl_old, cpu_bound)
+    split = cpu_split(spans, lay.host_parent, lay.excl_old, cpu_bound, sampled_runq(trace))
     kinds = spans.get_column("kind").to_numpy()
     scalable = np.isin(kinds, ("tool", "parse", "orchestration")) & lay.placed
     orch = split.summary(lay.excl_old, scalable)
     orch["recorded_host"] = rec_host.key
-    if orch["cpu_bound_s"] == 0:
+    gaps = gap_split(trace, lay.fixed_s, lay.session_ids, cpu_bound)
+    orch.update(gaps.summary(lay.fixed_s, lay.top_level))
+    if not has_cpu_data(spans) and not cpu_bound:
+        notes.append("this trace records no CPU time (imported logs do not): a host CPU's effect, e.g. Vera's, is "
+                     "not measurable from it (only parse spans, CPU work by definition, scale); capture the agent "
+                     "with agentprof (--sample shows which code), or declare CPU-bound tools with --cpu-bound "
+                     "TOOL[=FRACTION] / orchestration=FRACTION")
+    elif orch["cpu_bound_s"] == 0 and orch["gaps_cpu_bound_s"] == 0:
         notes.append("no orchestration time was treated as CPU-bound (no cpu_ns captured, no parse spans, no tool "
                      "declared with --cpu-bound): host CPUs change nothing in this replay")
 
     k = len(sys_objs)
     # columns: 0 = recorded; 1..k = systems; k+1..2k = systems with an infinitely fast model; 2k+1 = recorded, model 0
     own_new = np.repeat(lay.excl_old[:, None], 2 * k + 2, axis=1)
+    fixed_new = np.repeat(lay.fixed_s[:, None], 2 * k + 2, axis=1)
     model_new = np.repeat(lay.old_dur[:, None], 2 * k + 2, axis=1)
     model_new[lay.category == MODEL, 2 * k + 1] = 0.0
     groups = {key: np.flatnonzero((model_arr == key) & replayable) for key in specs}
@@ -305,8 +325,10 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         row = SystemRow(system.key, system.display)
         ratio = system.host.st_speed / rec_host.st_speed
         row.host_speed_ratio = ratio
-        own_new[:, j] = np.where(scalable, scaled_exclusive(lay.excl_old, split, ratio), lay.excl_old)
+        own_new[:, j] = np.where(scalable, scaled_exclusive(lay.excl_old, split, ratio,
+                                                            system.host.mt_speed / rec_host.mt_speed), lay.excl_old)
         own_new[:, k + j] = own_new[:, j]
+        fixed_new[:, j] = fixed_new[:, k + j] = scaled_gaps(lay.fixed_s, gaps, ratio)
         new_call = lay.old_dur[span_row].copy()
         wait_call = {k: np.zeros(span_row.size) for k in WAITING_FOR}
         cache_tot = {"input_tokens": 0.0, "hbm_hit_tokens": 0.0, "cpu_hit_tokens": 0.0, "disk_hit_tokens": 0.0}
@@ -364,13 +386,14 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                                                     + cache_tot["disk_hit_tokens"]) / cache_tot["input_tokens"]}
         rows.append(row)
 
-    asm = assemble(lay, own_new, model_new)
+    asm = assemble(lay, own_new, model_new, fixed_new)
     top = lay.top_level
     e2e = asm.e2e[top].sum(axis=0)
     cats = asm.by_category[top].sum(axis=0)
     recorded = SystemRow("recorded", f"recorded run (host taken as {rec_host.key})")
     recorded.e2e_s = float(e2e[0])
-    recorded.model_s, recorded.orchestration_s, recorded.wait_s = (float(cats[0, c]) for c in (MODEL, ORCH, WAIT))
+    recorded.model_s, recorded.orchestration_s, recorded.wait_s, recorded.tool_s = (
+        float(cats[0, c]) for c in (MODEL, ORCH, WAIT, TOOL))
     recorded.model_calls_s = rec_calls_s
     recorded.amdahl_e2e_s = float(e2e[2 * k + 1])
     recorded.amdahl_bound = recorded.e2e_s / recorded.amdahl_e2e_s if recorded.amdahl_e2e_s > 0 else None
@@ -379,7 +402,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         if row.error:
             continue
         row.e2e_s = float(e2e[j])
-        row.model_s, row.orchestration_s, row.wait_s = (float(cats[j, c]) for c in (MODEL, ORCH, WAIT))
+        row.model_s, row.orchestration_s, row.wait_s, row.tool_s = (float(cats[j, c]) for c in (MODEL, ORCH, WAIT, TOOL))
         row.amdahl_e2e_s = float(e2e[k + j])
         row.speedup_vs_recorded = recorded.e2e_s / row.e2e_s if row.e2e_s > 0 else None
         row.amdahl_bound = recorded.e2e_s / row.amdahl_e2e_s if row.amdahl_e2e_s > 0 else None

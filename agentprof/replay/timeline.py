@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-MODEL, ORCH, WAIT = 0, 1, 2
-CATEGORIES = ("model", "orchestration", "wait")
+MODEL, ORCH, WAIT, TOOL = 0, 1, 2, 3
+CATEGORIES = ("model", "orchestration", "wait", "tool")
+NCAT = len(CATEGORIES)
 
 
 @dataclass
@@ -26,7 +27,7 @@ class Layout:
     """The recorded structure, computed once per trace and shared by every replayed system."""
 
     n_spans: int
-    category: np.ndarray        # per span: MODEL / ORCH / WAIT (agent roots: ORCH)
+    category: np.ndarray        # per span: MODEL / ORCH / WAIT / TOOL (agent roots, parse: ORCH)
     old_dur: np.ndarray         # per span, seconds (0 when not placeable)
     excl_old: np.ndarray        # per span: duration minus its (host-tree) children's, clipped at 0
     host_parent: np.ndarray     # per span: parent within its host session's tree, -1 = top-level or excluded
@@ -60,7 +61,7 @@ def prepare(spans: pl.DataFrame) -> Layout:
     parent = (spans.select("trace_id", pl.col("parent_id").alias("span_id"))
               .join(ids, on=["trace_id", "span_id"], how="left", maintain_order="left")
               .get_column("_row").fill_null(-1).to_numpy().astype(np.int64))
-    category = np.where(kind == "model", MODEL, np.where(kind == "wait", WAIT, ORCH))
+    category = np.where(kind == "model", MODEL, np.where(kind == "wait", WAIT, np.where(kind == "tool", TOOL, ORCH)))
 
     # sessions: root span (earliest agent span), parent session, extent
     root_of = np.full(n_sess, -1, dtype=np.int64)
@@ -176,19 +177,21 @@ class Assembled:
     """Per session and system: replayed wall time and its critical-path split into categories."""
 
     e2e: np.ndarray         # (sessions, systems)
-    by_category: np.ndarray  # (sessions, systems, 3)
+    by_category: np.ndarray  # (sessions, systems, NCAT)
 
 
-def assemble(lay: Layout, own_new: np.ndarray, model_new: np.ndarray) -> Assembled:
+def assemble(lay: Layout, own_new: np.ndarray, model_new: np.ndarray,
+             fixed_new: np.ndarray | None = None) -> Assembled:
     """Replayed session times for several systems at once.
 
     ``own_new`` (spans × systems): each span's new exclusive time (CPU-scaled orchestration; waits and
     unchanged spans = ``excl_old``); ``model_new`` (spans × systems): a model span's new total time (ignored
-    for other spans). Sessions are processed from the deepest sub-agent level up."""
+    for other spans); ``fixed_new`` (sessions × systems, optional): each session's new gap time (default:
+    the recorded ``fixed_s``). Sessions are processed from the deepest sub-agent level up."""
     n, k = own_new.shape
     n_sess = lay.old_e2e.size
     e2e = np.zeros((n_sess, k))
-    cats = np.zeros((n_sess, k, 3))
+    cats = np.zeros((n_sess, k, NCAT))
     is_model = lay.category == MODEL
     dead = lay.inside_model | ~lay.placed
     # each span's own change; rolled up into its ancestors below (in place, deepest first)
@@ -208,7 +211,7 @@ def assemble(lay: Layout, own_new: np.ndarray, model_new: np.ndarray) -> Assembl
     pos[t_idx] = np.arange(t_idx.size)
     amount = np.where(is_model[t_idx, None], model_new[t_idx], own_new[t_idx])
     amount[dead[t_idx]] = 0.0
-    cat_t = np.zeros((t_idx.size, k, 3))
+    cat_t = np.zeros((t_idx.size, k, NCAT))
     cat_t[np.arange(t_idx.size), :, lay.category[t_idx]] = amount
     for level in sorted(set(lay.session_level.tolist()), reverse=True):
         sess = np.flatnonzero(lay.session_level == level)
@@ -220,7 +223,7 @@ def assemble(lay: Layout, own_new: np.ndarray, model_new: np.ndarray) -> Assembl
                 delta[j] += np.bincount(par, weights=delta[j, nodes], minlength=n)
             pn, pp = pos[nodes], pos[par]
             for j in range(k):
-                for c in range(3):
+                for c in range(NCAT):
                     cat_t[:, j, c] += np.bincount(pp, weights=cat_t[pn, j, c], minlength=t_idx.size)
         mem = np.flatnonzero(in_level & lay.member)
         old = lay.old_dur[mem]
@@ -230,23 +233,24 @@ def assemble(lay: Layout, own_new: np.ndarray, model_new: np.ndarray) -> Assembl
         contrib = lay.own_len[mem][None, :] * rate  # (systems, members)
         h = lay.host[mem]
         plain = pos[mem] < 0
-        sels = [np.flatnonzero(plain & (lay.category[mem] == c)) for c in range(3)]
+        sels = [np.flatnonzero(plain & (lay.category[mem] == c)) for c in range(NCAT)]
         for j in range(k):
             e2e[:, j] += np.bincount(h, weights=contrib[j], minlength=n_sess)
-            for c in range(3):
+            for c in range(NCAT):
                 cats[:, j, c] += np.bincount(h[sels[c]], weights=contrib[j, sels[c]], minlength=n_sess)
         mixed = np.flatnonzero(~plain)
         if mixed.size:
-            share = cat_t[pos[mem[mixed]]]  # (m, k, 3)
+            share = cat_t[pos[mem[mixed]]]  # (m, k, NCAT)
             tot = share.sum(axis=2, keepdims=True)
-            onehot = np.eye(3)[lay.category[mem[mixed]]][:, None, :]
+            onehot = np.eye(NCAT)[lay.category[mem[mixed]]][:, None, :]
             share = np.where(tot > 0, share / np.where(tot > 0, tot, 1.0), onehot)
             for j in range(k):
-                for c in range(3):
+                for c in range(NCAT):
                     cats[:, j, c] += np.bincount(h[mixed], weights=contrib[j, mixed] * share[:, j, c],
                                                  minlength=n_sess)
-        e2e[sess] += lay.fixed_s[sess][:, None]
-        cats[sess, :, ORCH] += lay.fixed_s[sess][:, None]
+        fixed = lay.fixed_s[sess][:, None] if fixed_new is None else fixed_new[sess]
+        e2e[sess] += fixed
+        cats[sess, :, ORCH] += fixed
         # hand each finished sub-agent session's change to its root span in the parent session
         for s in sess:
             r = roots[s]

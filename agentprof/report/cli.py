@@ -115,9 +115,10 @@ class _null:
 
 @click.command("export")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--to", "fmt", required=True, type=click.Choice(["perfetto", "mooncake", "otlp-json"]),
+@click.option("--to", "fmt", required=True, type=click.Choice(["perfetto", "mooncake", "otlp-json", "speedscope"]),
               help="perfetto: Chrome trace-event JSON (Perfetto UI, chrome://tracing); mooncake: JSONL for "
-                   "AIPerf/Dynamo replay; otlp-json: OpenTelemetry spans as OTLP/JSON.")
+                   "AIPerf/Dynamo replay; otlp-json: OpenTelemetry spans as OTLP/JSON; speedscope: sampled "
+                   "stacks (a trace captured with --sample) for speedscope.app.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="File to write.")
 @click.option("--block", default=512, show_default=True, type=int,
               help="Mooncake: tokens per hash_ids block (a multiple of the trace's hash block size).")
@@ -129,6 +130,7 @@ def export(paths: tuple[str, ...], fmt: str, output: str, block: int, skip_bad_l
     Examples:
       agentprof export traces/run.jsonl --to perfetto -o run.trace.json    # open in ui.perfetto.dev
       agentprof export traces/kv/ --to mooncake -o kv.mooncake.jsonl        # aiperf --custom-dataset-type mooncake_trace
+      agentprof export traces/run.jsonl --to speedscope -o run.speedscope.json  # open in speedscope.app
     """
     trace = _load(paths, skip_bad_lines)
     out = Path(output)
@@ -156,6 +158,11 @@ def export(paths: tuple[str, ...], fmt: str, output: str, block: int, skip_bad_l
                 notes.append(f"{ms.skipped_no_length:,} calls with no input length left out")
             if notes:
                 msg += "; " + "; ".join(notes)
+        elif fmt == "speedscope":
+            from agentprof.report.speedscope import write_speedscope
+
+            sp = write_speedscope(trace, out)
+            msg = f"{sp['samples']:,} samples in {sp['profiles']:,} profiles, {sp['frames']:,} frames"
         else:
             from agentprof.report.otlp import write_otlp_json
 

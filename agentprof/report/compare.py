@@ -23,11 +23,12 @@ from agentprof.trace import Trace
 # (key, label, format) of the comparison table; formats: dur, pct, int, tok, x
 TABLE_ROWS: tuple[tuple[str, str, str], ...] = (
     ("wall_s", "Wall time", "dur"),
+    ("agent_active_s", "Agent-active time (wall minus user turns, approvals, idle)", "dur"),
     ("share_model", "Model share", "pct"),
     ("share_tool", "Tool share", "pct"),
     ("share_parse", "JSON parse share", "pct"),
     ("share_orchestration", "Orchestration share", "pct"),
-    ("share_wait", "Wait share (user, permission, idle)", "pct"),
+    ("share_wait", "Wait share (all waits: user turns, approvals, idle, retries, residue)", "pct"),
     ("model_calls", "Model calls", "int"),
     ("tool_calls", "Tool calls", "int"),
     ("input_tokens", "Input tokens", "tok"),
@@ -56,7 +57,7 @@ def _figures(payload: dict[str, Any]) -> dict[str, Any]:
     hl = payload.get("headline") or {}
     shares = hl.get("shares") or {}
     red = (payload.get("redundancy") or {}).get("summary") or {}
-    out: dict[str, Any] = {k: hl.get(k) for k in ("wall_s", "model_calls", "tool_calls", "input_tokens",
+    out: dict[str, Any] = {k: hl.get(k) for k in ("wall_s", "agent_active_s", "model_calls", "tool_calls", "input_tokens",
                                                    "cache_read_share", "amdahl_bound_s", "max_speedup")}
     for kind in ("model", "tool", "parse", "orchestration", "wait"):
         out[f"share_{kind}"] = shares.get(f"{kind}_s")

@@ -61,7 +61,7 @@ def _script_hash(script: str) -> str:
 
 def render_payload(payload: dict[str, Any]) -> str:
     """The report page for an already built payload (see :mod:`agentprof.report.payload`)."""
-    js = asset("report.js").strip("\n")
+    js = asset("report.js").strip("\n") + "\n" + asset("flame.js").strip("\n")  # flame view: report.flame
     css = asset("report.css")
     if "</script" in js.lower() or "</style" in css.lower():  # pragma: no cover - guards the packaged assets
         raise ValueError("report assets must not contain closing script/style tags")

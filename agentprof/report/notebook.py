@@ -82,6 +82,10 @@ def _time_table(time: dict[str, Any]) -> str:
     return _table(["bucket", "time", "share of wall", "share of agent-active"], rows, {1, 2, 3})
 
 
+REDUNDANCY_LABELS = {"provider_cache_read_share": "provider cache read share, per call"}
+"""Names that differ from the figure a report shows under the bare name (there: token-weighted)."""
+
+
 def analysis_html(d: dict[str, Any]) -> str:
     """An ``Analysis.to_dict()`` as a notebook fragment: counts, time split, redundancy summaries, first misses."""
     out = [f'<div style="{_BOX}"><div style="font-weight:650;font-size:14px;margin-bottom:4px">agentprof analysis</div>',
@@ -95,8 +99,9 @@ def analysis_html(d: dict[str, Any]) -> str:
     if isinstance(red, dict):
         rows = []
         for name, s in red.items():
-            if isinstance(s, dict):
-                rows.append([_e(name.replace("_", " "))] + [_e(fmt_pct(s.get(k))) for k in ("mean", "median", "p10", "p90")])
+            if isinstance(s, dict) and "mean" in s:  # summaries only (not the token totals)
+                label = REDUNDANCY_LABELS.get(name, name.replace("_", " "))
+                rows.append([_e(label)] + [_e(fmt_pct(s.get(k))) for k in ("mean", "median", "p10", "p90")])
         if rows:
             out.append(_table(["redundancy", "mean", "median", "p10", "p90"], rows, {1, 2, 3, 4}))
     misses = [m for m in d.get("cache_misses") or [] if isinstance(m, dict)]
@@ -115,15 +120,16 @@ def analysis_html(d: dict[str, Any]) -> str:
 
 
 def replay_html(d: dict[str, Any]) -> str:
-    """A ``ReplayResult.to_dict()`` as a table plus stacked model / orchestration / wait bars."""
+    """A ``ReplayResult.to_dict()`` as a table plus stacked model / tool / orchestration / wait bars."""
     rows_in = ([d["recorded"]] if isinstance(d.get("recorded"), dict) else []) + \
         [s for s in d.get("systems") or [] if isinstance(s, dict)]
-    totals = [sum(r.get(k) or 0 for k in ("model_s", "orchestration_s", "wait_s")) for r in rows_in]
+    totals = [sum(r.get(k) or 0 for k in ("model_s", "tool_s", "orchestration_s", "wait_s")) for r in rows_in]
     top = max(totals + [r.get("e2e_s") or 0 for r in rows_in] + [1e-9])
     rows = []
     for r in rows_in:
         x, rects = 0.0, []
-        for key, label in (("model_s", "model"), ("orchestration_s", "orchestration"), ("wait_s", "wait")):
+        for key, label in (("model_s", "model"), ("tool_s", "tool"), ("orchestration_s", "orchestration"),
+                           ("wait_s", "wait")):
             v = r.get(key) or 0
             if v > 0:
                 w = 260 * v / top
@@ -131,15 +137,17 @@ def replay_html(d: dict[str, Any]) -> str:
                 x += w
         svg = f'<svg width="262" height="16" viewBox="0 0 262 16">{"".join(rects)}</svg>'
         rows.append([_e(r.get("name")), _e(fmt_duration(r.get("e2e_s"))), svg,
-                     _e(fmt_duration(r.get("model_s"))), _e(fmt_duration(r.get("orchestration_s"))),
+                     _e(fmt_duration(r.get("model_s"))), _e(fmt_duration(r.get("tool_s"))),
+                     _e(fmt_duration(r.get("orchestration_s"))),
                      _e(fmt_duration(r.get("wait_s"))), _e(fmt_x(r.get("speedup_vs_recorded"))),
                      _e(fmt_x(r.get("model_calls_speedup")))])
     rec = d.get("recorded") or {}
     notes = [str(v) for v in (d.get("standins") or {}).values()]
     return (f'<div style="{_BOX}"><div style="font-weight:650;font-size:14px">agentprof replay</div>'
-            + _table(["system", "task time", "", "model", "orchestration", "wait", "task speed-up",
-                      "model-call speed-up"], rows, {1, 3, 4, 5, 6, 7})
-            + (f"<div>Amdahl bound: {_e(fmt_duration(rec['amdahl_e2e_s']))}</div>" if rec.get("amdahl_e2e_s") else "")
+            + _table(["system", "task time", "", "model", "tool", "orchestration", "wait", "task speed-up",
+                      "model-call speed-up"], rows, {1, 3, 4, 5, 6, 7, 8})
+            + (f"<div>Task time with model calls taking no time, on the replayed timeline: "
+               f"{_e(fmt_duration(rec['amdahl_e2e_s']))}</div>" if rec.get("amdahl_e2e_s") else "")
             + "".join(f'<div style="color:#6b7684;font-size:12px">{_e(n)}</div>' for n in notes)
             + "</div>")
 
@@ -176,7 +184,8 @@ def trace_html(trace: Any) -> str:
     rows = [["sessions", _e(f"{f['top_sessions']:,} (+{f['subagent_sessions']:,} subagent)")],
             ["model calls", _e(fmt_int(f["model_calls"]))], ["tool calls", _e(fmt_int(f["tool_calls"]))],
             ["input tokens", _e(fmt_tokens(f["input_tokens"]))], ["output tokens", _e(fmt_tokens(f["output_tokens"]))],
-            ["cache read share", _e(fmt_pct(f["cache_read_share"]))], ["wall time", _e(fmt_duration(f["wall_s"]))]]
+            ["provider cache read share", _e(fmt_pct(f["cache_read_share"]))],
+            ["wall time", _e(fmt_duration(f["wall_s"]))]]
     return (f'<div style="{_BOX}"><div style="font-weight:650;font-size:14px">agentprof trace '
             f'{_e(trace.meta.name or trace.meta.source_format)}</div>' + _table(["", ""], rows, {1}) + "</div>")
 

@@ -66,6 +66,7 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
     for stage, why in notes.items():
         if not given.get(stage, False):  # notes on stages that ran are shown in their panel instead
             missing.append(f"{_STAGE_NAMES.get(stage, stage)}: {why}")
+    hl = headline(fig, a, r)
     payload: dict[str, Any] = {
         "version": __version__,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -80,7 +81,7 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
             "capture_overhead_s": meta.capture_overhead_ns / 1e9 if meta.capture_overhead_ns is not None else None,
             "first_start": _iso(int(fig["first_start_ns"])) if fig.get("first_start_ns") else None,
         },
-        "headline": headline(fig, a, r),
+        "headline": hl,
         "missing": missing,
         "diagnostics": {"count": len(trace.diagnostics),
                         "first": [d.message for d in trace.diagnostics[:3]]},
@@ -88,9 +89,20 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
         "slow": {"tools": slow_tools(spans), "calls": slow_calls(spans, labels, t0), "failures": (a or {}).get("failures") or failures(spans)},
         "redundancy": results.redundancy_panel(analysis, a, labels, notes.get("analysis")),
         "cache": results.cache_panel(cache, notes.get("cache"), cache_model),
-        "whatif": results.whatif_panel(r, notes.get("replay")),
+        "whatif": results.whatif_panel(r, notes.get("replay"), hl),
         "serving": ({"status": "ok", **serving} if serving else
                     {"status": "missing", "reason": notes.get("serving") or "no serving simulation in this report"}),
         "corpus": results.corpus_panel(spans, a, fig),
+        "flame": _flame(trace, analysis),
     }
     return payload
+
+
+def _flame(trace: Trace, analysis: Any) -> dict[str, Any] | None:
+    """Sampled stacks as icicle trees (None when the trace has no samples)."""
+    if trace.samples is None:
+        return None
+    from agentprof.report.flame import flame_data
+
+    prof = getattr(analysis, "profile", None)
+    return flame_data(trace, getattr(prof, "attributed", None))

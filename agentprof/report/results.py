@@ -92,6 +92,8 @@ def _per_call_series(calls: pl.DataFrame, labels: dict[str, str]) -> list[dict[s
                                  "x": [i + 1 for i in g.get_column("call_index").to_list()]}
         for k, v in series.items():
             entry[k] = [int(x) if x is not None else None for x in v] if k == "input" else _round(v)
+        # the prompt-size bars' unit: agentprof's offline estimate, or the provider's count when that is all
+        entry["input_unit"] = "estimated" if cols["input"] == "prompt_tokens" else "as the provider reported"
         if cause:
             entry["misses"] = [{"index": i, "cause": c} for i, c in enumerate(g.get_column(cause).to_list()) if c]
         out.append(entry)
@@ -152,8 +154,10 @@ def cache_panel(sweeps: Any, note: str | None = None, model: str | None = None) 
 
 
 # ---------------------------------------------------------------- device what-if (replay)
-def whatif_panel(r: dict[str, Any] | None, note: str | None = None) -> dict[str, Any]:
-    """Recorded run and each system as stacked model / orchestration / wait seconds with speed-ups."""
+def whatif_panel(r: dict[str, Any] | None, note: str | None = None,
+                 headline: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Recorded run and each system as stacked model / tool / orchestration / wait seconds with speed-ups; the
+    Amdahl bound drawn on it is the headline's (one figure under that name in the whole report)."""
     if r is None:
         return _missing(note or "no replay was run (pass --system to compare serving systems)")
     rows = []
@@ -165,6 +169,7 @@ def whatif_panel(r: dict[str, Any] | None, note: str | None = None) -> dict[str,
             "e2e_s": _num(row.get("e2e_s")),
             "model_s": _num(row.get("model_s")),
             "orchestration_s": _num(row.get("orchestration_s")),
+            "tool_s": _num(row.get("tool_s")),
             "wait_s": _num(row.get("wait_s")),
             "speedup": _num(row.get("speedup_vs_recorded")),
             "model_speedup": _num(row.get("model_calls_speedup")),
@@ -180,9 +185,12 @@ def whatif_panel(r: dict[str, Any] | None, note: str | None = None) -> dict[str,
     notes = [str(v) for v in (r.get("standins") or {}).values()] + [str(n) for n in r.get("notes") or []]
     if note:
         notes.insert(0, note)
-    return {"status": "ok", "rows": rows,
-            "amdahl_bound_s": _num((recorded or {}).get("amdahl_e2e_s")),
-            "amdahl_ratio": _num((recorded or {}).get("amdahl_bound")),
+    hl = headline or {}
+    bound = _num(hl.get("amdahl_bound_s")) if hl.get("amdahl_bound_s") is not None \
+        else _num((recorded or {}).get("amdahl_e2e_s"))
+    ratio = _num(hl.get("max_speedup")) if hl.get("amdahl_bound_s") is not None \
+        else _num((recorded or {}).get("amdahl_bound"))
+    return {"status": "ok", "rows": rows, "amdahl_bound_s": bound, "amdahl_ratio": ratio,
             "cache_policy": r.get("cache_policy"), "notes": notes}
 
 
@@ -209,7 +217,8 @@ def corpus_panel(spans: pl.DataFrame, a: dict[str, Any] | None, fig: dict[str, A
              "#009e73"),
             ("prefix_reuse_prev", "Mean prompt share equal to the previous", "share",
              series("prefix_reuse_prev_mean"), "#56b4e9"),
-            ("read_share", "Provider cache read share", "share", series("provider_cache_read_share_weighted"),
+            ("read_share", "Provider cache read share per session", "share",
+             series("provider_cache_read_share_weighted"),
              "#56b4e9"),
         ]
         metrics = [{"key": k, "label": lab, "unit": u, "values": v, "color": c}
@@ -244,6 +253,6 @@ def _trace_metrics(spans: pl.DataFrame) -> list[dict[str, Any]]:
                     "values": [float(v) if v is not None else None for v in per.get_column("max_in").to_list()],
                     "color": "#e69f00"})
     if per.get_column("read_share").drop_nulls().drop_nans().len():
-        out.append({"key": "read_share", "label": "Provider cache read share", "unit": "share",
+        out.append({"key": "read_share", "label": "Provider cache read share per session", "unit": "share",
                     "values": per.get_column("read_share").to_list(), "color": "#56b4e9"})
     return out

@@ -209,21 +209,23 @@ def replay_view(d: dict[str, Any]) -> RenderableType:
     rows = ([d["recorded"]] if isinstance(d.get("recorded"), dict) else []) + \
         [s for s in d.get("systems") or [] if isinstance(s, dict)]
     t = _table("Device what-if")
-    for col, just in (("system", "left"), ("task time", "right"), ("model", "right"), ("orchestration", "right"),
-                      ("wait", "right"), ("model share", "right"), ("task speed-up", "right"),
-                      ("model-call speed-up", "right")):
+    for col, just in (("system", "left"), ("task time", "right"), ("model", "right"), ("tool", "right"),
+                      ("orchestration", "right"), ("wait", "right"), ("model share", "right"),
+                      ("task speed-up", "right"), ("model-call speed-up", "right")):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in rows:
         if r.get("error"):
-            t.add_row(_t(r.get("name")), Text("not replayed: " + str(r["error"]), style="red"), "", "", "", "", "", "")
+            t.add_row(_t(r.get("name")), Text("not replayed: " + str(r["error"]), style="red"), "", "", "", "", "", "",
+                      "")
             continue
         t.add_row(_t(r.get("name")), fmt_duration(r.get("e2e_s")), fmt_duration(r.get("model_s")),
-                  fmt_duration(r.get("orchestration_s")), fmt_duration(r.get("wait_s")), fmt_pct(r.get("model_share")),
+                  fmt_duration(r.get("tool_s")), fmt_duration(r.get("orchestration_s")), fmt_duration(r.get("wait_s")), fmt_pct(r.get("model_share")),
                   fmt_x(r.get("speedup_vs_recorded")), fmt_x(r.get("model_calls_speedup")))
     rec = d.get("recorded") or {}
     if rec.get("amdahl_e2e_s") is not None:
-        t.caption = (f"Amdahl bound (model calls taking no time): {fmt_duration(rec['amdahl_e2e_s'])}"
-                     + (f", at most {fmt_x(rec['amdahl_bound'])} faster" if rec.get("amdahl_bound") else ""))
+        t.caption = (f"task time with model calls taking no time, on the replayed timeline: "
+                     f"{fmt_duration(rec['amdahl_e2e_s'])}"
+                     + (f" ({fmt_x(rec['amdahl_bound'])})" if rec.get("amdahl_bound") else ""))
     notes = [str(v) for v in (d.get("standins") or {}).values()] + [str(n) for n in d.get("notes") or []]
     return Group(t, *(Text("• " + n, style="dim") for n in notes))
 
@@ -265,10 +267,14 @@ def report_view(path: str, size_bytes: int, payload: dict[str, Any]) -> Renderab
     lines.append(path, style="bold")
     lines.append(f"  ({size_bytes / 1e6:.2f} MB, opens offline)\n")
     lines.append(f"{hl.get('top_sessions', 0):,} sessions · {hl.get('model_calls', 0):,} model calls · "
-                 f"wall {fmt_duration(hl.get('wall_s'))} · cache read share {fmt_pct(hl.get('cache_read_share'))}")
+                 f"wall {fmt_duration(hl.get('wall_s'))} · provider cache read share "
+                 f"{fmt_pct(hl.get('cache_read_share'))}")
     parts: list[RenderableType] = [lines]
     if hl.get("time"):
         parts.append(time_split_view(hl["time"]))
+    elif hl.get("amdahl_bound_s") is not None:
+        lines.append(f"\nAmdahl bound {fmt_duration(hl['amdahl_bound_s'])}"
+                     + (f", at most {fmt_x(hl['max_speedup'])} faster" if hl.get("max_speedup") else ""))
     sv = payload.get("serving") or {}
     if sv.get("status") == "ok":
         parts.append(serving_view(sv))

@@ -50,6 +50,7 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
     p = str(path)
     meta: dict[str, Any] = {}
     spans: list[dict[str, Any]] = []
+    sample_recs: list[dict[str, Any]] = []
     diags: list[Diagnostic] = []
     skipped = 0
     try:
@@ -91,6 +92,8 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
                     continue
                 raise TraceFormatError(p, i, f"{problem}; use --skip-bad-lines to load the rest")
             spans.append(rec)
+        elif kind == "samples":
+            sample_recs.append(rec)
         else:
             if i == 1:
                 raise TraceFormatError(p, i, "not an agentprof trace: first record is not {\"record\": \"meta\"} "
@@ -109,7 +112,19 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
     tm = TraceMeta.from_dict(meta)
     if p not in tm.sources:
         tm.sources.append(p)
-    return Trace(tm, df, diags)
+    return Trace(tm, df, diags, _samples(sample_recs, p))
+
+
+def _samples(records: list[dict[str, Any]], path: str) -> Any:
+    """Decoded stack samples (None without any); a malformed samples record is a format error."""
+    if not records:
+        return None
+    from agentprof.trace.samples import decode
+
+    try:
+        return decode(records)
+    except (ValueError, KeyError, TypeError, IndexError) as e:
+        raise TraceFormatError(path, None, f"bad samples record ({type(e).__name__}: {e})") from None
 
 
 def write_jsonl(trace: Trace, path: str | os.PathLike[str]) -> Path:
@@ -187,5 +202,7 @@ def concat(traces: Iterable[Trace]) -> Trace:
     meta.sources = [s for t in traces for s in t.meta.sources]
     if len({(t.meta.tokenizer, t.meta.block_size) for t in traces}) > 1:
         meta.extra["mixed"] = sorted({f"{t.meta.source_format}/{t.meta.tokenizer}/{t.meta.block_size}" for t in traces})
+    from agentprof.trace.samples import concat as concat_samples
+
     return Trace(meta, pl.concat([t.spans for t in traces], how="vertical"),
-                 [d for t in traces for d in t.diagnostics])
+                 [d for t in traces for d in t.diagnostics], concat_samples([t.samples for t in traces]))

@@ -7,6 +7,7 @@ cached tokens) and the chained block hashes of their prompt. See ``docs/ARCHITEC
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
@@ -58,6 +59,8 @@ class Trace:
     meta: TraceMeta
     spans: pl.DataFrame
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    samples: Any = None
+    """Stack samples of captured runs (:class:`agentprof.trace.samples.Samples`), None when not sampled."""
 
     @property
     def model_calls(self) -> pl.DataFrame:

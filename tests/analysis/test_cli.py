@@ -79,3 +79,28 @@ def test_help_has_examples(capsys):
     for cmd in ("analyze", "cachesim"):
         code, out, _ = run(capsys, cmd, "--help")
         assert code == 0 and "Examples:" in out and f"agentprof {cmd} " in out
+
+
+def test_analyze_unknown_format_names_where_from_exists(capsys, tmp_path):
+    odd = tmp_path / "odd.json"
+    odd.write_text('{"hello": "world"}')
+    code, _, err = run(capsys, "analyze", str(odd), "--no-progress")
+    assert code == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1
+    assert "agentprof import FILE --from FORMAT" in err  # named with the command that has the option
+    code, help_text, _ = run(capsys, "analyze", "--help")
+    if "--from" not in help_text:  # analyze itself has no --from: it must not be suggested as analyze's
+        assert " pass --from" not in err and "use --from" not in err
+
+
+def test_analyze_takes_what_trace_load_returns(tmp_path):
+    import agentprof.trace
+    from agentprof.analysis import analyze
+    from agentprof.importers import load_any
+    from agentprof.trace.files import write_jsonl
+
+    path = write_jsonl(load_any(SAMPLES / "codex"), tmp_path / "t.jsonl")
+    table = agentprof.trace.load(path)
+    a = analyze(table)
+    b = analyze(agentprof.trace.read(path))
+    assert a.to_dict()["model_calls"] == b.to_dict()["model_calls"] > 0
+    assert analyze(str(path)).to_dict()["model_calls"] == b.to_dict()["model_calls"]

@@ -97,8 +97,12 @@ def test_non_python_command_and_missing_program(tmp_path):
     assert done.returncode == 0 and "no trace recorded" in done.stderr
     assert list(tmp_path.iterdir()) == []
     missing = agentprof_run(["--out", str(tmp_path), "--", "/no/such/program"], dict(os.environ))
-    assert missing.returncode == 2 and missing.stderr.startswith("error: cannot run '/no/such/program'")
-    assert "Traceback" not in missing.stderr
+    assert missing.returncode == 127 and missing.stderr.startswith("error: cannot run '/no/such/program'")
+    assert "Traceback" not in missing.stderr and list(tmp_path.iterdir()) == []
+    plain = tmp_path / "not-executable"
+    plain.write_text("echo hi\n")
+    denied = agentprof_run(["--out", str(tmp_path), "--", str(plain)], dict(os.environ))
+    assert denied.returncode == 126 and denied.stderr.startswith("error: cannot run")
 
 
 def test_help_has_an_example():
@@ -107,9 +111,22 @@ def test_help_has_an_example():
 
 
 @pytest.mark.parametrize("argv, name", [(["python", "agent.py", "-x"], "agent"), (["python", "-m", "pkg.tool"], "tool"),
-                                        (["python3", "-u", "a/b.py"], "b"), (["./x.py"], "x")])
+                                        (["python3", "-u", "a/b.py"], "b"), (["./x.py"], "x"),
+                                        (["python", "-W", "ignore", "a.py"], "a"), (["python", "-X", "dev", "a.py"], "a"),
+                                        (["python", "-Wignore", "-X", "importtime", "-m", "pkg.mod"], "mod"),
+                                        (["python", "-c", "print(1)"], "python-c"),
+                                        (["python", "-u", "-W", "error", "-", "x"], "python-stdin")])
 def test_default_name(argv, name):
     from agentprof.capture.runner import command_line, default_name
 
     assert default_name(argv) == name
     assert command_line(argv)[0] == sys.executable
+
+
+def test_run_names_the_trace_after_the_script_past_interpreter_options(tmp_path):
+    script = tmp_path / "myagent.py"
+    script.write_text("print('ok')\n")
+    done = agentprof_run(["--out", str(tmp_path / "t"), "--", "python", "-W", "ignore", "-X", "dev", str(script)],
+                         dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    assert os.path.basename(trace_from(done.stderr)).startswith("myagent-")

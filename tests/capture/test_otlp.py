@@ -14,7 +14,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 import agentprof
 
-from .capture_helpers import load
+from .capture_helpers import load, raw_records
 
 
 class Collector:
@@ -123,3 +123,28 @@ def test_resource_from_environment(tmp_path, collector):
     resource = {a.key: a.value.string_value for a in req.resource_spans[0].resource.attributes}
     assert resource["service.name"] == "my-agent" and resource["deployment.environment"] == "test"
     assert [s.name for s in collector.spans()] == ["invoke_agent svc"]
+
+
+def test_exported_spans_carry_session_and_kind_for_receivers(tmp_path, collector, monkeypatch, server):
+    """Receivers group by ``session.id`` / ``gen_ai.conversation.id`` and classify by ``openinference.span.kind``
+    (a parse span has no GenAI operation to go by); the file keeps agentprof's own attributes only."""
+    import openai
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+    client = openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)
+    with agentprof.profile("receivers", out=tmp_path) as run:
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        fetch("x")
+        agentprof.parse_json('{"a": 1}', name="tool_args")
+    _, rows = load(run.path)
+    spans = collector.wait_for(len(rows))
+    got = {s.name: {a.key: a.value for a in s.attributes} for s in spans}
+    kinds = {n: a["openinference.span.kind"].string_value for n, a in got.items()}
+    assert kinds == {"invoke_agent receivers": "AGENT", "chat gpt-4o": "LLM", "execute_tool fetch": "TOOL",
+                     "tool_args": "CHAIN"}
+    for a in got.values():
+        assert a["session.id"].string_value == a["gen_ai.conversation.id"].string_value == run.session_id
+    records = [r for r in raw_records(run.path) if r["record"] == "span"]
+    model_attrs = next(r["attributes"] for r in records if r["kind"] == "model")
+    assert got["chat gpt-4o"]["gen_ai.usage.input_tokens"].int_value == model_attrs["gen_ai.usage.input_tokens"] > 0
+    assert all("session.id" not in r["attributes"] for r in records)  # the file format is unchanged

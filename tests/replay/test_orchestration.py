@@ -86,7 +86,54 @@ def test_nothing_is_guessed_without_evidence() -> None:
     res = replay(trace(recs), ["b200+x86", "b200+vera"], cache_policy="none")
     assert res.orchestration["cpu_bound_s"] == 0 and res.orchestration["not_cpu_bound_s"] == pytest.approx(30)
     assert res.systems[0].e2e_s == pytest.approx(res.systems[1].e2e_s)
+    # no CPU time recorded at all (as imported logs): the host's effect is said to be unmeasurable
+    assert any("records no CPU time" in n and "Vera" in n and "not measurable" in n for n in res.notes)
+    recs[2]["cpu_ns"] = 0  # CPU measured, none used: nothing CPU-bound, and the note says so
+    res = replay(trace(recs), ["b200+x86", "b200+vera"], cache_policy="none")
     assert any("no orchestration time was treated as CPU-bound" in n for n in res.notes)
+
+
+def _loop_records(root_cpu_s: float) -> list[dict]:
+    """A session with 20 s of gaps (its own loop), 10 s of model calls and a 10 s tool using 2 s of CPU."""
+    root = agent(0, 40)
+    root["cpu_ns"] = int(root_cpu_s * 1e9)
+    return [root, model("m1", 5, 10), span("t", "tool", 15, 25, cpu_ns=int(2e9)), model("m2", 30, 35)]
+
+
+def test_gaps_scale_with_the_measured_loop_cpu() -> None:
+    # root thread CPU 12 s: 2 s in the tool, 10 s in the 20 s of gaps -> gaps 50 % CPU-bound
+    res = replay(trace(_loop_records(12.0)), ["b200+x86", "b200+vera"], cache_policy="none")
+    o = res.orchestration
+    assert o["gaps_s"] == pytest.approx(20.0) and o["gaps_source"] == "measured"
+    assert o["gaps_cpu_bound_s"] == pytest.approx(10.0)
+    x86, vera = res.systems
+    r_x86 = CAT.hosts["xeon-8570"].st_speed / CAT.hosts["xeon-8480c"].st_speed
+    r_vera = CAT.hosts["vera"].st_speed / CAT.hosts["xeon-8480c"].st_speed
+    tool_cpu = 2.0
+    assert x86.e2e_s - vera.e2e_s == pytest.approx((10.0 + tool_cpu) * (1 / r_x86 - 1 / r_vera), rel=1e-6)
+    # declared share of the gaps overrides the measured one
+    res2 = replay(trace(_loop_records(12.0)), ["b200+x86"], cache_policy="none", cpu_bound={"orchestration": 0.0})
+    assert res2.orchestration["gaps_source"] == "declared" and res2.orchestration["gaps_cpu_bound_s"] == 0
+    assert not res2.orchestration.get("declared_but_absent")
+
+
+def test_host_whatif_scales_loop_and_tools_but_not_model_calls() -> None:
+    from agentprof.replay.orchestration import host_whatif
+
+    t = trace(_loop_records(12.0))
+    same, slow = host_whatif(t, [1.0, 0.5])
+    assert same == pytest.approx(40.0)
+    assert slow == pytest.approx(40.0 + 10.0 + 2.0)  # 10 s of loop CPU and 2 s of tool CPU take twice as long
+
+
+def test_parallel_cpu_scales_with_the_multi_thread_ratio() -> None:
+    root = agent(0, 20)
+    recs = [root, span("t", "tool", 0, 10, cpu_ns=int(40e9))]  # 4 cores busy for 10 s
+    res = replay(trace(recs), ["gb200+grace", "rubin+vera"], cache_policy="none")
+    grace, vera = res.systems
+    mt = {k: CAT.hosts[k].mt_speed / CAT.hosts["xeon-8480c"].mt_speed for k in ("grace", "vera")}
+    assert grace.e2e_s == pytest.approx(10 + 10 / mt["grace"], rel=1e-6)
+    assert vera.e2e_s == pytest.approx(10 + 10 / mt["vera"], rel=1e-6)
 
 
 def test_mapping_files(tmp_path: Path) -> None:

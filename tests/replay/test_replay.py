@@ -58,7 +58,7 @@ def test_kv_cache_tester_corpus_replays(kvct_result) -> None:
         assert s.wait_s == pytest.approx(res.recorded.wait_s)  # waits are replayed unchanged
         assert s.model_calls_speedup > s.speedup_vs_recorded > 1.0  # Amdahl: the task moves less than calls
         assert s.speedup_vs_recorded <= s.amdahl_bound + 1e-9
-        assert s.e2e_s == pytest.approx(s.model_s + s.orchestration_s + s.wait_s, rel=1e-9)
+        assert s.e2e_s == pytest.approx(s.model_s + s.tool_s + s.orchestration_s + s.wait_s, rel=1e-9)
         assert 0.8 < s.cache["hit_share"] <= 1.0  # agent prompts are mostly a repeated prefix
     by = {s.name: s for s in res.systems}
     # more bandwidth and compute on the same software: Rubin < B200 < H200 in model-call time
@@ -103,8 +103,10 @@ def test_claude_code_session_replays() -> None:
     assert any("claude" in k for k in res.standins)
     for s in res.systems:
         assert s.speedup_vs_recorded <= s.amdahl_bound + 1e-9
-        assert s.e2e_s == pytest.approx(s.model_s + s.orchestration_s + s.wait_s, rel=1e-9)
+        assert s.e2e_s == pytest.approx(s.model_s + s.tool_s + s.orchestration_s + s.wait_s, rel=1e-9)
         assert s.wait_s == pytest.approx(res.recorded.wait_s)
+        assert s.tool_s == pytest.approx(res.recorded.tool_s)  # no tool declared CPU-bound: tool time stays
+    assert res.recorded.tool_s > 0 and "tool_s" in res.to_dict()["recorded"]  # tools apart from orchestration
 
 
 def test_agentprof_trace_file_roundtrip(tmp_path: Path) -> None:
@@ -122,9 +124,27 @@ def test_agentprof_trace_file_roundtrip(tmp_path: Path) -> None:
                     "speedup_vs_first", "amdahl_bound"):
             assert key in s
     assert out["standins"] == {}  # gpt-oss-120b is an open catalog model
+    for s in out["systems"]:
+        assert s["tool_s"] == pytest.approx(20)  # the tool is its own column, not orchestration
     r = subprocess.run([sys.executable, "-m", "agentprof.cli", "replay", str(p), "-s", "b200+x86"],
                        capture_output=True, text=True, cwd=ROOT, env={"COLUMNS": "200", "PATH": ""})
-    assert r.returncode == 0 and "Amdahl bound" in r.stdout and "b200+x86" in r.stdout
+    assert r.returncode == 0 and "Amdahl" in r.stdout and "b200+x86" in r.stdout
+
+
+def test_replay_table_fits_100_columns(tmp_path: Path) -> None:
+    p = write(trace([agent(0, 4000), model("m1", 0, 2000, inp=30000, out=500), span("t", "tool", 2000, 3000),
+                     model("m2", 3000, 4000, inp=31000, out=400)]), tmp_path / "run.jsonl")
+    names = ["gb200+grace", "mi355x+x86", "rubin+vera", "h200+x86", "jalapeno"]
+    args = [a for n in names for a in ("-s", n)]
+    r = subprocess.run([sys.executable, "-m", "agentprof.cli", "replay", str(p), *args], capture_output=True,
+                       text=True, cwd=ROOT, env={"COLUMNS": "100", "PATH": ""})
+    assert r.returncode == 0, r.stderr
+    lines = [x for x in r.stdout.splitlines() if x.strip()]
+    assert max(len(x) for x in lines) <= 100
+    rows = {x.split()[0]: x for x in lines if x.split() and x.split()[0] in names}
+    assert sorted(rows) == sorted(names)  # every system name whole, on its own row
+    header = next(x for x in lines if x.split()[:1] == ["system"])
+    assert all("…" not in rows[n] for n in names) and "…" not in header and "tools" in header
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agentprof.replay.timeline import MODEL, ORCH, WAIT, assemble, prepare
+from agentprof.replay.timeline import MODEL, ORCH, TOOL, WAIT, assemble, prepare
 
 from .spans import agent, model, span, trace
 
@@ -31,13 +31,15 @@ def test_identity_reproduces_the_recorded_session() -> None:
     cats = a.by_category[0, 0]
     assert cats[MODEL] == pytest.approx(10 + 20 + 7)
     assert cats[WAIT] == pytest.approx(40)
-    assert cats[ORCH] == pytest.approx(20 + 1 + 1 + 1)  # tool + gaps (start, between m1/t1.. , tail)
+    assert cats[TOOL] == pytest.approx(20)  # the tool, apart from orchestration
+    assert cats[ORCH] == pytest.approx(1 + 1 + 1)  # gaps (start, between t1/m2, tail)
 
 
 def test_sequential_changes_add_up_exactly() -> None:
     _, a = _run(SEQ, model_factor=0.25, tool_factor=0.5)
     assert a.e2e[0, 1] == pytest.approx(100 - 0.75 * 37 - 0.5 * 20)
     assert a.by_category[0, 1, WAIT] == pytest.approx(40)  # waits unchanged
+    assert a.by_category[0, 1, TOOL] == pytest.approx(10)  # the halved tool
     assert a.by_category[0, 1].sum() == pytest.approx(a.e2e[0, 1])
 
 

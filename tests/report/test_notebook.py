@@ -41,3 +41,16 @@ def test_every_result_object_has_a_notebook_display(big_session):
     for obj in (big_session, res.analysis, res.replay, res.cache[0][1], sim):
         out = obj._repr_html_()
         assert out.startswith("<div") and "<script" not in out, type(obj).__name__
+
+
+def test_no_row_of_dashes_in_the_analysis_view(big_session):
+    """Only summaries become redundancy rows (the token totals used to make an empty "tokens — — — —" row);
+    the per-call read share is named apart from the report's token-weighted figure."""
+    from agentprof.analysis import analyze
+
+    out = html_for(analyze(big_session))
+    rows = re.findall(r"<tr>(.*?)</tr>", out)
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in rows]
+    assert cells and not [c for c in cells if len(c) > 2 and all(x in ("—", "") for x in c[1:])]
+    assert not [c for c in cells if c and c[0] == "tokens"]
+    assert any(c and c[0] == "provider cache read share, per call" for c in cells)

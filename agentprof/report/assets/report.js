@@ -197,8 +197,8 @@
     cards.appendChild(card("Model calls", fmtInt(hl.model_calls), isNum(hl.tool_calls) ? fmtInt(hl.tool_calls) + " tool calls" : null));
     cards.appendChild(card("Input tokens", fmtTok(hl.input_tokens),
       (isNum(hl.output_tokens) ? fmtTok(hl.output_tokens) + " output · " : "") + (isNum(hl.calls_with_usage) ? fmtInt(hl.calls_with_usage) + " calls report usage" : ""), null, !isNum(hl.input_tokens)));
-    cards.appendChild(card("Cache read share", fmtPct(hl.cache_read_share),
-      isNum(hl.cache_read_tokens) ? fmtTok(hl.cache_read_tokens) + " tokens read from the provider cache" : "provider reported no cache reads", COLOR.cached, !isNum(hl.cache_read_share)));
+    cards.appendChild(card("Provider cache read share", fmtPct(hl.cache_read_share),
+      isNum(hl.cache_read_tokens) ? "token-weighted: " + fmtTok(hl.cache_read_tokens) + " tokens (as the provider reported them) read from its cache" : "provider reported no cache reads", COLOR.cached, !isNum(hl.cache_read_share)));
     cards.appendChild(card("Amdahl bound", fmtDur(hl.amdahl_bound_s),
       isNum(hl.max_speedup) ? "task time with instant model calls: at most " + fmtX(hl.max_speedup) + " faster" +
         (isNum(hl.max_speedup_active) ? " (" + fmtX(hl.max_speedup_active) + " of agent-active time, " + fmtDur(hl.amdahl_bound_active_s) + ")" : "")
@@ -641,7 +641,7 @@
     var cards = h("div", { class: "cards", style: { marginBottom: "12px" } });
     [["prefix_reuse_prev", "Prompt equal to the previous prompt", COLOR.reuse],
       ["session_hit_rate", "Per-conversation hit rate (kv-cache-tester)", null],
-      ["provider_cache_read_share", "Provider cache read share", COLOR.cached]].forEach(function (it) {
+      ["provider_cache_read_share", "Provider cache read share, mean of calls", COLOR.cached]].forEach(function (it) {
       var d = sum[it[0]];
       if (!d) return;
       cards.appendChild(card(it[1], fmtPct(d.mean), isNum(d.median) ? "median " + fmtPct(d.median) + " · p10 " + fmtPct(d.p10) + " · p90 " + fmtPct(d.p90) : "not available", it[2], !isNum(d.mean)));
@@ -676,29 +676,33 @@
     });
     sec.appendChild(h("div", { class: "scroll" }, h("table", { class: "t" }, [
       h("thead", null, h("tr", null, [h("th", null, "session"), h("th", { class: "r" }, "call"), h("th", null, "cause"), h("th", null, "first diverging block"),
-        h("th", { class: "r" }, "prompt"), h("th", { class: "r" }, "reusable"), h("th", { class: "r" }, "cached"), h("th", null, "detail"), h("th", null, "fix")])), tb])));
+        h("th", { class: "r" }, "prompt (est.)"), h("th", { class: "r" }, "reusable (est.)"), h("th", { class: "r" }, "cached (provider)"), h("th", null, "detail"), h("th", null, "fix")])), tb])));
+    sec.appendChild(h("p", { class: "hint" }, "Units: prompt and reusable are tokens estimated offline with " + ((D.meta || {}).tokenizer || "agentprof's tokenizer") +
+      " (reusable in whole " + fmtInt((D.meta || {}).block_size || 64) + "-token blocks, against the best earlier prompt); cached is the provider's own count of tokens read from its cache. " +
+      "The two tokenizers differ, so reusable can exceed the estimated prompt, and cached can exceed reusable."));
     if (R.n_misses > misses.length) sec.appendChild(h("p", { class: "hint" }, "Showing the first " + fmtInt(misses.length) + " of " + fmtInt(R.n_misses) + " misses."));
   }
 
   function redundancyChart(holder, ss, R) {
     var f = chartFrame(1000, 300, { l: 52, r: 58, t: 12, b: 40 });
-    var nx = ss.x.length, xmax = Math.max(2, ss.x[nx - 1] || nx);
-    var x = function (v) { return (v - 1) / (xmax - 1) * f.w; };
+    var nx = ss.x.length, xmax = Math.max(1, ss.x[nx - 1] || nx);
+    // calls sit in the middle of equal slots (half a slot of room at each end), so bars never leave the plot
+    var x = function (v) { return (v - 0.5) / xmax * f.w; };
     var y = function (v) { return f.h - v * f.h; };
     var inp = ss.input || [], imax = 0;
     inp.forEach(function (v) { if (isNum(v) && v > imax) imax = v; });
     if (imax > 0) {  // prompt size as faint bars on the right axis
-      var bw = Math.max(1, f.w / nx * 0.7), g = s("g");
+      var bw = Math.max(0.5, Math.min(f.w / xmax * 0.7, 60)), g = s("g");
       for (var i = 0; i < nx; i++) if (isNum(inp[i])) {
-        var bh = inp[i] / imax * f.h;
-        g.appendChild(s("rect", { x: f.m.l + x(ss.x[i]) - bw / 2, y: f.m.t + f.h - bh, width: bw, height: bh, fill: "#e9edf2" }));
+        var bh = inp[i] / imax * f.h, bx = Math.max(f.m.l, f.m.l + x(ss.x[i]) - bw / 2);
+        g.appendChild(s("rect", { x: bx, y: f.m.t + f.h - bh, width: Math.min(bw, f.m.l + f.w - bx), height: bh, fill: "#e9edf2" }));
       }
       f.svg.appendChild(g);
       var ra = s("g", { class: "axis" });
       ticks(0, imax, 4).forEach(function (v) {
         ra.appendChild(s("text", { x: f.m.l + f.w + 6, y: f.m.t + f.h - v / imax * f.h + 3.5, "text-anchor": "start" }, fmtTok(v)));
       });
-      ra.appendChild(s("text", { x: f.m.l + f.w + 46, y: f.m.t + f.h / 2, transform: "rotate(90 " + (f.m.l + f.w + 46) + " " + (f.m.t + f.h / 2) + ")", "text-anchor": "middle" }, "prompt tokens"));
+      ra.appendChild(s("text", { x: f.m.l + f.w + 46, y: f.m.t + f.h / 2, transform: "rotate(90 " + (f.m.l + f.w + 46) + " " + (f.m.t + f.h / 2) + ")", "text-anchor": "middle" }, "prompt tokens" + (ss.input_unit === "estimated" ? " (est.)" : "")));
       f.svg.appendChild(ra);
     }
     axisLeft(f, y, [0, 0.25, 0.5, 0.75, 1], function (v) { return (v * 100).toFixed(0) + "%"; }, "share of prompt tokens");
@@ -725,10 +729,10 @@
     var hover = s("rect", { x: f.m.l, y: f.m.t, width: f.w, height: f.h, fill: "transparent" });
     hover.addEventListener("mousemove", function (e) {
       var box = f.svg.getBoundingClientRect(), px = (e.clientX - box.left) / box.width * 1000 - f.m.l;
-      var v = 1 + px / f.w * (xmax - 1), best = 0, bd = Infinity;
+      var v = 0.5 + px / f.w * xmax, best = 0, bd = Infinity;
       for (var i = 0; i < nx; i++) { var d = Math.abs(ss.x[i] - v); if (d < bd) { bd = d; best = i; } }
       var lines = [{ b: "call " + ss.x[best] }];
-      if (isNum(inp[best])) lines.push({ t: "prompt " + fmtInt(inp[best]) + " tokens" });
+      if (isNum(inp[best])) lines.push({ t: "prompt " + fmtInt(inp[best]) + " tokens" + (ss.input_unit ? " (" + ss.input_unit + ")" : "") });
       shown.forEach(function (sr) { lines.push({ t: sr.label + ": " + fmtPct(ss[sr.key][best]) }); });
       (ss.misses || []).forEach(function (m) { if (m.index === best) lines.push({ b: "miss", t: m.cause }); });
       showTip(e.clientX, e.clientY, lines);
@@ -738,7 +742,7 @@
     holder.appendChild(f.svg);
     var items = shown.map(function (sr) { return { color: sr.color, label: sr.label }; });
     items.push({ color: COLOR.miss, label: "cache miss" });
-    if (imax > 0) items.push({ color: "#e1e6ec", label: "prompt size (right axis)" });
+    if (imax > 0) items.push({ color: "#e1e6ec", label: "prompt size (right axis, tokens " + (ss.input_unit || "") + ")" });
     holder.appendChild(legendRow(items));
   }
 
@@ -748,7 +752,7 @@
     var sec = panel("cache", "KV cache: hit rate against capacity",
       "Simulated token hit rate of a prefix KV cache (LMCache behaviour) for each tier as its capacity grows, with the sessions interleaved on their recorded times.");
     if (C.status !== "ok") { missing(sec, C.reason || "no cache simulation in this report"); return; }
-    var f = chartFrame(1000, 300, { l: 52, r: 20, t: 14, b: 42 });
+    var f = chartFrame(1000, 300, { l: 52, r: 40, t: 14, b: 42 });  // room for the last tick label
     var all = [];
     C.tiers.forEach(function (t) { t.capacity_bytes.forEach(function (b) { if (b > 0) all.push(b); }); });
     var lo = Math.min.apply(null, all), hi = Math.max.apply(null, all);
@@ -854,16 +858,16 @@
   function renderWhatIf() {
     var W = D.whatif || {};
     var sec = panel("whatif", "Device what-if",
-      "The same task replayed on each serving system: model time shrinks with faster hardware, orchestration scales with the host CPU only where it is CPU-bound, waits do not move.");
+      "The same task replayed on each serving system: model time shrinks with faster hardware, tools and orchestration scale with the host CPU only where they are CPU-bound, waits do not move.");
     if (W.status !== "ok") { missing(sec, W.reason || "no replay in this report"); return; }
     var rowsD = W.rows || [];
     var max = 0;
-    rowsD.forEach(function (r) { var t = (r.model_s || 0) + (r.orchestration_s || 0) + (r.wait_s || 0); if (t > max) max = t; if (isNum(r.e2e_s) && r.e2e_s > max) max = r.e2e_s; });
+    rowsD.forEach(function (r) { var t = (r.model_s || 0) + (r.tool_s || 0) + (r.orchestration_s || 0) + (r.wait_s || 0); if (t > max) max = t; if (isNum(r.e2e_s) && r.e2e_s > max) max = r.e2e_s; });
     if (!(max > 0)) { missing(sec, "the replay has no timed work to compare (the trace has no usable times)"); return; }
-    var rowH = 34, f = chartFrame(1000, 46 + rowH * rowsD.length, { l: 110, r: 250, t: 8, b: 38 });
+    var rowH = 34, f = chartFrame(1000, 60 + rowH * rowsD.length, { l: 110, r: 250, t: 22, b: 38 });
     var x = function (v) { return v / max * f.w; };
     axisBottom(f, x, ticks(0, max, 6), function (v) { return fmtDur(v); }, "task time");
-    var parts = [["model_s", "model", COLOR.model], ["orchestration_s", "orchestration", COLOR.orchestration], ["wait_s", "wait", COLOR.wait]];
+    var parts = [["model_s", "model", COLOR.model], ["tool_s", "tool", COLOR.tool], ["orchestration_s", "orchestration", COLOR.orchestration], ["wait_s", "wait", COLOR.wait]];
     rowsD.forEach(function (r, i) {
       var yy = f.m.t + i * rowH + 6, acc = 0;
       var lab = s("text", { x: f.m.l - 8, y: yy + 13, "text-anchor": "end", class: i === 0 ? "title" : null }, r.name);
@@ -878,17 +882,19 @@
         f.svg.appendChild(rect);
         acc += v;
       });
-      var right = fmtDur(isNum(r.e2e_s) ? r.e2e_s : acc);
+      // two short lines in the right margin, so a band never pushes the label past the plot
+      var right = fmtDur(isNum(r.e2e_s) ? r.e2e_s : acc), second = [];
       if (isNum(r.speedup) && i > 0) right += " · task " + fmtX(r.speedup);
       var bnd = (r.band || {}).speedup_vs_recorded;
-      if (bnd && isNum(bnd[0]) && isNum(bnd[1]) && i > 0) right += " (band " + fmtX(Math.min(bnd[0], bnd[1])) + "–" + fmtX(Math.max(bnd[0], bnd[1])) + ")";
-      if (isNum(r.model_speedup) && i > 0) right += ", model calls " + fmtX(r.model_speedup);
-      f.svg.appendChild(s("text", { x: f.m.l + x(acc) + 6, y: yy + 13 }, right));
+      if (bnd && isNum(bnd[0]) && isNum(bnd[1]) && i > 0) second.push("band " + fmtX(Math.min(bnd[0], bnd[1])) + "–" + fmtX(Math.max(bnd[0], bnd[1])));
+      if (isNum(r.model_speedup) && i > 0) second.push("model calls " + fmtX(r.model_speedup));
+      f.svg.appendChild(s("text", { x: f.m.l + x(acc) + 6, y: yy + (second.length ? 9 : 13) }, right));
+      if (second.length) f.svg.appendChild(s("text", { x: f.m.l + x(acc) + 6, y: yy + 21, class: "hint" }, second.join(", ")));
     });
     if (isNum(W.amdahl_bound_s) && W.amdahl_bound_s > 0 && W.amdahl_bound_s <= max) {
       var ax = f.m.l + x(W.amdahl_bound_s);
       f.svg.appendChild(s("line", { x1: ax, x2: ax, y1: f.m.t, y2: f.m.t + f.h, stroke: "#d55e00", "stroke-dasharray": "5 4" }));
-      f.svg.appendChild(s("text", { x: ax + 4, y: f.m.t - 0, fill: "#d55e00" }, "Amdahl bound " + fmtDur(W.amdahl_bound_s) + (isNum(W.amdahl_ratio) ? " (" + fmtX(W.amdahl_ratio) + ")" : "")));
+      f.svg.appendChild(s("text", { x: Math.min(ax + 4, f.m.l + f.w - 160), y: f.m.t - 6, fill: "#d55e00" }, "Amdahl bound " + fmtDur(W.amdahl_bound_s) + (isNum(W.amdahl_ratio) ? " (" + fmtX(W.amdahl_ratio) + ")" : "")));
     }
     sec.appendChild(h("div", { class: "chart" }, f.svg));
     sec.appendChild(legendRow(parts.map(function (p) { return { color: p[2], label: p[1] }; })));

@@ -1,0 +1,202 @@
+"""OTLP export that can never slow the agent: ended spans go into a bounded queue in O(1), and one daemon
+thread of agentprof's own batches them to the exporter. Flushing waits on that thread for at most the time
+given and never exports on the caller's thread (the SDK's ``BatchSpanProcessor.force_flush`` exports on the
+caller's thread and can block for the exporter's whole timeout and retries, however short the flush timeout).
+
+An endpoint that refuses, hangs or answers with errors costs the agent nothing while it runs and at most the
+flush cap when a profile ends; once an export has failed, later flushes do not wait at all until one succeeds
+again. The exporter's own log lines on that thread are turned into one :class:`CaptureWarning`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import os
+import threading
+import time
+import weakref
+from collections import deque
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from agentprof.capture.failsafe import warn_once
+from agentprof.capture.otlp_semconv import for_receivers
+
+MAX_QUEUE = 20_000
+"""Spans held for export at most; past that new spans are dropped (counted, one warning)."""
+BATCH = 512
+"""Spans per export request."""
+DELAY_S = 1.0
+"""How long the export thread lets spans gather before sending a partial batch."""
+BACKOFF_S = (1.0, 30.0)
+"""After a failed export the thread pauses (doubling from the first figure up to the second) before trying
+again, so a dead endpoint does not keep it busy (it shares the interpreter with the agent)."""
+_LOGGERS = ("opentelemetry.exporter.otlp", "opentelemetry.sdk.trace.export", "urllib3.connectionpool")
+
+
+class _ExportThreadLogs(logging.Filter):
+    """Drops the exporter's log records emitted on agentprof's export thread, warning once instead."""
+
+    def __init__(self, owner: BackgroundExportProcessor) -> None:
+        super().__init__()
+        self.owner = owner
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if threading.current_thread() is not self.owner.thread:
+            return True  # the application's own exporters log as usual
+        if record.levelno >= logging.WARNING:
+            self.owner.failed(_reason(record.getMessage()))
+        return False
+
+
+def _reason(message: str) -> str:
+    """A short cause from the exporter's log message (its full text stays off the agent's stderr)."""
+    low = message.lower()
+    for needle, why in (("refused", "connection refused"), ("timed out", "timed out"), ("timeout", "timed out"),
+                        ("code: ", None), ("max retries", "cannot connect")):
+        if needle in low:
+            if why is None:
+                return "HTTP " + message[low.index("code: ") + 6:].split(",")[0].strip()
+            return why
+    return message.splitlines()[0][:80] if message else "error"
+
+
+class BackgroundExportProcessor(SpanProcessor):
+    """A span processor that queues spans for ``exporter`` and exports them on its own daemon thread."""
+
+    def __init__(self, exporter: SpanExporter, endpoint: str = "") -> None:
+        self.exporter = exporter
+        self.endpoint = endpoint
+        self.queue: deque[ReadableSpan] = deque()
+        self.dropped = 0
+        self.healthy = True
+        """False after a failed export until one succeeds: flushes then return at once."""
+        self.exporting = False
+        self._pause = 0.0
+        self._cond = threading.Condition()
+        self._flush_requests = 0
+        self._stop = False
+        self.thread = threading.Thread(target=contextvars.Context().run, args=(self._loop,),
+                                       name="agentprof-otlp-export", daemon=True)
+        self._filter = _ExportThreadLogs(self)
+        self._filtered: list[logging.Logger] = []
+        self._quiet_exporter_logs()
+        self.thread.start()
+        if hasattr(os, "register_at_fork"):  # a forked child gets its own export thread (the parent's is gone)
+            ref = weakref.ref(self)
+            os.register_at_fork(after_in_child=lambda: (lambda p: p._after_fork() if p is not None else None)(ref()))
+
+    def _after_fork(self) -> None:
+        """In a forked child: fresh lock state, nothing queued (the parent exports its own), a new thread."""
+        self.queue = deque()
+        self.exporting = False
+        self._flush_requests = 0
+        self._cond = threading.Condition()
+        if not self._stop:
+            self.thread = threading.Thread(target=contextvars.Context().run, args=(self._loop,),
+                                           name="agentprof-otlp-export", daemon=True)
+            self.thread.start()
+
+    # --- the agent's side: O(1), never blocks on the network ------------------------------------------------
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        pass
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self._stop:
+            return
+        q = self.queue
+        if len(q) >= MAX_QUEUE:
+            self.dropped += 1
+            warn_once("otlp:dropped", f"OTLP export to {self.endpoint or 'the endpoint'} cannot keep up; spans "
+                                      f"beyond {MAX_QUEUE} waiting are dropped (the trace file has them all)",
+                      stacklevel=99)
+            return
+        q.append(span)
+        if len(q) >= BATCH:
+            with self._cond:
+                self._cond.notify()
+
+    def force_flush(self, timeout_millis: int = 2000) -> bool:
+        """Wait up to ``timeout_millis`` for the export thread to send what is queued now; at once (False)
+        when the endpoint has been failing. Never exports on this thread."""
+        if not self.healthy:
+            return not self.queue
+        deadline = time.monotonic() + max(timeout_millis, 0) / 1000
+        with self._cond:
+            self._flush_requests += 1
+            self._cond.notify()
+            while (self.queue or self.exporting) and self.healthy and not self._stop:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            self._flush_requests -= 1
+            done = not self.queue and not self.exporting
+        if not done:  # slow or hanging: later flushes (the next profile's end, exit) do not wait again
+            self.failed(f"no answer within {timeout_millis / 1000:g} s")
+        return done
+
+    def shutdown(self, timeout_millis: int = 1000) -> None:
+        """Flush for at most ``timeout_millis`` (not at all when failing), then stop the thread."""
+        self.force_flush(timeout_millis)
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        if not self.exporting:
+            try:
+                self.exporter.shutdown()
+            except Exception:
+                pass
+        for lg in self._filtered:
+            lg.removeFilter(self._filter)
+
+    # --- the export thread ------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                if not self._stop and (not self.queue or (len(self.queue) < BATCH and not self._flush_requests)):
+                    self._cond.wait(DELAY_S)
+                if self._stop:
+                    return
+                if not self.queue:
+                    continue
+                self.exporting = True
+            batch = [self.queue.popleft() for _ in range(min(BATCH, len(self.queue)))]
+            ok = self._export(batch)
+            with self._cond:
+                self.exporting = False
+                if ok:
+                    self.healthy, self._pause = True, 0.0
+                else:  # the batch is dropped (the file has it); wait before the next try
+                    self._pause = min(max(self._pause * 2, BACKOFF_S[0]), BACKOFF_S[1])
+                self._cond.notify_all()
+                if not ok and not self._stop:
+                    self._cond.wait(self._pause)
+
+    def _export(self, batch: list[ReadableSpan]) -> bool:
+        try:
+            result = self.exporter.export([for_receivers(s) for s in batch])
+        except Exception as e:
+            self.failed(f"{type(e).__name__}: {e}")
+            return False
+        if result is not SpanExportResult.SUCCESS:
+            self.failed("the endpoint did not accept the spans")
+            return False
+        return True
+
+    def failed(self, why: str) -> None:
+        """An export failed: flushes stop waiting, and the user hears of it once."""
+        self.healthy = False
+        warn_once(f"otlp:export:{self.endpoint}", f"OTLP export to {self.endpoint or 'the endpoint'} failed ({why}); "
+                                                  "the agent is not slowed, the trace file has every span",
+                  stacklevel=99)
+
+    def _quiet_exporter_logs(self) -> None:
+        names = [n for n in list(logging.Logger.manager.loggerDict) if n.startswith(_LOGGERS)] + list(_LOGGERS)
+        for name in dict.fromkeys(names):
+            lg = logging.getLogger(name)
+            lg.addFilter(self._filter)
+            self._filtered.append(lg)

@@ -1,0 +1,50 @@
+"""Where the data files agentprof ships with live: the repository checkout it runs from, the working folder,
+or, in an installed wheel, the copies the build puts under ``agentprof/_bundled/`` (see ``setup.py``).
+
+The calibration points (``data/inferencex/``) and the demo's real sample sessions (``traces/samples/``) are
+the repository's files; a wheel carries the ones that ``devices fit`` and ``agentprof demo`` need.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parent
+BUNDLED = PACKAGE_DIR / "_bundled"
+"""Copies of repository data files inside an installed wheel, under their repository-relative paths."""
+
+SHIPPED_FILES: tuple[str, ...] = (
+    "data/inferencex/calibration_points.csv",
+    "data/inferencex/agentic_kimi_points.csv",
+    "data/inferencex/README.md",
+    "traces/samples/SOURCES.md",
+    "traces/samples/codex/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
+    "traces/samples/claude-code/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
+    "traces/samples/claude-code/258c7280-ae70-4798-800f-63464d01a85d/",
+)
+"""Repository files (a trailing ``/``: a whole folder) the wheel carries; the build copies exactly these."""
+
+
+def roots() -> tuple[Path, ...]:
+    """Folders searched for a repository-relative data path, in order."""
+    return (REPO_ROOT, Path.cwd(), BUNDLED)
+
+
+def find(relative: str | Path) -> Path | None:
+    """The first existing ``root / relative`` over :func:`roots`, else ``None``."""
+    for root in roots():
+        p = root / relative
+        if p.exists():
+            return p
+    return None
+
+
+def shipped(path: str | Path) -> Path:
+    """``path`` as given when it exists; a relative path that does not exist here but names a shipped file
+    (the commands' defaults, e.g. ``data/inferencex/calibration_points.csv``) resolves to its shipped copy."""
+    p = Path(path)
+    if p.exists() or p.is_absolute():
+        return p
+    found = find(p)
+    return found if found is not None else p

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Self-overhead as a user would measure it, against what agentprof reports about itself.
+
+A loop of streamed chat completions through the real openai SDK against the loopback model server (a growing
+conversation, usage requested), and a loop of 1 ms tool calls, each run in blocks with and without
+``agentprof.profile`` (alternating, so machine noise hits both alike). The measured overhead per model call
+(per tool call) is the median block's wall time with the profile minus without, over the calls in a block;
+the reported one is the run's ``capture_overhead_ns`` (the figure the trace's meta and the report show) over
+the same calls. Prints both and their ratio.
+
+    .venv/bin/python scripts/bench_overhead.py [--calls 40] [--blocks 9] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SERVER = """
+import time
+from agentprof.demo.model_server import ModelServer
+with ModelServer() as s:
+    print(s.openai_base_url, flush=True)
+    while True:
+        time.sleep(3600)
+"""
+
+
+def model_block(client, n: int, profiled: bool, out: str) -> tuple[float, int]:
+    import agentprof
+
+    msgs = [{"role": "system", "content": "You are a careful coding agent. " * 60}]
+    t0, c0 = time.perf_counter(), time.process_time()
+    ctx = agentprof.profile("bench-model", out=out) if profiled else None
+    run = ctx.__enter__() if ctx else None
+    for i in range(n):
+        msgs.append({"role": "user", "content": f"step {i}: " + "look at the file and fix it " * 10})
+        stream = client.chat.completions.create(model="gpt-4o", messages=msgs, stream=True,
+                                                stream_options={"include_usage": True})
+        text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+        msgs.append({"role": "assistant", "content": text})
+        if len(msgs) > 21:  # a sliding window of ten turns: prompts of ~2k tokens, calls of a few ms
+            msgs = msgs[:1] + msgs[-20:]
+    if ctx:
+        ctx.__exit__(None, None, None)
+    return time.perf_counter() - t0, time.process_time() - c0, (run.capture_overhead_ns if run else 0)
+
+
+def tool_block(n: int, profiled: bool, out: str) -> tuple[float, int]:
+    import agentprof
+
+    @agentprof.tool
+    def work(i: int) -> int:
+        end = time.perf_counter() + 0.001
+        x = 0
+        while time.perf_counter() < end:
+            x += i
+        return x
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    ctx = agentprof.profile("bench-tool", out=out) if profiled else None
+    run = ctx.__enter__() if ctx else None
+    for i in range(n):
+        work(i)
+    if ctx:
+        ctx.__exit__(None, None, None)
+    return time.perf_counter() - t0, time.process_time() - c0, (run.capture_overhead_ns if run else 0)
+
+
+def measure(block, n: int, blocks: int) -> dict[str, float]:
+    """Wall and process CPU per call with and without the profile (medians over blocks), and the reported
+    overhead. On a busy machine the wall difference is noise-bound; the CPU difference (every thread of the
+    agent's process) is the steadier measure of the same cost."""
+    plain, prof, plain_cpu, prof_cpu, reported = [], [], [], [], []
+    block(n, False)  # warm-up (imports, connections, tokenizer load)
+    block(n, True)
+    for _ in range(blocks):
+        w, c, _ = block(n, False)
+        plain.append(w)
+        plain_cpu.append(c)
+        w, c, r = block(n, True)
+        prof.append(w)
+        prof_cpu.append(c)
+        reported.append(r)
+    med = statistics.median
+    measured = (med(prof) - med(plain)) / n
+    measured_cpu = (med(prof_cpu) - med(plain_cpu)) / n
+    rep = med(reported) / 1e9 / n
+    return {"calls_per_block": n, "blocks": blocks, "without_ms": 1e3 * med(plain) / n,
+            "with_ms": 1e3 * med(prof) / n, "measured_overhead_ms": 1e3 * measured,
+            "measured_cpu_overhead_ms": 1e3 * measured_cpu, "reported_overhead_ms": 1e3 * rep,
+            "reported_over_measured": rep / measured if measured > 0 else None,
+            "reported_over_measured_cpu": rep / measured_cpu if measured_cpu > 0 else None}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=40)
+    ap.add_argument("--tools", type=int, default=400)
+    ap.add_argument("--blocks", type=int, default=9)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    import openai
+
+    out = tempfile.mkdtemp(prefix="agentprof-bench-overhead-")
+    # the model server runs in its own process, as a real endpoint would: the agent process's CPU time is then
+    # the agent's and agentprof's alone
+    server = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
+    try:
+        base_url = server.stdout.readline().strip()
+        client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0,
+                               http_client=openai.DefaultHttpxClient(trust_env=False))
+        model = measure(lambda n, p: model_block(client, n, p, out), args.calls, args.blocks)
+    finally:
+        server.terminate()
+        server.wait()
+    tool = measure(lambda n, p: tool_block(n, p, out), args.tools, args.blocks)
+    res = {"model_call_streamed": model, "tool_call_1ms": tool}
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return
+    def x(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.2f}x"
+
+    for name, r in res.items():
+        print(f"{name}: {r['without_ms']:.3f} ms without, {r['with_ms']:.3f} ms with agentprof -> measured "
+              f"{r['measured_overhead_ms']:+.3f} ms wall, {r['measured_cpu_overhead_ms']:+.3f} ms CPU per call; "
+              f"reported {r['reported_overhead_ms']:.3f} ms ({x(r['reported_over_measured'])} of wall, "
+              f"{x(r['reported_over_measured_cpu'])} of CPU)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""Full-page Chromium screenshots of reports on captured runs of 1, 5, 100 and 1,000 model calls (the loopback
+model server, the real openai SDK, a growing conversation with a tool call per turn), to look at every chart
+at each size: ``python scripts/report_screenshots.py [OUT_DIR] [--calls 1,5,100,1000]``."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+
+def capture(n: int, out: Path) -> Path:
+    import openai
+
+    import agentprof
+    from agentprof.demo.model_server import ModelServer
+
+    @agentprof.tool
+    def run_step(i: int) -> str:
+        return f"step {i} done " + "x" * (i % 50)
+
+    with ModelServer() as server:
+        client = openai.OpenAI(base_url=server.openai_base_url, api_key="x", max_retries=0)
+        msgs = [{"role": "system", "content": "You fix bugs. " * 40}, {"role": "user", "content": "go"}]
+        with agentprof.profile(f"calls-{n}", out=out) as run:
+            for i in range(n):
+                reply = client.chat.completions.create(model="gpt-4o", messages=msgs, stream=i % 2 == 1,
+                                                       **({"stream_options": {"include_usage": True}}
+                                                          if i % 2 else {}))
+                text = "".join(c.choices[0].delta.content or "" for c in reply if c.choices) if i % 2 else \
+                    reply.choices[0].message.content
+                msgs += [{"role": "assistant", "content": text}, {"role": "user", "content": run_step(i)}]
+                if len(msgs) > 60:  # keep prompts bounded, and make the prefix change now and then
+                    msgs = msgs[:2] + msgs[-40:]
+    return Path(run.path)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", nargs="?", default="reports/screenshots")
+    ap.add_argument("--calls", default="1,5,100,1000")
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    from agentprof.report.html import write_report
+    from agentprof.report.stages import run_stages
+    from agentprof.trace import read
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        for n in (int(x) for x in args.calls.split(",")):
+            trace = read(capture(n, out / "traces"))
+            staged = run_stages(trace, systems=["h200+x86", "jalapeno"])
+            html = out / f"calls-{n}.html"
+            write_report(html, trace, staged.analysis, staged.replay, staged.cache, notes=staged.notes,
+                         cache_model=staged.cache_model)
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(html.resolve().as_uri())
+            page.wait_for_selector("html[data-rendered]", timeout=60_000)
+            overflow = page.evaluate("""() => [...document.querySelectorAll('svg')].flatMap(svg => {
+                const box = svg.getBoundingClientRect(); const out = [];
+                svg.querySelectorAll('rect,text,line,path,circle').forEach(el => { const b = el.getBoundingClientRect();
+                  if (b.width && (b.left < box.left - 1 || b.right > box.right + 1 || b.top < box.top - 1 ||
+                      b.bottom > box.bottom + 1)) out.push((svg.closest('section')||{}).id + ':' + el.tagName); });
+                return out; })""")
+            page.screenshot(path=str(out / f"calls-{n}.png"), full_page=True)
+            print(f"{n} calls: {html} ({len(overflow)} SVG elements outside their chart: {sorted(set(overflow))[:8]})")
+            page.close()
+        browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

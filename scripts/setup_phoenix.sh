@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Create .venv-phoenix/ with Arize Phoenix (PyPI: arize-phoenix), a real OTLP receiver, for the test that sends
+# agentprof's spans to it on loopback and reads them back (sessions, span kinds, token counts). Its own virtual
+# environment: Phoenix brings ~850 MB of dependencies agentprof's environment must not inherit (about 3 minutes
+# on a first run). Idempotent (a stamp file records a finished install). Non-zero exit when it cannot be made.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${PHOENIX_VENV:-.venv-phoenix}"
+PY="${PYTHON:-python3}"
+SPEC="${PHOENIX_SPEC:-arize-phoenix==20.26.1}"
+STAMP="$VENV/.agentprof-phoenix-ok"
+
+check() {
+  timeout 120 "$VENV/bin/python" -c "import phoenix" >/dev/null 2>&1 && [ -x "$VENV/bin/phoenix" ]
+}
+
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$SPEC" ] && check; then
+  echo "phoenix environment ready: $VENV"
+  exit 0
+fi
+echo "creating $VENV ($SPEC; about 850 MB, a few minutes)..."
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+timeout 900 "$VENV/bin/python" -m pip install -q "$SPEC"
+check
+echo "$SPEC" > "$STAMP"
+echo "phoenix environment ready: $VENV"

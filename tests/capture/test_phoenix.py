@@ -1,0 +1,115 @@
+"""agentprof's spans in a real OTLP receiver: Arize Phoenix on loopback (from ``scripts/setup_phoenix.sh``'s
+side environment) groups them into the run's session and classifies every span, json.loads parses included,
+with the model call's token counts. Skipped when that environment is absent."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from agentprof.demo.model_server import ModelServer
+
+ROOT = Path(__file__).resolve().parents[2]
+PHOENIX = Path(os.environ.get("PHOENIX_VENV", ROOT / ".venv-phoenix")) / "bin" / "phoenix"
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not PHOENIX.exists(), reason="no Phoenix environment (scripts/setup_phoenix.sh)")]
+
+AGENT = r"""
+import json, sys
+import openai
+import agentprof
+
+@agentprof.tool
+def lookup(key):
+    return key.upper()
+
+client = openai.OpenAI(max_retries=0)
+with agentprof.profile("phoenix-run", out=sys.argv[1], instrument_json=True) as run:
+    for i in range(2):
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": f"step {i}"}])
+        lookup("k")
+        json.loads('{"a": 1}')
+print(run.session_id)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as r:  # loopback only
+        return json.loads(r.read())
+
+
+@pytest.fixture
+def phoenix(tmp_path):
+    port, grpc = _free_port(), _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PHOENIX_"))}
+    env.update(PHOENIX_WORKING_DIR=str(tmp_path / "phoenix"), PHOENIX_PORT=str(port), PHOENIX_GRPC_PORT=str(grpc),
+               PHOENIX_HOST="127.0.0.1", PHOENIX_TELEMETRY_ENABLED="false", DO_NOT_TRACK="1")
+    log = open(tmp_path / "phoenix.log", "wb")  # noqa: SIM115 - closed below, after the server
+    proc = subprocess.Popen([str(PHOENIX), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("Phoenix did not start: " + (tmp_path / "phoenix.log").read_text()[-2000:])
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def test_phoenix_sees_sessions_kinds_and_tokens(tmp_path, phoenix):
+    with ModelServer() as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        env.update(OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="test",
+                   OTEL_EXPORTER_OTLP_ENDPOINT=phoenix, OTEL_SERVICE_NAME="agentprof-test")
+        done = subprocess.run([sys.executable, "-c", AGENT, str(tmp_path / "traces")], env=env, capture_output=True,
+                              text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    session_id = done.stdout.split()[-1]
+    (trace_file,) = (tmp_path / "traces").glob("phoenix-run-*.jsonl")
+    recorded = [r for r in map(json.loads, trace_file.read_text().splitlines()) if r.get("record") == "span"]
+
+    deadline = time.monotonic() + 30
+    while True:
+        spans = _get(phoenix + "/v1/projects/default/spans?limit=100")["data"]
+        if len(spans) >= len(recorded) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert sorted(s["name"] for s in spans) == sorted(r["name"] for r in recorded)
+    kinds = {s["name"]: s["span_kind"] for s in spans}
+    assert kinds == {"invoke_agent phoenix-run": "AGENT", "chat gpt-4o": "LLM", "execute_tool lookup": "TOOL",
+                     "json.loads": "CHAIN"}  # nothing UNKNOWN
+    for s in spans:
+        assert s["attributes"]["session.id"] == s["attributes"]["gen_ai.conversation.id"] == session_id
+    calls = [r["attributes"] for r in recorded if r["kind"] == "model"]
+    got = sorted(s["attributes"]["gen_ai.usage.input_tokens"] for s in spans if s["span_kind"] == "LLM")
+    assert got == sorted(a["gen_ai.usage.input_tokens"] for a in calls) and min(got) > 0
+
+    sessions = _get(phoenix + "/v1/projects/default/sessions")["data"]
+    assert [s["session_id"] for s in sessions] == [session_id]

@@ -1,0 +1,137 @@
+"""The opt-in stack sampler: ``agentprof run --sample``, the interval option, and its failures staying inside."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+import agentprof
+from agentprof.capture import sampler as sampler_mod
+from agentprof.capture.sampler import DEFAULT_INTERVAL_S, interval_of
+from agentprof.importers import load_any
+
+from .test_cli import agentprof_run, trace_from
+
+SCRIPT = textwrap.dedent("""
+    import threading
+
+    def busy_loop_of_the_script(n):
+        x = 0
+        for i in range(n):
+            x = (x * 7 + i) % 10007
+        return x
+
+    def worker():
+        busy_loop_of_the_script(300_000)
+
+    t = threading.Thread(target=worker, name="helper")
+    t.start()
+    busy_loop_of_the_script(600_000)
+    t.join()
+""")
+
+
+def test_interval_option():
+    assert interval_of(True) == DEFAULT_INTERVAL_S <= 0.010
+    assert interval_of(False) is None and interval_of(None) is None
+    assert interval_of(0.002) == 0.002
+    with pytest.raises(ValueError):
+        interval_of(0.0)
+    with pytest.raises(ValueError):
+        agentprof.profile("x", sample=60)
+
+
+def test_run_sample_records_every_thread(tmp_path):
+    script = tmp_path / "busy.py"
+    script.write_text(SCRIPT)
+    done = agentprof_run(["--out", str(tmp_path), "--sample-interval", "2", "--", "python", str(script)],
+                         env=None, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    path = trace_from(done.stderr)
+    recs = [json.loads(x) for x in Path(path).read_text().splitlines()]
+    assert recs[-1]["sampling"]["interval_ns"] == 2_000_000 and recs[-1]["sampling"]["samples"] > 0
+    trace = load_any(path)
+    s = trace.samples
+    names = set(s.thread_name)
+    assert "MainThread" in names and "helper" in names
+    assert not any(n.startswith("agentprof-") for n in names)  # agentprof's own threads are left out
+    leaves = {s.frame_name[s.stack(int(n))[-1]] for n in s.node if s.stack(int(n))}
+    assert "busy_loop_of_the_script" in leaves
+    assert (s.cpu_ns >= 0).all() and s.cpu_ns.sum() > 0
+    # the run's root span carries its thread CPU
+    root = trace.spans.filter(trace.spans["kind"] == "agent")
+    assert root.get_column("cpu_ns")[0] > 0
+
+
+def test_sampler_failure_only_warns_and_the_agent_goes_on(tmp_path, monkeypatch):
+    def broken(self):
+        raise RuntimeError("sampler broke")
+
+    monkeypatch.setattr(sampler_mod.Sampler, "_tick", broken)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with agentprof.profile("broken", out=tmp_path, sample=0.001) as run:
+            total = sum(i * i for i in range(200_000))
+            import time
+
+            time.sleep(0.02)
+    assert total == sum(i * i for i in range(200_000))
+    assert any("sampling stacks" in str(w.message) for w in caught)
+    assert load_any(run.path).spans.height == 1  # the root span is written; no samples
+    assert sys.getswitchinterval() == pytest.approx(0.005)  # restored
+
+
+def test_no_sampling_by_default(tmp_path):
+    with agentprof.profile("plain", out=tmp_path) as run:
+        sum(range(10000))
+    assert load_any(run.path).samples is None
+    assert "samples" not in run.path.read_text()
+
+
+KILLED = textwrap.dedent("""
+    import sys, time
+    import agentprof
+
+    @agentprof.tool
+    def work(n):
+        return sum(i * i for i in range(n))
+
+    with agentprof.profile("killed", out=sys.argv[1], sample=0.002):
+        t0 = time.monotonic()
+        while True:
+            work(20000)
+            if time.monotonic() - t0 > 1.6:   # past the first flush of samples (about once a second)
+                print("flushed", flush=True)
+                time.sleep(60)
+""")
+
+
+def test_sigkill_leaves_spans_and_flushed_samples_readable(tmp_path):
+    import os
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "flushed"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+        proc.stdout.close()
+    (path,) = tmp_path.glob("killed-*.jsonl")
+    trace = load_any(path)
+    assert trace.spans.filter(trace.spans["kind"] == "tool").height > 10
+    assert trace.samples is not None and len(trace.samples) > 20
+    rows = profile_of(trace)
+    assert any(w.startswith("tool:work") for w in rows)
+
+
+def profile_of(trace):
+    from agentprof.analysis.hotspots import attribute
+
+    return set(attribute(trace).where.tolist())
