@@ -289,7 +289,7 @@ class Sampler:
         frames = sys._current_frames()
         if interrupted is not None:
             frames[threading.get_ident()] = interrupted
-        get_frame, get_node, markers = self._frames.get, self._nodes.get, self._markers
+        get_frame, get_node, markers, own = self._frames.get, self._nodes.get, self._markers, _OWN_CODES
         clocks = self._clocks
         for ident, frame in frames.items():
             idx = self._thread_index(ident)
@@ -309,6 +309,11 @@ class Sampler:
             f = frame
             while f is not None and len(codes) < MAX_DEPTH:
                 code = f.f_code
+                if id(code) in own:  # the signal handler's frames on the thread it interrupted: dropped
+                    codes.clear()
+                    span = None
+                    f = f.f_back
+                    continue
                 if span is None and id(code) in markers:
                     span = _span_id_of(f)
                 codes.append(code)
@@ -482,3 +487,7 @@ class Sampler:
                 signal.signal(signal.SIGPROF, self._old_handler if self._old_handler is not None else signal.SIG_DFL)
         except (OSError, ValueError) as e:
             internal_error("removing the SIGPROF sampler", e)
+
+
+_OWN_CODES = frozenset(id(f.__code__) for f in (Sampler._on_signal, Sampler._tick, Sampler._flush))
+"""The sampler's own functions: a thread seen inside them (the main thread in the handler) is sampled without them."""
