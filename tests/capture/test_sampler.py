@@ -129,6 +129,24 @@ def test_signal_sampler_on_the_main_thread_is_removed_after(tmp_path):
     assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
 
 
+def test_the_handler_never_waits_for_a_lock_its_thread_holds(tmp_path):
+    with agentprof.profile("held", out=tmp_path, sample=0.002) as run:
+        smp = run._session.sampler
+        assert smp.mode == "signal"
+        smp.pause(True)
+        assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)  # paused: the timer is disarmed
+        smp.pause(False)
+        assert signal.getitimer(signal.ITIMER_PROF)[1] == pytest.approx(0.002)
+        before = len(smp._t)
+        with smp._lock:  # as if the signal came while this thread writes the batch
+            smp._on_signal(signal.SIGPROF, sys._getframe())  # returns at once (a deadlock would hang here)
+            assert len(smp._t) == before
+        smp._on_signal(signal.SIGPROF, sys._getframe())
+        assert smp._error is None
+    leaves, _ = _leaves(load_any(run.path))
+    assert "test_the_handler_never_waits_for_a_lock_its_thread_holds" in leaves
+
+
 def test_an_agents_sigprof_handler_is_kept_and_the_thread_sampler_used(tmp_path):
     hits = []
 
