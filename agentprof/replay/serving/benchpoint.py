@@ -155,32 +155,19 @@ def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | No
     """The AgentX Kimi K2.5 trace-replay points through the simulation: ``conc`` clients, the measured mean
     prompt and output, the measured server hit rate as a shared cached prefix; mean TTFT and ITL against the
     measured means, over every point with measurements and over the healthy slice (hit rate >= 0.9)."""
-    from agentprof.catalog import find_model
-    from agentprof.replay.agentic import HEALTHY_HIT, _params_entry
+    from agentprof.replay.agentic import HEALTHY_HIT, deployed_points
 
     cat = cat or load_catalog()
     budgets = load_serving()
     rows = []
-    for r in df.filter(pl.col("mean_ttft").is_not_null() & pl.col("mean_itl").is_not_null()).iter_rows(named=True):
-        hw = str(r["hw"]).lower()
-        hw = hw if hw in cat.accelerators else hw.split("-")[0]
-        m = find_model(str(r["model"])) or (cat.models.get("kimi-k2.5") if "kimi" in str(r["model"]).lower() else None)
-        prec = str(r["precision"]).lower()
-        if hw not in cat.accelerators or m is None or prec not in m.formats:
-            continue
-        tp, ep = int(r["tp"]), int(r["ep"] or 1)
-        got = _params_entry(fitted, cat, hw, str(r["framework"]).lower(), m.key, prec, tp, ep)
-        if got is None:
-            continue
-        entry, how = got
-        dep = Deployment(m, cat.accelerators[hw], prec, tp)
-        p = step_params(entry.theta, dep.layers, tp, accept=1.0).with_(attn_eff=fitted.attn_eff)
+    measured = df.filter(pl.col("mean_ttft").is_not_null() & pl.col("mean_itl").is_not_null())
+    for r, hw, dep, p, how in deployed_points(measured, fitted, cat, fitted.attn_eff):
         hit = float(r["server_gpu_cache_hit_rate"] or 0.0)
         budget, _ = budgets.budget_tokens(str(r["framework"]).lower())
         ttft, itl, _ = simulate_point(dep, p, int(r["conc"]), float(r["mean_input_tokens"]),
                                       float(r["mean_output_tokens_actual"]), budget, shared_fraction=hit,
                                       spread=0.0, stat=np.nanmean)
-        rows.append({"hardware": hw, "tp": tp, "conc": int(r["conc"]), "hit_rate": hit, "calibration": how,
+        rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(r["conc"]), "hit_rate": hit, "calibration": how,
                      "meas_ttft": r["mean_ttft"], "pred_ttft": ttft, "meas_itl": r["mean_itl"], "pred_itl": itl})
     t = pl.DataFrame(rows)
     if not t.height:

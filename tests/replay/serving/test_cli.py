@@ -7,24 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from agentprof.cli import main
 from agentprof.trace import write
 
+from ...cli_support import run
 from ..spans import agent, model, span, trace
 from .conftest import KVCT
 
 SERVING_KEYS = ("concurrency", "ttft_s", "tpot_s", "queue_s", "task_s", "task_speedup_median", "tasks_per_hour",
                 "output_tokens_per_s", "hit_share", "utilization", "energy_wh_per_task", "cost_per_task")
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_replay_concurrency_json_has_a_serving_object_per_system(capsys) -> None:
