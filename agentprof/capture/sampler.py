@@ -23,6 +23,7 @@ import threading
 import time
 from typing import Any
 
+from agentprof.capture import exec_guard
 from agentprof.capture.failsafe import internal_error
 from agentprof.capture.schedstat import ThreadClock, new_buffer, pread_all
 from agentprof.capture.spans import Scope  # at import, never in the signal handler (import locks)
@@ -165,6 +166,7 @@ class Sampler:
                 self._old_handler = signal.signal(signal.SIGPROF, self._on_signal)
                 signal.siginterrupt(signal.SIGPROF, False)  # SA_RESTART: the agent's system calls never see EINTR
                 self._last_signal = _perf()
+                exec_guard.install(self.interval_s)  # an agent that exec()s must not hand our timer on
                 self._arm(True)
                 self._thread = threading.Thread(target=self._watch, name="agentprof-sampler", daemon=True)
                 self._thread.start()
@@ -478,6 +480,7 @@ class Sampler:
         """Disarm the timer and put the previous handler back, if the handler is still ours (an agent that
         installed its own since keeps it, and its timer). From another thread the handler stays, inert."""
         try:
+            exec_guard.remove()
             if signal.getsignal(signal.SIGPROF) != self._on_signal:
                 if abs(signal.getitimer(signal.ITIMER_PROF)[1] - self.interval_s) < 1e-6:
                     self._arm(False)  # our timer, into the agent's handler: stopped

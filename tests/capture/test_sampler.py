@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import textwrap
@@ -233,3 +234,37 @@ def profile_of(trace):
     from agentprof.analysis.hotspots import attribute
 
     return set(attribute(trace).where.tolist())
+
+
+EXECS = textwrap.dedent("""
+    import os, sys, time
+    import agentprof
+
+    with agentprof.profile("execs", out=sys.argv[1], sample=0.002):
+        t = time.process_time()
+        while time.process_time() - t < 0.05:  # the profiling timer is running
+            pass
+        os.execv(sys.executable, [sys.executable, "-c",
+                 "import time\\nt = time.process_time()\\nwhile time.process_time() - t < 0.3: pass\\nprint('survived')"])
+""")
+
+
+def test_a_program_the_agent_execs_does_not_inherit_the_profiling_timer(tmp_path):
+    import subprocess
+
+    # interval timers survive execve and SIGPROF's default action ends a process: without the exec guard the
+    # new program would die at its first tick ("Profiling timer expired", status -SIGPROF)
+    done = subprocess.run([sys.executable, "-c", EXECS, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.strip() == "survived"
+    assert os.execv.__name__ == "execv" and not hasattr(os.execv, "__wrapped__")  # not left patched here
+
+
+def test_the_exec_guard_rearms_the_timer_when_the_exec_fails(tmp_path):
+    with agentprof.profile("failing-exec", out=tmp_path, sample=0.002) as run:
+        assert run._session.sampler.mode == "signal"
+        with pytest.raises(OSError):
+            os.execv(str(tmp_path / "no-such-program"), ["x"])
+        assert signal.getitimer(signal.ITIMER_PROF)[1] > 0  # sampling goes on
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
+    assert not hasattr(os.execv, "__wrapped__")
