@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "cachesim": "agentprof.analysis.cli:cachesim",
     "replay": "agentprof.replay.cli:replay",
     "devices": "agentprof.replay.cli:devices",
+    "capacity": "agentprof.replay.serving.cli:capacity_cmd",
     "report": "agentprof.report.cli:report",
     "export": "agentprof.report.cli:export",
     "demo": "agentprof.demo.cli:demo",

@@ -51,6 +51,9 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--paired-only", action="store_true",
+                    help="only the paired figures: SIGPROF and thread sampler at 10 ms, interleaved --repeat times")
+    ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     n = calibrate_1ms()
     tool = agentprof.tool(name="work")(lambda: _spin(n))
@@ -113,9 +116,21 @@ def main() -> int:
             return took
 
         variants["py-spy-200hz"] = pyspy_run
-    def paired(interval: float, groups: int = 60, chunk: int = 20) -> list[float]:
-        """(on - off) / off per group of chunks, the sampler paused for the off chunks of one session."""
+    def paired(interval: float, groups: int = 60, chunk: int = 20, mode: str = "auto") -> list[float]:
+        """(on - off) / off per group of chunks, the sampler paused for the off chunks of one session; ``mode``
+        ``thread`` forces the thread sampler where the SIGPROF one would be chosen."""
+        from agentprof.capture import sampler as sampler_mod
+
         out = []
+        usable = sampler_mod.signals_usable
+        if mode == "thread":
+            sampler_mod.signals_usable = lambda: False
+        try:
+            return _paired(interval, groups, chunk, out)
+        finally:
+            sampler_mod.signals_usable = usable
+
+    def _paired(interval: float, groups: int, chunk: int, out: list[float]) -> list[float]:
         with agentprof.profile("bench-paired", out=tmp, sample=interval) as r:
             smp = r._session.sampler
 
@@ -133,6 +148,8 @@ def main() -> int:
             smp.pause(False)
         return out
 
+    if args.paired_only:
+        return paired_only(paired, args)
     times: dict[str, list[float]] = {k: [] for k in variants}
     names = list(variants)
     try:
@@ -175,6 +192,30 @@ def main() -> int:
               f"{d['paired_p25_pct']:+.2f} .. {d['paired_p75_pct']:+.2f} %){extra}")
     ok = out["variants"]["sample-10ms"]["paired_vs_capture_pct"] <= 3.0
     print("sampling at the default interval adds <= 3 % (paired): " + ("met" if ok else "NOT MET"))
+    return 0
+
+
+def paired_only(paired: Callable[..., list[float]], args: argparse.Namespace) -> int:
+    """SIGPROF vs thread sampler at the default interval, paired runs interleaved (signal, thread, thread,
+    signal, ...): the median and quartiles of each run, and of all groups pooled."""
+    runs: dict[str, list[list[float]]] = {"signal": [], "thread": []}
+    for i in range(args.repeat):
+        for mode in (("signal", "thread") if i % 2 == 0 else ("thread", "signal")):
+            runs[mode].append(paired(0.010, mode=mode))
+    out: dict[str, Any] = {"load": os.getloadavg()[0], "python": sys.version.split()[0], "modes": {}}
+    for mode, rs in runs.items():
+        pooled = [x for r in rs for x in r]
+        q = statistics.quantiles(pooled, n=4)
+        out["modes"][mode] = {"runs_median_pct": [round(100 * statistics.median(r), 2) for r in rs],
+                              "pooled_median_pct": 100 * statistics.median(pooled),
+                              "pooled_p25_pct": 100 * q[0], "pooled_p75_pct": 100 * q[2], "groups": len(pooled)}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"paired, 10 ms, {args.repeat} runs per mode interleaved; load {out['load']:.1f}")
+    for mode, d in out["modes"].items():
+        print(f"  {mode:7s} runs {d['runs_median_pct']} %; pooled median {d['pooled_median_pct']:+.2f} % "
+              f"(quartiles {d['pooled_p25_pct']:+.2f} .. {d['pooled_p75_pct']:+.2f} %, {d['groups']} groups)")
     return 0
 
 

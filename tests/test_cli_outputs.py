@@ -11,20 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from agentprof.cli import main
+from .cli_support import run
 
 ROOT = Path(__file__).resolve().parents[1]
 KV = ROOT / "traces" / "samples" / "kv-cache-tester" / "trace_0393.json"
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _one_error(code: int, err: str) -> str:

@@ -12,6 +12,7 @@ out of sample. Kimi K2.5 has no fixed-sequence calibration of its own: its per-s
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from agentprof.catalog.hardware import HardwareCatalog
 from agentprof.catalog.kvcache import kv_bytes
 from agentprof.errors import TraceFormatError
 from agentprof.replay.calibration import Fitted, step_params
-from agentprof.replay.costmodel import Deployment, call_times
+from agentprof.replay.costmodel import Deployment, StepParams, call_times
 from agentprof.replay.points import PointKey
 
 HEALTHY_HIT = 0.9
@@ -58,11 +59,11 @@ def _params_entry(fitted: Fitted, cat: HardwareCatalog, hw: str, fw: str, model_
     return None
 
 
-def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff: float) -> pl.DataFrame:
-    """Predicted mean TTFT and ITL for the healthy points (the server's measured hit rate sets the cached part)."""
-    rows = []
-    for r in df.filter((pl.col("server_gpu_cache_hit_rate") >= HEALTHY_HIT) & (pl.col("conc") <= MAX_CONC)
-                       & pl.col("mean_ttft").is_not_null()).iter_rows(named=True):
+def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog,
+                    attn_eff: float) -> Iterator[tuple[dict[str, Any], str, Deployment, StepParams, str]]:
+    """Each AgentX row the catalog can place, with its hardware key, its deployment (KV in the dtype the
+    framework deployed), the fitted step terms and the calibration level they came from."""
+    for r in df.iter_rows(named=True):
         hw = str(r["hw"]).lower()
         hw = hw if hw in cat.accelerators else hw.split("-")[0]
         m = find_model(str(r["model"])) or (cat.models.get("kimi-k2.5") if "kimi" in str(r["model"]).lower() else None)
@@ -75,11 +76,19 @@ def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff
             continue
         entry, how = got
         dep = Deployment(m, cat.accelerators[hw], prec, tp, kv_dtype_bytes=kv_bytes(str(r["framework"]), m.key, hw)[0])
-        p = step_params(entry.theta, dep.layers, tp, accept=1.0).with_(attn_eff=attn_eff)
+        yield r, hw, dep, step_params(entry.theta, dep.layers, tp, accept=1.0).with_(attn_eff=attn_eff), how
+
+
+def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff: float) -> pl.DataFrame:
+    """Predicted mean TTFT and ITL for the healthy points (the server's measured hit rate sets the cached part)."""
+    rows = []
+    healthy = df.filter((pl.col("server_gpu_cache_hit_rate") >= HEALTHY_HIT) & (pl.col("conc") <= MAX_CONC)
+                        & pl.col("mean_ttft").is_not_null())
+    for r, hw, dep, p, how in deployed_points(healthy, fitted, cat, attn_eff):
         inp, out = float(r["mean_input_tokens"]), float(r["mean_output_tokens_actual"])
         t = call_times(dep, p, np.array([inp]), np.array([r["server_gpu_cache_hit_rate"] * inp]), np.array([out]),
                        batch=int(r["conc"]))
-        rows.append({"hardware": hw, "tp": tp, "conc": int(r["conc"]), "calibration": how,
+        rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(r["conc"]), "calibration": how,
                      "meas_ttft": r["mean_ttft"], "pred_ttft": float(t.ttft_s[0]), "meas_itl": r["mean_itl"],
                      "pred_itl": float(t.decode_s[0]) / max(out - 1.0, 1.0)})
     return pl.DataFrame(rows)

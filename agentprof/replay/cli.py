@@ -11,6 +11,7 @@ import click
 
 from agentprof.distributed.options import cluster_options
 from agentprof.errors import AgentprofError
+from agentprof.replay.serving.cli import serving_config, serving_options
 
 _CTX = {"help_option_names": ["-h", "--help"]}
 
@@ -79,8 +80,9 @@ def _pct(v: float | None) -> str:
                               "closed models through their open stand-in).")
 @click.option("--cache-policy", default="prefix", show_default=True,
               help="none | prefix (HBM prefix cache) | lmcache:cpu=SIZE[,disk=SIZE]")
-@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Identical clients sharing each system (batch size).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=None,
+              help="Agent sessions active at once on each system: runs the multi-session serving simulation "
+                   "(shared KV cache, continuous batching) and adds a serving panel.")
 @click.option("--cpu-bound", "cpu_bound", multiple=True, metavar="TOOL[=FRACTION]",
               help="Treat this tool's time as CPU-bound (repeatable); it then scales with the host CPU.")
 @click.option("--cpu-bound-file", type=click.Path(dir_okay=False),
@@ -90,12 +92,14 @@ def _pct(v: float | None) -> str:
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False),
               help="Extra catalog file (accelerators, hosts, links, systems, models); repeatable.")
 @click.option("--fitted", type=click.Path(dir_okay=False), help="Fitted parameters (default: the shipped ones).")
+@serving_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @cluster_options
 def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, cache_policy: str,
-           concurrency: int, cpu_bound: tuple[str, ...], cpu_bound_file: str | None, recorded_host: str,
-           catalogs: tuple[str, ...], fitted: str | None, as_json: bool, workers: int | None = None,
-           scheduler: str | None = None) -> None:
+           concurrency: int | None, cpu_bound: tuple[str, ...], cpu_bound_file: str | None, recorded_host: str,
+           catalogs: tuple[str, ...], fitted: str | None, router: str, cap_wait: float | None,
+           arrival_rate: float | None, cache_ttl: float | None, hash_scope: str, as_json: bool,
+           workers: int | None = None, scheduler: str | None = None) -> None:
     """Replay traces on serving systems: how much faster does the whole task get, not just the model calls?
 
     Every model call is re-timed by the calibrated device model, CPU-bound orchestration scales with the
@@ -106,6 +110,8 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
       agentprof replay traces/samples/kv-cache-tester -s h200+x86 -s b200+vera -s jalapeno
       agentprof replay ~/.claude/projects/my-project/ -s gb200+grace --cache-policy lmcache:cpu=500GiB
       agentprof replay run.jsonl -s b200+x86 -s b200+vera --cpu-bound pytest --json
+      agentprof replay traces/samples/kv-cache-tester -s h200+x86 -s rubin+vera --concurrency 50 \
+          --cache-policy lmcache:cpu=2TB --cap-wait 60
     """
     from agentprof.distributed.options import load
     from agentprof.replay.calibration import load_fitted
@@ -113,9 +119,13 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
 
     cat = _catalog(catalogs)
     cpu = _cpu_map(cpu_bound, cpu_bound_file)
+    simulate = concurrency is not None or any(v is not None for v in (cap_wait, arrival_rate, cache_ttl))
+    serving = serving_config(concurrency or 1, router, cap_wait, arrival_rate, cache_ttl, hash_scope) \
+        if simulate else None
     trace = load(paths, workers, scheduler)  # the prefix cache couples sessions: only the import is distributed
-    res = run(trace, list(systems), model=model, cache_policy=cache_policy, concurrency=concurrency, catalog=cat,
-              cpu_bound=cpu, recorded_host=recorded_host, fitted=load_fitted(fitted) if fitted else None)
+    res = run(trace, list(systems), model=model, cache_policy=cache_policy, concurrency=concurrency or 1,
+              catalog=cat, cpu_bound=cpu, recorded_host=recorded_host,
+              fitted=load_fitted(fitted) if fitted else None, serving=serving)
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2, default=str))
         return
@@ -189,6 +199,11 @@ def _print_replay(res: Any) -> None:
                       f"{o['gaps_cpu_bound_s']:.1f} s CPU-bound ({o['gaps_source']}) scaled by host")
     for n in res.notes:
         console.print(f"[dim]note: {markup(n, 1000)}[/dim]")
+    served = [(s.name, s.serving) for s in res.systems if s.serving]
+    if served:
+        from agentprof.replay.serving.cli import print_serving
+
+        print_serving(console, served, f"serving: {res.concurrency} concurrent session(s) per system")
     console.print(markup(res.finding(), None))
 
 
@@ -345,19 +360,23 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
               help="Fit on each ISL/OSL setting of POINTS and check on the others (instead of the shipped fit).")
 @click.option("--fitted", type=click.Path(dir_okay=False), help="Fitted parameters (default: the shipped ones).")
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
+@click.option("--simulate", is_flag=True,
+              help="Run each aggregated point through the serving simulation (closed-loop clients, fixed ISL/OSL, "
+                   "no reuse) instead of the analytic queueing terms.")
 @click.option("--leave-out", type=click.Choice(["layout", "group"]),
               help="Leave-one-layout-out or leave-one-group-out cross-validation, with the lookup baseline.")
 @click.option("--per-point", "per_point", type=click.Path(dir_okay=False),
               help="Write the input rows plus predicted ttft_s, tpot_s, e2e_s and calibration to this CSV.")
 @click.option("--json", "as_json", is_flag=True, help="Print points, covered, and median/p90 APE per metric.")
 def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: tuple[str, ...],
-              leave_out: str | None, per_point: str | None, as_json: bool) -> None:
+              simulate: bool, leave_out: str | None, per_point: str | None, as_json: bool) -> None:
     """Predict TTFT, TPOT and end-to-end latency for every point of a CSV and report the errors.
 
     \b
     Examples:
       agentprof devices check data/inferencex/calibration_points.csv
       agentprof devices check data/inferencex/calibration_points.csv --cross-validate --json
+      agentprof devices check data/inferencex/calibration_points.csv --simulate --cross-validate --json
       agentprof devices check data/inferencex/calibration_points.csv --leave-out layout
       agentprof devices check my_points.csv --per-point predicted.csv
     """
@@ -368,10 +387,36 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
     from agentprof.replay.points import load_points
 
     cat = _catalog(catalogs)
+    if simulate and _is_agentic(points):
+        from agentprof.replay.agentic import load_agentic
+        from agentprof.replay.serving.benchpoint import simulate_agentic
+
+        res = simulate_agentic(load_agentic(points), load_fitted(fitted), cat)
+        res.pop("table", None)
+        click.echo(json.dumps({**res, "mode": "simulated AgentX points (mean TTFT and ITL)"}, indent=2))
+        return
     df = load_points(points)
     if cross_validate and leave_out:
         raise AgentprofError("choose one of --cross-validate and --leave-out")
-    if cross_validate:
+    if simulate and leave_out:
+        raise AgentprofError("--simulate works with the shipped fit or --cross-validate, not --leave-out")
+    table = None
+    if simulate:
+        from agentprof.replay.serving.benchpoint import (
+            simulate_check,
+            simulate_cross_validate,
+            summary_with_slices,
+        )
+
+        if cross_validate:
+            res = simulate_cross_validate(df, cat)
+            out = {**res["pooled"], "folds": res["folds"],
+                   "mode": "simulated, cross-validated (fit on one ISL/OSL, check on the others)"}
+        else:
+            ch = simulate_check(df, load_fitted(fitted), cat)
+            table = ch.table
+            out = {**summary_with_slices(ch), "mode": "simulated, " + ("shipped fit" if not fitted else f"fit {fitted}")}
+    elif cross_validate:
         res = cv(df, cat)
         table = res["table"]
         out = {**res["pooled"], "folds": res["folds"], "mode": "cross-validated (fit on one ISL/OSL, check on the others)"}
@@ -386,7 +431,7 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
         from agentprof.replay.fidelity import summarize
 
         out = {**summarize(table), "mode": "shipped fit" if not fitted else f"fit {fitted}"}
-    if per_point:
+    if per_point and table is not None:
         _write_per_point(df, table, per_point)
         out["per_point"] = per_point
     if as_json:
@@ -419,6 +464,16 @@ def _write_per_point(df: Any, table: Any, path: str) -> None:
         out.write_csv(path)
     except OSError as e:
         raise AgentprofError(f"{path}: cannot write: {e.strerror or e}") from None
+
+
+def _is_agentic(path: str) -> bool:
+    """An AgentX points file (mean TTFT/ITL with server hit rates) rather than fixed-length points."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            head = fh.readline()
+    except OSError:
+        return False
+    return "server_gpu_cache_hit_rate" in head and "mean_ttft" in head
 
 
 def _print_fidelity(s: dict[str, Any], label: str) -> None:

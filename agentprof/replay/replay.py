@@ -69,6 +69,7 @@ class SystemRow:
     speedup_vs_recorded_active: float | None = None
     amdahl_bound_active: float | None = None
     host_speed_ratio: float | None = None
+    serving: dict[str, Any] | None = None
     deployments: list[dict[str, Any]] = field(default_factory=list)
     cache: dict[str, float] = field(default_factory=dict)
     waiting_for: dict[str, float] = field(default_factory=dict)
@@ -210,11 +211,15 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
            cache_policy: str | CachePolicy = "prefix", concurrency: int = 1,
            catalog: HardwareCatalog | None = None, cpu_bound: dict[str, float] | None = None,
            recorded_host: str = DEFAULT_RECORDED_HOST, fitted: Fitted | None = None,
-           bands: bool = True) -> ReplayResult:
+           bands: bool = True, serving: Any = None) -> ReplayResult:
     """Replay ``trace`` on each of ``systems`` (see the module docstring); the first system is the baseline
     for ``speedup_vs_first``. ``cpu_bound`` maps tool names to their CPU-bound fraction. With ``bands``, a
     system resting on ranged catalog estimates is replayed again at both ends of the ranges
-    (:mod:`agentprof.replay.bands`)."""
+    (:mod:`agentprof.replay.bands`).
+
+    ``concurrency`` > 1 (or a :class:`agentprof.replay.serving.ServingConfig` as ``serving``) runs the
+    multi-session serving simulation: ``concurrency`` sessions share each system, calls are re-timed by it and
+    each system row gets a ``serving`` object (:mod:`agentprof.replay.serving`)."""
     trace = as_trace(trace)  # also the span table agentprof.trace.load returns
     cat = catalog or load_catalog()
     extra = tuple(p for p in cat.files if not p.endswith(("accelerators.toml", "hosts.toml", "systems.toml")))
@@ -228,6 +233,15 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         raise CatalogError(f"unknown recorded host {recorded_host!r} (known: {', '.join(sorted(cat.hosts))})")
     rec_host = cat.hosts[recorded_host]
     fitted = fitted if fitted is not None else load_fitted()
+    if serving is None and concurrency > 1:
+        from agentprof.replay.serving import ServingConfig
+
+        serving = ServingConfig(concurrency=concurrency)
+    if serving is not None:
+        concurrency = serving.concurrency
+        serving.prefix_cache = policy.kind != "none"
+        if policy.kind == "lmcache" and not (serving.cpu_bytes or serving.disk_bytes):
+            serving.cpu_bytes, serving.disk_bytes = policy.cpu_bytes, policy.disk_bytes
     spans = trace.spans
     lay = prepare(spans)
     notes: list[str] = []
@@ -309,6 +323,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         notes.append(f"{int((replayable & ~measured).sum())} replayed call(s) have derived (not measured) recorded "
                      "durations and are left out of the model-call speed-up")
     rec_calls_s = float(lay.old_dur[span_row[measured]].sum()) if span_row.size else 0.0
+    sim = _serving_setup(trace, serving, groups, calls, notes) if serving is not None else None
     for j, system in enumerate(sys_objs, start=1):
         row = SystemRow(system.key, system.display)
         ratio = system.host.st_speed / rec_host.st_speed
@@ -327,24 +342,28 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                     continue
                 r = resolve(system, spec, cat, fitted)
                 row.deployments.append(r.describe())
-                if policy.kind == "none":
+                if policy.kind == "none" or (sim is not None and key == sim[0] and policy.kind == "lmcache"):
                     zero = np.zeros(sel.size)
                     hits = CacheHits(zero, zero.copy(), zero.copy())
                 elif policy.kind == "lmcache":
                     hits = _lmcache_hits(trace, calls.select("session_id", "span_id")[sel.tolist()], policy,
-                                         r, concurrency, inp[sel])
+                                         r, 1, inp[sel])
                 else:
                     index, at, order = indexes[key]
-                    got = cached_tokens(index, policy, _hbm_capacity_tokens(r, concurrency), inp[order])
+                    got = cached_tokens(index, policy, _hbm_capacity_tokens(r, 1), inp[order])
                     hits = CacheHits(*(np.zeros(sel.size) for _ in range(3)), got.notes)
                     for name in ("hbm", "cpu", "disk"):
                         getattr(hits, name)[at] = getattr(got, name)
                 notes.extend(f"{system.key}: {x}" for x in hits.notes if f"{system.key}: {x}" not in notes)
                 load = kv_load_s(r.dep, hits.cpu, r.host_link_bw) + disk_load_s(r.dep, hits.disk, r.disk_bw)
-                t = call_times(r.dep, r.params, inp[sel], hits.total, out[sel], concurrency, load, system.mem_util)
+                t = call_times(r.dep, r.params, inp[sel], hits.total, out[sel], 1, load, system.mem_util)
                 new_call[sel] = t.total_s
                 for k_w in WAITING_FOR:
                     wait_call[k_w][sel] = t.waiting_for[k_w]
+                if sim is not None and key == sim[0]:
+                    _apply_serving(row, sim, r, new_call)
+                    # what the shared server adds (or saves) against the call alone counts as queueing
+                    wait_call["queueing"][sel] += new_call[sel] - t.total_s
                 cache_tot["input_tokens"] += float(inp[sel].sum())
                 cache_tot["hbm_hit_tokens"] += float(hits.hbm.sum())
                 cache_tot["cpu_hit_tokens"] += float(hits.cpu.sum())
@@ -365,7 +384,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         row.model_calls_s = float(new_call[measured].sum())
         row.waiting_for = {k_w: float(v[measured].sum()) for k_w, v in wait_call.items()}
         row.model_calls_speedup = rec_calls_s / row.model_calls_s if row.model_calls_s > 0 else None
-        if cache_tot["input_tokens"]:
+        if cache_tot["input_tokens"] and row.serving is None:
             row.cache = {**cache_tot, "hit_share": (cache_tot["hbm_hit_tokens"] + cache_tot["cpu_hit_tokens"]
                                                     + cache_tot["disk_hit_tokens"]) / cache_tot["input_tokens"]}
         rows.append(row)
@@ -401,7 +420,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                 continue
             ends = replay(trace, [corner_system(system, "fast"), corner_system(system, "slow")], model=model,
                           cache_policy=policy, concurrency=concurrency, catalog=cat, cpu_bound=cpu_bound,
-                          recorded_host=recorded_host, fitted=fitted, bands=False)
+                          recorded_host=recorded_host, fitted=fitted, bands=False, serving=serving)
             if any(e.error for e in ends.systems):
                 continue
             row.band = {"ranged": moved, **{k: [getattr(e, k) for e in ends.systems]
@@ -416,6 +435,44 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         cache_policy=policy.label, concurrency=concurrency, sessions=int(top.sum()),
         model_calls=int(calls.height), replayed_calls=int(replayable.sum()), standins=standins,
         orchestration=orch, notes=notes)
+
+
+def _serving_setup(trace: Trace, cfg: Any, groups: dict[str, np.ndarray], calls: pl.DataFrame,
+                   notes: list[str]) -> tuple[str, Any, np.ndarray, np.ndarray]:
+    """The sessions plan for the serving simulation: the calls of the most used model (others keep their
+    single-session replay), and where each plan call sits in the replay's call table."""
+    from agentprof.replay.serving import build_plan
+
+    key = max(groups, key=lambda k: groups[k].size)
+    sel = groups[key]
+    spans = calls.get_column("span_id").to_list()
+    tids = calls.get_column("trace_id").to_list()
+    keep = {(tids[i], spans[i]) for i in sel.tolist()}
+    plan = build_plan(trace, cfg.cap_wait_s, cfg.scope, keep=keep)
+    where = {(tids[i], spans[i]): i for i in sel.tolist()}
+    idx = np.array([where.get((t, s), -1) for t, s in zip(plan.trace_ids, plan.span_ids, strict=True)],
+                   dtype=np.int64)
+    other = sum(g.size for k, g in groups.items() if k != key)
+    if other:
+        notes.append(f"serving simulation: {other} call(s) of models other than {key} keep their single-session "
+                     "replay and do not load the simulated server")
+    return key, (cfg, plan), idx, sel
+
+
+def _apply_serving(row: SystemRow, sim: tuple[str, Any, np.ndarray, np.ndarray], r: Resolved,
+                   new_call: np.ndarray) -> None:
+    """Run the serving simulation on this system and take its per-call durations and cache hits."""
+    from agentprof.replay.serving import simulate
+
+    _, (cfg, plan), idx, _ = sim
+    run = simulate(plan, r, cfg)
+    ok = (idx >= 0) & np.isfinite(run.call_s)
+    new_call[idx[ok]] = run.call_s[ok]
+    row.serving = run.serving
+    h = run.serving["hit_share"]
+    row.cache = {"input_tokens": float(run.engine.inp.sum()), "hbm_hit_tokens": float(run.engine.hits[:, 0].sum()),
+                 "cpu_hit_tokens": float(run.engine.hits[:, 1].sum()),
+                 "disk_hit_tokens": float(run.engine.hits[:, 2].sum()), "hit_share": h["total"]}
 
 
 def _parallel_sessions(lay: Any) -> int:

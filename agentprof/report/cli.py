@@ -42,6 +42,9 @@ def _default_name(paths: tuple[str, ...]) -> str:
 @click.option("--no-analysis", is_flag=True, help="Skip the analysis stage (timeline, counts and exports only).")
 @click.option("--no-replay", is_flag=True, help="Skip the device what-if replay.")
 @click.option("--skip-bad-lines", is_flag=True, help="Skip unreadable records instead of stopping.")
+@click.option("--serving-concurrency", default=None, metavar="LIST",
+              help="Concurrencies for the serving panel, e.g. 1,8,50 ('none' skips it; default 1,4,16,50 up "
+                   "to 100 sessions).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the report in the default browser.")
 @click.option("--diff", "as_diff", is_flag=True,
               help="Compare two sides instead: exactly two PATHS, BASE and NEW (each a file or folder of runs); "
@@ -49,7 +52,8 @@ def _default_name(paths: tuple[str, ...]) -> str:
 @cluster_options
 def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...], model: str | None,
            title: str | None, include_text: bool, no_analysis: bool, no_replay: bool, skip_bad_lines: bool,
-           open_browser: bool, as_diff: bool, workers: int | None = None, scheduler: str | None = None) -> None:
+           serving_concurrency: str | None, open_browser: bool, as_diff: bool, workers: int | None = None,
+           scheduler: str | None = None) -> None:
     """Write one self-contained HTML report (opens offline, no network) for trace files or folders.
 
     \b
@@ -70,15 +74,17 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
 
     out = checked_output(output if output else Path("reports") / f"{_default_name(paths)}.html", (".html", ".htm"),
                          "an HTML report")
+    serving = _concurrency_list(serving_concurrency)
     trace = _load(paths, skip_bad_lines, workers, scheduler)
     err = Console(stderr=True)
     with err.status("analyzing", spinner="dots") if err.is_terminal else _null():
-        res = run_stages(trace, systems, model, analysis=not no_analysis, replay=not no_replay)
+        res = run_stages(trace, systems, model, analysis=not no_analysis, replay=not no_replay, serving=serving)
     if title is None:
         title = Path(paths[0]).name + (f" and {len(paths) - 1} more input{'s' if len(paths) > 2 else ''}"
                                        if len(paths) > 1 else "")
     payload = build_payload(trace, analysis=res.analysis, replay=res.replay, cache=res.cache, title=title,
-                            include_text=include_text, notes=res.notes, cache_model=res.cache_model)
+                            include_text=include_text, notes=res.notes, cache_model=res.cache_model,
+                            serving=res.serving)
     try:
         out.write_text(render_payload(payload), encoding="utf-8")
     except OSError as e:
@@ -86,6 +92,21 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
     show(report_view(str(out), out.stat().st_size, payload))
     if open_browser:
         webbrowser.open(out.resolve().as_uri())
+
+
+def _concurrency_list(text: str | None) -> list[int] | None:
+    """``1,8,50`` -> [1, 8, 50]; ``none`` -> []; None -> None (the default rule)."""
+    if text is None:
+        return None
+    if text.strip().lower() == "none":
+        return []
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise AgentprofError(f"--serving-concurrency {text!r}: expected whole numbers like 1,8,50 or 'none'") from None
+    if not vals or min(vals) < 1:
+        raise AgentprofError(f"--serving-concurrency {text!r}: expected whole numbers >= 1 like 1,8,50 or 'none'")
+    return vals
 
 
 class _null:

@@ -79,16 +79,19 @@ def render_payload(payload: dict[str, Any]) -> str:
 
 def render(trace: Trace, analysis: Any = None, replay: Any = None, cache: Any = None, *,
            title: str | None = None, include_text: bool = False, notes: dict[str, str] | None = None,
-           max_spans: int = DEFAULT_MAX_SPANS, cache_model: str | None = None) -> str:
+           max_spans: int = DEFAULT_MAX_SPANS, cache_model: str | None = None,
+           serving: dict[str, Any] | None = None) -> str:
     """One self-contained HTML report of ``trace`` and whichever stage results are given.
 
     ``analysis`` (an ``Analysis`` or its ``to_dict()``), ``replay`` (a ``ReplayResult`` or dict) and ``cache``
     (a capacity sweep, or ``[(label, sweep), ...]`` for ``cache_model``) are optional: a panel whose input is
     missing says so, with the reason from ``notes`` (``{"analysis": "...", "replay": "...", "cache": "..."}``)
     when given. Prompt text is included only with ``include_text`` and only where the trace captured it.
+    ``serving`` is a concurrency sweep (:func:`agentprof.replay.serving.sweep.sweep`) for the serving panel.
     """
     payload = build_payload(trace, analysis=analysis, replay=replay, cache=cache, title=title,
-                            include_text=include_text, notes=notes, max_spans=max_spans, cache_model=cache_model)
+                            include_text=include_text, notes=notes, max_spans=max_spans, cache_model=cache_model,
+                            serving=serving)
     return render_payload(payload)
 
 

@@ -16,7 +16,7 @@ from agentprof.report.timeline import DEFAULT_MAX_SPANS, build_timeline
 from agentprof.trace import Trace
 
 _ABSOLUTE_AFTER_NS = 10**17  # 1973: earlier "times" are offsets from a session start, not dates
-_STAGE_NAMES = {"analysis": "Analysis", "cache": "Cache simulation", "replay": "Replay"}
+_STAGE_NAMES = {"analysis": "Analysis", "cache": "Cache simulation", "replay": "Replay", "serving": "Serving"}
 
 
 def as_dict(result: Any) -> dict[str, Any] | None:
@@ -39,7 +39,8 @@ def _basename(p: str) -> str:
 
 def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache: Any = None, *,
                   title: str | None = None, include_text: bool = False, notes: dict[str, str] | None = None,
-                  max_spans: int = DEFAULT_MAX_SPANS, cache_model: str | None = None) -> dict[str, Any]:
+                  max_spans: int = DEFAULT_MAX_SPANS, cache_model: str | None = None,
+                  serving: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything the page shows, as plain JSON-safe data (see ``docs/REPORT.md`` for the layout).
 
     ``cache`` is a capacity sweep or a list of ``(label, sweep)``; ``cache_model`` names the model whose KV
@@ -61,7 +62,7 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
     meta = trace.meta
     name = title or meta.name or (_basename(meta.sources[0]) if meta.sources else "") or "agent trace"
     missing = trace_gaps(fig)
-    given = {"analysis": a is not None, "cache": bool(cache), "replay": r is not None}
+    given = {"analysis": a is not None, "cache": bool(cache), "replay": r is not None, "serving": serving is not None}
     for stage, why in notes.items():
         if not given.get(stage, False):  # notes on stages that ran are shown in their panel instead
             missing.append(f"{_STAGE_NAMES.get(stage, stage)}: {why}")
@@ -89,6 +90,8 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
         "redundancy": results.redundancy_panel(analysis, a, labels, notes.get("analysis")),
         "cache": results.cache_panel(cache, notes.get("cache"), cache_model),
         "whatif": results.whatif_panel(r, notes.get("replay"), hl),
+        "serving": ({"status": "ok", **serving} if serving else
+                    {"status": "missing", "reason": notes.get("serving") or "no serving simulation in this report"}),
         "corpus": results.corpus_panel(spans, a, fig),
         "flame": _flame(trace, analysis),
     }

@@ -16,6 +16,8 @@ from agentprof.trace import Trace
 
 DEFAULT_SYSTEMS = ("h200+x86", "jalapeno", "rubin+vera")
 """Replayed when no ``--system`` is given: a GPU with an x86 host, OpenAI's Jalapeño, a GPU with a Vera host."""
+SERVING_MAX_SESSIONS = 100
+"""The report simulates serving by default only up to this many sessions (each point is one simulation)."""
 PROVIDER_TTL_S = 300.0
 """The provider-style curve uses Anthropic's default prompt-cache lifetime (5 minutes)."""
 
@@ -28,6 +30,7 @@ class StageResults:
     cache: list[tuple[str, Any]] | None = None
     cache_model: str | None = None
     replay: Any = None
+    serving: dict[str, Any] | None = None
     notes: dict[str, str] = field(default_factory=dict)
 
 
@@ -59,7 +62,8 @@ def _stand_in(replay_result: Any) -> str | None:
 
 
 def run_stages(trace: Trace, systems: Sequence[str] = (), model: str | None = None, analysis: bool = True,
-               cache: bool = True, replay: bool = True) -> StageResults:
+               cache: bool = True, replay: bool = True,
+               serving: Sequence[int] | None = None) -> StageResults:
     """Analyze; replay on ``systems`` (default :data:`DEFAULT_SYSTEMS`); sweep cache capacity for ``model``
     (default: the replay's stand-in for the traced model) — each as far as it can go. A system or model the
     caller named that the catalog rejects raises its :class:`AgentprofError`; any other failure becomes a
@@ -90,6 +94,7 @@ def run_stages(trace: Trace, systems: Sequence[str] = (), model: str | None = No
             out.notes["replay"] = _why(e)
     else:
         out.notes["replay"] = "not run (--no-replay)"
+    _serving_stage(out, trace, systems, model, replay, serving)
     if cache:
         cache_model = model or _stand_in(out.replay)
         if cache_model is None:
@@ -113,3 +118,31 @@ def run_stages(trace: Trace, systems: Sequence[str] = (), model: str | None = No
             except Exception as e:
                 out.notes["cache"] = _why(e)
     return out
+
+
+def _serving_stage(out: StageResults, trace: Trace, systems: Sequence[str], model: str | None, replay: bool,
+                   serving: Sequence[int] | None) -> None:
+    """TTFT p99 and tasks/hour against concurrency per system (the serving panel), when it is affordable."""
+    if not replay:
+        out.notes["serving"] = "not run (--no-replay)"
+        return
+    if serving is not None and not list(serving):
+        out.notes["serving"] = "not run (--serving-concurrency none)"
+        return
+    try:
+        import polars as pl
+
+        from agentprof.replay.serving.sweep import DEFAULT_CONCURRENCY, sweep
+
+        n = trace.spans.filter((pl.col("kind") == "agent") & pl.col("parent_session_id").is_null()).height
+        if serving is None and n > SERVING_MAX_SESSIONS:
+            out.notes["serving"] = (f"{n:,} sessions: the serving simulation is not run by default above "
+                                    f"{SERVING_MAX_SESSIONS}; ask for it with --serving-concurrency 1,8,50")
+            return
+        out.serving = sweep(trace, list(systems) or _default_systems(), serving or DEFAULT_CONCURRENCY, model)
+    except AgentprofError:
+        if systems or model:
+            raise
+        out.notes["serving"] = _why(sys.exc_info()[1])  # type: ignore[arg-type]
+    except Exception as e:
+        out.notes["serving"] = _why(e)

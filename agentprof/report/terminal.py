@@ -277,10 +277,32 @@ def report_view(path: str, size_bytes: int, payload: dict[str, Any]) -> Renderab
     elif hl.get("amdahl_bound_s") is not None:
         lines.append(f"\nAmdahl bound {fmt_duration(hl['amdahl_bound_s'])}"
                      + (f", at most {fmt_x(hl['max_speedup'])} faster" if hl.get("max_speedup") else ""))
+    sv = payload.get("serving") or {}
+    if sv.get("status") == "ok":
+        parts.append(serving_view(sv))
     if payload.get("missing"):
         parts.append(Panel(Text("\n".join("• " + m for m in payload["missing"])), title="not in this report",
                            title_align="left", border_style="yellow", expand=False))
     return Group(*parts)
+
+
+def serving_view(sv: dict[str, Any]) -> RenderableType:
+    """The serving panel: TTFT p99 and tasks/hour against concurrency for each system."""
+    from rich.table import Table
+
+    conc = sv["concurrency"]
+    t = Table(title=f"serving {sv['sessions']} session(s) as {sv['model']} ({sv['cache']}): "
+                    "TTFT p99 · tasks/hour by concurrency", title_justify="left")
+    t.add_column("system")
+    for n in conc:
+        t.add_column(str(n), justify="right")
+    for row in sv["systems"]:
+        if row.get("error"):
+            t.add_row(row["system"], *["—"] * len(conc))
+            continue
+        t.add_row(row["system"], *[f"{fmt_duration(a)} · {b:.1f}/h" if b else f"{fmt_duration(a)} · —"
+                                   for a, b in zip(row["ttft_p99_s"], row["tasks_per_hour"], strict=True)])
+    return t
 
 
 def show(renderable: RenderableType, console: Console | None = None) -> None:

@@ -6,19 +6,8 @@ import json
 
 import pytest
 
-from agentprof.cli import main
-
+from ..cli_support import run
 from .analysis_helpers import SAMPLES
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_analyze_json_on_a_folder(capsys):

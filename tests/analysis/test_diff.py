@@ -11,9 +11,10 @@ from scipy.stats import false_discovery_control, mannwhitneyu
 from agentprof import semconv as sc
 from agentprof.analysis.active import agent_active_s
 from agentprof.analysis.diff import adjust, diff, mann_whitney, min_p
-from agentprof.cli import main
 from agentprof.errors import AgentprofError
 from agentprof.trace import Trace, TraceMeta, spans_from_records
+
+from ..cli_support import run
 
 T0 = 1_700_000_000_000_000_000
 S = 1_000_000_000
@@ -107,16 +108,6 @@ def test_too_few_runs_say_so():
     res = diff(runs_trace(3, 1.0), runs_trace(3, 3.0, prefix="n"))
     assert not res.significant
     assert any("smallest possible p-value" in n for n in res.notes)
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_cli_needs_two_unambiguous_sides(capsys, tmp_path):

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentprof.cli import main
+from ..cli_support import run
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "traces" / "samples"
@@ -54,16 +54,6 @@ def _cases(fmt: str) -> dict[str, bytes]:
         "hello world": b'{"hello": "world"}\n',
         "not UTF-8": raw[:i + 1] + b"\xff\xfe" + raw[i + 1:],
     }
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _one_error_line(err: str, path: Path) -> None:

@@ -11,23 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from agentprof.cli import main
 from agentprof.report.notebook import html_for
 from agentprof.report.stages import run_stages
 
+from ..cli_support import run
 from .hostile import HUGE, PAYLOADS, write_hostile
 
 _RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")

@@ -791,6 +791,69 @@
     sec.appendChild(h("p", { class: "hint" }, "An LRU hierarchy keeps the most recently used prefixes in its fastest tier: with HBM of size A in front of CPU memory of size B, HBM serves the hits the curve shows at A, and the CPU tier adds those between A and A + B."));
   }
 
+
+  /* ---------- serving: many sessions on one system ---------- */
+  function servingChart(V, key, label, logY, fmt) {
+    var f = chartFrame(480, 260, { l: 76, r: 14, t: 12, b: 42 });
+    var conc = V.concurrency, vals = [];
+    V.systems.forEach(function (r) { (r[key] || []).forEach(function (v) { if (isNum(v) && (!logY || v > 0)) vals.push(v); }); });
+    if (!vals.length) return null;
+    var lo = Math.min.apply(null, vals), hi = Math.max.apply(null, vals);
+    var cx0 = Math.log(conc[0]), cx1 = Math.log(conc[conc.length - 1]);
+    if (!(cx1 > cx0)) cx1 = cx0 + 1;
+    var x = function (n) { return (Math.log(n) - cx0) / (cx1 - cx0) * f.w; };
+    var y, tks;
+    if (logY) {
+      var e0 = Math.floor(Math.log10(lo)), e1 = Math.ceil(Math.log10(hi));
+      if (e1 <= e0) e1 = e0 + 1;
+      y = function (v) { return f.h - (Math.log10(Math.max(v, Math.pow(10, e0))) - e0) / (e1 - e0) * f.h; };
+      tks = []; for (var e = e0; e <= e1; e++) tks.push(Math.pow(10, e));
+    } else {
+      hi = hi > 0 ? hi * 1.1 : 1;
+      y = function (v) { return f.h - v / hi * f.h; };
+      tks = ticks(0, hi, 5);
+    }
+    axisLeft(f, y, tks, fmt, label);
+    axisBottom(f, x, conc, function (n) { return String(n); }, "concurrent sessions");
+    V.systems.forEach(function (r, i) {
+      if (!r[key]) return;
+      var col = SERIES[i % SERIES.length];
+      f.svg.appendChild(s("path", { d: pathOf(conc, r[key], x, y, f), fill: "none", stroke: col, "stroke-width": 2 }));
+      conc.forEach(function (n, k) {
+        var v = r[key][k];
+        if (!isNum(v)) return;
+        var dot = s("circle", { cx: f.m.l + x(n), cy: f.m.t + y(v), r: 3.5, fill: col, class: "sv-dot" });
+        titled(dot, r.system + " at " + n + ": " + label + " " + fmt(v));
+        f.svg.appendChild(dot);
+      });
+    });
+    return f.svg;
+  }
+  function renderServing() {
+    var V = D.serving || {};
+    var sec = panel("serving", "Serving many sessions",
+      "The sessions replayed together on each system: calls issued as each session's tools and waits end, continuous batching with chunked prefill, KV-capacity admission and a shared prefix cache. TTFT p99 and finished tasks per hour against the number of concurrent sessions.");
+    if (V.status !== "ok") { missing(sec, V.reason || "no serving simulation in this report"); return; }
+    sec.appendChild(h("p", { class: "hint" }, fmtInt(V.sessions) + " session(s) served as " + V.model + ", " + V.cache + "."));
+    var row = h("div", { class: "sv-charts" });
+    var a = servingChart(V, "ttft_p99_s", "TTFT p99", true, function (v) { return fmtDur(v); });
+    var b = servingChart(V, "tasks_per_hour", "tasks / hour", false, function (v) { return v >= 10 ? v.toFixed(0) : v.toFixed(1); });
+    if (a) row.appendChild(h("div", { class: "chart sv-ttft" }, a));
+    if (b) row.appendChild(h("div", { class: "chart sv-tph" }, b));
+    sec.appendChild(row);
+    sec.appendChild(legendRow(V.systems.map(function (r, i) { return { color: SERIES[i % SERIES.length], label: r.system + (r.error ? " (not served: " + r.error + ")" : "") }; })));
+    var head = h("tr", null, [h("th", null, "system")].concat(V.concurrency.map(function (n) { return h("th", { class: "r" }, String(n)); })));
+    var body = V.systems.map(function (r) {
+      return h("tr", null, [h("td", null, r.system)].concat(V.concurrency.map(function (n, k) {
+        if (r.error) return h("td", { class: "r muted" }, "—");
+        return h("td", { class: "r" }, fmtDur(r.ttft_p99_s[k]) + " · " + (isNum(r.tasks_per_hour[k]) ? r.tasks_per_hour[k].toFixed(1) + "/h" : "—") + " · hits " + fmtPct(r.hit_share[k], 0));
+      })));
+    });
+    sec.appendChild(h("table", { class: "t sv-table" }, [h("thead", null, head), h("tbody", null, body)]));
+    var why = V.systems.filter(function (r) { return r.why; }).map(function (r) { return h("li", null, r.system + " at " + V.concurrency[V.concurrency.length - 1] + ": " + r.why); });
+    if (why.length) sec.appendChild(h("div", { class: "callout sv-why" }, [h("h3", null, "Why"), h("ul", null, why)]));
+  }
+
   /* ---------- device what-if ---------- */
   function renderWhatIf() {
     var W = D.whatif || {};
@@ -1041,6 +1104,7 @@
     guard("redundancy", renderRedundancy);
     guard("cache", renderCache);
     guard("what-if", renderWhatIf);
+    guard("serving", renderServing);
     guard("slowest", renderSlow);
     guard("corpus", renderCorpus);
   }

@@ -1,0 +1,184 @@
+"""InferenceX benchmark points as a special case of the serving simulation (``devices check --simulate``).
+
+A point is ``conc`` closed-loop clients sending fixed-length requests back to back (input and output lengths
+uniform in [0.8 L, L] as the benchmark draws them, no prefix reuse). Each aggregated point runs through the
+same engine and step costs as agent sessions; its median TTFT, TPOT and end-to-end latency replace the
+analytic formulas' queueing and interference terms. Disaggregated points (separate prefill workers) are not
+simulated: they keep the analytic prediction and are counted apart.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from agentprof.catalog import CatalogError
+from agentprof.catalog.hardware import HardwareCatalog, load_catalog
+from agentprof.catalog.serving import load_serving
+from agentprof.replay.calibration import Fitted, step_params
+from agentprof.replay.costmodel import Deployment
+from agentprof.replay.fidelity import METRICS, Check, check, summarize
+from agentprof.replay.points import point_features
+from agentprof.replay.serving.scheduler import Engine, Options
+from agentprof.replay.serving.sessions import SessionPlan
+from agentprof.replay.serving.stepcost import StepCost
+
+MEM_UTIL = 0.9
+MIN_REQUESTS = 256
+WARMUP = 1  # leading requests per client left out of the statistics (the synchronized first wave)
+
+
+def benchmark_plan(conc: int, isl: float, osl: float, per_client: int, shared_fraction: float = 0.0,
+                   spread: float = 0.2) -> SessionPlan:
+    """``conc`` clients of ``per_client`` requests each, lengths spread uniformly over [(1 − spread) L, L];
+    the first ``shared_fraction`` of every prompt is one prefix all requests share (a measured hit rate)."""
+    n = conc * per_client
+    u = (np.arange(n) * 0.6180339887) % 1.0  # a low-discrepancy spread instead of random draws
+    inp = np.round(isl * (1.0 - spread + spread * u))
+    out = np.round(osl * (1.0 - spread + spread * ((u * 7.0) % 1.0)))
+    start = np.arange(conc + 1, dtype=np.int64) * per_client
+    z = np.zeros(n)
+    offs = np.zeros(n + 1, dtype=np.int64)
+    ids = np.zeros(0, dtype=np.int64)
+    n_nodes = 0
+    if shared_fraction > 0:
+        blocks = (inp // 64).astype(np.int64)
+        shared = np.minimum(int(shared_fraction * isl // 64), blocks)
+        np.cumsum(blocks, out=offs[1:])
+        pos = np.arange(int(offs[-1])) - np.repeat(offs[:-1], blocks)
+        req = np.repeat(np.arange(n), blocks)
+        own = pos >= np.repeat(shared, blocks)
+        top = int(shared.max()) if shared.size else 0
+        ids = np.where(own, top + offs[:-1][req] + pos, pos).astype(np.int64)  # unique suffix, shared prefix
+        n_nodes = int(ids.max()) + 1 if ids.size else 0
+    return SessionPlan(
+        session_ids=[f"client-{i}" for i in range(conc)], start=start, head_s=np.zeros(conc), tail_s=np.zeros(conc),
+        recorded_s=np.ones(conc), gap_s=z.copy(), input_tokens=inp, output_tokens=np.maximum(out, 1.0),
+        fixed_s=np.full(n, np.nan), node_offsets=offs, node_ids=ids, block_size=64, n_nodes=n_nodes, span_ids=[str(i) for i in range(n)], trace_ids=["bench"] * n, models=[None] * n,
+        cache_read=z.copy(), cache_write=z.copy(), reuse_tokens=z.copy())
+
+
+def simulate_point(dep: Deployment, params: Any, conc: int, isl: float, osl: float, budget: float,
+                   shared_fraction: float = 0.0, spread: float = 0.2,
+                   stat: Any = np.nanmedian) -> tuple[float, float, float]:
+    """TTFT, TPOT and end-to-end latency (``stat``: median by default) of one benchmark point in the simulation."""
+    per_client = max(2, math.ceil(MIN_REQUESTS / conc))
+    plan = benchmark_plan(conc, isl, osl, per_client, shared_fraction, spread)
+    cost = StepCost(dep, params, MEM_UTIL, 64e9, 25e9)
+    top = int(shared_fraction * isl // 64)
+    warm = np.arange(top, dtype=np.int64) if top else None  # the measured hits: the shared prefix starts cached
+    eng = Engine(plan, cost, Options(concurrency=conc, replicas=1, budget_tokens=budget, warm_ids=warm)).run()
+    keep = (eng.req_call % per_client) >= min(WARMUP, per_client - 1)
+    ttft = (eng.first_t - eng.issue_t)[keep]
+    tpot = np.where(eng.out > 1, (eng.done_t - eng.first_t) / np.maximum(eng.out - 1.0, 1.0), np.nan)[keep]
+    e2e = (eng.done_t - eng.issue_t)[keep]
+    return float(stat(ttft)), float(stat(tpot)), float(stat(e2e))
+
+
+def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None) -> Check:
+    """Like :func:`agentprof.replay.fidelity.check`, with aggregated points predicted by the simulation."""
+    cat = cat or load_catalog()
+    base = check(df, fitted, cat)
+    f = point_features(df, cat)
+    t = base.table
+    rows = df.select([c for c in df.columns if c not in ("notes", "source_file", "provenance")]).to_dicts()
+    budgets = load_serving()
+    vendor = {k: a.vendor for k, a in cat.accelerators.items()}
+    pred = {m: t[f"pred_{m}"].to_numpy().astype(float).copy() for m in METRICS}
+    simulated = np.zeros(t.height, dtype=bool)
+    deps: dict[tuple, Deployment] = {}
+    for j, (key, row) in enumerate(zip(f.keys, rows, strict=True)):
+        if key is None or not t["covered"][j] or f.disagg[j]:
+            continue
+        acc = cat.accelerators[key.hardware]
+        model = cat.models[key.model]
+        dpa = bool(row.get("dp_attention") or False)
+        g = int(f.g_dec[j])
+        try:
+            dk = (key.hardware, key.model, key.precision, g, dpa)
+            dep = deps.get(dk) or deps.setdefault(dk, Deployment(model, acc, key.precision, g, dpa))
+        except CatalogError:
+            continue
+        e, _ = fitted.lookup(key, vendor.get(key.hardware, ""))
+        p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0).with_(attn_eff=fitted.attn_eff)
+        budget, _ = budgets.budget_tokens(key.framework)
+        ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget)
+        pred["ttft"][j], pred["tpot"][j], pred["e2e"][j] = ttft, tpot, e2e
+        simulated[j] = True
+    t = t.with_columns(*(pl.Series(f"pred_{m}", pred[m]) for m in METRICS), pl.Series("simulated", simulated))
+    for m in METRICS:
+        t = t.with_columns(
+            pl.when(pl.col("covered") & (pl.col(f"meas_{m}") > 0))
+            .then((pl.col(f"pred_{m}") - pl.col(f"meas_{m}")).abs() / pl.col(f"meas_{m}"))
+            .otherwise(None).alias(f"ape_{m}"))
+    n_dis = int((t["covered"] & ~t["simulated"]).sum())
+    notes = [f"{int(simulated.sum())} aggregated point(s) simulated"]
+    if n_dis:
+        notes.append(f"{n_dis} covered point(s) are disaggregated (or not simulable) and keep the analytic prediction")
+    return Check(t, notes)
+
+
+def summary_with_slices(ch: Check) -> dict[str, Any]:
+    """The usual summary plus the simulated points alone and the concurrency >= 64 slice."""
+    t = ch.table
+    out = summarize(t)
+    out["simulated_only"] = summarize(t.filter(pl.col("simulated")))
+    out["conc_ge_64"] = summarize(t.filter(pl.col("conc") >= 64))
+    out["notes"] = ch.notes
+    return out
+
+
+def simulate_cross_validate(df: pl.DataFrame, cat: HardwareCatalog | None = None,
+                            by: tuple[str, str] = ("isl", "osl")) -> dict[str, Any]:
+    """Fit on each ISL/OSL setting, check the others through the simulation (pooled and per fold)."""
+    from agentprof.replay.calibration import fit, load_fitted
+
+    cat = cat or load_catalog()
+    attn_eff = load_fitted().attn_eff
+    tables, folds = [], []
+    for s in df.select(*by).unique().sort(*by).rows():
+        same = pl.all_horizontal([pl.col(c) == v for c, v in zip(by, s, strict=True)])
+        train, test = df.filter(same), df.filter(~same)
+        if not test.height:
+            continue
+        ch = simulate_check(test, fit(train, cat, attn_eff), cat)
+        folds.append({"fit_on": "/".join(str(v) for v in s), **summary_with_slices(ch)})
+        tables.append(ch.table)
+    pooled = summary_with_slices(Check(pl.concat(tables))) if tables else {}
+    return {"pooled": pooled, "folds": folds}
+
+
+def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None) -> dict[str, Any]:
+    """The AgentX Kimi K2.5 trace-replay points through the simulation: ``conc`` clients, the measured mean
+    prompt and output, the measured server hit rate as a shared cached prefix; mean TTFT and ITL against the
+    measured means, over every point with measurements and over the healthy slice (hit rate >= 0.9)."""
+    from agentprof.replay.agentic import HEALTHY_HIT, deployed_points
+
+    cat = cat or load_catalog()
+    budgets = load_serving()
+    rows = []
+    measured = df.filter(pl.col("mean_ttft").is_not_null() & pl.col("mean_itl").is_not_null())
+    for r, hw, dep, p, how in deployed_points(measured, fitted, cat, fitted.attn_eff):
+        hit = float(r["server_gpu_cache_hit_rate"] or 0.0)
+        budget, _ = budgets.budget_tokens(str(r["framework"]).lower())
+        ttft, itl, _ = simulate_point(dep, p, int(r["conc"]), float(r["mean_input_tokens"]),
+                                      float(r["mean_output_tokens_actual"]), budget, shared_fraction=hit,
+                                      spread=0.0, stat=np.nanmean)
+        rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(r["conc"]), "hit_rate": hit, "calibration": how,
+                     "meas_ttft": r["mean_ttft"], "pred_ttft": ttft, "meas_itl": r["mean_itl"], "pred_itl": itl})
+    t = pl.DataFrame(rows)
+    if not t.height:
+        return {"points": 0}
+    t = t.with_columns(((pl.col("pred_ttft") - pl.col("meas_ttft")).abs() / pl.col("meas_ttft")).alias("a_ttft"),
+                       ((pl.col("pred_itl") - pl.col("meas_itl")).abs() / pl.col("meas_itl")).alias("a_itl"))
+
+    def stats(g: pl.DataFrame) -> dict[str, Any]:
+        return {"points": g.height, "median_ape_ttft": float(g["a_ttft"].median()) if g.height else None,
+                "median_ape_itl": float(g["a_itl"].median()) if g.height else None}
+
+    healthy = t.filter(pl.col("hit_rate") >= HEALTHY_HIT)
+    return {**stats(t), "healthy": stats(healthy), "healthy_conc_le_8": stats(healthy.filter(pl.col("conc") <= 8)),
+            "by_hardware": {str(k[0]): stats(g) for k, g in t.group_by("hardware")}, "table": t.to_dicts()}

@@ -1,0 +1,147 @@
+"""``agentprof capacity`` and the serving-simulation options and panel shared with ``agentprof replay``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+_CTX = {"help_option_names": ["-h", "--help"]}
+
+
+def serving_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The simulation flags (shared by ``replay`` and ``capacity``)."""
+    for dec in reversed([
+        click.option("--router", type=click.Choice(["prefix-affinity", "round-robin"]), default="prefix-affinity",
+                     show_default=True, help="How requests pick a replica when a system runs several."),
+        click.option("--cap-wait", type=float, metavar="SECONDS",
+                     help="Cap each human wait (user, permission, idle) at SECONDS in the simulation."),
+        click.option("--arrival-rate", type=float, metavar="PER_HOUR",
+                     help="Sessions arrive as a Poisson process (sessions/hour) instead of a closed loop."),
+        click.option("--cache-ttl", type=float, metavar="SECONDS",
+                     help="Provider-style TTL: cached blocks unused for SECONDS no longer hit."),
+        click.option("--hash-scope", type=click.Choice(["global", "session"]), default="global",
+                     show_default=True,
+                     help="global: sessions sharing a prefix hit each other's blocks; session: private caches."),
+    ]):
+        f = dec(f)
+    return f
+
+
+def serving_config(concurrency: int, router: str, cap_wait: float | None, arrival_rate: float | None,
+                   cache_ttl: float | None, hash_scope: str) -> Any:
+    from agentprof.replay.serving import ServingConfig
+
+    cfg = ServingConfig(concurrency=concurrency, router=router, cap_wait_s=cap_wait, arrival_rate_per_h=arrival_rate,
+                        ttl_s=cache_ttl, scope=hash_scope)
+    cfg.check()
+    return cfg
+
+
+def _s(v: float | None) -> str:
+    if v is None:
+        return "—"
+    if v >= 3600:
+        return f"{v / 3600:.2f} h"
+    if v >= 60:
+        return f"{v / 60:.1f} min"
+    if v >= 1:
+        return f"{v:.2f} s"
+    return f"{v * 1e3:.0f} ms"
+
+
+def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: str) -> None:
+    """The serving panel: per system, latency percentiles, throughput, hits by tier, energy and cost."""
+    from rich.table import Table
+
+    t = Table(title=title)
+    for c in ("system", "conc.", "TTFT p50 / p99", "TPOT p50", "queue p99", "task p50", "tasks/h", "tasks/h/kW",
+              "hits HBM/CPU/disk", "busy", "Wh/task", "$/task (self / API)"):
+        t.add_column(c, justify="left" if c == "system" else "right")
+    for name, d in rows:
+        h = d["hit_share"]
+        cost = d.get("cost_per_task") or {}
+        t.add_row(name, str(d["concurrency"]), f"{_s(d['ttft_s']['p50'])} / {_s(d['ttft_s']['p99'])}",
+                  _s(d["tpot_s"]["p50"]), _s(d["queue_s"]["p99"]), _s(d["task_s"]["p50"]),
+                  f"{d['tasks_per_hour']:.1f}" if d.get("tasks_per_hour") else "—",
+                  f"{d['tasks_per_hour_per_kw']:.2f}" if d.get("tasks_per_hour_per_kw") else "—",
+                  f"{h['hbm']:.0%}/{h['cpu']:.0%}/{h['disk']:.0%}", f"{d['utilization']:.0%}",
+                  f"{d['energy_wh_per_task']:.0f}" if d.get("energy_wh_per_task") else "—",
+                  f"{cost.get('self_hosted_usd', float('nan')):.2f} / {cost.get('provider_usd', float('nan')):.2f}")
+    console.print(t)
+    for name, d in rows:
+        console.print(f"[dim]{name}: {d['why']}[/dim]")
+    if rows:
+        p = rows[0][1].get("power") or {}
+        if p:
+            console.print(f"[dim]energy boundary: {p['boundary']}[/dim]")
+
+
+@click.command("capacity", context_settings=_CTX)
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--system", "-s", "systems", multiple=True, required=True, help="Serving system (repeatable).")
+@click.option("--slo", "slos", multiple=True, required=True, metavar="METRIC_PCT=VALUE",
+              help="Latency bound, e.g. ttft_p99=5s, tpot_p99=50ms, queue_p90=1s (repeatable; all must hold).")
+@click.option("--model", help="Serve every call as this catalog model (default: the recorded one or its stand-in).")
+@click.option("--cache-policy", default="prefix", show_default=True,
+              help="prefix (HBM prefix cache) | lmcache:cpu=SIZE[,disk=SIZE] (adds CPU and disk tiers)")
+@click.option("--max-concurrency", type=click.IntRange(min=1), default=1024, show_default=True,
+              help="Largest concurrency to try.")
+@serving_options
+@click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[str, ...], model: str | None,
+                 cache_policy: str, max_concurrency: int, router: str, cap_wait: float | None,
+                 arrival_rate: float | None, cache_ttl: float | None, hash_scope: str, catalogs: tuple[str, ...],
+                 as_json: bool) -> None:
+    """How many agent sessions can each system serve within a latency SLO?
+
+    Simulates the sessions of PATHS at growing concurrency (doubling, then bisecting) and reports the largest
+    that meets every --slo, with tasks per hour, tasks per hour per kW, energy and cost per task.
+
+    \b
+    Examples:
+      agentprof capacity traces/samples/kv-cache-tester -s h200+x86 -s rubin+vera --slo ttft_p99=30s
+      agentprof capacity traces/ -s jalapeno --slo ttft_p99=5s --slo tpot_p99=50ms \\
+          --cache-policy lmcache:cpu=2TB --json
+    """
+    from rich.console import Console
+
+    from agentprof.importers import load_any
+    from agentprof.replay.cachepolicy import parse_policy
+    from agentprof.replay.cli import _catalog
+    from agentprof.replay.serving.capacity import capacity
+
+    cfg = serving_config(1, router, cap_wait, arrival_rate, cache_ttl, hash_scope)
+    policy = parse_policy(cache_policy)
+    if policy.kind == "none":
+        from agentprof.errors import AgentprofError
+
+        raise AgentprofError("capacity needs a cache policy: prefix or lmcache:cpu=SIZE[,disk=SIZE]")
+    if policy.kind == "lmcache":
+        cfg.cpu_bytes, cfg.disk_bytes = policy.cpu_bytes, policy.disk_bytes
+    cat = _catalog(catalogs)
+    trace = load_any(list(paths))
+    res = capacity(trace, list(systems), list(slos), model=model, base=cfg, catalog=cat,
+                   max_concurrency=max_concurrency)
+    if as_json:
+        click.echo(json.dumps(res, indent=2, default=str))
+        return
+    console = Console()
+    slo = ", ".join(f"{s['metric']}_{s['percentile']} <= {_s(s['bound_s'])}" for s in res["slo"])
+    console.print(f"capacity at {slo}: {res['sessions']} session(s), {res['calls']} calls as {res['model']}")
+    ok = [(r["system"], r["serving"]) for r in res["systems"] if r.get("serving")]
+    print_serving(console, ok, "largest concurrency that meets the SLO")
+    for r in res["systems"]:
+        if r.get("error"):
+            console.print(f"[red]{r['system']}: {r['error']}[/red]")
+        elif r.get("first_failing"):
+            f = r["first_failing"]
+            vals = ", ".join(f"{k[:-2]} {_s(v)}" for k, v in f.items() if k != "concurrency")
+            console.print(f"[dim]{r['system']}: concurrency {f['concurrency']} breaks it ({vals})[/dim]")
+        else:
+            console.print(f"[dim]{r['system']}: meets the SLO up to --max-concurrency {res['max_concurrency']}[/dim]")
+    for n in res["notes"]:
+        console.print(f"[dim]note: {n}[/dim]")

@@ -1,0 +1,148 @@
+"""The ``serving`` object of a simulated system: latency percentiles, throughput, cache hits by tier,
+utilization, energy and cost per finished task, and the facts that explain them (calls in flight, queue).
+
+Definitions: TTFT = first token − issue (the request overhead, queue, KV loads and prefill included); TPOT =
+(last token − first token)/(output − 1); queue = time waiting for admission. Tasks per hour are the steady
+state of the closed loop (Little's law: active sessions / mean task time), not finished tasks over a
+makespan that ends in a drain. Energy = mean system power (idle + (busy − idle) × utilization, the catalog's
+power boundary) / tasks per hour; cost = system price per hour / tasks per hour.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from agentprof.catalog.serving import ServingCatalog
+from agentprof.replay.serving.scheduler import EngineResult
+from agentprof.replay.serving.sessions import SessionPlan
+
+POWER_BOUNDARY = ("all-in draw of the system's accelerators with their share of host CPUs, NICs, switches and "
+                  "cooling (SemiAnalysis all-in kW per GPU); facility overhead (PUE) excluded")
+
+
+def pcts(x: np.ndarray, qs: tuple[int, ...] = (50, 90, 99)) -> dict[str, float | None]:
+    x = x[np.isfinite(x)]
+    if not x.size:
+        return {f"p{q}": None for q in qs}
+    v = np.percentile(x, qs)
+    return {f"p{q}": float(a) for q, a in zip(qs, v, strict=True)}
+
+
+def provider_cost(plan: SessionPlan, eng: EngineResult, cat: ServingCatalog) -> dict[str, Any] | None:
+    """Mean provider list price per task for the recorded models; cache reads/writes as recorded, else the
+    session's own prefix reuse (what an earlier call of the session had) as reads and the rest of each prompt
+    as writes, as a provider's prompt cache bills them. It does not depend on the simulated system."""
+    calls = eng.req_call
+    models = [plan.models[c] for c in calls.tolist()]
+    prices = [cat.provider_for(m) for m in models]
+    if not any(prices):
+        return None
+    rec_read = plan.cache_read[calls]
+    rec_write = plan.cache_write[calls]
+    recorded = bool((rec_read + rec_write).sum() > 0)
+    read = rec_read if recorded else plan.reuse_tokens[calls]
+    write = rec_write if recorded else np.maximum(eng.inp - read, 0.0)
+    fresh = np.maximum(eng.inp - read - write, 0.0)
+    usd = np.zeros(calls.size)
+    sources: dict[str, str] = {}
+    for i, p in enumerate(prices):
+        if p is None:
+            usd[i] = np.nan
+            continue
+        usd[i] = (fresh[i] * p.input.value + read[i] * p.cache_read.value + write[i] * p.cache_write.value
+                  + eng.out[i] * p.output.value) / 1e6
+        sources.setdefault(p.key, p.input.source)
+    n_tasks = max(int(np.isfinite(eng.sess_end).sum()), 1)
+    priced = np.isfinite(usd)
+    return {"usd_per_task": float(np.nansum(usd)) / n_tasks, "priced_calls": int(priced.sum()),
+            "unpriced_calls": int((~priced).sum()), "models": sorted(sources),
+            "basis": "recorded cache read/write tokens" if recorded else
+            "prefix reused from the session's earlier calls billed as cache reads, the rest of each prompt as cache writes (no cache tokens recorded)",
+            "sources": sources}
+
+
+def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system: str, replicas: int,
+                 cat: ServingCatalog, open_loop: bool) -> dict[str, Any]:
+    ttft = eng.first_t - eng.issue_t
+    multi = eng.out > 1.0
+    tpot = np.where(multi, (eng.done_t - eng.first_t) / np.maximum(eng.out - 1.0, 1.0), np.nan)
+    task = eng.sess_end - eng.sess_start
+    rec = plan.recorded_s[eng.sess_plan]
+    ok = np.isfinite(task) & (task > 0)
+    speed = rec[ok] / task[ok]
+    makespan = eng.makespan_s
+    n_inst = int(ok.sum())
+    active = float(task[ok].sum() / makespan) if open_loop and makespan > 0 else float(min(concurrency, n_inst))
+    mean_task = float(task[ok].mean()) if n_inst else float("nan")
+    tph = active * 3600.0 / mean_task if n_inst and mean_task > 0 else None
+    util = float(sum(eng.busy_s) / (makespan * replicas)) if makespan > 0 else 0.0
+    inp = float(eng.inp.sum())
+    hits = eng.hits.sum(axis=0)
+    out_per_task = float(eng.out.sum()) / max(n_inst, 1)
+    wait_mean = float(eng.queue_s.mean()) if eng.queue_s.size else 0.0
+    d: dict[str, Any] = {
+        "concurrency": concurrency, "sessions": n_inst, "calls": int(eng.req_call.size), "replicas": replicas,
+        "ttft_s": pcts(ttft), "tpot_s": pcts(tpot), "queue_s": pcts(eng.queue_s),
+        "kv_load_s": {**pcts(eng.load_s), "mean": float(eng.load_s.mean()) if eng.load_s.size else 0.0},
+        "task_s": pcts(task[ok], (50, 90)),
+        "task_speedup_median": float(np.median(speed)) if speed.size else None,
+        "tasks_per_hour": tph,
+        "output_tokens_per_s": (tph * out_per_task / 3600.0) if tph else None,
+        "hit_share": {"hbm": float(hits[0] / inp) if inp else 0.0, "cpu": float(hits[1] / inp) if inp else 0.0,
+                      "disk": float(hits[2] / inp) if inp else 0.0,
+                      "total": float(hits.sum() / inp) if inp else 0.0},
+        "utilization": util,
+        "calls_in_flight_mean": eng.mean_in_flight, "calls_in_flight_peak": eng.peak_in_flight,
+        "queue_wait_mean_s": wait_mean, "preemptions": eng.preemptions, "makespan_s": makespan,
+        "evicted_blocks": eng.evicted_blocks, "cold_calls": cold_calls(eng),
+    }
+    power = cat.power.get(system)
+    if power and tph:
+        busy, idle = power
+        kw = idle.value + (busy.value - idle.value) * util
+        d["energy_wh_per_task"] = kw * 1000.0 / tph
+        d["tasks_per_hour_per_kw"] = tph / kw
+        d["power"] = {"mean_kw": kw, "busy_kw": busy.value, "idle_kw": idle.value, "busy_source": busy.source,
+                      "idle_source": idle.source, "boundary": POWER_BOUNDARY}
+    else:
+        d["energy_wh_per_task"] = None
+    cost: dict[str, Any] = {}
+    price = cat.price.get(system)
+    if price and tph:
+        cost["self_hosted_usd"] = price.value / tph
+        cost["usd_per_hour"] = price.value
+        cost["usd_per_hour_source"] = price.source
+    prov = provider_cost(plan, eng, cat)
+    if prov:
+        cost["provider_usd"] = prov["usd_per_task"]
+        cost["provider"] = prov
+    d["cost_per_task"] = cost or None
+    return d
+
+
+def cold_calls(eng: EngineResult) -> dict[str, Any]:
+    """Calls that found less than half their prompt cached (session starts, evicted prefixes): their count
+    and median prompt, and the TTFT p99 of the other (warm) calls."""
+    hit = eng.hits.sum(axis=1)
+    cold = hit < 0.5 * eng.inp
+    ttft = eng.first_t - eng.issue_t
+    return {"count": int(cold.sum()), "median_prompt_tokens": float(np.median(eng.inp[cold])) if cold.any() else 0.0,
+            "ttft_p99_warm_s": pcts(ttft[~cold])["p99"], "ttft_p99_cold_s": pcts(ttft[cold])["p99"]}
+
+
+def why(d: dict[str, Any]) -> str:
+    """One sentence that explains the latency: calls in flight, cache hits by tier, queueing, cold calls."""
+    h = d["hit_share"]
+    c = d.get("cold_calls") or {}
+    q = d["queue_s"]
+    ttft = d["ttft_s"]
+    return (f"{d['concurrency']} sessions keep {d['calls_in_flight_mean']:.1f} calls in flight on average "
+            f"(peak {d['calls_in_flight_peak']}): agents spend most of their time in tools and waits; "
+            f"{h['total']:.0%} of prompt tokens hit the cache (HBM {h['hbm']:.0%}, CPU {h['cpu']:.0%}, "
+            f"disk {h['disk']:.0%}); queue p99 {q['p99'] or 0:.2f} s; TTFT p50 {ttft['p50'] or 0:.2f} s, "
+            f"p99 {ttft['p99'] or 0:.2f} s; server busy {d['utilization']:.0%} of the time; "
+            f"{c.get('count', 0)} cold call(s) (under half the prompt cached, median "
+            f"{c.get('median_prompt_tokens', 0):,.0f} tokens) have TTFT p99 {c.get('ttft_p99_cold_s') or 0:.2f} s, "
+            f"the warm ones {c.get('ttft_p99_warm_s') or 0:.2f} s.")

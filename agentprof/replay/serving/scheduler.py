@@ -1,0 +1,489 @@
+"""The discrete-event serving engine: sessions issue calls, a router picks a replica, each replica runs
+continuous batching with chunked prefill under a KV-capacity admission limit.
+
+Each replica admits queued requests while their KV (prompt plus generated tokens, in the deployed KV dtype)
+fits its pool; admission looks the prompt up in the shared cache, loads lower-tier hits over the host link,
+and prefills the rest in chunks of the framework's token budget alongside the running decodes. When decode
+growth overflows the pool, the latest-admitted request is preempted and recomputed later (vLLM's default).
+Stretches of pure decode between events advance in one macro-step (their per-step times summed in closed
+form), so the event count scales with calls, not tokens.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from agentprof.replay.serving.cache import TieredCache
+from agentprof.replay.serving.sessions import SessionPlan
+from agentprof.replay.serving.stepcost import StepCost
+
+LOAD, PREFILL, FIRST, DECODE = 0, 1, 2, 3
+EV_ISSUE, EV_ARRIVE, EV_STEP, EV_WAKE, EV_SESSION = 0, 1, 2, 3, 4
+ROUTERS = ("round-robin", "prefix-affinity")
+
+
+class Req:
+    """One model call in flight."""
+
+    __slots__ = ("call", "slot", "node_off", "issue_t", "arrive_t", "queued_t", "queue_s", "admit_t", "first_t",
+                 "done_t", "replica", "state", "inp", "out", "need", "cached", "todo", "done_pf",
+                 "timer", "gen", "hits", "preempted", "prompt_blocks", "ids", "load_s", "overhead", "ready_t")
+
+    def __init__(self, call: int, slot: int, ids: np.ndarray, issue_t: float, inp: float, out: float) -> None:
+        self.call, self.slot, self.ids = call, slot, ids
+        self.issue_t = issue_t
+        self.arrive_t = self.queued_t = self.admit_t = self.first_t = self.done_t = math.nan
+        self.queue_s = 0.0
+        self.replica = -1
+        self.state = LOAD
+        self.inp, self.out = inp, max(out, 1.0)
+        self.need = inp  # tokens to hold (prompt + generated so far)
+        self.cached = self.todo = self.done_pf = self.timer = self.gen = 0.0
+        self.hits = (0.0, 0.0, 0.0)
+        self.preempted = 0
+        self.prompt_blocks = 0
+        self.load_s = 0.0
+        self.overhead = 0.0  # waiting for a running step + decode work in its prefill steps
+        self.ready_t = math.nan
+
+
+@dataclass
+class Options:
+    """What the engine needs besides the plan and the step costs."""
+
+    concurrency: int
+    replicas: int
+    budget_tokens: float
+    router: str = "round-robin"
+    cpu_blocks: float = 0.0
+    disk_blocks: float = 0.0
+    hbm_blocks: float | None = None  # None: the KV pool; math.inf: unbounded (tests)
+    ttl_s: float | None = None
+    arrival_rate_per_h: float | None = None
+    seed: int = 0
+    copies: int = 1
+    ramp_s: float = 0.0  # slot i starts its first session at i * ramp_s
+    warm_ids: np.ndarray | None = None  # blocks already in every replica's HBM at the start (benchmarks)
+
+
+@dataclass
+class Replica:
+    queue: deque = field(default_factory=deque)
+    running: list = field(default_factory=list)
+    busy: bool = False
+    version: int = 0
+    kv_used: float = 0.0
+    prompt_blocks: int = 0
+    busy_s: float = 0.0
+    steps: int = 0
+    step_dec: list = field(default_factory=list)
+    step_pf: list = field(default_factory=list)
+    step_k: float = 0.0
+    wake_at: float = math.inf
+
+
+@dataclass
+class EngineResult:
+    """Per request (one row per simulated call instance) and per session instance, plus engine counters."""
+
+    req_call: np.ndarray
+    issue_t: np.ndarray
+    first_t: np.ndarray
+    done_t: np.ndarray
+    queue_s: np.ndarray
+    hits: np.ndarray  # (n, 3) tokens by tier
+    load_s: np.ndarray  # KV loaded from the CPU/disk tiers, seconds
+    inp: np.ndarray
+    out: np.ndarray
+    sess_plan: np.ndarray  # session index in the plan
+    sess_start: np.ndarray
+    sess_end: np.ndarray
+    makespan_s: float
+    busy_s: list[float]
+    queue_area: float
+    queue_entries: int
+    preemptions: int
+    oversize: int
+    peak_in_flight: int
+    mean_in_flight: float
+    evicted_blocks: dict[str, int]
+
+
+class Engine:
+    def __init__(self, plan: SessionPlan, cost: StepCost, opt: Options) -> None:
+        self.plan, self.cost, self.opt = plan, cost, opt
+        self.bs = plan.block_size
+        pool_blocks = cost.pool_tokens / self.bs
+        hbm = pool_blocks if opt.hbm_blocks is None else opt.hbm_blocks
+        self.unbounded = opt.hbm_blocks is not None and math.isinf(opt.hbm_blocks)
+        self.cache = TieredCache(plan.n_nodes * opt.copies, opt.replicas, hbm, opt.cpu_blocks, opt.disk_blocks,
+                                 opt.ttl_s)
+        self.reps = [Replica() for _ in range(opt.replicas)]
+        if opt.warm_ids is not None and opt.warm_ids.size:
+            for k in range(opt.replicas):
+                self.cache.hbm[k].touch(opt.warm_ids, 0.0)
+        self.heap: list = []
+        self.seq = 0
+        self.now = 0.0
+        self.rr = 0
+        self.done: list[Req] = []
+        self.q_len = 0
+        self.q_last = 0.0
+        self.q_area = 0.0
+        self.q_entries = 0
+        self.preemptions = 0
+        self.oversize = 0
+        self.in_flight = 0
+        self.in_flight_area = 0.0
+        self.in_flight_last = 0.0
+        self.peak_in_flight = 0
+
+    # --- bookkeeping -------------------------------------------------------------------------------------
+    def _push(self, t: float, kind: int, a: object, b: object = None) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, kind, a, b))
+
+    def _q(self, delta: int) -> None:
+        self.q_area += self.q_len * (self.now - self.q_last)
+        self.q_last = self.now
+        self.q_len += delta
+
+    def _flight(self, delta: int) -> None:
+        self.in_flight_area += self.in_flight * (self.now - self.in_flight_last)
+        self.in_flight_last = self.now
+        self.in_flight += delta
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+
+    # --- sessions ----------------------------------------------------------------------------------------
+    def run(self) -> EngineResult:
+        p, o = self.plan, self.opt
+        n_inst = max(p.n_sessions, o.concurrency) if o.copies > 1 else p.n_sessions
+        self.order = [(i % p.n_sessions, i // p.n_sessions) for i in range(n_inst)]
+        self.sess_start = np.full(n_inst, np.nan)
+        self.sess_end = np.full(n_inst, np.nan)
+        self.next_inst = 0
+        self.waiting_sessions: deque = deque()
+        slots = min(o.concurrency, n_inst)
+        if o.arrival_rate_per_h:
+            rng = np.random.default_rng(o.seed)
+            arrivals = np.cumsum(rng.exponential(3600.0 / o.arrival_rate_per_h, n_inst))
+            for i, t in enumerate(arrivals.tolist()):
+                self._push(t, EV_SESSION, i, "arrive")
+            self.free_slots = slots
+        else:
+            self.free_slots = 0
+            for i in range(slots):
+                self._push(i * o.ramp_s, EV_SESSION, self.next_inst, "start")
+                self.next_inst += 1
+        while self.heap:
+            t, _, kind, a, b = heapq.heappop(self.heap)
+            self.now = t
+            if kind == EV_STEP:
+                self._end_step(a, b)
+            elif kind == EV_ARRIVE:
+                self._arrive(a)
+            elif kind == EV_ISSUE:
+                self._issue(a, b)
+            elif kind == EV_WAKE:
+                rep = self.reps[a]
+                if rep.wake_at == t:
+                    rep.wake_at = math.inf
+                    if not rep.busy:
+                        self._start_step(a)
+            elif kind == EV_SESSION:
+                self._session_event(a, b)
+        return self._result()
+
+    def _session_event(self, inst: int, what: str) -> None:
+        if what == "start":
+            self._start_session(inst, self.now)
+        elif what == "arrive":
+            if self.free_slots > 0:
+                self.free_slots -= 1
+                self._start_session(inst, self.now)
+            else:
+                self.waiting_sessions.append(inst)
+        else:  # "end"
+            self.sess_end[inst] = self.now
+            if self.opt.arrival_rate_per_h:
+                if self.waiting_sessions:
+                    self._start_session(self.waiting_sessions.popleft(), self.now)
+                else:
+                    self.free_slots += 1
+            elif self.next_inst < len(self.order):
+                self._start_session(self.next_inst, self.now)
+                self.next_inst += 1
+
+    def _start_session(self, inst: int, t: float) -> None:
+        s, _ = self.order[inst]
+        self.sess_start[inst] = t
+        self._schedule_call(inst, int(self.plan.start[s]), t + float(self.plan.head_s[s]))
+
+    def _schedule_call(self, inst: int, call: int, t: float) -> None:
+        """Issue ``call`` of session instance ``inst`` at ``t`` (skipping calls the server does not see)."""
+        p = self.plan
+        s, _ = self.order[inst]
+        end = int(p.start[s + 1])
+        while call < end and not math.isnan(p.fixed_s[call]):
+            t += float(p.fixed_s[call]) + (float(p.gap_s[call + 1]) if call + 1 < end else 0.0)
+            call += 1
+        if call >= end:
+            self._push(t + float(p.tail_s[s]), EV_SESSION, inst, "end")
+            return
+        self._push(t, EV_ISSUE, inst, call)
+
+    def _issue(self, inst: int, call: int) -> None:
+        p = self.plan
+        _, copy = self.order[inst]
+        ids = p.node_ids[p.node_offsets[call]:p.node_offsets[call + 1]]
+        if copy:
+            ids = ids + copy * p.n_nodes
+        r = Req(call, inst, ids, self.now, float(p.input_tokens[call]), float(p.output_tokens[call]))
+        r.prompt_blocks = int(ids.size)
+        self._flight(+1)
+        self._push(self.now + self.cost.t0_s, EV_ARRIVE, r)
+
+    def _call_done(self, r: Req) -> None:
+        self._flight(-1)
+        self.done.append(r)
+        p = self.plan
+        s, _ = self.order[r.slot]
+        nxt = r.call + 1
+        if nxt < int(p.start[s + 1]):
+            self._schedule_call(r.slot, nxt, self.now + float(p.gap_s[nxt]))
+        else:
+            self._push(self.now + float(p.tail_s[s]), EV_SESSION, r.slot, "end")
+
+    # --- routing and admission ---------------------------------------------------------------------------
+    def _arrive(self, r: Req) -> None:
+        n = len(self.reps)
+        if n == 1:
+            k = 0
+        elif self.opt.router == "prefix-affinity":
+            # Dynamo-style: matched prefix blocks against the replica's load (queued + running tokens)
+            hits = self.cache.affinity(r.ids, self.now)
+            load = [sum(x.need for x in rep.running) + sum(x.need for x in rep.queue) for rep in self.reps]
+            k = max(range(n), key=lambda i: hits[i] * self.bs - 0.5 * load[i] / max(n, 1) - 1e-9 * i)
+        else:
+            k = self.rr % n
+            self.rr += 1
+        r.replica = k
+        r.arrive_t = r.queued_t = self.now
+        rep = self.reps[k]
+        rep.queue.append(r)
+        self._q(+1)
+        self.q_entries += 1
+        if not rep.busy:
+            self._start_step(k)
+
+    def _admit(self, k: int) -> None:
+        rep = self.reps[k]
+        pool = self.cost.pool_tokens
+        while rep.queue:
+            r = rep.queue[0]
+            fits = rep.kv_used + r.need <= pool
+            if not fits and rep.running:
+                break
+            if not fits:
+                self.oversize += 1
+            rep.queue.popleft()
+            self._q(-1)
+            r.queue_s += self.now - r.queued_t
+            if math.isnan(r.admit_t):
+                r.admit_t = self.now
+            h, c, d = self.cache.lookup(k, r.ids, self.now) if r.ids.size else (0, 0, 0)
+            limit = max(r.need - 1.0, 0.0)
+            hbm_t = min(h * self.bs, limit)
+            cpu_t = min(c * self.bs, limit - hbm_t)
+            disk_t = min(d * self.bs, limit - hbm_t - cpu_t)
+            if not r.preempted:
+                r.hits = (hbm_t, cpu_t, disk_t)
+            r.cached = hbm_t + cpu_t + disk_t
+            r.todo = r.need - r.cached
+            r.done_pf = 0.0
+            load = self.cost.load_s(cpu_t, disk_t)
+            r.load_s += load
+            if r.ids.size:
+                self.cache.store(k, r.ids, self.now, h)
+            rep.kv_used += r.need
+            rep.prompt_blocks += r.prompt_blocks
+            rep.running.append(r)
+            if load > 0:
+                r.state, r.timer = LOAD, self.now + load
+            else:
+                r.state, r.ready_t = PREFILL, self.now
+
+    def _hbm_room(self, k: int) -> None:
+        """The HBM prefix cache holds what the running requests leave free (their prompts are in it)."""
+        if self.unbounded:
+            return
+        rep = self.reps[k]
+        cap = max(self.cost.pool_tokens - rep.kv_used, 0.0) / self.bs + rep.prompt_blocks
+        tier = self.cache.hbm[k]
+        if self.opt.hbm_blocks is not None:
+            cap = min(cap, self.opt.hbm_blocks)
+        tier.capacity = max(cap, 0.0)
+        if tier.count > tier.capacity * 1.01 + 1.0:  # decode growth evicts in bulk, not every step
+            tier.evict(tier.capacity)
+
+    # --- steps -------------------------------------------------------------------------------------------
+    def _start_step(self, k: int) -> None:
+        rep = self.reps[k]
+        self._admit(k)
+        now = self.now
+        pending = math.inf
+        dec: list[Req] = []
+        pf: list[Req] = []
+        for r in rep.running:
+            if r.state in (LOAD, FIRST) and r.timer <= now + 1e-12:
+                if r.state == LOAD:
+                    r.state, r.ready_t = PREFILL, r.timer
+                else:
+                    r.state = DECODE
+            if r.state == DECODE:
+                dec.append(r)
+            elif r.state == PREFILL:
+                pf.append(r)
+            else:
+                pending = min(pending, r.timer)
+        budget = max(self.opt.budget_tokens - len(dec), 0.0)
+        chunks: list[tuple[Req, float]] = []
+        priced: list[tuple[float, float]] = []
+        for r in pf:
+            if budget <= 0:
+                break
+            c = min(r.todo - r.done_pf, budget)
+            if c <= 0 and r.todo > 0:
+                continue
+            budget -= c
+            chunks.append((r, c))
+            priced.append((c, r.cached + r.done_pf))
+        pf_s = self.cost.chunks_s(priced)
+        if not dec and not chunks:
+            if pending < math.inf and pending < rep.wake_at:
+                rep.wake_at = pending
+                self._push(pending, EV_WAKE, k)
+            return
+        b = len(dec)
+        k_steps = 1.0
+        dt = pf_s
+        if chunks:
+            dec_part = self.cost.decode_s(b, sum(r.need for r in dec) / b) if b else 0.0
+            for r, _ in chunks:
+                if r.done_pf == 0.0 and not math.isnan(r.ready_t):
+                    r.overhead += now - r.ready_t
+                r.overhead += dec_part
+        if b:
+            ctx = sum(r.need for r in dec) / b
+            alpha, beta = self.cost.decode_linear(b, ctx)
+            acc = self.cost.accept
+            if not chunks:
+                rem = min(r.out - 1.0 - r.gen for r in dec)
+                k1 = max(math.ceil(rem / acc - 1e-9), 1)
+                horizon = min(self.heap[0][0] if self.heap else math.inf, pending) - now
+                k2 = k1
+                if horizon < math.inf:
+                    # smallest k with k·(alpha + beta·(ctx + acc·(k−1)/2)) >= horizon
+                    qa, qb = beta * acc / 2.0, alpha + beta * ctx - beta * acc / 2.0
+                    if qa > 1e-18:
+                        kk = (-qb + math.sqrt(qb * qb + 4 * qa * max(horizon, 0.0))) / (2 * qa)
+                    else:
+                        kk = max(horizon, 0.0) / max(qb, 1e-12)
+                    k2 = max(math.ceil(kk - 1e-9), 1)
+                k_steps = float(min(k1, k2))
+            dt += k_steps * (alpha + beta * (ctx + acc * (k_steps - 1.0) / 2.0))
+        rep.busy = True
+        rep.version += 1
+        rep.step_dec, rep.step_pf, rep.step_k = dec, chunks, k_steps
+        rep.busy_s += dt
+        rep.steps += int(k_steps)
+        self._push(now + dt, EV_STEP, k, rep.version)
+
+    def _end_step(self, k: int, version: int) -> None:
+        rep = self.reps[k]
+        if version != rep.version:
+            return
+        rep.busy = False
+        now = self.now
+        acc = self.cost.accept
+        finished: list[Req] = []
+        grow = rep.step_k * acc
+        n_dec = len(rep.step_dec)
+        for r in rep.step_dec:
+            g = min(grow, r.out - 1.0 - r.gen)
+            r.gen += g
+            r.need += g
+            rep.kv_used += g
+            if r.gen >= r.out - 1.0 - 1e-9:
+                finished.append(r)
+        for r, c in rep.step_pf:
+            r.done_pf += c
+            if r.done_pf >= r.todo - 1e-9:
+                if not math.isnan(r.first_t):  # a recomputed request resumes decoding
+                    r.state = DECODE
+                    continue
+                # the scheduler's polling / streaming interval (waiting for the running step and riding the
+                # batch's decode are simulated, r.overhead says how long they took)
+                delay = self.cost.first_token_s(n_dec + 1, r.inp + r.out / 2.0)
+                r.first_t = now + delay
+                if r.out <= 1.0:
+                    r.state, r.timer = FIRST, r.first_t
+                    finished.append(r)
+                else:
+                    r.state, r.timer = FIRST, r.first_t
+        for r in finished:
+            if r.out <= 1.0 and r.first_t > now:
+                # single-token reply: done at its first token
+                r.done_t = r.first_t
+            else:
+                r.done_t = now
+            rep.running.remove(r)
+            rep.kv_used -= r.need
+            rep.prompt_blocks -= r.prompt_blocks
+        # preemption (recompute) when decode growth overflows the pool
+        while rep.kv_used > self.cost.pool_tokens and len(rep.running) > 1:
+            victim = max(rep.running, key=lambda x: x.admit_t)
+            rep.running.remove(victim)
+            rep.kv_used -= victim.need
+            rep.prompt_blocks -= victim.prompt_blocks
+            victim.preempted += 1
+            self.preemptions += 1
+            victim.queued_t = now
+            rep.queue.appendleft(victim)
+            self._q(+1)
+            self.q_entries += 1
+        self._hbm_room(k)
+        for r in finished:
+            self._finish_at(r)
+        self._start_step(k)
+
+    def _finish_at(self, r: Req) -> None:
+        saved = self.now
+        self.now = max(self.now, r.done_t)
+        self._call_done(r)
+        self.now = saved
+
+    def _result(self) -> EngineResult:
+        self._q(0)
+        self._flight(0)
+        d = self.done
+        makespan = float(np.nanmax(self.sess_end)) if self.sess_end.size else 0.0
+        return EngineResult(
+            req_call=np.array([r.call for r in d], dtype=np.int64),
+            issue_t=np.array([r.issue_t for r in d]), first_t=np.array([r.first_t for r in d]),
+            done_t=np.array([r.done_t for r in d]), queue_s=np.array([r.queue_s for r in d]),
+            hits=np.array([r.hits for r in d], dtype=float).reshape(-1, 3),
+            load_s=np.array([r.load_s for r in d]),
+            inp=np.array([r.inp for r in d]), out=np.array([r.out for r in d]),
+            sess_plan=np.array([s for s, _ in self.order], dtype=np.int64),
+            sess_start=self.sess_start, sess_end=self.sess_end, makespan_s=makespan,
+            busy_s=[rep.busy_s for rep in self.reps], queue_area=self.q_area, queue_entries=self.q_entries,
+            preemptions=self.preemptions, oversize=self.oversize, peak_in_flight=self.peak_in_flight,
+            mean_in_flight=self.in_flight_area / makespan if makespan > 0 else 0.0,
+            evicted_blocks={"hbm": sum(t.evicted for t in self.cache.hbm), "cpu": self.cache.cpu.evicted,
+                            "disk": self.cache.disk.evicted})

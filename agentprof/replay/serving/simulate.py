@@ -1,0 +1,102 @@
+"""Run the serving simulation of a trace's sessions on one system: plan, step costs, engine, metrics."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from agentprof.catalog.serving import ServingCatalog, load_serving
+from agentprof.errors import AgentprofError
+from agentprof.replay.serving.metrics import serving_dict, why
+from agentprof.replay.serving.scheduler import ROUTERS, Engine, EngineResult, Options
+from agentprof.replay.serving.sessions import SessionPlan
+from agentprof.replay.serving.stepcost import StepCost
+from agentprof.replay.systems import Resolved
+
+
+@dataclass
+class ServingConfig:
+    """User-facing settings of the simulation (CLI flags of ``replay`` and ``capacity``)."""
+
+    concurrency: int = 1
+    router: str = "prefix-affinity"
+    cpu_bytes: float = 0.0
+    disk_bytes: float = 0.0
+    ttl_s: float | None = None
+    cap_wait_s: float | None = None
+    arrival_rate_per_h: float | None = None
+    scope: str = "global"
+    hbm_unbounded: bool = False
+    prefix_cache: bool = True  # False: --cache-policy none, every prompt is prefilled in full
+    seed: int = 0
+    ramp_s: float | None = None
+    """Seconds between the starts of the closed loop's first sessions; None: the mean recorded session time
+    divided by the concurrency, so sessions start spread over their phases as in a steady state instead of
+    all cold at once."""
+
+    def check(self) -> None:
+        if self.concurrency < 1:
+            raise AgentprofError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.router not in ROUTERS:
+            raise AgentprofError(f"unknown router {self.router!r}: expected {' or '.join(ROUTERS)}")
+        if self.ttl_s is not None and self.ttl_s <= 0:
+            raise AgentprofError(f"cache TTL must be positive, got {self.ttl_s}")
+        if self.arrival_rate_per_h is not None and self.arrival_rate_per_h <= 0:
+            raise AgentprofError(f"--arrival-rate must be positive sessions/hour, got {self.arrival_rate_per_h}")
+
+
+@dataclass
+class ServingRun:
+    """One system's simulation: the engine's raw result, the ``serving`` object and per-call durations."""
+
+    engine: EngineResult
+    serving: dict[str, Any]
+    call_s: np.ndarray  # per plan call: replayed duration in its first instance (NaN if not simulated)
+    notes: list[str] = field(default_factory=list)
+
+
+def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCatalog | None = None) -> ServingRun:
+    """Simulate ``plan``'s sessions served by ``r`` at ``cfg.concurrency`` (see the package docstring)."""
+    cfg.check()
+    cat = cat or load_serving()
+    cost = StepCost.of(r)
+    replicas = max(r.system.count // max(r.dep.gpus, 1), 1)
+    budget, budget_src = cat.budget_tokens(r.framework.split("-")[-1] if r.framework not in cat.budget
+                                           else r.framework)
+    per_block = cost.tier_token_bytes * plan.block_size
+    ramp = cfg.ramp_s if cfg.ramp_s is not None else float(np.mean(plan.recorded_s)) / cfg.concurrency
+    copies = max(math.ceil(cfg.concurrency / max(plan.n_sessions, 1)), 1)
+    opt = Options(concurrency=cfg.concurrency, replicas=replicas, budget_tokens=budget, router=cfg.router,
+                  cpu_blocks=cfg.cpu_bytes / per_block if cfg.cpu_bytes else 0.0,
+                  disk_blocks=cfg.disk_bytes / per_block if cfg.disk_bytes else 0.0,
+                  hbm_blocks=math.inf if cfg.hbm_unbounded else (None if cfg.prefix_cache else 0.0), ttl_s=cfg.ttl_s,
+                  arrival_rate_per_h=cfg.arrival_rate_per_h, seed=cfg.seed, copies=copies,
+                  ramp_s=ramp)
+    eng = Engine(plan, cost, opt).run()
+    d = serving_dict(plan, eng, cfg.concurrency, r.system.key, replicas, cat, cfg.arrival_rate_per_h is not None)
+    notes = list(plan.notes)
+    if copies > 1:
+        notes.append(f"{plan.n_sessions} recorded session(s) cycled to fill {cfg.concurrency} concurrent slots "
+                     "(copies share no cache blocks)")
+    if eng.oversize:
+        notes.append(f"{eng.oversize} request(s) needed more KV than the whole pool and ran alone")
+    d["budget_tokens"] = budget
+    d["budget_source"] = budget_src
+    d["kv_pool_tokens"] = cost.pool_tokens
+    d["host_link"] = {"key": r.system.link.key, "gb_s": r.system.link.bw.value / 1e9}
+    d["router"] = cfg.router
+    d["ramp_s"] = ramp
+    d["why"] = why(d)
+    d["notes"] = notes
+    # per plan call, its first instance's replayed duration (issue -> last token)
+    call_s = np.full(plan.n_calls, np.nan)
+    dur = eng.done_t - eng.issue_t
+    seen = np.zeros(plan.n_calls, dtype=bool)
+    for c, t in zip(eng.req_call.tolist(), dur.tolist(), strict=True):
+        if not seen[c]:
+            seen[c] = True
+            call_s[c] = t
+    return ServingRun(eng, d, call_s, notes)

@@ -1,0 +1,112 @@
+"""The one place the serving simulation calls the device cost model: a scheduler step's batch into seconds.
+
+A step holds decode sequences (their count and mean context) and prefill chunks. Decode time is the cost
+model's decode step as ``costmodel.call_times`` composes it, for the batch at its mean context (tabulated per
+batch size over a context grid and interpolated: exact while it is piecewise linear in context); a step's
+prefill chunks are priced together by ``costmodel.prefill_s`` as one batched prefill (weights read once, each
+chunk's causal attention over its request's context summed); cached KV from a lower tier costs ``kv_load_s``
+over the host link (PCIe or NVLink-C2C) or ``disk_load_s``. With one sequence this reproduces
+``costmodel.call_times`` at batch 1 (``t0 + load + prefill + wait_steps·t_step`` to the first token, then
+``t_step/a`` per token).
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+from agentprof.replay.costmodel import (
+    Deployment,
+    StepParams,
+    disk_load_s,
+    kv_load_s,
+    prefill_s,
+)
+from agentprof.replay.systems import Resolved
+
+_GRID = [0.0] + [float(2 ** k) for k in range(6, 25)]  # 0, 64 … 16M tokens of context
+
+
+class StepCost:
+    """Step times of one deployment (one replica of a system) for the simulation."""
+
+    def __init__(self, dep: Deployment, params: StepParams, mem_util: float, host_link_bw: float,
+                 disk_bw: float) -> None:
+        self.dep = dep
+        self.p = params
+        self.host_link_bw, self.disk_bw = host_link_bw, disk_bw
+        self.t0_s = float(self.p.t0_s)
+        self.accept = float(max(self.p.accept, 1e-9))
+        self.wait_steps = float(getattr(self.p, "wait_steps", 0.0))
+        per_tok_gpu = self.dep.kv_token_bytes / self.dep.kv_divisor
+        self.pool_tokens = max(self.dep.free_kv_bytes_per_gpu(mem_util), 0.0) / max(per_tok_gpu, 1e-9)
+        # bytes one token of KV takes in a CPU or disk tier: one logical copy (GQA heads sharded over the
+        # ranks add up to it; an MLA latent is stored once, LMCache's save_only_first_rank)
+        self.tier_token_bytes = float(self.dep.kv_token_bytes)
+        self._rows: dict[int, list[float]] = {}
+
+    @classmethod
+    def of(cls, r: Resolved) -> StepCost:
+        """Step costs of a model resolved on a catalog system."""
+        return cls(r.dep, r.params, r.system.mem_util, r.host_link_bw, r.disk_bw)
+
+    def _step(self, b: int, ctx: np.ndarray) -> np.ndarray:
+        """A decode step of ``b`` sequences as ``costmodel.call_times`` times it (``equations.times`` with no
+        prefill riding: fixed overhead + collectives + bytes at ``mbu`` + FLOPs at ``mfu``). Note:
+        ``costmodel.decode_step_s`` overlaps bytes and FLOPs (max) where ``call_times`` adds them; this follows
+        ``call_times`` so that one session reproduces the single-session replay."""
+        dep, p = self.dep, self.p
+        comm = dep.comm_s(float(b)) if hasattr(dep, "comm_s") else 0.0
+        bw = dep.decode_bytes_per_gpu(b, ctx) / (p.mbu * dep.accel.hbm_bw)
+        cmp_s = dep.decode_peak_s(b, ctx) / p.mfu
+        return p.t_fixed_s + comm + bw + cmp_s
+
+    def _row(self, b: int) -> list[float]:
+        row = self._rows.get(b)
+        if row is None:
+            row = [float(x) for x in self._step(b, np.asarray(_GRID))]
+            self._rows[b] = row
+        return row
+
+    def decode_linear(self, b: int, ctx: float) -> tuple[float, float]:
+        """``(alpha, beta)`` with step time ``alpha + beta·c`` around mean context ``ctx`` for ``b`` sequences."""
+        row = self._row(b)
+        i = min(max(bisect.bisect_right(_GRID, ctx) - 1, 0), len(_GRID) - 2)
+        beta = (row[i + 1] - row[i]) / (_GRID[i + 1] - _GRID[i])
+        return row[i] - beta * _GRID[i], beta
+
+    def decode_s(self, b: int, ctx: float) -> float:
+        a, beta = self.decode_linear(b, ctx)
+        return a + beta * ctx
+
+    def prefill_s(self, new: float, cached: float) -> float:
+        """Whole prefill of ``new`` tokens after a ``cached`` prefix in HBM (per-prefill overhead included)."""
+        return float(prefill_s(self.dep, self.p, new, cached))
+
+    def chunks_s(self, chunks: list[tuple[float, float]]) -> float:
+        """One step's prefill chunks ``(tokens, context before them)`` as one batched prefill: weights read
+        once, attention summed (an effective context gives the same causal attention work)."""
+        if not chunks:
+            return 0.0
+        if len(chunks) == 1:
+            t, c = chunks[0]
+            return float(prefill_s(self.dep, self.p, t, c))
+        total = sum(t for t, _ in chunks)
+        work = sum(t * (c + t / 2.0) for t, c in chunks)
+        c_eff = max(work / total - total / 2.0, 0.0)
+        return float(prefill_s(self.dep, self.p, total, c_eff))
+
+    def first_token_s(self, b: int, ctx: float) -> float:
+        """The scheduler's polling / streaming interval before the first token (``wait_steps`` decode steps,
+        from the serving recipe); waiting for a running step and riding the batch's decode are simulated."""
+        return self.wait_steps * self.decode_s(max(b, 1), ctx)
+
+    def load_s(self, cpu_tokens: float, disk_tokens: float) -> float:
+        """Bringing cached prefix KV into HBM from the CPU tier (host link) and the disk tier."""
+        t = 0.0
+        if cpu_tokens > 0:
+            t += float(kv_load_s(self.dep, cpu_tokens, self.host_link_bw))
+        if disk_tokens > 0:
+            t += float(disk_load_s(self.dep, disk_tokens, self.disk_bw))
+        return t

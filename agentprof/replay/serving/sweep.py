@@ -1,0 +1,52 @@
+"""TTFT p99 and tasks per hour against concurrency, per system: the serving panel of the report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agentprof.catalog import CatalogError
+from agentprof.catalog.hardware import HardwareCatalog, load_catalog
+from agentprof.replay.serving.capacity import plan_for
+from agentprof.replay.serving.simulate import ServingConfig, simulate
+from agentprof.trace.schema import Trace
+
+DEFAULT_CONCURRENCY = (1, 4, 16, 50)
+
+
+def sweep(trace: Trace, systems: Sequence[str], concurrency: Sequence[int] = DEFAULT_CONCURRENCY,
+          model: str | None = None, base: ServingConfig | None = None,
+          catalog: HardwareCatalog | None = None) -> dict[str, Any]:
+    """Simulate each system at each concurrency; per system the serving figures as columns."""
+    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.systems import resolve
+
+    cat = catalog or load_catalog()
+    base = base or ServingConfig()
+    plan, spec = plan_for(trace, model, base, cat)
+    fitted = load_fitted()
+    conc = sorted({int(n) for n in concurrency if int(n) >= 1})
+    rows = []
+    for key in systems:
+        row: dict[str, Any] = {"system": key}
+        try:
+            r = resolve(cat.system(key), spec, cat, fitted)
+        except CatalogError as e:
+            row["error"] = str(e)
+            rows.append(row)
+            continue
+        runs = [simulate(plan, r, ServingConfig(**{**base.__dict__, "concurrency": n})).serving for n in conc]
+        row.update({
+            "ttft_p50_s": [d["ttft_s"]["p50"] for d in runs], "ttft_p99_s": [d["ttft_s"]["p99"] for d in runs],
+            "queue_p99_s": [d["queue_s"]["p99"] for d in runs],
+            "tasks_per_hour": [d["tasks_per_hour"] for d in runs],
+            "energy_wh_per_task": [d.get("energy_wh_per_task") for d in runs],
+            "hit_share": [d["hit_share"]["total"] for d in runs],
+            "calls_in_flight": [d["calls_in_flight_mean"] for d in runs],
+            "why": runs[-1]["why"] if runs else "",
+        })
+        rows.append(row)
+    cache = "HBM prefix cache" if not (base.cpu_bytes or base.disk_bytes) else \
+        f"HBM + CPU {base.cpu_bytes / 1e12:g} TB" + (f" + disk {base.disk_bytes / 1e12:g} TB" if base.disk_bytes else "")
+    return {"concurrency": conc, "model": spec.key, "sessions": plan.n_sessions, "cache": cache, "systems": rows,
+            "notes": plan.notes}

@@ -1,0 +1,113 @@
+"""``agentprof replay --concurrency`` and ``agentprof capacity`` end to end, and their one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentprof.trace import write
+
+from ...cli_support import run
+from ..spans import agent, model, span, trace
+from .conftest import KVCT
+
+SERVING_KEYS = ("concurrency", "ttft_s", "tpot_s", "queue_s", "task_s", "task_speedup_median", "tasks_per_hour",
+                "output_tokens_per_s", "hit_share", "utilization", "energy_wh_per_task", "cost_per_task")
+
+
+def test_replay_concurrency_json_has_a_serving_object_per_system(capsys) -> None:
+    code, out, err = run(capsys, "replay", str(KVCT), "-s", "h200+x86", "-s", "rubin+vera", "--concurrency", "8",
+                         "--cache-policy", "lmcache:cpu=1TB", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["concurrency"] == 8
+    for s in d["systems"]:
+        sv = s["serving"]
+        for k in SERVING_KEYS:
+            assert k in sv, k
+        for k in ("ttft_s", "tpot_s", "queue_s"):
+            assert set(sv[k]) == {"p50", "p90", "p99"}
+        assert set(sv["task_s"]) == {"p50", "p90"}
+        assert set(sv["hit_share"]) == {"hbm", "cpu", "disk", "total"}
+        assert sv["power"]["boundary"] and sv["cost_per_task"]["usd_per_hour_source"]
+        # the row's cache figures are the simulation's
+        assert s["cache"]["hit_share"] == pytest.approx(sv["hit_share"]["total"])
+    h200, rubin = (s["serving"] for s in d["systems"])
+    assert h200["host_link"]["key"] == "pcie5-x16" and rubin["host_link"]["key"] == "nvlink-c2c-vera"
+
+
+def test_cache_policy_none_turns_the_prefix_cache_off(capsys) -> None:
+    code, out, _ = run(capsys, "replay", str(KVCT), "-s", "b200+x86", "--concurrency", "2", "--cache-policy", "none",
+                       "--json")
+    assert code == 0
+    sv = json.loads(out)["systems"][0]["serving"]
+    assert sv["hit_share"]["total"] == 0.0 and sv["cold_calls"]["count"] == sv["calls"]
+
+
+def test_replay_terminal_shows_the_serving_panel(capsys) -> None:
+    code, out, _ = run(capsys, "replay", str(KVCT), "-s", "b200+x86", "--concurrency", "4", "--cap-wait", "60")
+    assert code == 0
+    assert "serving: 4 concurrent session(s)" in out and "calls in flight" in out and "energy boundary" in out
+
+
+def test_capacity_finds_the_largest_concurrency_meeting_the_slo(capsys) -> None:
+    code, out, err = run(capsys, "capacity", str(KVCT), "-s", "b200+x86", "--slo", "ttft_p99=60s",
+                         "--max-concurrency", "64", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    row = d["systems"][0]
+    n = row["concurrency"]
+    assert 1 <= n < 64
+    assert row["serving"]["ttft_s"]["p99"] <= 60
+    assert row["first_failing"]["concurrency"] == n + 1 and row["first_failing"]["ttft_p99_s"] > 60
+    assert row["tasks_per_hour"] > 0 and row["tasks_per_hour_per_kw"] > 0 and row["energy_wh_per_task"] > 0
+    assert row["cost_per_task"]["self_hosted_usd"] > 0
+    tried = {t["concurrency"]: t["meets"] for t in row["tried"]}
+    assert all(v for k, v in tried.items() if k <= n) and not any(v for k, v in tried.items() if k > n)
+
+
+def test_capacity_terminal(capsys) -> None:
+    code, out, _ = run(capsys, "capacity", str(KVCT), "-s", "rubin+vera", "--slo", "ttft_p99=120s",
+                       "--slo", "tpot_p99=100ms", "--max-concurrency", "16")
+    assert code == 0
+    assert "largest concurrency that meets the SLO" in out and "rubin+vera" in out
+
+
+def _no_tokens(tmp_path: Path) -> Path:
+    t = trace([agent(0, 10), span("m1", "model", 0, 10, name="chat gpt-oss-120b", model="gpt-oss-120b")])
+    return write(t, tmp_path / "no-tokens.jsonl")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["capacity", str(KVCT), "-s", "b200+x86", "--slo", "ttft_p99=1ms"], "no concurrency meets ttft_p99 <= 0.001 s"),
+    (["capacity", str(KVCT), "-s", "h100+x86", "--model", "deepseek-r1", "--slo", "ttft_p99=5s"], "does not fit"),
+    (["capacity", str(KVCT), "-s", "b200+x86", "--slo", "latency=5s"], "expected METRIC_PCT=VALUE"),
+    (["replay", "NOTOKENS", "-s", "b200+x86", "--concurrency", "4"], "no model call has input and output token"),
+    (["capacity", "NOTOKENS", "-s", "b200+x86", "--slo", "ttft_p99=5s"], "no model call has input and output token"),
+    (["replay", str(KVCT), "-s", "b200+x86", "--concurrency", "2", "--cache-ttl", "-1"], "TTL must be positive"),
+])
+def test_bad_input_is_one_line(capsys, tmp_path: Path, args: list[str], needle: str) -> None:
+    p = str(_no_tokens(tmp_path))
+    code, out, err = run(capsys, *[p if a == "NOTOKENS" else a for a in args])
+    assert code == 2, out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], err
+    assert out == ""  # nothing half-written
+
+
+def test_help_has_examples(capsys) -> None:
+    code, out, _ = run(capsys, "capacity", "--help")
+    assert code == 0 and "Examples:" in out and "--slo" in out
+
+
+def test_model_call_lacking_tokens_keeps_its_time_without_loading_the_server(capsys, tmp_path: Path) -> None:
+    t = trace([agent(0, 100), model("m1", 0, 10), span("m2", "model", 20, 30, name="chat gpt-oss-120b",
+                                                       model="gpt-oss-120b"), model("m3", 40, 50)])
+    p = write(t, tmp_path / "mixed.jsonl")
+    code, out, err = run(capsys, "replay", str(p), "-s", "b200+x86", "--concurrency", "2", "--json")
+    assert code == 0, err
+    sv = json.loads(out)["systems"][0]["serving"]
+    # one recorded session cycled into two slots: 2 x 2 simulated calls; m2 is a fixed delay
+    assert sv["sessions"] == 2 and sv["calls"] == 4 and any("lack token counts" in n for n in sv["notes"])

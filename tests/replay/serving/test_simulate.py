@@ -1,0 +1,136 @@
+"""The serving simulation on the 19 shipped kv-cache-tester sessions: it reduces to the single-session replay,
+behaves like a queue should, and its cache agrees with the analysis."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from agentprof.analysis.calls import model_calls
+from agentprof.analysis.redundancy import redundancy_columns
+from agentprof.replay import replay
+from agentprof.replay.serving import ServingConfig, simulate
+
+
+@pytest.mark.parametrize("system", ["h200+x86", "jalapeno"])
+def test_concurrency_one_matches_single_session_replay(kvct, plan, resolved, system) -> None:
+    # jalapeno runs Kimi K2.5 on 4 of its 8 chips: two replicas, a small HBM pool (evictions happen)
+    rep = replay(kvct, [system])
+    per = rep.calls.group_by("session_id").agg(pl.col("replayed_s").sum(), pl.col("recorded_s").sum())
+    want = dict(zip(per["session_id"].to_list(),
+                    zip(per["replayed_s"].to_list(), per["recorded_s"].to_list(), strict=True), strict=True))
+    run = simulate(plan, resolved(system), ServingConfig(concurrency=1))
+    task = run.engine.sess_end - run.engine.sess_start
+    assert task.size == plan.n_sessions == 19
+    for i, sid in enumerate(plan.session_ids):
+        replayed, recorded = want[sid]
+        e2e = plan.recorded_s[i] - recorded + replayed  # sequential sessions: gaps kept, calls re-timed
+        assert task[i] == pytest.approx(e2e, rel=0.01), sid
+    # and the sessions ran one at a time: nobody queued
+    assert run.serving["queue_s"]["p99"] == 0.0
+    assert run.serving["calls_in_flight_peak"] == 1
+
+
+def test_ttft_p99_and_queue_do_not_decrease_with_concurrency(plan, resolved) -> None:
+    r = resolved("b200+x86")
+    ttft, queue, wait = [], [], []
+    for n in (1, 2, 4, 8, 16, 32):
+        d = simulate(plan, r, ServingConfig(concurrency=n)).serving
+        ttft.append(d["ttft_s"]["p99"])
+        queue.append(d["queue_s"]["p99"])
+        wait.append(d["queue_wait_mean_s"])
+    assert all(b >= a for a, b in zip(ttft, ttft[1:], strict=False)), ttft
+    assert all(b >= a for a, b in zip(queue, queue[1:], strict=False)), queue
+    assert all(b >= a for a, b in zip(wait, wait[1:], strict=False)), wait
+    assert queue[-1] > 0 and ttft[-1] > ttft[0]
+
+
+def test_littles_law_on_the_simulated_queue(plan, resolved) -> None:
+    run = simulate(plan, resolved("h200+x86"), ServingConfig(concurrency=16))
+    e = run.engine
+    horizon = e.makespan_s
+    # L (time-averaged queue length, integrated on every queue change) = lambda (entries / time) x W (mean
+    # wait per entry, from each request's own admission times)
+    L = e.queue_area / horizon
+    lam = e.queue_entries / horizon
+    W = e.queue_s.sum() / e.queue_entries
+    assert e.queue_s.sum() > 100  # the queue is not trivially empty
+    assert pytest.approx(lam * W, rel=1e-6) == L
+
+
+def test_unbounded_hbm_hit_share_equals_the_analysis_prefix_reuse(kvct, plan, resolved) -> None:
+    cb = model_calls(kvct)
+    reusable = redundancy_columns(cb).get_column("reusable_tokens").fill_null(0).sum()
+    want = reusable / cb.calls.get_column("input_tokens").sum()
+    run = simulate(plan, resolved("h200+x86"),
+                   ServingConfig(concurrency=8, hbm_unbounded=True, scope="session"))
+    assert run.serving["hit_share"]["total"] == pytest.approx(want, abs=1e-4)
+    assert run.serving["hit_share"]["cpu"] == 0.0
+    assert run.serving["evicted_blocks"]["hbm"] == 0
+
+
+def test_fifty_real_sessions_get_ttft_in_seconds_and_the_why(plan, resolved) -> None:
+    # HBM alone cannot hold 50 agents' 100K-token contexts; an LMCache CPU tier can
+    r = resolved("b200+x86")
+    hbm_only = simulate(plan, r, ServingConfig(concurrency=50)).serving
+    tiered = simulate(plan, r, ServingConfig(concurrency=50, cpu_bytes=2e12)).serving
+    assert tiered["ttft_s"]["p50"] < 5.0
+    assert tiered["ttft_s"]["p50"] < hbm_only["ttft_s"]["p50"] / 10
+    assert tiered["hit_share"]["cpu"] > 0.2 and tiered["hit_share"]["total"] > 0.9
+    assert tiered["calls_in_flight_mean"] < 10  # agents spend most of their time away from the model
+    why = tiered["why"]
+    for needle in ("calls in flight", "CPU", "queue p99", "cold call"):
+        assert needle in why
+    assert tiered["sessions"] == 50 and any("cycled" in n for n in tiered["notes"])
+
+
+def test_nvlink_c2c_loads_cpu_hits_faster_than_pcie(plan, resolved) -> None:
+    cfg = ServingConfig(concurrency=50, cpu_bytes=2e12)
+    pcie = simulate(plan, resolved("b200+x86"), cfg)
+    c2c = simulate(plan, resolved("b200+x86", link="nvlink-c2c-vera"), cfg)
+    assert c2c.serving["host_link"]["gb_s"] > 4 * pcie.serving["host_link"]["gb_s"]
+    # the same CPU-tier hits cost a fraction of the time to bring into HBM over NVLink-C2C
+    for run in (pcie, c2c):
+        assert run.serving["hit_share"]["cpu"] > 0.2
+    sel = pcie.engine.hits[:, 1] > 0
+    per_tok = pcie.engine.load_s[sel].sum() / pcie.engine.hits[sel, 1].sum()
+    sel2 = c2c.engine.hits[:, 1] > 0
+    per_tok2 = c2c.engine.load_s[sel2].sum() / c2c.engine.hits[sel2, 1].sum()
+    assert per_tok2 == pytest.approx(per_tok * 64 / 450, rel=1e-6)
+    assert c2c.serving["kv_load_s"]["mean"] < pcie.serving["kv_load_s"]["mean"] / 4
+
+
+def test_prefix_affinity_router_keeps_sessions_on_their_cache(plan, resolved) -> None:
+    r = resolved("jalapeno")  # two replicas of four chips
+    rr = simulate(plan, r, ServingConfig(concurrency=8, router="round-robin")).serving
+    aff = simulate(plan, r, ServingConfig(concurrency=8, router="prefix-affinity")).serving
+    assert rr["replicas"] == aff["replicas"] == 2
+    assert aff["hit_share"]["hbm"] > rr["hit_share"]["hbm"] + 0.05
+
+
+def test_ttl_and_wait_cap(plan, kvct, resolved) -> None:
+    from agentprof.replay.serving import build_plan
+
+    r = resolved("b200+x86")
+    base = simulate(plan, r, ServingConfig(concurrency=4)).serving
+    ttl = simulate(plan, r, ServingConfig(concurrency=4, ttl_s=5.0)).serving
+    assert ttl["hit_share"]["total"] < base["hit_share"]["total"] - 0.1  # gaps between calls exceed 5 s
+    capped = build_plan(kvct, cap_wait=10.0)
+    assert capped.gap_s.sum() < plan.gap_s.sum()
+    assert any("capped at 10 s" in n for n in capped.notes)
+    short = simulate(capped, r, ServingConfig(concurrency=4)).serving
+    assert short["task_s"]["p50"] < base["task_s"]["p50"]
+
+
+def test_open_arrivals_and_energy_cost(plan, resolved) -> None:
+    d = simulate(plan, resolved("h200+x86"), ServingConfig(concurrency=4, arrival_rate_per_h=4.0)).serving
+    assert d["sessions"] == 19 and d["tasks_per_hour"] > 0
+    p = d["power"]
+    assert p["idle_kw"] <= p["mean_kw"] <= p["busy_kw"]
+    assert d["energy_wh_per_task"] == pytest.approx(p["mean_kw"] * 1000 / d["tasks_per_hour"])
+    cost = d["cost_per_task"]
+    assert cost["self_hosted_usd"] == pytest.approx(cost["usd_per_hour"] / d["tasks_per_hour"])
+    assert "S2-const" in cost["usd_per_hour_source"]
+    prov = cost["provider"]
+    assert prov["priced_calls"] == d["calls"] and "claude" in prov["models"][0]
+    assert cost["provider_usd"] > 0

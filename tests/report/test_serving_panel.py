@@ -1,0 +1,70 @@
+"""The serving panel (TTFT p99 and tasks/hour against concurrency per system) in a real headless Chromium and
+in the terminal view."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentprof.report.html import write_report
+from agentprof.report.payload import build_payload
+from agentprof.report.stages import run_stages
+from agentprof.report.terminal import serving_view, show
+
+SYSTEMS = ["h200+x86", "rubin+vera"]
+CONC = [1, 4, 16]
+
+
+@pytest.fixture(scope="module")
+def stages(kv_folder):
+    return run_stages(kv_folder, systems=SYSTEMS, cache=False, serving=CONC)
+
+
+@pytest.mark.browser
+def test_serving_panel_draws_both_charts(browser, kv_folder, stages, tmp_path):
+    path = write_report(tmp_path / "serving.html", kv_folder, stages.analysis, stages.replay, None,
+                        notes=stages.notes, serving=stages.serving)
+    o = browser.open(path)
+    assert o.requests == [path.resolve().as_uri()] and o.errors == []
+    page = o.page
+    sec = page.locator("#serving")
+    assert sec.locator(".missing").count() == 0
+    # one dot per system and concurrency in each chart
+    assert sec.locator(".sv-ttft circle.sv-dot").count() == len(SYSTEMS) * len(CONC)
+    assert sec.locator(".sv-tph circle.sv-dot").count() == len(SYSTEMS) * len(CONC)
+    assert sec.locator(".sv-table tbody tr").count() == len(SYSTEMS)
+    text = sec.inner_text()
+    for name in SYSTEMS:
+        assert name in text
+    assert "calls in flight" in sec.locator(".sv-why").inner_text()
+    # the dots carry the numbers the payload holds
+    sv = stages.serving
+    first = sv["systems"][0]
+    title = sec.locator(".sv-tph circle.sv-dot").first.locator("title").text_content()
+    assert title.startswith(f"{first['system']} at 1: tasks / hour")
+    assert f"{first['tasks_per_hour'][0]:.1f}" in title
+    sec.screenshot(path=str(tmp_path / "serving.png"))
+    o.page.close()
+
+
+@pytest.mark.browser
+def test_serving_panel_says_why_it_is_missing(browser, kv_folder, tmp_path):
+    res = run_stages(kv_folder, systems=SYSTEMS, analysis=False, cache=False, serving=[])
+    path = write_report(tmp_path / "no-serving.html", kv_folder, None, res.replay, None, notes=res.notes,
+                        serving=res.serving)
+    o = browser.open(path)
+    assert "--serving-concurrency none" in o.page.locator("#serving .missing").inner_text()
+    assert o.errors == []
+    o.page.close()
+
+
+def test_terminal_serving_view(kv_folder, stages, capsys):
+    payload = build_payload(kv_folder, serving=stages.serving)
+    assert payload["serving"]["status"] == "ok"
+    from rich.console import Console
+
+    show(serving_view(payload["serving"]), Console(width=200))
+    out = capsys.readouterr().out
+    assert "TTFT p99 ·" in out and "tasks/hour by concurrency" in out
+    for name in SYSTEMS:
+        assert name in out
+    assert f"{stages.serving['systems'][0]['tasks_per_hour'][0]:.1f}/h" in out
