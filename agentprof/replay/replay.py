@@ -211,7 +211,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
            cache_policy: str | CachePolicy = "prefix", concurrency: int = 1,
            catalog: HardwareCatalog | None = None, cpu_bound: dict[str, float] | None = None,
            recorded_host: str = DEFAULT_RECORDED_HOST, fitted: Fitted | None = None,
-           bands: bool = True, serving: Any = None) -> ReplayResult:
+           bands: bool = True, serving: Any = None, *, _human_s: float | None = None) -> ReplayResult:
     """Replay ``trace`` on each of ``systems`` (see the module docstring); the first system is the baseline
     for ``speedup_vs_first``. ``cpu_bound`` maps tool names to their CPU-bound fraction. With ``bands``, a
     system resting on ranged catalog estimates is replayed again at both ends of the ranges
@@ -412,7 +412,8 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         if first_e2e is None:
             first_e2e = row.e2e_s
         row.speedup_vs_first = first_e2e / row.e2e_s if row.e2e_s > 0 else None
-    set_agent_active(recorded, rows, human_wait_s(trace))
+    human_s = human_wait_s(trace) if _human_s is None else _human_s  # the band replays reuse it: same trace
+    set_agent_active(recorded, rows, human_s)
     if bands:
         for row, system in zip(rows, sys_objs, strict=True):
             moved = ranged(system)
@@ -420,7 +421,8 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                 continue
             ends = replay(trace, [corner_system(system, "fast"), corner_system(system, "slow")], model=model,
                           cache_policy=policy, concurrency=concurrency, catalog=cat, cpu_bound=cpu_bound,
-                          recorded_host=recorded_host, fitted=fitted, bands=False, serving=serving)
+                          recorded_host=recorded_host, fitted=fitted, bands=False, serving=serving,
+                          _human_s=human_s)
             if any(e.error for e in ends.systems):
                 continue
             row.band = {"ranged": moved, **{k: [getattr(e, k) for e in ends.systems]

@@ -206,3 +206,18 @@ def test_task_speedups_on_both_clocks(kvct_result, kvct) -> None:
         assert "agent-active" in res.finding()
     d = res.to_dict()
     assert "speedup_vs_recorded_active" in d["systems"][0]
+
+
+def test_band_ends_equal_a_fresh_replay_of_each_corner(kvct_result, kvct) -> None:
+    """The band replays reuse the trace's human-wait seconds instead of recomputing them: each end equals a
+    replay of that corner system on its own (agent-active speed-up included)."""
+    from agentprof.catalog.hardware import load_catalog
+    from agentprof.replay.bands import corner_system
+
+    row = next(s for s in kvct_result.systems if s.name == "jalapeno")
+    system = load_catalog().system("jalapeno")
+    for end, corner in enumerate(("fast", "slow")):
+        fresh = replay(kvct, [corner_system(system, corner)], cache_policy="prefix", bands=False).systems[0]
+        assert row.band["e2e_s"][end] == pytest.approx(fresh.e2e_s, rel=1e-12)
+        assert row.band["speedup_vs_recorded_active"][end] == pytest.approx(fresh.speedup_vs_recorded_active,
+                                                                            rel=1e-12)
