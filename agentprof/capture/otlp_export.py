@@ -56,10 +56,12 @@ def _reason(message: str) -> str:
     """A short cause from the exporter's log message (its full text stays off the agent's stderr)."""
     low = message.lower()
     for needle, why in (("refused", "connection refused"), ("timed out", "timed out"), ("timeout", "timed out"),
-                        ("code: ", None), ("max retries", "cannot connect")):
+                        ("code: ", None), ("transient error ", None), ("max retries", "cannot connect")):
         if needle in low:
-            if why is None:
+            if why is None and needle == "code: ":
                 return "HTTP " + message[low.index("code: ") + 6:].split(",")[0].strip()
+            if why is None:  # older SDKs: "Transient error <HTTP reason> encountered while exporting ..."
+                return "HTTP " + message[low.index(needle) + len(needle):].split(" encountered")[0].strip()[:40]
             return why
     return message.splitlines()[0][:80] if message else "error"
 
@@ -180,7 +182,7 @@ class BackgroundExportProcessor(SpanProcessor):
         try:
             result = self.exporter.export([for_receivers(s) for s in batch])
         except Exception as e:
-            self.failed(f"{type(e).__name__}: {e}")
+            self.failed(_reason(f"{type(e).__name__}: {e}"))  # older SDKs raise where newer ones log
             return False
         if result is not SpanExportResult.SUCCESS:
             self.failed("the endpoint did not accept the spans")
