@@ -16,7 +16,7 @@ from agentprof.trace.files import read
 from .capture_helpers import attrs, raw_records
 
 CHILD = textwrap.dedent("""
-    import sys, time
+    import sys, threading
     import openai
     import agentprof
     from agentprof.capture import fingerprint
@@ -28,8 +28,10 @@ CHILD = textwrap.dedent("""
         i = 0
         while True:
             messages.append({"role": "user", "content": f"step {i}: " + "context " * 50})
-            if i % 3 == 0:  # the fingerprint thread is busy (a tokenizer loading, a huge prompt): it finishes late
-                fingerprint.submit(lambda: time.sleep(0.3), lambda result, error: None)
+            gate = None
+            if i % 3 == 0:  # the fingerprint thread is busy (a tokenizer loading, a huge prompt) until the call
+                gate = threading.Event()  # has returned: this call's fingerprint comes after its span, always
+                fingerprint.submit(lambda g=gate: g.wait(10), lambda result, error: None)
             if i % 2:
                 stream = client.chat.completions.create(model="m", messages=messages, stream=True,
                                                         stream_options={"include_usage": True})
@@ -38,6 +40,8 @@ CHILD = textwrap.dedent("""
                     rid = chunk.id
             else:
                 rid = client.chat.completions.create(model="m", messages=messages).id
+            if gate is not None:
+                gate.set()
             print("done", rid, flush=True)  # the call has returned to the agent
             i += 1
 """)
