@@ -81,6 +81,10 @@ class Deployment:
     nonexpert_bytes: float = field(init=False)
     nonexpert_read_bytes: float = field(init=False)
     routed_bytes: float = field(init=False)
+    gemm_peak_s_per_token: float = field(init=False)
+    """Seconds of a decode token's weight GEMMs at 100 % of peak, whole instance (each weight at its format's rate)."""
+    prefill_gemm_peak_s_per_token: float = field(init=False)
+    """The same for a prefill token (no output head: a prefill computes logits for its last token only)."""
 
     def __post_init__(self) -> None:
         m = self.model
@@ -98,6 +102,20 @@ class Deployment:
             raise CatalogError(f"model {m.key}: routed experts ({routed_params:.3g}) exceed params_total")
         embed = m.get("vocab") * m.get("hidden")  # input embedding rows are gathered, not streamed
         self.expert_bytes = per_expert * ebits / 8
+        # weight GEMMs run at the tensor-core rate of their own format: routed experts at the format's rate,
+        # the other active weights (attention, shared experts, dense layers) at their own bits' rate, never
+        # faster than the format's (DeepSeek R1 FP4 keeps non-expert layers in FP8; GPT-OSS in BF16)
+        # (the input embedding is a gather, not a GEMM; a prefill computes the output head for its last token
+        # only, a decode step for every sequence)
+        routed_active = self.moe_layers * self.topk * per_expert if self.experts else 0.0
+        other_active = m.get("params_active") - routed_active
+        fmt_peak = self.accel.peak_flops(self.precision)
+        dense_name = "fp4" if dbits <= 4.5 else "fp8" if dbits <= 8 else "bf16"
+        dense_peak = min(fmt_peak, self.accel.peak_flops(dense_name))
+        dec_other = max(other_active - embed, 0.1 * other_active)
+        pf_other = max(other_active - 2.0 * embed, 0.1 * other_active)
+        self.gemm_peak_s_per_token = 2.0 * (routed_active / fmt_peak + dec_other / dense_peak)
+        self.prefill_gemm_peak_s_per_token = 2.0 * (routed_active / fmt_peak + pf_other / dense_peak)
         self.routed_bytes = routed_params * ebits / 8
         self.nonexpert_bytes = nonexpert_params * dbits / 8
         self.nonexpert_read_bytes = max(nonexpert_params - embed, 0.1 * nonexpert_params) * dbits / 8
@@ -205,14 +223,14 @@ class Deployment:
         and at ``attn_eff`` of the GEMMs' efficiency (long-context attention runs less efficiently)."""
         t = np.asarray(new, dtype=float)
         c = np.asarray(cached, dtype=float)
-        dense = 2.0 * self.model.get("params_active") * t / self.peak
+        dense = self.prefill_gemm_peak_s_per_token * t
         attn = 2.0 * self._attn_dims("prefill") * t * self._attended(c + t / 2.0) / self.attn_peak / attn_eff
         return (dense + attn) / self.gpus
 
     def decode_peak_s(self, batch: ArrayLike, ctx: ArrayLike) -> np.ndarray:
         """Seconds one GPU needs for its share of a decode step's FLOPs at 100 % of peak (as above)."""
         b = np.asarray(batch, dtype=float)
-        dense = 2.0 * self.model.get("params_active") / self.peak
+        dense = self.gemm_peak_s_per_token
         attn = 2.0 * self._attn_dims("decode") * self._attended(np.asarray(ctx, dtype=float)) / self.attn_peak
         return b * (dense + attn) / self.gpus
 
@@ -372,8 +390,8 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
         b_run=running, over=np.maximum(b / cap - 1.0, 0.0), osl=out, n_chunks=prefill_chunks(new),
         comm_s=dep.comm_s(running), comm_pf_s=dep.comm_s(new) / prefill_chunks(new),
         bw_s=dep.decode_bytes_per_gpu(running, ctx_mean) / dep.accel.hbm_bw, cmp_s=dep.decode_peak_s(running, ctx_mean),
-        pf_gemm_s=2.0 * dep.model.get("params_active") * new / dep.peak / dep.gpus,
-        pf_attn_s=dep.prefill_peak_s(new, cached) - 2.0 * dep.model.get("params_active") * new / dep.peak / dep.gpus,
+        pf_gemm_s=dep.prefill_gemm_peak_s_per_token * new / dep.gpus,
+        pf_attn_s=dep.prefill_peak_s(new, cached) - dep.prefill_gemm_peak_s_per_token * new / dep.gpus,
         pf_mem_s=np.where(new > 0, prefill_bytes_per_gpu(dep, new, cached), 0.0) / dep.accel.hbm_bw,
         pf_kv_s=np.where(new > 0, dep.kv_seq_bytes(cached + new) / dep.kv_divisor, 0.0) / dep.accel.hbm_bw,
         disagg=np.zeros(inp.shape, dtype=bool), conc=z + b, n_prefill=z + 1.0, xfer_s=z,

@@ -107,10 +107,6 @@ def check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None,
             continue
         e, how = fitted.lookup(k, vendor.get(k.hardware, ""))
         theta[i] = e.theta
-        if f.disagg[i] and not is_disaggregated(e.attrs.get("framework", "")):
-            # an aggregated group's prefill efficiency (single prompts among decode steps) says nothing about a
-            # disaggregated pool's batched prefill: use the prior for it
-            theta[i, PARAMS.index("mfu_pf")] = PRIOR_MEAN["mfu_pf"]
         level[i] = LEVEL_OF.get(how.split(" ")[0], "unseen")
         if how in ("hardware", "family", "prior"):
             covered[i] = False

@@ -261,7 +261,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["comm_pf_s"][j] = float(pre.comm_s(isl_m)) / float(prefill_chunks(isl_m))
         wk["bw_s"][j] = float(dec.decode_bytes_per_gpu(b_run, ctx)) / acc.hbm_bw
         wk["cmp_s"][j] = float(dec.decode_peak_s(b_run, ctx))
-        wk["pf_gemm_s"][j] = 2.0 * pre.model.get("params_active") * isl_m / pre.peak / gp
+        wk["pf_gemm_s"][j] = pre.prefill_gemm_peak_s_per_token * isl_m / gp
         wk["pf_attn_s"][j] = float(pre.prefill_peak_s(isl_m, 0.0)) - wk["pf_gemm_s"][j]
         wk["pf_mem_s"][j] = float(prefill_bytes_per_gpu(pre, isl_m, 0.0)) / acc.hbm_bw
         wk["pf_kv_s"][j] = float(pre.kv_seq_bytes(isl_m)) / pre.kv_divisor / acc.hbm_bw
