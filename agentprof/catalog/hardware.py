@@ -277,7 +277,8 @@ def _parse_link(key: str, t: Any, where: str) -> Link:
 
 
 _ACC_NUMS = ("hbm_bytes", "hbm_bw", "bf16_flops")
-_ACC_OPT = ("fp8_flops", "fp4_flops", "tdp_w", "allin_kw", "scaleup_bw", "scaleup_domain", "overhead_scale")
+_ACC_OPT = ("fp8_flops", "fp4_flops", "tdp_w", "allin_kw", "scaleup_bw", "scaleup_domain", "scaleout_bw",
+            "overhead_scale")
 _HOST_NUMS = ("cores", "st_speed")
 _HOST_OPT = ("mem_bw", "vendor_claim", "mt_speed")
 

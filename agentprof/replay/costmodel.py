@@ -24,6 +24,9 @@ CHUNK_TOKENS = 8192
 recipes [S1-recipe gptoss_fp4_b200.sh]; SGLang recipes use 16-32K (dsr1_fp4_b200.sh), TRT-LLM 20K."""
 DEFAULT_SCALEUP_BW = 50e9
 """Scale-up bandwidth when an accelerator names none (estimate: a 400 Gb/s NIC)."""
+DEFAULT_SCALEOUT_BW = 50e9
+"""Scale-out (NIC) bandwidth per accelerator when the catalog names none (estimate: one 400 Gb/s NIC per GPU,
+the common build, hardware.md §2.1 [S2-spec])."""
 
 
 @dataclass(frozen=True)
@@ -259,8 +262,27 @@ class Deployment:
         return self.layers * 2.0 * 2.0 * (g - 1.0) / g * t * hidden * 2.0
 
     def comm_s(self, tokens: ArrayLike) -> np.ndarray:
-        """Seconds of :meth:`comm_bytes_per_gpu` over the accelerator's scale-up link (per direction)."""
-        return self.comm_bytes_per_gpu(tokens) / self.scaleup_bw
+        """Seconds of :meth:`comm_bytes_per_gpu` over the accelerator's links (per direction): the scale-up link
+        inside one scale-up domain; an instance larger than the domain (MI355X EP16 over two 8-GPU nodes) sends
+        the traffic that leaves its domain over the scale-out NIC — all of a ring all-reduce's, the off-domain
+        share (g − D)/(g − 1) of an all-to-all's — and the slower of the two links binds."""
+        b = self.comm_bytes_per_gpu(tokens)
+        g, dom = float(self.gpus), self.scaleup_domain
+        if g <= dom:
+            return b / self.scaleup_bw
+        off = (g - dom) / (g - 1.0) if self.dp_attention else 1.0
+        return np.maximum(b * (1.0 - off) / self.scaleup_bw, b * off / self.scaleout_bw)
+
+    @property
+    def scaleup_domain(self) -> float:
+        """Accelerators one scale-up link connects (unbounded when the catalog names none)."""
+        f = self.accel.fields.get("scaleup_domain")
+        return f.value if f is not None else math.inf
+
+    @property
+    def scaleout_bw(self) -> float:
+        f = self.accel.fields.get("scaleout_bw")
+        return f.value if f is not None else DEFAULT_SCALEOUT_BW
 
     @property
     def scaleup_bw(self) -> float:

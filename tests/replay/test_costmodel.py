@@ -163,7 +163,7 @@ def test_disaggregated_pools_transfer_kv_and_saturate_the_prefill_pool() -> None
 
     base = {"hardware": "gb200", "framework": "dynamo-trt", "model": "gpt-oss-120b", "precision": "fp4",
             "isl": 1024, "osl": 1024, "disagg": True, "prefill_num_workers": 1, "num_prefill_gpu": 1,
-            "prefill_tp": 1, "decode_num_workers": 1, "num_decode_gpu": 4, "decode_tp": 4, "decode_ep": 1}
+            "prefill_tp": 1, "decode_num_workers": 4, "num_decode_gpu": 16, "decode_tp": 4, "decode_ep": 1}
     f = point_features(pl.DataFrame([{**base, "conc": c} for c in (4, 64, 4096, 16384)]), CAT)
     d = dep("gpt-oss-120b", "gb200", "fp4", 4, kv_dtype_bytes=1.0)
     assert f.work.xfer_s[0] == pytest.approx(float(d.kv_seq_bytes(921.6)) / d.kv_divisor / 900e9)
@@ -173,6 +173,12 @@ def test_disaggregated_pools_transfer_kv_and_saturate_the_prefill_pool() -> None
     assert tpot[0] < tpot[1] < tpot[3]
     # one prefill GPU for thousands of clients saturates: TTFT grows with the clients (closed loop)
     assert ttft[3] > 2 * ttft[2] > 2 * ttft[0]
+    # ... and holds at least the pool's work: a saturated pool serves n_prefill / W prompts a second, so a
+    # client's cycle (TTFT + decode) is at least conc·W / n_prefill (W: one prompt's batched prefill work)
+    w = (f.work.pf_gemm_s + f.work.pf_attn_s) / P.mfu
+    bound = f.work.conc * w / f.work.n_prefill - (f.work.osl - 1.0) * tpot
+    assert np.all(ttft >= bound - 1e-9)
+    assert bound[3] > 1.0 and ttft[3] < 1.5 * bound[3]
 
 
 def test_waiting_for_sums_to_the_call_time() -> None:
