@@ -10,8 +10,8 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
-from agentprof.replay.calibration import FitEntry, Fitted, fit, is_disaggregated
-from agentprof.replay.points import PARAMS, Features, PointKey, point_features, predict
+from agentprof.replay.calibration import Fitted, fit
+from agentprof.replay.points import PARAMS, Features, point_features, predict
 
 METRICS = ("ttft", "tpot", "e2e")
 LEVEL_OF = {"layout": "fitted", "group": "group", "nearest": "unseen"}
@@ -88,27 +88,6 @@ def summarize(t: pl.DataFrame) -> dict[str, Any]:
     return out
 
 
-DISAGG_PARAMS = ("t0_s", "q")
-"""Terms of the disaggregated request path (frontend, routing, the prefill pool's queue, the KV hand-off), which an
-aggregated group's fit cannot know: a disaggregated point predicted from an aggregated sibling takes them from
-the nearest calibrated disaggregated group of the same model."""
-
-
-def nearest_disaggregated(fitted: Fitted, key: PointKey) -> FitEntry | None:
-    """The calibrated disaggregated group of ``key``'s model closest to it: same hardware, then accelerator family,
-    then framework engine (any hardware last); None when the model has none."""
-    best, best_s = None, -1.0
-    for e in fitted.entries["group"].values():
-        if e.attrs.get("model") != key.model or not is_disaggregated(e.attrs.get("framework", "")):
-            continue
-        s = (4.0 if e.attrs.get("hardware") == key.hardware else 2.0 if e.attrs.get("family") == key.family else 0.0)
-        s += 1.0 if e.attrs.get("framework") == key.framework else 0.0
-        s += min(e.points, 100) / 1000.0
-        if s > best_s:
-            best, best_s = e, s
-    return best
-
-
 def check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None,
           f: Features | None = None) -> Check:
     """Predict TTFT, TPOT and E2E for every row of ``df`` with ``fitted`` and compare to the measurements.
@@ -127,12 +106,10 @@ def check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None,
         if k is None:
             continue
         e, how = fitted.lookup(k, vendor.get(k.hardware, ""))
+        # all terms come from the entry, a disaggregated point borrowing an aggregated sibling included: with
+        # each weight's GEMMs at its own format's rate the prefill efficiencies fitted on aggregated and
+        # disaggregated groups agree (0.14-0.18, docs/DEVICE_MODEL.md §3), where the prior (0.2) sized the pool
         theta[i] = e.theta
-        if f.disagg[i] and not is_disaggregated(e.attrs.get("framework", "")):
-            d = nearest_disaggregated(fitted, k)
-            if d is not None:
-                for p in DISAGG_PARAMS:
-                    theta[i, PARAMS.index(p)] = d.param(p)
         level[i] = LEVEL_OF.get(how.split(" ")[0], "unseen")
         if how in ("hardware", "family", "prior"):
             covered[i] = False

@@ -158,6 +158,66 @@ def test_kv_bytes_as_deployed_and_mla_per_attention_rank() -> None:
     assert float(bf16.max_batch(1400)) < 2150
 
 
+def test_weight_gemms_run_at_their_own_formats_rate() -> None:
+    # DeepSeek R1 FP4 quantizes the routed experts only: attention, shared experts and dense layers stay FP8 and
+    # run at the FP8 rate; the input embedding is a gather, a prefill computes the output head once per prompt
+    m = CAT.models["deepseek-r1"]
+    b200 = CAT.accelerators["b200"]
+    fp4, fp8 = b200.peak_flops("fp4"), b200.peak_flops("fp8")
+    routed = (m.get("layers") - m.get("dense_layers")) * m.get("experts_per_token") * 3 * m.get("hidden") \
+        * m.get("expert_ffn")
+    embed = m.get("vocab") * m.get("hidden")
+    other = m.get("params_active") - routed
+    d4 = dep("deepseek-r1", "b200", "fp4", 8)
+    assert d4.gemm_peak_s_per_token == pytest.approx(2 * (routed / fp4 + (other - embed) / fp8))
+    assert d4.prefill_gemm_peak_s_per_token == pytest.approx(2 * (routed / fp4 + (other - 2 * embed) / fp8))
+    # slower than "everything at FP4" (the first model) by the share of non-expert work
+    assert d4.prefill_gemm_peak_s_per_token > 1.3 * 2 * (m.get("params_active") - 2 * embed) / fp4
+    d8 = dep("deepseek-r1", "b200", "fp8", 8)
+    assert d8.prefill_gemm_peak_s_per_token == pytest.approx(2 * (m.get("params_active") - 2 * embed) / fp8)
+    # GPT-OSS keeps attention in BF16: on Blackwell only its MXFP4 experts run at the FP4 rate; Hopper has no
+    # FP4 units, everything runs at BF16
+    g = CAT.models["gpt-oss-120b"]
+    h100 = dep("gpt-oss-120b", "h100", "fp4", 1)
+    g_embed = g.get("vocab") * g.get("hidden")
+    assert h100.prefill_gemm_peak_s_per_token == pytest.approx(
+        2 * (g.get("params_active") - 2 * g_embed) / CAT.accelerators["h100"].peak_flops("bf16"))
+    b = dep("gpt-oss-120b", "b200", "fp4", 1)
+    assert b.prefill_gemm_peak_s_per_token > 2 * (g.get("params_active") - 2 * g_embed) / fp4
+    # prefill FLOPs-time and the calibration's point features use the same per-token GEMM time
+    assert float(d4.prefill_peak_s(1000.0, 0.0)) > d4.prefill_gemm_peak_s_per_token * 1000.0 / 8
+
+
+def test_collectives_beyond_the_scaleup_domain_cross_the_nic() -> None:
+    # MI355X: 8 GPUs per Infinity Fabric domain; an EP16 decode worker spans two nodes, so 8 of each GPU's 15
+    # all-to-all peers sit behind the 400 Gb/s NIC (S2-spec) and that link binds
+    t = np.array([128.0, 2048.0])
+    one = dep("deepseek-r1", "mi355x", "fp8", 8, dp_attention=True)
+    two = dep("deepseek-r1", "mi355x", "fp8", 16, dp_attention=True)
+    up, out = CAT.accelerators["mi355x"].fields["scaleup_bw"].value, CAT.accelerators["mi355x"].fields["scaleout_bw"].value
+    assert out == pytest.approx(50e9)
+    np.testing.assert_allclose(one.comm_s(t), one.comm_bytes_per_gpu(t) / up)
+    b = two.comm_bytes_per_gpu(t)
+    np.testing.assert_allclose(two.comm_s(t), np.maximum(b * 7 / 15 / up, b * 8 / 15 / out))
+    assert np.all(two.comm_s(t) > 5 * b / up)
+    # a tensor-parallel ring over two nodes passes every byte through the NIC
+    tp16 = dep("deepseek-r1", "mi355x", "fp8", 16)
+    np.testing.assert_allclose(tp16.comm_s(t), tp16.comm_bytes_per_gpu(t) / out)
+    # GB200 NVL72: 72 GPUs share the NVLink domain, no NIC on the path
+    nvl = dep("deepseek-r1", "gb200", "fp4", 32, dp_attention=True)
+    np.testing.assert_allclose(nvl.comm_s(t), nvl.comm_bytes_per_gpu(t) / CAT.accelerators["gb200"].fields["scaleup_bw"].value)
+
+
+def test_trt_streams_the_first_token_without_waiting_for_the_stream_interval() -> None:
+    # TRT-LLM builds a response at the first decoding iteration whatever stream_interval is (S46); SGLang's
+    # scheduler polling interval (--scheduler-recv-interval) does hold new requests
+    from agentprof.catalog.kvcache import wait_steps
+
+    assert wait_steps("trt", "gpt-oss-120b", "b200", 64)[0] == 0
+    assert wait_steps("dynamo-trt", "gpt-oss-120b", "gb200", 1024)[0] == 0
+    assert wait_steps("sglang", "deepseek-r1", "b200", 64)[0] == 15
+
+
 def test_disaggregated_pools_transfer_kv_and_saturate_the_prefill_pool() -> None:
     from agentprof.replay.points import point_features, predict
 

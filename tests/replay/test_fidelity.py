@@ -87,3 +87,31 @@ def test_check_writes_per_point_predictions(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "agentprof.cli", "devices", "check", str(src), "--per-point",
                           str(tmp_path / "no" / "dir" / "x.csv")], capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
+
+
+def test_disaggregated_point_from_an_aggregated_sibling(points: pl.DataFrame) -> None:
+    # a disaggregated deployment on hardware with no fit (GB200 removed, as in the ISL/OSL fold that never saw
+    # it) borrows every term of the aggregated sibling (B200 SGLang), its prefill efficiency included: the
+    # first model swapped in the prior (0.2), which sized the prefill pool 1.3-1.7x too fast
+    import copy
+
+    import numpy as np
+
+    from agentprof.replay.calibration import PRIOR_MEAN
+    from agentprof.replay.fidelity import check
+    from agentprof.replay.points import point_features, predict
+
+    fitted = copy.deepcopy(load_fitted())
+    for level in ("group", "layout"):
+        fitted.entries[level] = {k: e for k, e in fitted.entries[level].items() if not k.startswith("gb200/")}
+    sel = points.filter((pl.col("framework") == "dynamo-sglang") & (pl.col("precision") == "fp4"))
+    f = point_features(sel, CAT)
+    key = f.keys[0]
+    assert key is not None
+    agg, how = fitted.lookup(key, "nvidia")
+    assert how.startswith("nearest group") and agg.key == "b200/sglang/deepseek-r1/fp4/none"
+    got = check(sel, fitted, CAT, f)
+    assert set(got.table["level"].to_list()) == {"unseen"}
+    ttft, _, _ = predict(f, np.tile(agg.theta, (len(f), 1)), fitted.attn_eff)
+    np.testing.assert_allclose(got.table["pred_ttft"].to_numpy(), ttft)
+    assert agg.param("mfu_pf") < 0.8 * PRIOR_MEAN["mfu_pf"]
