@@ -267,7 +267,7 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
 
     With ``agentic_points`` (the AgentX long-prompt points, when the file exists) the global prefill-attention
     efficiency is fitted on them and the points are refitted with it, twice (it barely moves 1K-prompt fits)."""
-    from agentprof.replay.agentic import fit_attn_eff, load_agentic
+    from agentprof.replay.agentic import fit_attn_eff, load_agentic, predictions, summarize
     from agentprof.resources import shipped
 
     points = shipped(points)  # the defaults are repository paths; an installed wheel carries copies
@@ -281,6 +281,8 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
         for _ in range(2):
             eta, agentic = fit_attn_eff(adf, fitted, cat)
             fitted = fit(df, cat, eta)
+        # the stored errors describe the shipped fit: the points were refitted with eta after its search
+        agentic.update(summarize(predictions(adf, fitted, cat, eta)))
         agentic = {"data_file": str(agentic_points), "data_sha256": file_sha256(agentic_points), **agentic}
     used = sum(e.points for e in fitted.entries["layout"].values())
     fitted.provenance = {

@@ -200,5 +200,5 @@ def test_long_prompt_attention_efficiency_is_reproducible() -> None:
     t1 = predictions(adf, fitted, CAT, 1.0)
     lone = t1.filter(pl.col("conc") == 1)
     assert lone.height >= 4 and (lone["pred_ttft"] < lone["meas_ttft"]).all()
-    assert summarize(t1)["median_ape_ttft"] > 1.5 * s["median_ape_ttft"]
+    assert summarize(t1)["median_ape_ttft"] > 1.4 * s["median_ape_ttft"]  # 1.48x since the GEMMs run at their formats' rates
     assert 0.05 < fitted.attn_eff < 1.0
