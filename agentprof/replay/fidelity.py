@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
-from agentprof.replay.calibration import Fitted, fit
+from agentprof.replay.calibration import PRIOR_MEAN, Fitted, fit, is_disaggregated
 from agentprof.replay.points import PARAMS, Features, point_features, predict
 
 METRICS = ("ttft", "tpot", "e2e")
@@ -106,10 +106,13 @@ def check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None,
         if k is None:
             continue
         e, how = fitted.lookup(k, vendor.get(k.hardware, ""))
-        # all terms come from the entry, a disaggregated point borrowing an aggregated sibling included: with
-        # each weight's GEMMs at its own format's rate the prefill efficiencies fitted on aggregated and
-        # disaggregated groups agree (0.14-0.18, docs/DEVICE_MODEL.md §3), where the prior (0.2) sized the pool
         theta[i] = e.theta
+        if f.disagg[i] and not is_disaggregated(e.attrs.get("framework", "")):
+            # a disaggregated point borrowing an aggregated sibling keeps its prefill efficiency (the same kernels:
+            # with each weight's GEMMs at its own format's rate the fitted efficiencies of aggregated and
+            # disaggregated groups agree, 0.14-0.18, docs/DEVICE_MODEL.md §3) but not its queueing factor, which
+            # describes prefill chunks queueing among decode steps, not a prefill pool's queue: the prior
+            theta[i, PARAMS.index("q")] = PRIOR_MEAN["q"]
         level[i] = LEVEL_OF.get(how.split(" ")[0], "unseen")
         if how in ("hardware", "family", "prior"):
             covered[i] = False

@@ -91,8 +91,9 @@ def test_check_writes_per_point_predictions(tmp_path: Path) -> None:
 
 def test_disaggregated_point_from_an_aggregated_sibling(points: pl.DataFrame) -> None:
     # a disaggregated deployment on hardware with no fit (GB200 removed, as in the ISL/OSL fold that never saw
-    # it) borrows every term of the aggregated sibling (B200 SGLang), its prefill efficiency included: the
-    # first model swapped in the prior (0.2), which sized the prefill pool 1.3-1.7x too fast
+    # it) borrows the aggregated sibling's terms (B200 SGLang), its prefill efficiency included (the first model
+    # swapped in the prior 0.2, which sized the prefill pool 1.3-1.7x too fast), but not its queueing factor:
+    # that one describes chunked prefills among decode steps, not a prefill pool's queue
     import copy
 
     import numpy as np
@@ -112,6 +113,10 @@ def test_disaggregated_point_from_an_aggregated_sibling(points: pl.DataFrame) ->
     assert how.startswith("nearest group") and agg.key == "b200/sglang/deepseek-r1/fp4/none"
     got = check(sel, fitted, CAT, f)
     assert set(got.table["level"].to_list()) == {"unseen"}
-    ttft, _, _ = predict(f, np.tile(agg.theta, (len(f), 1)), fitted.attn_eff)
+    from agentprof.replay.points import PARAMS
+
+    theta = np.tile(agg.theta, (len(f), 1))
+    theta[:, PARAMS.index("q")] = PRIOR_MEAN["q"]
+    ttft, _, _ = predict(f, theta, fitted.attn_eff)
     np.testing.assert_allclose(got.table["pred_ttft"].to_numpy(), ttft)
-    assert agg.param("mfu_pf") < 0.8 * PRIOR_MEAN["mfu_pf"]
+    assert agg.param("mfu_pf") < 0.8 * PRIOR_MEAN["mfu_pf"] and agg.param("q") > 2 * PRIOR_MEAN["q"]
