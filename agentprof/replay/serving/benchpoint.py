@@ -21,6 +21,7 @@ from agentprof.catalog.serving import load_serving
 from agentprof.replay.calibration import Fitted, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.fidelity import METRICS, Check, check, summarize
+from agentprof.replay.points import MEM_UTIL as POINTS_MEM_UTIL
 from agentprof.replay.points import point_features
 from agentprof.replay.serving.scheduler import Engine, Options
 from agentprof.replay.serving.sessions import SessionPlan
@@ -63,11 +64,11 @@ def benchmark_plan(conc: int, isl: float, osl: float, per_client: int, shared_fr
 
 def simulate_point(dep: Deployment, params: Any, conc: int, isl: float, osl: float, budget: float,
                    shared_fraction: float = 0.0, spread: float = 0.2,
-                   stat: Any = np.nanmedian) -> tuple[float, float, float]:
+                   stat: Any = np.nanmedian, mem_util: float = MEM_UTIL) -> tuple[float, float, float]:
     """TTFT, TPOT and end-to-end latency (``stat``: median by default) of one benchmark point in the simulation."""
     per_client = max(2, math.ceil(MIN_REQUESTS / conc))
     plan = benchmark_plan(conc, isl, osl, per_client, shared_fraction, spread)
-    cost = StepCost(dep, params, MEM_UTIL, 64e9, 25e9)
+    cost = StepCost(dep, params, mem_util, 64e9, 25e9)
     top = int(shared_fraction * isl // 64)
     warm = np.arange(top, dtype=np.int64) if top else None  # the measured hits: the shared prefix starts cached
     eng = Engine(plan, cost, Options(concurrency=conc, replicas=1, budget_tokens=budget, warm_ids=warm)).run()
@@ -97,15 +98,20 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
         model = cat.models[key.model]
         dpa = bool(row.get("dp_attention") or False)
         g = int(f.g_dec[j])
+        kv_b = float(f.kv_bytes[j])
         try:
-            dk = (key.hardware, key.model, key.precision, g, dpa)
-            dep = deps.get(dk) or deps.setdefault(dk, Deployment(model, acc, key.precision, g, dpa))
+            dk = (key.hardware, key.model, key.precision, g, dpa, kv_b)
+            dep = deps.get(dk) or deps.setdefault(dk, Deployment(model, acc, key.precision, g, dpa, kv_b))
         except CatalogError:
             continue
         e, _ = fitted.lookup(key, vendor.get(key.hardware, ""))
-        p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0).with_(attn_eff=fitted.attn_eff)
+        # the terms as the fit used them: KV in the recipe's dtype, the points' memory fraction, the recipe's
+        # scheduler interval before the first token
+        p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0).with_(
+            attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]))
         budget, _ = budgets.budget_tokens(key.framework)
-        ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget)
+        ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget,
+                                         mem_util=POINTS_MEM_UTIL)
         pred["ttft"][j], pred["tpot"][j], pred["e2e"][j] = ttft, tpot, e2e
         simulated[j] = True
     t = t.with_columns(*(pl.Series(f"pred_{m}", pred[m]) for m in METRICS), pl.Series("simulated", simulated))
