@@ -30,6 +30,10 @@ from agentprof.replay.serving.stepcost import StepCost
 MEM_UTIL = 0.9
 MIN_REQUESTS = 256
 WARMUP = 1  # leading requests per client left out of the statistics (the synchronized first wave)
+BENCH_PROMPTS_PER_CLIENT = 10
+"""InferenceX's client sends ``--num-prompts = 10 x CONC`` at ``--max-concurrency CONC`` and measures them all
+(its ``--num-warmups = 2 x CONC`` run before the clock starts, and the measured run then starts every client
+at once) [S1-lib benchmark_lib.sh run_benchmark_serving]: the synchronized first wave is one request in ten."""
 
 
 def benchmark_plan(conc: int, isl: float, osl: float, per_client: int, shared_fraction: float = 0.0,
@@ -64,15 +68,18 @@ def benchmark_plan(conc: int, isl: float, osl: float, per_client: int, shared_fr
 
 def simulate_point(dep: Deployment, params: Any, conc: int, isl: float, osl: float, budget: float,
                    shared_fraction: float = 0.0, spread: float = 0.2,
-                   stat: Any = np.nanmedian, mem_util: float = MEM_UTIL) -> tuple[float, float, float]:
-    """TTFT, TPOT and end-to-end latency (``stat``: median by default) of one benchmark point in the simulation."""
-    per_client = max(2, math.ceil(MIN_REQUESTS / conc))
+                   stat: Any = np.nanmedian, mem_util: float = MEM_UTIL, per_client: int | None = None,
+                   warmup: int = WARMUP) -> tuple[float, float, float]:
+    """TTFT, TPOT and end-to-end latency (``stat``: median by default) of one benchmark point in the simulation:
+    ``per_client`` requests per client (default: enough for ``MIN_REQUESTS``), the first ``warmup`` of each
+    client left out."""
+    per_client = per_client or max(2, math.ceil(MIN_REQUESTS / conc))
     plan = benchmark_plan(conc, isl, osl, per_client, shared_fraction, spread)
     cost = StepCost(dep, params, mem_util, 64e9, 25e9)
     top = int(shared_fraction * isl // 64)
     warm = np.arange(top, dtype=np.int64) if top else None  # the measured hits: the shared prefix starts cached
     eng = Engine(plan, cost, Options(concurrency=conc, replicas=1, budget_tokens=budget, warm_ids=warm)).run()
-    keep = (eng.req_call % per_client) >= min(WARMUP, per_client - 1)
+    keep = (eng.req_call % per_client) >= min(warmup, per_client - 1)
     ttft = (eng.first_t - eng.issue_t)[keep]
     tpot = np.where(eng.out > 1, (eng.done_t - eng.first_t) / np.maximum(eng.out - 1.0, 1.0), np.nan)[keep]
     e2e = (eng.done_t - eng.issue_t)[keep]
@@ -111,7 +118,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]))
         budget, _ = budgets.budget_tokens(key.framework)
         ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget,
-                                         mem_util=POINTS_MEM_UTIL)
+                                         mem_util=POINTS_MEM_UTIL, per_client=BENCH_PROMPTS_PER_CLIENT, warmup=0)
         pred["ttft"][j], pred["tpot"][j], pred["e2e"][j] = ttft, tpot, e2e
         simulated[j] = True
     t = t.with_columns(*(pl.Series(f"pred_{m}", pred[m]) for m in METRICS), pl.Series("simulated", simulated))
