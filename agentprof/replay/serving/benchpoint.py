@@ -69,17 +69,27 @@ def benchmark_plan(conc: int, isl: float, osl: float, per_client: int, shared_fr
 def simulate_point(dep: Deployment, params: Any, conc: int, isl: float, osl: float, budget: float,
                    shared_fraction: float = 0.0, spread: float = 0.2,
                    stat: Any = np.nanmedian, mem_util: float = MEM_UTIL, per_client: int | None = None,
-                   warmup: int = WARMUP) -> tuple[float, float, float]:
+                   warmup: int = WARMUP, rate_per_s: float | None = None) -> tuple[float, float, float]:
     """TTFT, TPOT and end-to-end latency (``stat``: median by default) of one benchmark point in the simulation:
     ``per_client`` requests per client (default: enough for ``MIN_REQUESTS``), the first ``warmup`` of each
-    client left out."""
-    per_client = per_client or max(2, math.ceil(MIN_REQUESTS / conc))
-    plan = benchmark_plan(conc, isl, osl, per_client, shared_fraction, spread)
+    client left out. With ``rate_per_s`` the ``conc`` users do not send back to back: requests arrive as a
+    Poisson process at that rate (users between calls: tools, thinking), at most ``conc`` in flight, and the
+    first ``conc`` requests (the fill) are left out."""
     cost = StepCost(dep, params, mem_util, 64e9, 25e9)
     top = int(shared_fraction * isl // 64)
     warm = np.arange(top, dtype=np.int64) if top else None  # the measured hits: the shared prefix starts cached
-    eng = Engine(plan, cost, Options(concurrency=conc, replicas=1, budget_tokens=budget, warm_ids=warm)).run()
-    keep = (eng.req_call % per_client) >= min(warmup, per_client - 1)
+    if rate_per_s:
+        n = max(MIN_REQUESTS, 8 * conc)
+        plan = benchmark_plan(n, isl, osl, 1, shared_fraction, spread)
+        opt = Options(concurrency=conc, replicas=1, budget_tokens=budget, warm_ids=warm,
+                      arrival_rate_per_h=3600.0 * rate_per_s)
+        eng = Engine(plan, cost, opt).run()
+        keep = eng.req_call >= min(conc, n // 4)
+    else:
+        per_client = per_client or max(2, math.ceil(MIN_REQUESTS / conc))
+        plan = benchmark_plan(conc, isl, osl, per_client, shared_fraction, spread)
+        eng = Engine(plan, cost, Options(concurrency=conc, replicas=1, budget_tokens=budget, warm_ids=warm)).run()
+        keep = (eng.req_call % per_client) >= min(warmup, per_client - 1)
     ttft = (eng.first_t - eng.issue_t)[keep]
     tpot = np.where(eng.out > 1, (eng.done_t - eng.first_t) / np.maximum(eng.out - 1.0, 1.0), np.nan)[keep]
     e2e = (eng.done_t - eng.issue_t)[keep]
@@ -177,9 +187,12 @@ def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | No
     for r, hw, dep, p, how in deployed_points(measured, fitted, cat, fitted.attn_eff):
         hit = float(r["server_gpu_cache_hit_rate"] or 0.0)
         budget, _ = budgets.budget_tokens(str(r["framework"]).lower())
+        rate = None
+        if r.get("num_requests_successful") and r.get("duration_seconds"):
+            rate = float(r["num_requests_successful"]) / float(r["duration_seconds"])
         ttft, itl, _ = simulate_point(dep, p, int(r["conc"]), float(r["mean_input_tokens"]),
                                       float(r["mean_output_tokens_actual"]), budget, shared_fraction=hit,
-                                      spread=0.0, stat=np.nanmean)
+                                      spread=0.0, stat=np.nanmean, rate_per_s=rate)
         rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(r["conc"]), "hit_rate": hit, "calibration": how,
                      "meas_ttft": r["mean_ttft"], "pred_ttft": ttft, "meas_itl": r["mean_itl"], "pred_itl": itl})
     t = pl.DataFrame(rows)
