@@ -154,11 +154,13 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
 
 
 def summary_with_slices(ch: Check) -> dict[str, Any]:
-    """The usual summary plus the simulated points alone and the concurrency >= 64 slice."""
+    """The usual summary plus the simulated points alone, the concurrency >= 64 slice, and that slice's
+    simulated points alone (the disaggregated ones keep the analytic prediction)."""
     t = ch.table
     out = summarize(t)
     out["simulated_only"] = summarize(t.filter(pl.col("simulated")))
     out["conc_ge_64"] = summarize(t.filter(pl.col("conc") >= 64))
+    out["conc_ge_64_simulated"] = summarize(t.filter((pl.col("conc") >= 64) & pl.col("simulated")))
     out["notes"] = ch.notes
     return out
 

@@ -59,6 +59,7 @@ def test_devices_check_simulate_json(points, tmp_path: Path, capsys) -> None:
     d = json.loads(capsys.readouterr().out)
     assert d["mode"].startswith("simulated") and d["covered"] == d["points"] == 10
     assert d["simulated_only"]["points"] == 10 and "conc_ge_64" in d
+    assert d["conc_ge_64_simulated"]["points"] == sub.filter(pl.col("conc") >= 64).height
     assert d["tpot"]["median_ape"] < 0.15 and d["e2e"]["median_ape"] < 0.15
 
 
@@ -79,7 +80,7 @@ def test_simulated_cross_validation_on_a_small_fold_meets_the_targets(points) ->
 
     sub = points.filter((pl.col("hardware") == "h100") & (pl.col("framework") == "vllm"))
     r = simulate_cross_validate(sub)
-    pooled, high = r["pooled"], r["pooled"]["conc_ge_64"]
+    pooled, high = r["pooled"], r["pooled"]["conc_ge_64_simulated"]
     assert pooled["simulated_only"]["points"] == pooled["covered"] == sub.height and high["points"] >= 10
     for s in (pooled, high):
         assert s["tpot"]["median_ape"] <= 0.08 and s["e2e"]["median_ape"] <= 0.08 and s["ttft"]["median_ape"] <= 0.2
