@@ -164,7 +164,8 @@ def _meta(metas: list[TraceMeta], files: list[str], given: list[str], hashing: H
     return replace(first, source_format=formats[0] if len(formats) == 1 else "mixed", tokenizer=tokenizer,
                    tokenizer_exact=exact,
                    sources=files, name=Path(given[0]).name if len(given) == 1 else "import",
-                   capture_overhead_ns=_summed([m.capture_overhead_ns for m in metas]), extra=extra)
+                   capture_overhead_ns=_summed([m.capture_overhead_ns for m in metas]),
+                   capture_background_cpu_ns=_summed([m.capture_background_cpu_ns for m in metas]), extra=extra)
 
 
 def _summed(values: list[int | None]) -> int | None:
