@@ -313,8 +313,8 @@ def prefill_parts(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayL
             "bandwidth": np.where(on & ~bound, mem_s, 0.0)}
 
 
-def prefill_chunk_s(dep: Deployment, p: StepParams, new: float, cached: float, req_share: float,
-                    riding: bool) -> float:
+def prefill_chunk_s(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayLike, req_share: ArrayLike,
+                    riding: bool) -> np.ndarray:
     """Seconds a scheduler step spends on a prefill chunk of ``new`` tokens after ``cached`` context (several
     requests' chunks in one step come as one batched chunk): its collectives, ``req_share`` of the per-prefill
     overhead (the chunk's share of its request's prompt, so a prefill pays ``t_req`` once over its chunks) and
@@ -322,14 +322,13 @@ def prefill_chunk_s(dep: Deployment, p: StepParams, new: float, cached: float, r
     step already pays the fixed overhead and streams the weights, so the chunk adds only its KV traffic
     (context read, new KV written) on the bytes side, as a riding prefill adds only its FLOPs and ``t_req`` to
     a decode step in the serving equations. Alone, a chunk pays the fixed step overhead and reads the weights:
-    with one chunk this is :func:`prefill_s`."""
-    if new <= 0:
-        return 0.0
-    cmp_s = float(dep.prefill_peak_s(new, cached, p.attn_eff)) / p.prefill_mfu
-    kv = float(dep.kv_seq_bytes(cached + new)) / dep.kv_divisor
-    mem = kv if riding else float(prefill_bytes_per_gpu(dep, new, cached))
-    over = float(dep.comm_s(new)) + req_share * p.t_req_s + (0.0 if riding else p.t_fixed_s)
-    return over + max(cmp_s, mem / (p.mbu * dep.accel.hbm_bw))
+    with one chunk this is :func:`prefill_s`. Vectorized over arrays of chunks (0 where ``new`` is 0)."""
+    t = np.asarray(new, dtype=float)
+    c = np.asarray(cached, dtype=float)
+    cmp_s = dep.prefill_peak_s(t, c, p.attn_eff) / p.prefill_mfu
+    mem = dep.kv_seq_bytes(c + t) / dep.kv_divisor if riding else prefill_bytes_per_gpu(dep, t, c)
+    over = dep.comm_s(t) + np.asarray(req_share, dtype=float) * p.t_req_s + (0.0 if riding else p.t_fixed_s)
+    return np.where(t > 0, over + np.maximum(cmp_s, mem / (p.mbu * dep.accel.hbm_bw)), 0.0)
 
 
 def prefill_bytes_per_gpu(dep: Deployment, new: ArrayLike, cached: ArrayLike = 0) -> np.ndarray:

@@ -95,7 +95,15 @@ class StepCost:
             total = sum(ch[0] for ch in chunks)
             work = sum(ch[0] * (ch[1] + ch[0] / 2.0) for ch in chunks)
             c_eff = max(work / total - total / 2.0, 0.0)
-        return prefill_chunk_s(self.dep, self.p, total, c_eff, share, decoding > 0)
+        return float(prefill_chunk_s(self.dep, self.p, total, c_eff, share, decoding > 0))
+
+    def chunk_series_s(self, tokens: float, contexts: list[float], share: float, decoding: int) -> list[float]:
+        """``chunks_s([(tokens, c, share)], decoding)`` for each context ``c`` in one vectorized call (a long
+        prefill's equal chunks)."""
+        n = len(contexts)
+        return [float(x) for x in np.broadcast_to(
+            prefill_chunk_s(self.dep, self.p, np.full(n, tokens), np.asarray(contexts, dtype=float), share,
+                            decoding > 0), (n,))]
 
     def first_token_s(self, b: int, ctx: float) -> float:
         """The scheduler's polling / streaming interval before the first token (``wait_steps`` decode steps,

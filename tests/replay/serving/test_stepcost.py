@@ -57,3 +57,11 @@ def test_a_chunked_prefill_pays_its_request_overhead_once() -> None:
     base = [no_req.chunks_s([(whole / n, k * whole / n, 1.0 / n)], decoding=8) for k in range(n)]
     assert sum(parts) - sum(base) == pytest.approx(P.t_req_s, rel=1e-9)
     assert np.all(np.diff(parts) > 0)  # later chunks attend to more context
+
+
+def test_a_chunk_series_prices_as_its_chunks_one_by_one() -> None:
+    c = cost()
+    ctxs = [0.0, 8192.0, 16384.0, 24576.0]
+    for decoding in (0, 16):
+        series = c.chunk_series_s(8192.0, ctxs, 0.25, decoding)
+        assert series == pytest.approx([c.chunks_s([(8192.0, x, 0.25)], decoding) for x in ctxs], rel=1e-12)
