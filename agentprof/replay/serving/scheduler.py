@@ -362,8 +362,8 @@ class Engine:
                 continue
             budget -= c
             chunks.append((r, c))
-            priced.append((c, r.cached + r.done_pf))
-        pf_s = self.cost.chunks_s(priced)
+            priced.append((c, r.cached + r.done_pf, c / r.todo if r.todo > 0 else 1.0))
+        pf_s = self.cost.chunks_s(priced, len(dec))
         if not dec and not chunks:
             if pending < math.inf and pending < rep.wake_at:
                 rep.wake_at = pending
