@@ -97,6 +97,13 @@ class StepCost:
         c_eff = max(work / total - total / 2.0, 0.0)
         return float(prefill_s(self.dep, self.p, total, c_eff))
 
+    def chunk_series_s(self, tokens: float, contexts: list[float]) -> list[float]:
+        """``chunks_s([(tokens, c)])`` for each context ``c`` in one vectorized call (a long prefill's equal
+        chunks; the elementwise arithmetic gives the same floats as one call per chunk, tested)."""
+        n = len(contexts)
+        return [float(x) for x in np.broadcast_to(prefill_s(self.dep, self.p, np.full(n, tokens),
+                                                            np.asarray(contexts, dtype=float)), (n,))]
+
     def first_token_s(self, b: int, ctx: float) -> float:
         """The scheduler's polling / streaming interval before the first token (``wait_steps`` decode steps,
         from the serving recipe); waiting for a running step and riding the batch's decode are simulated."""
