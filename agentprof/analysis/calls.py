@@ -62,7 +62,22 @@ CONTINUATION_ROLES = frozenset({"compaction", "continuation", "segment"})
 """Session roles that continue their parent's conversation line (e.g. the prompt after a compaction)."""
 
 
+_SESSIONS: dict[int, tuple[weakref.ref, pl.DataFrame]] = {}
+
+
 def session_table(spans: pl.DataFrame) -> pl.DataFrame:
+    """One row per session: parent, role, conversation line and top-level conversation (built once per span
+    table: the analysis, replay, timeline and exports of one report ask for it; see :func:`_session_table`)."""
+    key = id(spans)
+    hit = _SESSIONS.get(key)
+    if hit is not None and hit[0]() is spans:
+        return hit[1].clone()
+    table = _session_table(spans)
+    _SESSIONS[key] = (weakref.ref(spans, lambda _r, k=key: _SESSIONS.pop(k, None)), table)
+    return table.clone()
+
+
+def _session_table(spans: pl.DataFrame) -> pl.DataFrame:
     """One row per session: parent, role, conversation line and top-level conversation.
 
     - ``conversation_id``: the root of the ``parent_session_id`` chain (used to nest sub-sessions in time);

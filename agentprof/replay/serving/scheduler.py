@@ -387,14 +387,15 @@ class Engine:
         b = len(dec)
         k_steps = 1.0
         dt = pf_s
+        need = sum(r.need for r in dec)
         if chunks:
-            dec_part = self.cost.decode_s(b, sum(r.need for r in dec) / b) if b else 0.0
+            dec_part = self.cost.decode_s(b, need / b) if b else 0.0
             for r, _ in chunks:
                 if r.done_pf == 0.0 and not math.isnan(r.ready_t):
                     r.overhead += now - r.ready_t
                 r.overhead += dec_part
         if b:
-            ctx = sum(r.need for r in dec) / b
+            ctx = need / b
             alpha, beta = self.cost.decode_linear(b, ctx)
             acc = self.cost.accept
             if not chunks:
@@ -467,18 +468,20 @@ class Engine:
         dec = rep.step_dec
         if dec:
             kv = rep.kv_used
+            gs = []
             for r in dec:
-                g = min(grow, r.out - 1.0 - r.gen)
+                left = r.out - 1.0 - r.gen
+                g = left if left < grow else grow  # min(grow, left), as _end_step takes it
                 if r.gen + g >= r.out - 1.0 - 1e-9:
                     return False
                 kv += g
+                gs.append(g)
             if kv > self.cost.pool_tokens and len(rep.running) > 1:
                 return False
-            for r in dec:
-                g = min(grow, r.out - 1.0 - r.gen)
+            for r, g in zip(dec, gs, strict=True):
                 r.gen += g
                 r.need += g
-                rep.kv_used += g
+            rep.kv_used = kv
         r1.done_pf += c
         rep.busy = False
         self._hbm_room(k)
