@@ -192,6 +192,9 @@ def build_timeline(spans: pl.DataFrame, max_spans: int = DEFAULT_MAX_SPANS, incl
     capture opted in) travel along, cut to ``TEXT_LIMIT`` characters each.
     """
     sessions = session_table(spans)
+    # the Gantt needs no block hashes: filtering without them saves gathering every call's list (seconds on
+    # large kv-cache-tester corpora)
+    spans = spans.drop([c for c in ("block_hashes", "segments") if c in spans.columns])
     timed = spans.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
     n_untimed = spans.filter(pl.col("kind") != "agent").height - timed.filter(pl.col("kind") != "agent").height
     t0 = timed.get_column("start_ns").min() if timed.height else None
