@@ -105,9 +105,10 @@ def block_ids(keys: np.ndarray, offs: np.ndarray, conv: np.ndarray, first: np.nd
     lengths = np.diff(offs)
     prev = np.where(first, -1, np.arange(n, dtype=np.int64) - 1)
     cp = common_prefix(keys, offs, np.arange(n, dtype=np.int64), prev)
-    # copied = inside [offs[i], offs[i] + cp[i]) of some call (bincount: np.add.at is ~10x slower)
-    mark = np.bincount(offs[:-1], minlength=total + 1) - np.bincount(offs[:-1] + cp, minlength=total + 1)
-    copied = np.cumsum(mark[:-1]).astype(bool)
+    mark = np.zeros(total + 1, dtype=np.int32)  # copied = inside [offs[i], offs[i] + cp[i]) of some call
+    np.add.at(mark, offs[:-1], 1)
+    np.add.at(mark, offs[:-1] + cp, -1)
+    copied = np.cumsum(mark[:-1], dtype=np.int32).astype(bool)
     fresh = np.flatnonzero(~copied)
     sess_key = conv[np.searchsorted(offs, fresh, side="right") - 1] * np.int64(1 << 40)
     gid, n_g = dense_ids(keys[fresh])
