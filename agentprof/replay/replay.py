@@ -249,7 +249,9 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
 
     # model calls in span-table order; the prefix-cache order (conversation lines in time) is built only when
     # a cache policy needs it
-    calls = (spans.with_row_index("_row").filter(pl.col("kind") == "model")
+    calls = (spans.select("trace_id", "span_id", "session_id", "model", "input_tokens", "output_tokens", "timing",
+                          "kind").with_row_index("_row")  # columns first: filtering would copy the hash lists
+             .filter(pl.col("kind") == "model")
              .select("_row", "trace_id", "span_id", "session_id", "model", "input_tokens", "output_tokens",
                      "timing"))
     span_row = calls.get_column("_row").to_numpy().astype(np.int64)
