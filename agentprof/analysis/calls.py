@@ -88,7 +88,8 @@ def _session_table(spans: pl.DataFrame) -> pl.DataFrame:
       counts as a sub-agent.
     """
     agents = spans.filter(pl.col("kind") == "agent")
-    sess = (spans.group_by("session_id", maintain_order=True)
+    sess = (spans.select("session_id", "parent_session_id", "trace_id")  # not the hash lists
+            .group_by("session_id", maintain_order=True)
             .agg(pl.col("parent_session_id").drop_nulls().first(), pl.col("trace_id").first()))
     parent = dict(zip(sess.get_column("session_id").to_list(), sess.get_column("parent_session_id").to_list(),
                       strict=True))

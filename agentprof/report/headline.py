@@ -32,7 +32,7 @@ def trace_figures(spans: pl.DataFrame) -> dict[str, Any]:
              .filter(pl.col("kind") == "model"))
     usage = calls.filter(pl.col("input_tokens").is_not_null())
     with_reads = usage.filter(pl.col("cache_read_tokens").is_not_null())
-    sessions = spans.group_by("session_id").agg(
+    sessions = spans.select("session_id", "parent_session_id", "start_ns", "end_ns").group_by("session_id").agg(
         pl.col("parent_session_id").drop_nulls().first().alias("parent"),
         pl.col("start_ns").min().alias("start"),
         pl.col("end_ns").max().alias("end"),

@@ -57,7 +57,9 @@ def session_table(spans: pl.DataFrame) -> list[SessionInfo]:
     """Sessions in display order: top-level sessions by start time, each followed by its subagents (recursively)."""
     if spans.height == 0:
         return []
-    per = spans.group_by("session_id", maintain_order=True).agg(
+    # the needed columns first: grouping the whole table would rechunk its hash lists too
+    per = spans.select("session_id", "start_ns", "end_ns", "parent_session_id", "kind").group_by(
+        "session_id", maintain_order=True).agg(
         pl.col("start_ns").min().alias("start_ns"),
         pl.col("end_ns").max().alias("end_ns"),
         pl.col("parent_session_id").drop_nulls().first().alias("parent"),
