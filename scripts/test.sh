@@ -22,4 +22,6 @@ if [ "${AGENTPROF_SKIP_PHOENIX:-0}" != "1" ]; then
   scripts/setup_phoenix.sh || echo "warning: Phoenix environment unavailable; its receiver test will be skipped"
 fi
 .venv/bin/python -m ruff check agentprof tests scripts examples
-exec .venv/bin/python -m pytest -q "$@"
+# two worker processes (the CI machine has 2 cores; AGENTPROF_TEST_WORKERS=0 runs in one process), whole files
+# per worker so module fixtures are built once
+exec .venv/bin/python -m pytest -q -n "${AGENTPROF_TEST_WORKERS:-2}" --dist loadfile "$@"

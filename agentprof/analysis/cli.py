@@ -150,8 +150,11 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     if co:
         share = f" ({_pct(co['share_of_wall'])} of wall)" if co.get("share_of_wall") is not None else ""
         took = f"{co['s'] * 1e3:.1f} ms" if co["s"] < 1 else _sec(co["s"])
+        bg = co.get("background_cpu_s")
+        extra = (f"; plus {bg * 1e3:.1f} ms of CPU on its background thread (prompt fingerprints, while the agent "
+                 "waits for the model: it costs wall time only when no core is free)") if bg else ""
         con.print(f"agentprof's own time on the agent's threads while capturing: {took}{share} (imports of its "
-                  "capture modules on the first profile included)", highlight=False)
+                  f"capture modules on the first profile included){extra}", highlight=False)
     _print_cpu(con, d)
     r = d["redundancy"]
     rt = Table(title="Prompt redundancy", title_justify="left")

@@ -238,11 +238,19 @@ def _frames_of(a: Attributed, i: int) -> list[int]:
     return a.samples.stack(int(a.samples.node[i]))
 
 
-def hotspots(a: Attributed, limit: int = 50) -> list[dict[str, Any]]:
+def hotspots(a: Attributed, limit: int | None = 50) -> list[dict[str, Any]]:
     """Functions by self time per place (orchestration, parse, each tool): ``{frame, file, where, samples,
     self_s, total_s, self_cpu_s, total_cpu_s}``, largest self time first."""
+    return rank_hotspots(hotspot_sums(a), limit)
+
+
+def hotspot_sums(a: Attributed) -> list[dict[str, Any]]:
+    """Every (place, function) with its sample count and self/total wall and CPU seconds, unranked and
+    unfiltered: sums that add across partitions of a corpus (a function is its name and file)."""
     s = a.samples
     acc: dict[tuple[str, int], list[float]] = {}
+    key_of: dict[tuple[str, str], int] = {}
+    fkey = [key_of.setdefault((s.frame_name[f], s.frame_file[f]), len(key_of)) for f in range(len(s.frame_name))]
     leaf_cache: dict[int, tuple[int, frozenset[int]]] = {}
     for i in range(len(s)):
         w = a.where[i]
@@ -252,7 +260,7 @@ def hotspots(a: Attributed, limit: int = 50) -> list[dict[str, Any]]:
         got = leaf_cache.get(nd)
         if got is None:
             fr = s.stack(nd)
-            got = leaf_cache[nd] = (fr[-1] if fr else -1, frozenset(fr))
+            got = leaf_cache[nd] = (fkey[fr[-1]] if fr else -1, frozenset(fkey[f] for f in fr))
         leaf, every = got
         for f in every:
             rec = acc.setdefault((w, f), [0, 0.0, 0.0, 0.0, 0.0])
@@ -262,11 +270,17 @@ def hotspots(a: Attributed, limit: int = 50) -> list[dict[str, Any]]:
                 rec[0] += 1
                 rec[1] += a.wall_s[i]
                 rec[3] += a.cpu_s[i]
-    out = [{"frame": s.frame_name[f], "file": s.frame_file[f], "where": w, "samples": int(v[0]),
-            "self_s": v[1], "total_s": v[2], "self_cpu_s": v[3], "total_cpu_s": v[4]}
-           for (w, f), v in acc.items() if v[0] > 0]
-    out.sort(key=lambda d: (-d["self_s"], -d["total_s"], d["frame"]))
-    return out[:limit]
+    names = list(key_of)
+    return [{"frame": names[f][0], "file": names[f][1], "where": w, "samples": int(v[0]), "self_s": float(v[1]),
+             "total_s": float(v[2]), "self_cpu_s": float(v[3]), "total_cpu_s": float(v[4])}
+            for (w, f), v in acc.items()]
+
+
+def rank_hotspots(rows: list[dict[str, Any]], limit: int | None = 50) -> list[dict[str, Any]]:
+    """The functions that ran themselves (self samples), largest self time first, at most ``limit``."""
+    out = [r for r in rows if r["samples"] > 0]
+    out.sort(key=lambda d: (-d["self_s"], -d["total_s"], d["frame"], d["file"], d["where"]))
+    return out if limit is None else out[:limit]
 
 
 def _runq_by_span(a: Attributed | None, span_ids: list[str]) -> dict[str, float]:

@@ -54,12 +54,15 @@ class Analysis:
 
     def capture_overhead(self) -> dict[str, Any] | None:
         """agentprof's own time on the agent's threads while it captured this trace (from the trace's final
-        meta record; None for imported traces), and its share of the wall time."""
+        meta record; None for imported traces), its share of the wall time, and the CPU its background thread
+        spent (prompt fingerprints: off the agent's path while a core is free; None in traces before it was kept)."""
         ns = self.meta.capture_overhead_ns
         if ns is None:
             return None
         wall = self.time.wall_s
-        return {"s": ns / 1e9, "share_of_wall": (ns / 1e9 / wall) if wall else None}
+        bg = self.meta.capture_background_cpu_ns
+        return {"s": ns / 1e9, "share_of_wall": (ns / 1e9 / wall) if wall else None,
+                "background_cpu_s": bg / 1e9 if bg is not None else None}
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` document."""

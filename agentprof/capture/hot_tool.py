@@ -89,11 +89,13 @@ def start(last: Sequence[Any], span_name: str) -> Scope | None:
     return scope
 
 
-def finish(scope: Scope, cpu_ns: int) -> None:
+def finish(scope: Scope, cpu_ns: int, t1: int | None = None) -> None:
     """End a hot call's span (``cpu_ns``: the tool's own thread CPU) and write its line, as the general path
-    would; a span changed through its API on the way is handed to the span processor instead."""
+    would; a span changed through its API on the way is handed to the span processor instead. Capture overhead
+    counts from ``t1`` (when the tool returned; now if not given) to the end of this."""
     end = _time_ns()
-    t1 = _perf()
+    if t1 is None:
+        t1 = _perf()
     sess, span = scope.sess, scope.span
     try:
         _cpu_reset(scope.cpu_token)
@@ -149,6 +151,7 @@ def sync_tool(fn: Callable[..., Any], span_name: str, general: Callable[..., Any
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if _session_get() is None and current() is None:  # no profile at all: the tool runs as it is
             return fn(*args, **kwargs)
+        t0 = _perf()
         try:
             started = start(last, span_name)
         except Exception as e:
@@ -157,12 +160,14 @@ def sync_tool(fn: Callable[..., Any], span_name: str, general: Callable[..., Any
         if started is None:
             return general(*args, **kwargs)
         cpu0 = _thread_time()
+        started.overhead = _perf() - t0  # from the wrapper's entry to the tool's: all of it is agentprof's
         try:
             result = fn(*args, **kwargs)
         except BaseException as e:
             started.end(e, cpu_ns=_thread_time() - cpu0)
             raise
-        finish(started, _thread_time() - cpu0)
+        t1 = _perf()
+        finish(started, _thread_time() - cpu0, t1)
         return result
 
     return wrapper
@@ -177,6 +182,7 @@ def async_tool(fn: Callable[..., Any], span_name: str, general: Callable[..., An
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         if _session_get() is None and current() is None:
             return await fn(*args, **kwargs)
+        t0 = _perf()
         try:
             started = start(last, span_name)
         except Exception as e:
@@ -184,13 +190,14 @@ def async_tool(fn: Callable[..., Any], span_name: str, general: Callable[..., An
             return await fn(*args, **kwargs)
         if started is None:
             return await general(*args, **kwargs)
+        started.overhead = _perf() - t0
         measured = MeasuredCoroutine(fn(*args, **kwargs))
         try:
             result = await measured
         except BaseException as e:
             started.end(e, cpu_ns=measured.cpu_ns)
             raise
-        finish(started, measured.cpu_ns)
+        finish(started, measured.cpu_ns, _perf())
         return result
 
     return wrapper

@@ -32,8 +32,9 @@ from agentprof.trace.usage import normalize_usage, to_mapping
 _time_ns = time.time_ns
 _perf = time.perf_counter_ns
 _cpu = time.thread_time_ns
-"""Capture overhead of a model call on the agent's thread is counted in thread CPU time: time it waits for the
-GIL while agentprof's fingerprint thread runs is that thread's CPU, counted there (once)."""
+"""Capture overhead of a model call on the agent's thread is counted in thread CPU time. The fingerprint thread's
+CPU is counted apart (``Session.background_cpu_ns``): it runs while the agent waits for the response, and costs
+the agent wall time only when no core is free for it (or while it holds the interpreter lock)."""
 
 # request fields each API's prompt is made of (shallow-copied when the call starts)
 PROMPT_FIELDS = {
@@ -125,7 +126,7 @@ class ModelCall:
         model_name = self.model
         stream_key = (sess.id, api, model_name)
         fingerprint.submit(lambda: fingerprint.compute(api, snapshot, model_name, capture, stream_key),
-                           self._fingerprinted, sess.add_overhead)
+                           self._fingerprinted, sess.add_background_cpu)
         sess.add_overhead(_cpu() - t0)
 
     # --- the agent's side -----------------------------------------------------------------------------

@@ -57,6 +57,12 @@ class Run:
         """Time agentprof spent on the agent's threads so far."""
         return self._session.overhead_ns if self._session else 0
 
+    @property
+    def capture_background_cpu_ns(self) -> int:
+        """CPU agentprof's background thread spent so far (prompt fingerprints): off the agent's threads, so it
+        costs the agent wall time only when no core is free for it."""
+        return self._session.background_cpu_ns if self._session else 0
+
     def load(self) -> Any:
         """The recorded trace (:class:`agentprof.trace.Trace`; imports polars)."""
         if self.path is None:

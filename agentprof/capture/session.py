@@ -105,6 +105,7 @@ class Session:
         self.hot: JsonlSpanExporter | None = None
         """This session's only file while spans may be written to it directly (see :meth:`refresh_hot`)."""
         self.overhead_ns = 0
+        self.background_cpu_ns = 0  # agentprof's threads of its own (the prompt fingerprint): CPU, off the agent's path
         self._lock = threading.Lock()
         self._out = out
         self._explicit_path = path
@@ -276,6 +277,7 @@ class Session:
         if self.exporter is None:
             return
         self.meta.capture_overhead_ns = self.overhead_ns
+        self.meta.capture_background_cpu_ns = self.background_cpu_ns
         self.meta.extra["spans"] = self.spans
         if self.forks:
             self.meta.extra["forks"] = self.forks
@@ -297,7 +299,7 @@ class Session:
         to wait for (see :mod:`agentprof.capture.fork` for where its spans go)."""
         self._lock = threading.Lock()
         self.pending = set()
-        self.general_spans = self.hot_spans = self.overhead_ns = self.forks = 0
+        self.general_spans = self.hot_spans = self.overhead_ns = self.background_cpu_ns = self.forks = 0
         self.forked_child = True
 
     def refresh_hot(self) -> None:
@@ -366,6 +368,12 @@ class Session:
     def add_overhead(self, ns: int) -> None:
         with self._lock:
             self.overhead_ns += ns
+
+    def add_background_cpu(self, ns: int) -> None:
+        """CPU time agentprof's own background thread spent for this session: it delays the agent only when
+        no core is free (or while it holds the interpreter lock), so it is kept apart from the agent's path."""
+        with self._lock:
+            self.background_cpu_ns += ns
 
 
 def _is_clean_exit(exc: BaseException) -> bool:

@@ -153,7 +153,7 @@ def capture_agent_run(traces_dir: str | Path, latency: DeviceLatency, model: str
             try:
                 with slowed_tools(agent.TOOLS, tool_slowdown or {}), profiled_tools(agent.TOOLS), \
                         agentprof.profile(name=PROFILE_NAME, out=traces_dir, instrument_json=True,
-                                          instrument_subprocess=True) as run:
+                                          instrument_subprocess=True, sample=True) as run:
                     answer = agent.run(TASK, repo, client, model or latency.model,
                                        system_prompt=system_prompt if system_prompt is not None
                                        else agent.SYSTEM_PROMPT)

@@ -275,6 +275,18 @@ def _sse(event: str | None, data: Any) -> bytes:
     return f"{head}data: {body}\n\n".encode()
 
 
+class _Server(ThreadingHTTPServer):
+    """A thread per request, named as agentprof's own threads are: the server stands in for a remote endpoint,
+    so the stack sampler leaves its threads out of the agent's profile, as it would a server elsewhere."""
+
+    daemon_threads = True
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        t = threading.Thread(target=self.process_request_thread, args=(request, client_address),
+                             name="agentprof-model-server-request", daemon=True)
+        t.start()
+
+
 class ModelServer:
     """Serve scripted model answers on ``127.0.0.1`` (ephemeral port); use as a context manager."""
 
@@ -300,9 +312,8 @@ class ModelServer:
         class Handler(_Handler):
             owner = server
 
-        self._httpd = ThreadingHTTPServer((self._host, self._port), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="model-server", daemon=True)
+        self._httpd = _Server((self._host, self._port), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="agentprof-model-server", daemon=True)
         self._thread.start()
         return self
 

@@ -51,6 +51,12 @@ def analyze_partition(part: list[Unit], given: list[str], skip_bad_lines: bool =
 
     trace, ranks, hashing = partition_trace(part, given, skip_bad_lines)
     a = analyze(trace)
+    prof = a.profile
+    if prof is not None and prof.attributed is not None:  # every function's sums, for an exact merge; the
+        from agentprof.analysis.hotspots import hotspot_sums  # samples themselves stay on the worker
+
+        prof.hotspots = hotspot_sums(prof.attributed)
+        prof.attributed = None
     failed = trace.spans.filter((pl.col("status") == "error") & pl.col("kind").is_in(KINDS)).select(
         "session_id", "kind", "status", "error_type", "start_ns", "end_ns")
     untimed = trace.spans.filter(pl.col("start_ns").is_null() | pl.col("end_ns").is_null()).height
@@ -116,27 +122,55 @@ def merge(parts: list[Part], given: list[str], file_rank: dict[str, int],
     for p in parts:
         hashing.add(p.hashing)
     meta = _meta([p.analysis.meta for p in parts], files, given, hashing)
-    profile = _profile([p.analysis.profile for p in parts], diags)
+    profile = _profile([p.analysis.profile for p in parts], time.orchestration_s if summed else None)
     return Analysis(meta, calls, sessions, conv, time, redundancy, misses, diags, n_conversations=n_conv,
                     failures=failures(failed), profile=profile, conversation_time=summed)
 
 
-def _profile(profiles: list[Any], diags: list[dict[str, Any]]) -> Any:
-    """The CPU-bound profile: exact when no partition has CPU times or samples (imported logs: every figure
-    empty, the per-session gap walls united); otherwise not merged yet, and said so."""
-    if not profiles or all(p is None for p in profiles):
+def _profile(profiles: list[Any], orchestration_s: float | None) -> Any:
+    """The CPU-bound profile of the corpus from the partitions' (sessions never straddle partitions): CPU and
+    busy seconds and per-tool figures summed, per-session gap figures united, per-span/gap units concatenated,
+    hotspots summed per (place, function) from every partition's unranked sums and then ranked. Counts are
+    exact; seconds are the same sums in another order (equal to rounding)."""
+    from agentprof.analysis.hotspots import Profile, rank_hotspots
+
+    present = [p for p in profiles if p is not None]
+    if not present:
         return None
-    empty = all(p is not None and p.orchestration_cpu_s is None and not p.sampled and not p.tools for p in profiles)
-    if empty:
-        merged = replace(profiles[0])
-        gaps: dict[str, float] = {}
-        for p in profiles:
-            gaps.update(p.gap_wall_s or {})
-        merged.gap_wall_s = gaps
-        return merged
-    diags.append({"kind": "profile_not_merged", "message": "CPU-bound shares and sampled hotspots are not merged "
-                  "across partitions yet: run without --workers, --scheduler or --batch-mb for them"})
-    return None
+    cpu = _sum_known([p.orchestration_cpu_s for p in present])
+    busy = _sum_known([p.orchestration_busy_s for p in present])
+    merged = Profile(cpu, busy, orchestration_s if cpu is not None else None, sampled=any(p.sampled for p in present))
+    for p in present:
+        merged.gap_busy_s.update(p.gap_busy_s or {})
+        merged.gap_wall_s.update(p.gap_wall_s or {})
+    tools: dict[str, dict[str, Any]] = {}
+    for p in present:
+        for t in p.tools:
+            m = tools.setdefault(t["tool"], {"tool": t["tool"], "calls": 0, "wall_s": 0.0, "cpu_s": 0.0, "busy_s": 0.0})
+            for k in ("calls", "wall_s", "cpu_s", "busy_s"):
+                m[k] += t[k]
+    merged.tools = sorted(({**t, "cpu_bound_share": min(t["busy_s"] / t["wall_s"], 1.0) if t["wall_s"] > 0 else None}
+                           for t in tools.values()), key=lambda t: -t["wall_s"])
+    sums: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for p in present:
+        for h in p.hotspots:
+            k = (h["where"], h["frame"], h["file"])
+            m = sums.get(k)
+            if m is None:
+                sums[k] = dict(h)
+            else:
+                for f in ("samples", "self_s", "total_s", "self_cpu_s", "total_cpu_s"):
+                    m[f] += h[f]
+    merged.hotspots = rank_hotspots(list(sums.values()))
+    units = [p.units for p in present if p.units is not None and p.units.height]
+    if units:
+        merged.units = pl.concat(units, how="vertical_relaxed").sort("start_ns", nulls_last=True)
+    return merged
+
+
+def _sum_known(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _meta(metas: list[TraceMeta], files: list[str], given: list[str], hashing: Hashing) -> TraceMeta:
@@ -164,7 +198,8 @@ def _meta(metas: list[TraceMeta], files: list[str], given: list[str], hashing: H
     return replace(first, source_format=formats[0] if len(formats) == 1 else "mixed", tokenizer=tokenizer,
                    tokenizer_exact=exact,
                    sources=files, name=Path(given[0]).name if len(given) == 1 else "import",
-                   capture_overhead_ns=_summed([m.capture_overhead_ns for m in metas]), extra=extra)
+                   capture_overhead_ns=_summed([m.capture_overhead_ns for m in metas]),
+                   capture_background_cpu_ns=_summed([m.capture_background_cpu_ns for m in metas]), extra=extra)
 
 
 def _summed(values: list[int | None]) -> int | None:

@@ -100,7 +100,7 @@ def assemble(pieces: list[Piece], given: list[str], hashing: Hashing) -> tuple[T
     spans = (trace.spans.with_columns(pl.col("session_id").replace_strict(ranks, default=0, return_dtype=pl.Int64)
                                       .alias("_unit_rank"))
              .sort("_unit_rank", maintain_order=True).drop("_unit_rank"))
-    return Trace(trace.meta, spans, trace.diagnostics), ranks
+    return Trace(trace.meta, spans, trace.diagnostics, trace.samples), ranks
 
 
 def partition_trace(part: list[Unit], given: list[str], skip_bad_lines: bool = False

@@ -260,7 +260,9 @@ def _merge(traces: list[Trace], formats: list[str], ctx: ImportContext, given: l
         source_format=uniq[0] if len(uniq) == 1 else "mixed", tokenizer=tokenizer, tokenizer_exact=exact,
         block_size=first.block_size, tool_version=first.tool_version or f"agentprof {__version__}",
         created=first.created, name=first.name or (Path(given[0]).name if len(given) == 1 else "import"),
-        capture_overhead_ns=_summed(t.meta.capture_overhead_ns for t in traces), sources=sources, extra=extra,
+        capture_overhead_ns=_summed(t.meta.capture_overhead_ns for t in traces),
+        capture_background_cpu_ns=_summed(t.meta.capture_background_cpu_ns for t in traces), sources=sources,
+        extra=extra,
     )
     if len({t.meta.block_size for t in traces}) > 1:
         diags.append(Diagnostic("mixed_block_size", "inputs use different block sizes: "

@@ -12,6 +12,7 @@ import click
 from agentprof.distributed.options import cluster_options
 from agentprof.errors import AgentprofError
 from agentprof.replay.serving.cli import serving_config, serving_options
+from agentprof.report.formats import fmt_duration, fmt_duration_short, fmt_share, fmt_x
 
 _CTX = {"help_option_names": ["-h", "--help"]}
 
@@ -43,33 +44,12 @@ def _cpu_map(values: tuple[str, ...], path: str | None) -> dict[str, float]:
     return out
 
 
-def _s(v: float | None) -> str:
-    if v is None:
-        return "—"
-    if v >= 3600:
-        return f"{v / 3600:.2f} h"
-    if v >= 60:
-        return f"{v / 60:.1f} min"
-    return f"{v:.2f} s"
 
 
-def _c(v: float | None) -> str:
-    """A duration in at most 6 characters (s, m, h), for the replay table."""
-    if v is None:
-        return "—"
-    if v >= 3600:
-        return f"{v / 3600:.1f}h"
-    if v >= 60:
-        return f"{v / 60:.1f}m"
-    return f"{v:.1f}s"
 
 
-def _x(v: float | None) -> str:
-    return "—" if v is None else f"{v:.2f}x"
 
 
-def _pct(v: float | None) -> str:
-    return "—" if v is None else f"{v:.0%}"
 
 
 @click.command("replay", context_settings=_CTX)
@@ -148,45 +128,45 @@ def _print_replay(res: Any) -> None:
     for col in ("task", "model", "tools", "orch.", "wait", "model %", "calls ×", "task ×", "vs 1st", "Amdahl"):
         t.add_column(col, justify="right", no_wrap=True)
     r = res.recorded
-    t.add_row("recorded", _c(r.e2e_s), _c(r.model_s), _c(r.tool_s), _c(r.orchestration_s), _c(r.wait_s),
-              _pct(r.model_share), "1.00x", "1.00x", "", _x(r.amdahl_bound), style="dim")
+    t.add_row("recorded", fmt_duration_short(r.e2e_s), fmt_duration_short(r.model_s), fmt_duration_short(r.tool_s), fmt_duration_short(r.orchestration_s), fmt_duration_short(r.wait_s),
+              fmt_share(r.model_share), "1.00x", "1.00x", "", fmt_x(r.amdahl_bound), style="dim")
     for s in res.systems:
         if s.error:
             t.add_row(s.name, "[red]cannot run[/red]", *["—"] * 9)
             continue
-        t.add_row(s.name, _c(s.e2e_s), _c(s.model_s), _c(s.tool_s), _c(s.orchestration_s), _c(s.wait_s),
-                  _pct(s.model_share), _x(s.model_calls_speedup), _x(s.speedup_vs_recorded),
-                  _x(s.speedup_vs_first), _x(s.amdahl_bound))
+        t.add_row(s.name, fmt_duration_short(s.e2e_s), fmt_duration_short(s.model_s), fmt_duration_short(s.tool_s), fmt_duration_short(s.orchestration_s), fmt_duration_short(s.wait_s),
+                  fmt_share(s.model_share), fmt_x(s.model_calls_speedup), fmt_x(s.speedup_vs_recorded),
+                  fmt_x(s.speedup_vs_first), fmt_x(s.amdahl_bound))
     console.print(t)
     console.print("[dim]task: end-to-end time; orch.: agent code and parsing outside model calls, tools and "
                   "waits; calls ×: model-call speed-up; Amdahl: the task speed-up with infinitely fast model "
                   "calls[/dim]")
     if r.agent_active_s is not None and r.e2e_s and r.agent_active_s < r.e2e_s - 1e-6:
-        console.print(f"agent-active time (user turns, approvals and idle left out): recorded {_c(r.agent_active_s)}; "
-                      + "; ".join(f"{s.name} {_c(s.agent_active_s)} ({_x(s.speedup_vs_recorded_active)}, Amdahl bound "
-                                  f"{_x(s.amdahl_bound_active)})" for s in res.systems if not s.error),
+        console.print(f"agent-active time (user turns, approvals and idle left out): recorded {fmt_duration_short(r.agent_active_s)}; "
+                      + "; ".join(f"{s.name} {fmt_duration_short(s.agent_active_s)} ({fmt_x(s.speedup_vs_recorded_active)}, Amdahl bound "
+                                  f"{fmt_x(s.amdahl_bound_active)})" for s in res.systems if not s.error),
                       highlight=False)
     for s in res.systems:
         if s.error:
             console.print(f"[red]{markup(s.name)}: {markup(s.error, 1000)}[/red]")
         for d in s.deployments:
             lev = d.get("level_error") or {}
-            err = (f", its cross-validated error TPOT {_pct(lev.get('median_ape_tpot'))} / TTFT "
-                   f"{_pct(lev.get('median_ape_ttft'))}" if lev else "")
+            err = (f", its cross-validated error TPOT {fmt_share(lev.get('median_ape_tpot'))} / TTFT "
+                   f"{fmt_share(lev.get('median_ape_ttft'))}" if lev else "")
             console.print(f"[dim]{markup(s.name)}: {markup(d['model'])} {d['precision']} on {d['accelerators']} accelerator(s), "
                           f"step overhead {d['t_fixed_ms']} ms — calibration {d.get('calibration_level', '?')}"
                           f"{err}: {d['calibration']}[/dim]")
         if s.waiting_for and s.model_calls_s:
-            parts = ", ".join(f"{k.replace('_', ' ')} {_s(v)} ({v / s.model_calls_s:.0%})"
+            parts = ", ".join(f"{k.replace('_', ' ')} {fmt_duration(v)} ({v / s.model_calls_s:.0%})"
                               for k, v in s.waiting_for.items() if v > 0)
             console.print(f"{markup(s.name)}: model calls wait for {parts}")
         if s.band:
             b = s.band
             lo, hi = sorted(b["speedup_vs_recorded"]) if all(b["speedup_vs_recorded"]) else (None, None)
             console.print(f"[yellow]{markup(s.name)}: band from the catalog ranges[/yellow] task time "
-                          f"{_s(min(b['e2e_s']))}–{_s(max(b['e2e_s']))}, model calls "
-                          f"{_s(min(b['model_calls_s']))}–{_s(max(b['model_calls_s']))}, task speed-up "
-                          f"{_x(lo)}–{_x(hi)} (ranged: {', '.join(b['ranged'])})")
+                          f"{fmt_duration(min(b['e2e_s']))}–{fmt_duration(max(b['e2e_s']))}, model calls "
+                          f"{fmt_duration(min(b['model_calls_s']))}–{fmt_duration(max(b['model_calls_s']))}, task speed-up "
+                          f"{fmt_x(lo)}–{fmt_x(hi)} (ranged: {', '.join(b['ranged'])})")
     for note in res.standins.values():
         console.print(f"[yellow]stand-in[/yellow] {markup(note, 1000)}")
     o = res.orchestration
@@ -441,9 +421,9 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
     if leave_out and out.get("baseline"):
         b, m = out["baseline"], out["model_on_baseline_points"]
         click.echo("lookup baseline on the same points (median APE TTFT / TPOT / E2E): "
-                   f"{_pct(b['ttft']['median_ape'])} / {_pct(b['tpot']['median_ape'])} / {_pct(b['e2e']['median_ape'])}"
-                   f"; model {_pct(m['ttft']['median_ape'])} / {_pct(m['tpot']['median_ape'])} / "
-                   f"{_pct(m['e2e']['median_ape'])}")
+                   f"{fmt_share(b['ttft']['median_ape'])} / {fmt_share(b['tpot']['median_ape'])} / {fmt_share(b['e2e']['median_ape'])}"
+                   f"; model {fmt_share(m['ttft']['median_ape'])} / {fmt_share(m['tpot']['median_ape'])} / "
+                   f"{fmt_share(m['e2e']['median_ape'])}")
 
 
 def _write_per_point(df: Any, table: Any, path: str) -> None:
@@ -490,7 +470,7 @@ def _print_fidelity(s: dict[str, Any], label: str) -> None:
     def add(name: str, v: dict[str, Any]) -> None:
         cells = []
         for m in ("ttft", "tpot", "e2e"):
-            cells += [_pct(v[m]["median_ape"]), _pct(v[m]["p90_ape"])]
+            cells += [fmt_share(v[m]["median_ape"]), fmt_share(v[m]["p90_ape"])]
         t.add_row(name, *cells)
 
     add("all", s)

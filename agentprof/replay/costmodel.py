@@ -16,12 +16,14 @@ import numpy as np
 
 from agentprof.catalog import CatalogError, ModelSpec
 from agentprof.catalog.hardware import Accelerator, weight_format
+from agentprof.catalog.serving import DEFAULT_BUDGET_TOKENS
 from agentprof.replay.equations import Work, times
 
 ArrayLike = np.ndarray | float | int
-CHUNK_TOKENS = 8192
-"""Prefill tokens per scheduler step (chunked prefill): vLLM's max-num-batched-tokens 8192 in the InferenceX
-recipes [S1-recipe gptoss_fp4_b200.sh]; SGLang recipes use 16-32K (dsr1_fp4_b200.sh), TRT-LLM 20K."""
+CHUNK_TOKENS = DEFAULT_BUDGET_TOKENS
+"""Prefill tokens per scheduler step (chunked prefill) when the framework is not known. The per-framework
+budgets are ``catalog/serving.toml [budget]`` (:meth:`agentprof.catalog.serving.ServingCatalog.budget_tokens`),
+read by the calibration points and the serving simulation alike; this is that file's fallback."""
 DEFAULT_SCALEUP_BW = 50e9
 """Scale-up bandwidth when an accelerator names none (estimate: a 400 Gb/s NIC)."""
 
@@ -267,32 +269,33 @@ def decode_step_parts(dep: Deployment, p: StepParams, batch: ArrayLike, ctx: Arr
                       prefill_rate: ArrayLike = 0.0, prefill_new: ArrayLike = 0.0,
                       prefill_cached: ArrayLike = 0.0) -> dict[str, np.ndarray]:
     """One decode step for ``batch`` sequences at mean context ``ctx``, split into ``overhead`` (fixed step
-    overhead, collectives, per-prefill scheduling), ``bandwidth`` and ``compute`` (only the binding one of the
-    two is non-zero: they overlap). ``prefill_rate`` prefills of ``prefill_new`` tokens after ``prefill_cached``
-    ride each step (chunked prefill in aggregated serving): their FLOPs add to the step's compute."""
+    overhead, collectives, per-prefill scheduling), ``bandwidth`` and ``compute``, which add: decode kernels run
+    one after another (attention reads KV, then the GEMMs), as in the serving equations
+    (:func:`agentprof.replay.equations.times`, the form the free terms were fitted in). ``prefill_rate``
+    prefills of ``prefill_new`` tokens after ``prefill_cached`` ride each step (chunked prefill in aggregated
+    serving): their FLOPs add to the step's compute."""
     b = np.asarray(batch, dtype=float)
     rate = np.asarray(prefill_rate, dtype=float)
     bw_s = dep.decode_bytes_per_gpu(b, ctx) / (p.mbu * dep.accel.hbm_bw)
     pf = np.where(rate > 0, dep.prefill_peak_s(prefill_new, prefill_cached, p.attn_eff), 0.0)
     cmp_s = dep.decode_peak_s(b, ctx) / p.mfu + rate * pf / p.prefill_mfu
     over = p.t_fixed_s + dep.comm_s(np.maximum(b, 1.0)) + rate * p.t_req_s
-    bound = bw_s >= cmp_s
-    return {"overhead": over + 0.0 * bw_s, "bandwidth": np.where(bound, bw_s, 0.0),
-            "compute": np.where(bound, 0.0, cmp_s)}
+    return {"overhead": over + 0.0 * bw_s, "bandwidth": bw_s + 0.0 * cmp_s, "compute": cmp_s + 0.0 * bw_s}
 
 
 def decode_step_s(dep: Deployment, p: StepParams, batch: ArrayLike, ctx: ArrayLike,
                   prefill_rate: ArrayLike = 0.0, prefill_new: ArrayLike = 0.0,
                   prefill_cached: ArrayLike = 0.0) -> np.ndarray:
-    """One decode step (time per step, not per token): fixed overhead + collectives + the larger of streamed
-    bytes at ``mbu`` of HBM bandwidth and FLOPs at ``mfu`` of peak (:func:`decode_step_parts`)."""
+    """One decode step (time per step, not per token): fixed overhead + collectives + streamed bytes at ``mbu``
+    of HBM bandwidth + FLOPs at ``mfu`` of peak (:func:`decode_step_parts`)."""
     parts = decode_step_parts(dep, p, batch, ctx, prefill_rate, prefill_new, prefill_cached)
     return parts["overhead"] + parts["bandwidth"] + parts["compute"]
 
 
-def prefill_chunks(new: ArrayLike) -> np.ndarray:
-    """Scheduler steps a prefill of ``new`` tokens takes under chunked prefill (at least one)."""
-    return np.maximum(np.ceil(np.asarray(new, dtype=float) / CHUNK_TOKENS), 1.0)
+def prefill_chunks(new: ArrayLike, budget: ArrayLike = CHUNK_TOKENS) -> np.ndarray:
+    """Scheduler steps a prefill of ``new`` tokens takes under chunked prefill with a per-step token ``budget``
+    (at least one)."""
+    return np.maximum(np.ceil(np.asarray(new, dtype=float) / np.asarray(budget, dtype=float)), 1.0)
 
 
 def prefill_parts(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayLike = 0) -> dict[str, np.ndarray]:
@@ -308,6 +311,24 @@ def prefill_parts(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayL
     bound = cmp_s >= mem_s
     return {"overhead": np.where(on, over, 0.0), "compute": np.where(on & bound, cmp_s, 0.0),
             "bandwidth": np.where(on & ~bound, mem_s, 0.0)}
+
+
+def prefill_chunk_s(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayLike, req_share: ArrayLike,
+                    riding: bool) -> np.ndarray:
+    """Seconds a scheduler step spends on a prefill chunk of ``new`` tokens after ``cached`` context (several
+    requests' chunks in one step come as one batched chunk): its collectives, ``req_share`` of the per-prefill
+    overhead (the chunk's share of its request's prompt, so a prefill pays ``t_req`` once over its chunks) and
+    the larger of its FLOPs at ``mfu_pf`` and its bytes at ``mbu``. ``riding``: the step also decodes, whose
+    step already pays the fixed overhead and streams the weights, so the chunk adds only its KV traffic
+    (context read, new KV written) on the bytes side, as a riding prefill adds only its FLOPs and ``t_req`` to
+    a decode step in the serving equations. Alone, a chunk pays the fixed step overhead and reads the weights:
+    with one chunk this is :func:`prefill_s`. Vectorized over arrays of chunks (0 where ``new`` is 0)."""
+    t = np.asarray(new, dtype=float)
+    c = np.asarray(cached, dtype=float)
+    cmp_s = dep.prefill_peak_s(t, c, p.attn_eff) / p.prefill_mfu
+    mem = dep.kv_seq_bytes(c + t) / dep.kv_divisor if riding else prefill_bytes_per_gpu(dep, t, c)
+    over = dep.comm_s(t) + np.asarray(req_share, dtype=float) * p.t_req_s + (0.0 if riding else p.t_fixed_s)
+    return np.where(t > 0, over + np.maximum(cmp_s, mem / (p.mbu * dep.accel.hbm_bw)), 0.0)
 
 
 def prefill_bytes_per_gpu(dep: Deployment, new: ArrayLike, cached: ArrayLike = 0) -> np.ndarray:
@@ -355,7 +376,8 @@ class CallTimes:
 
 
 def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike, output_tokens: ArrayLike,
-              batch: int = 1, load_s: ArrayLike = 0.0, mem_util: float = 0.9, wait_steps: float = 0.0) -> Work:
+              batch: int = 1, load_s: ArrayLike = 0.0, mem_util: float = 0.9, wait_steps: float = 0.0,
+              budget: float = CHUNK_TOKENS) -> Work:
     """The parameter-free work of model calls on an aggregated deployment shared by ``batch`` identical
     clients (:class:`agentprof.replay.equations.Work`)."""
     inp = np.atleast_1d(np.asarray(input_tokens, dtype=float))
@@ -369,8 +391,8 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
     running = np.minimum(cap, b)
     z = np.zeros_like(inp)
     return Work(
-        b_run=running, over=np.maximum(b / cap - 1.0, 0.0), osl=out, n_chunks=prefill_chunks(new),
-        comm_s=dep.comm_s(running), comm_pf_s=dep.comm_s(new) / prefill_chunks(new),
+        b_run=running, over=np.maximum(b / cap - 1.0, 0.0), osl=out, n_chunks=prefill_chunks(new, budget),
+        comm_s=dep.comm_s(running), comm_pf_s=dep.comm_s(new) / prefill_chunks(new, budget),
         bw_s=dep.decode_bytes_per_gpu(running, ctx_mean) / dep.accel.hbm_bw, cmp_s=dep.decode_peak_s(running, ctx_mean),
         pf_gemm_s=2.0 * dep.model.get("params_active") * new / dep.peak / dep.gpus,
         pf_attn_s=dep.prefill_peak_s(new, cached) - 2.0 * dep.model.get("params_active") * new / dep.peak / dep.gpus,

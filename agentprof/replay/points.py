@@ -19,6 +19,7 @@ import polars as pl
 from agentprof.catalog import CatalogError, find_model
 from agentprof.catalog.hardware import HardwareCatalog
 from agentprof.catalog.kvcache import kv_bytes, wait_steps
+from agentprof.catalog.serving import load_serving
 from agentprof.errors import AgentprofError, TraceFormatError
 from agentprof.replay.costmodel import ArrayLike, Deployment, prefill_bytes_per_gpu, prefill_chunks
 from agentprof.replay.equations import Times, Work, times
@@ -199,6 +200,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     why: list[str] = []
     rows = df.select([c for c in df.columns if c not in ("notes", "source_file", "provenance")]).to_dicts()
     dep_cache: dict[tuple, Deployment] = {}
+    budgets = load_serving()
     for j, row in enumerate(rows):
         hw = str(row.get("hardware") or "").lower()
         acc = cat.accelerators.get(hw)
@@ -256,9 +258,10 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["b_run"][j] = b_run
         wk["over"][j] = max(b / cap - 1.0, 0.0)
         wk["osl"][j] = osl_m
-        wk["n_chunks"][j] = float(prefill_chunks(isl_m))
+        chunks = float(prefill_chunks(isl_m, budgets.budget_tokens(fw)[0]))  # the framework's token budget
+        wk["n_chunks"][j] = chunks
         wk["comm_s"][j] = float(dec.comm_s(b_run))
-        wk["comm_pf_s"][j] = float(pre.comm_s(isl_m)) / float(prefill_chunks(isl_m))
+        wk["comm_pf_s"][j] = float(pre.comm_s(isl_m)) / chunks
         wk["bw_s"][j] = float(dec.decode_bytes_per_gpu(b_run, ctx)) / acc.hbm_bw
         wk["cmp_s"][j] = float(dec.decode_peak_s(b_run, ctx))
         wk["pf_gemm_s"][j] = 2.0 * pre.model.get("params_active") * isl_m / pre.peak / gp

@@ -79,6 +79,8 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
             "tokenizer_exact": meta.tokenizer_exact,
             "block_size": meta.block_size,
             "capture_overhead_s": meta.capture_overhead_ns / 1e9 if meta.capture_overhead_ns is not None else None,
+            "capture_background_cpu_s": (meta.capture_background_cpu_ns / 1e9
+                                         if meta.capture_background_cpu_ns is not None else None),
             "first_start": _iso(int(fig["first_start_ns"])) if fig.get("first_start_ns") else None,
         },
         "headline": hl,

@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agentprof.report import safe_text
+from agentprof.report.formats import fmt_bytes, fmt_duration, fmt_int, fmt_pct, fmt_tokens, fmt_x  # noqa: F401
 
 KIND_STYLE = {"model": "blue", "tool": "yellow", "parse": "magenta", "orchestration": "green", "wait": "bright_black"}
 TIME_ROWS = (("model_s", "model"), ("tool_s", "tool"), ("parse_s", "parse"), ("orchestration_s", "orchestration"),
@@ -28,58 +29,7 @@ TIME_ROWS = (("model_s", "model"), ("tool_s", "tool"), ("parse_s", "parse"), ("o
 
 
 # ---------------------------------------------------------------- formatting
-def fmt_duration(sec: float | None) -> str:
-    """``1 h 02 m``, ``3 m 12 s``, ``12.3 s``, ``450 ms`` or ``—``."""
-    if sec is None or not isinstance(sec, (int, float)) or not math.isfinite(sec):
-        return "—"
-    a = abs(sec)
-    if a == 0:
-        return "0 s"
-    if a < 1e-3:
-        return f"{sec * 1e6:.0f} µs"
-    if a < 1:
-        return f"{sec * 1e3:.0f} ms" if a >= 0.1 else f"{sec * 1e3:.1f} ms"
-    if a < 60:
-        return f"{sec:.2f} s" if a < 10 else f"{sec:.1f} s"
-    m, s = divmod(round(a), 60)
-    sign = "-" if sec < 0 else ""
-    if m < 60:
-        return f"{sign}{m} m {s:02d} s"
-    h, m = divmod(m, 60)
-    return f"{sign}{h} h {m:02d} m"
-
-
-def fmt_pct(x: float | None, digits: int = 1) -> str:
-    return "—" if x is None or not math.isfinite(x) else f"{x * 100:.{digits}f} %"
-
-
-def fmt_bytes(b: float | None, none: str = "—") -> str:
-    """Decimal byte units (``1.2 GB``); ``none`` for a missing value (``unlimited`` for a capacity)."""
-    if b is None:
-        return none
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(b) < 1000:
-            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
-        b /= 1000
-    return f"{b:.1f} TB"
-
-
-def fmt_int(x: float | None) -> str:
-    return "—" if x is None else f"{round(x):,}"
-
-
-def fmt_tokens(x: float | None) -> str:
-    if x is None:
-        return "—"
-    a = abs(x)
-    for div, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if a >= div * 10 or (unit != "K" and a >= div):
-            return f"{x / div:.1f}{unit}"
-    return f"{round(x):,}"
-
-
-def fmt_x(x: float | None) -> str:
-    return "—" if x is None or not math.isfinite(x) else f"{x:.2f}×"
+# the formats live in agentprof.report.formats (no rich import): every command's terminal output shares them
 
 
 def bar(share: float | None, width: int = 24, style: str = "blue") -> Text:

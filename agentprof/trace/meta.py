@@ -36,6 +36,7 @@ class TraceMeta:
     created: str = ""
     name: str = ""
     capture_overhead_ns: int | None = None
+    capture_background_cpu_ns: int | None = None
     sources: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 

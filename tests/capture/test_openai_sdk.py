@@ -12,6 +12,7 @@ import openai
 import pytest
 
 import agentprof
+from agentprof.analysis import analyze
 from agentprof.demo.model_server import ErrorReply, Latency, ModelServer, RawReply, Reply, ToolCall
 
 from .capture_helpers import attrs, load, of_kind, only_trace
@@ -137,6 +138,12 @@ def test_streamed_tool_agent(tmp_path, tmp_path_factory):
     assert [attrs(p)["agentprof.parse.bytes"] for p in of_kind(rows, "parse")] == \
         [len(c.arguments_json().encode()) for c in sent]
     assert trace.meta.tokenizer == "cl100k_base" and trace.meta.capture_overhead_ns > 0
+    # the prompts were fingerprinted on agentprof's background thread: its CPU is kept apart from the time on
+    # the agent's threads (the figure a user compares with wall time), and both reach the analysis
+    assert trace.meta.capture_background_cpu_ns > 0
+    co = analyze(trace).to_dict()["capture_overhead"]
+    assert co["s"] == trace.meta.capture_overhead_ns / 1e9
+    assert co["background_cpu_s"] == trace.meta.capture_background_cpu_ns / 1e9
 
 
 def test_plain_async_responses_and_helpers(tmp_path):

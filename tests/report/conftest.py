@@ -5,9 +5,11 @@ import pytest
 from .report_support import BIG_SESSION, BIG_SESSION_SUBAGENTS, KV_FOLDER, Browser, find_chromium
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser():
-    """A real headless Chromium; the tests that need it skip only when no Chromium can be found."""
+    """A real headless Chromium; the tests that need it skip only when no Chromium can be found. Package scope:
+    Playwright's sync API keeps an event loop marked running on this thread while it is open, which would break
+    the asyncio tests of other packages that a parallel worker (pytest -n) runs after these."""
     exe = find_chromium()
     if exe is None:
         pytest.skip("no Chromium found: install Debian's `chromium` (scripts/test.sh does as root) or set AGENTPROF_CHROMIUM")

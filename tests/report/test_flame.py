@@ -73,3 +73,30 @@ def test_flame_view_renders_without_console_errors(sampled, browser, tmp_path):
     assert page.locator("#flame .flame > div").count() >= 1
     assert o.errors == [], o.errors
     o.page.close()
+
+
+@pytest.mark.browser
+def test_comparison_page_draws_the_flame_view_of_its_sampled_run(sampled, browser, tmp_path):
+    """On a page of several traces (the demo's), the sampled run gets its own view inside its block, the
+    unsampled one none, and element ids stay unique."""
+    from agentprof.report.compare import ComparePart, write_compare_report
+    from agentprof.report.stages import run_stages
+
+    from .report_support import synthetic_session
+
+    plain = synthetic_session(turns=6, subagent=False)
+    parts = []
+    for label, t in (("unsampled", plain), ("sampled", sampled)):
+        r = run_stages(t, ["h200+x86"], serving=[])
+        parts.append(ComparePart(label, t, r.analysis, r.replay, r.cache, r.notes, r.cache_model))
+    path = write_compare_report(tmp_path / "cmp.html", parts, title="two runs")
+    o = browser.open(path)
+    assert o.errors == [], o.errors
+    page = o.page
+    assert page.locator("#run0-flame").count() == 0 and page.locator("#flame").count() == 0
+    view = page.locator("#run1 > #run1-flame")
+    assert view.is_visible()
+    assert view.locator(".flame").get_by_text("rank_candidate_patches").count() >= 1
+    ids = page.evaluate("() => Array.from(document.querySelectorAll('[id]')).map(e => e.id)")
+    assert len(ids) == len(set(ids))
+    o.page.close()

@@ -21,6 +21,7 @@ from agentprof.catalog.serving import load_serving
 from agentprof.replay.calibration import Fitted, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.fidelity import METRICS, Check, check, summarize
+from agentprof.replay.points import MEM_UTIL as POINTS_MEM_UTIL
 from agentprof.replay.points import point_features
 from agentprof.replay.serving.scheduler import Engine, Options
 from agentprof.replay.serving.sessions import SessionPlan
@@ -29,12 +30,18 @@ from agentprof.replay.serving.stepcost import StepCost
 MEM_UTIL = 0.9
 MIN_REQUESTS = 256
 WARMUP = 1  # leading requests per client left out of the statistics (the synchronized first wave)
+BENCH_PROMPTS_PER_CLIENT = 10
+"""InferenceX's client sends ``--num-prompts = 10 x CONC`` at ``--max-concurrency CONC`` and measures them all
+(its ``--num-warmups = 2 x CONC`` run before the clock starts, and the measured run then starts every client
+at once) [S1-lib benchmark_lib.sh run_benchmark_serving]: the synchronized first wave is one request in ten."""
 
 
 def benchmark_plan(conc: int, isl: float, osl: float, per_client: int, shared_fraction: float = 0.0,
-                   spread: float = 0.2) -> SessionPlan:
+                   spread: float = 0.2, users: int | None = None) -> SessionPlan:
     """``conc`` clients of ``per_client`` requests each, lengths spread uniformly over [(1 − spread) L, L];
-    the first ``shared_fraction`` of every prompt is one prefix all requests share (a measured hit rate)."""
+    the first ``shared_fraction`` of every prompt is one prefix all requests share (a measured hit rate), or,
+    with ``users``, one prefix per user (request ``j`` is user ``j % users``'s: its own conversation so far),
+    whose blocks the cache keeps or evicts like any others."""
     n = conc * per_client
     u = (np.arange(n) * 0.6180339887) % 1.0  # a low-discrepancy spread instead of random draws
     inp = np.round(isl * (1.0 - spread + spread * u))
@@ -52,7 +59,9 @@ def benchmark_plan(conc: int, isl: float, osl: float, per_client: int, shared_fr
         req = np.repeat(np.arange(n), blocks)
         own = pos >= np.repeat(shared, blocks)
         top = int(shared.max()) if shared.size else 0
-        ids = np.where(own, top + offs[:-1][req] + pos, pos).astype(np.int64)  # unique suffix, shared prefix
+        k = max(users or 1, 1)
+        prefix = pos + top * (req % k if users else 0)  # the shared prefix, or the request's user's
+        ids = np.where(own, k * top + offs[:-1][req] + pos, prefix).astype(np.int64)  # unique suffix
         n_nodes = int(ids.max()) + 1 if ids.size else 0
     return SessionPlan(
         session_ids=[f"client-{i}" for i in range(conc)], start=start, head_s=np.zeros(conc), tail_s=np.zeros(conc),
@@ -63,15 +72,33 @@ def benchmark_plan(conc: int, isl: float, osl: float, per_client: int, shared_fr
 
 def simulate_point(dep: Deployment, params: Any, conc: int, isl: float, osl: float, budget: float,
                    shared_fraction: float = 0.0, spread: float = 0.2,
-                   stat: Any = np.nanmedian) -> tuple[float, float, float]:
-    """TTFT, TPOT and end-to-end latency (``stat``: median by default) of one benchmark point in the simulation."""
-    per_client = max(2, math.ceil(MIN_REQUESTS / conc))
-    plan = benchmark_plan(conc, isl, osl, per_client, shared_fraction, spread)
-    cost = StepCost(dep, params, MEM_UTIL, 64e9, 25e9)
+                   stat: Any = np.nanmedian, mem_util: float = MEM_UTIL, per_client: int | None = None,
+                   warmup: int = WARMUP, rate_per_s: float | None = None, users: int | None = None,
+                   detail: dict | None = None) -> tuple[float, float, float]:
+    """TTFT, TPOT and end-to-end latency (``stat``: median by default) of one benchmark point in the simulation:
+    ``per_client`` requests per client (default: enough for ``MIN_REQUESTS``), the first ``warmup`` of each
+    client left out. With ``rate_per_s`` the ``conc`` users do not send back to back: requests arrive as a
+    Poisson process at that rate (users between calls: tools, thinking), at most ``conc`` in flight, and the
+    first ``conc`` requests (the fill) are left out. With ``users`` the ``shared_fraction`` prefix is each
+    user's own and starts cold (the cache decides what hits); ``detail`` receives the simulated hit share."""
+    cost = StepCost(dep, params, mem_util, 64e9, 25e9)
     top = int(shared_fraction * isl // 64)
-    warm = np.arange(top, dtype=np.int64) if top else None  # the measured hits: the shared prefix starts cached
-    eng = Engine(plan, cost, Options(concurrency=conc, replicas=1, budget_tokens=budget, warm_ids=warm)).run()
-    keep = (eng.req_call % per_client) >= min(WARMUP, per_client - 1)
+    # the measured hits: one shared prefix starts cached
+    warm = np.arange(top, dtype=np.int64) if top and not users else None
+    if rate_per_s:
+        n = max(MIN_REQUESTS, 8 * conc)
+        plan = benchmark_plan(n, isl, osl, 1, shared_fraction, spread, users)
+        opt = Options(concurrency=conc, replicas=1, budget_tokens=budget, warm_ids=warm,
+                      arrival_rate_per_h=3600.0 * rate_per_s)
+        eng = Engine(plan, cost, opt).run()
+        keep = eng.req_call >= min(conc, n // 4)
+    else:
+        per_client = per_client or max(2, math.ceil(MIN_REQUESTS / conc))
+        plan = benchmark_plan(conc, isl, osl, per_client, shared_fraction, spread, users)
+        eng = Engine(plan, cost, Options(concurrency=conc, replicas=1, budget_tokens=budget, warm_ids=warm)).run()
+        keep = (eng.req_call % per_client) >= min(warmup, per_client - 1)
+    if detail is not None:
+        detail["hit_share"] = float(eng.hits[keep].sum() / max(eng.inp[keep].sum(), 1.0))
     ttft = (eng.first_t - eng.issue_t)[keep]
     tpot = np.where(eng.out > 1, (eng.done_t - eng.first_t) / np.maximum(eng.out - 1.0, 1.0), np.nan)[keep]
     e2e = (eng.done_t - eng.issue_t)[keep]
@@ -97,15 +124,20 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
         model = cat.models[key.model]
         dpa = bool(row.get("dp_attention") or False)
         g = int(f.g_dec[j])
+        kv_b = float(f.kv_bytes[j])
         try:
-            dk = (key.hardware, key.model, key.precision, g, dpa)
-            dep = deps.get(dk) or deps.setdefault(dk, Deployment(model, acc, key.precision, g, dpa))
+            dk = (key.hardware, key.model, key.precision, g, dpa, kv_b)
+            dep = deps.get(dk) or deps.setdefault(dk, Deployment(model, acc, key.precision, g, dpa, kv_b))
         except CatalogError:
             continue
         e, _ = fitted.lookup(key, vendor.get(key.hardware, ""))
-        p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0).with_(attn_eff=fitted.attn_eff)
+        # the terms as the fit used them: KV in the recipe's dtype, the points' memory fraction, the recipe's
+        # scheduler interval before the first token
+        p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0).with_(
+            attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]))
         budget, _ = budgets.budget_tokens(key.framework)
-        ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget)
+        ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget,
+                                         mem_util=POINTS_MEM_UTIL, per_client=BENCH_PROMPTS_PER_CLIENT, warmup=0)
         pred["ttft"][j], pred["tpot"][j], pred["e2e"][j] = ttft, tpot, e2e
         simulated[j] = True
     t = t.with_columns(*(pl.Series(f"pred_{m}", pred[m]) for m in METRICS), pl.Series("simulated", simulated))
@@ -122,11 +154,13 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
 
 
 def summary_with_slices(ch: Check) -> dict[str, Any]:
-    """The usual summary plus the simulated points alone and the concurrency >= 64 slice."""
+    """The usual summary plus the simulated points alone, the concurrency >= 64 slice, and that slice's
+    simulated points alone (the disaggregated ones keep the analytic prediction)."""
     t = ch.table
     out = summarize(t)
     out["simulated_only"] = summarize(t.filter(pl.col("simulated")))
     out["conc_ge_64"] = summarize(t.filter(pl.col("conc") >= 64))
+    out["conc_ge_64_simulated"] = summarize(t.filter((pl.col("conc") >= 64) & pl.col("simulated")))
     out["notes"] = ch.notes
     return out
 
@@ -151,23 +185,50 @@ def simulate_cross_validate(df: pl.DataFrame, cat: HardwareCatalog | None = None
     return {"pooled": pooled, "folds": folds}
 
 
-def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None) -> dict[str, Any]:
-    """The AgentX Kimi K2.5 trace-replay points through the simulation: ``conc`` clients, the measured mean
-    prompt and output, the measured server hit rate as a shared cached prefix; mean TTFT and ITL against the
-    measured means, over every point with measurements and over the healthy slice (hit rate >= 0.9)."""
+def workload_reuse(df: pl.DataFrame, max_conc: int = 2) -> float:
+    """The AgentX traces' prefix reuse: the median measured server hit rate at concurrency <= ``max_conc``,
+    where a few users' contexts fit any deployment's KV pool, so the hit rate is the workload's, not the
+    cache's."""
+    low = df.filter((pl.col("conc") <= max_conc) & pl.col("server_gpu_cache_hit_rate").is_not_null())
+    return float(low["server_gpu_cache_hit_rate"].median()) if low.height else 0.0
+
+
+def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None,
+                     prefixes: str = "measured") -> dict[str, Any]:
+    """The AgentX Kimi K2.5 trace-replay points through the simulation: ``conc`` users, the measured mean
+    prompt and output, requests arriving at the measured request rate (successful requests / duration: users
+    spend time on tools and thinking between calls) with at most ``conc`` in flight; mean TTFT and ITL against
+    the measured means, over every point with measurements and over the healthy slice (hit rate >= 0.9).
+
+    ``prefixes``: ``measured`` puts the point's measured server hit rate in as one shared cached prefix;
+    ``private`` gives each user its own prefix of the workload's reuse (:func:`workload_reuse`), starting cold,
+    so the simulated KV pool and LRU cache decide the hit rate (reported as ``sim_hit``: the capacity cliff
+    comes out of the simulation instead of going in)."""
+    if prefixes not in ("measured", "private"):
+        raise ValueError(f"prefixes: expected 'measured' or 'private', got {prefixes!r}")
+    private = prefixes == "private"
     from agentprof.replay.agentic import HEALTHY_HIT, deployed_points
 
     cat = cat or load_catalog()
     budgets = load_serving()
     rows = []
     measured = df.filter(pl.col("mean_ttft").is_not_null() & pl.col("mean_itl").is_not_null())
+    reuse = workload_reuse(df)
     for r, hw, dep, p, how in deployed_points(measured, fitted, cat, fitted.attn_eff):
         hit = float(r["server_gpu_cache_hit_rate"] or 0.0)
+        if private:
+            hit = reuse
         budget, _ = budgets.budget_tokens(str(r["framework"]).lower())
+        rate, det = None, {}
+        if r.get("num_requests_successful") and r.get("duration_seconds"):
+            rate = float(r["num_requests_successful"]) / float(r["duration_seconds"])
         ttft, itl, _ = simulate_point(dep, p, int(r["conc"]), float(r["mean_input_tokens"]),
                                       float(r["mean_output_tokens_actual"]), budget, shared_fraction=hit,
-                                      spread=0.0, stat=np.nanmean)
-        rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(r["conc"]), "hit_rate": hit, "calibration": how,
+                                      spread=0.0, stat=np.nanmean, rate_per_s=rate,
+                                      users=int(r["conc"]) if private else None, detail=det)
+        rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(r["conc"]),
+                     "hit_rate": float(r["server_gpu_cache_hit_rate"] or 0.0), "sim_hit": det.get("hit_share"),
+                     "offloading": str(r.get("offloading")), "calibration": how,
                      "meas_ttft": r["mean_ttft"], "pred_ttft": ttft, "meas_itl": r["mean_itl"], "pred_itl": itl})
     t = pl.DataFrame(rows)
     if not t.height:
@@ -180,5 +241,6 @@ def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | No
                 "median_ape_itl": float(g["a_itl"].median()) if g.height else None}
 
     healthy = t.filter(pl.col("hit_rate") >= HEALTHY_HIT)
-    return {**stats(t), "healthy": stats(healthy), "healthy_conc_le_8": stats(healthy.filter(pl.col("conc") <= 8)),
+    return {**stats(t), "prefixes": prefixes, "workload_reuse": reuse if private else None,
+            "healthy": stats(healthy), "healthy_conc_le_8": stats(healthy.filter(pl.col("conc") <= 8)),
             "by_hardware": {str(k[0]): stats(g) for k, g in t.group_by("hardware")}, "table": t.to_dicts()}

@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from agentprof.report.formats import fmt_duration
+
 _CTX = {"help_option_names": ["-h", "--help"]}
 
 
@@ -40,17 +42,6 @@ def serving_config(concurrency: int, router: str, cap_wait: float | None, arriva
     return cfg
 
 
-def _s(v: float | None) -> str:
-    if v is None:
-        return "—"
-    if v >= 3600:
-        return f"{v / 3600:.2f} h"
-    if v >= 60:
-        return f"{v / 60:.1f} min"
-    if v >= 1:
-        return f"{v:.2f} s"
-    return f"{v * 1e3:.0f} ms"
-
 
 def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: str) -> None:
     """The serving panel: per system, latency percentiles, throughput, hits by tier, energy and cost."""
@@ -63,8 +54,8 @@ def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: s
     for name, d in rows:
         h = d["hit_share"]
         cost = d.get("cost_per_task") or {}
-        t.add_row(name, str(d["concurrency"]), f"{_s(d['ttft_s']['p50'])} / {_s(d['ttft_s']['p99'])}",
-                  _s(d["tpot_s"]["p50"]), _s(d["queue_s"]["p99"]), _s(d["task_s"]["p50"]),
+        t.add_row(name, str(d["concurrency"]), f"{fmt_duration(d['ttft_s']['p50'])} / {fmt_duration(d['ttft_s']['p99'])}",
+                  fmt_duration(d["tpot_s"]["p50"]), fmt_duration(d["queue_s"]["p99"]), fmt_duration(d["task_s"]["p50"]),
                   f"{d['tasks_per_hour']:.1f}" if d.get("tasks_per_hour") else "—",
                   f"{d['tasks_per_hour_per_kw']:.2f}" if d.get("tasks_per_hour_per_kw") else "—",
                   f"{h['hbm']:.0%}/{h['cpu']:.0%}/{h['disk']:.0%}", f"{d['utilization']:.0%}",
@@ -130,7 +121,7 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
         click.echo(json.dumps(res, indent=2, default=str))
         return
     console = Console()
-    slo = ", ".join(f"{s['metric']}_{s['percentile']} <= {_s(s['bound_s'])}" for s in res["slo"])
+    slo = ", ".join(f"{s['metric']}_{s['percentile']} <= {fmt_duration(s['bound_s'])}" for s in res["slo"])
     console.print(f"capacity at {slo}: {res['sessions']} session(s), {res['calls']} calls as {res['model']}")
     ok = [(r["system"], r["serving"]) for r in res["systems"] if r.get("serving")]
     print_serving(console, ok, "largest concurrency that meets the SLO")
@@ -139,7 +130,7 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
             console.print(f"[red]{r['system']}: {r['error']}[/red]")
         elif r.get("first_failing"):
             f = r["first_failing"]
-            vals = ", ".join(f"{k[:-2]} {_s(v)}" for k, v in f.items() if k != "concurrency")
+            vals = ", ".join(f"{k[:-2]} {fmt_duration(v)}" for k, v in f.items() if k != "concurrency")
             console.print(f"[dim]{r['system']}: concurrency {f['concurrency']} breaks it ({vals})[/dim]")
         else:
             console.print(f"[dim]{r['system']}: meets the SLO up to --max-concurrency {res['max_concurrency']}[/dim]")

@@ -51,7 +51,7 @@ class Req:
         self.load_s = 0.0
         self.overhead = 0.0  # waiting for a running step + decode work in its prefill steps
         self.ready_t = math.nan
-        self.series: tuple[float, list[float], list[float]] | None = None  # prefill chunk prices ahead
+        self.series: tuple[tuple[float, float, bool], list[float], list[float]] | None = None  # prices ahead
         self.series_at = 0
 
 
@@ -368,7 +368,7 @@ class Engine:
                 pending = min(pending, r.timer)
         budget = max(self.opt.budget_tokens - len(dec), 0.0)
         chunks: list[tuple[Req, float]] = []
-        priced: list[tuple[float, float]] = []
+        priced: list[tuple[float, float, float]] = []
         for r in pf:
             if budget <= 0:
                 break
@@ -377,8 +377,9 @@ class Engine:
                 continue
             budget -= c
             chunks.append((r, c))
-            priced.append((c, r.cached + r.done_pf))
-        pf_s = self._chunk_price(chunks[0][0], priced[0]) if len(priced) == 1 else self.cost.chunks_s(priced)
+            priced.append((c, r.cached + r.done_pf, c / r.todo if r.todo > 0 else 1.0))
+        pf_s = (self._chunk_price(chunks[0][0], priced[0], len(dec)) if len(priced) == 1
+                else self.cost.chunks_s(priced, len(dec)))
         if not dec and not chunks:
             if pending < math.inf and pending < rep.wake_at:
                 rep.wake_at = pending
@@ -425,31 +426,33 @@ class Engine:
         self._push(end, EV_STEP, k, rep.version)
         return False
 
-    def _chunk_price(self, r: Req, chunk: tuple[float, float]) -> float:
-        """``cost.chunks_s([chunk])`` for a request's prefill chunk. A long prefill runs as a series of equal
-        chunks at growing context; the series is priced in one vectorized call when its first chunk is asked
-        for and looked up (exact match of tokens and context) for the rest."""
+    def _chunk_price(self, r: Req, chunk: tuple[float, float, float], decoding: int) -> float:
+        """``cost.chunks_s([chunk], decoding)`` for a request's prefill chunk ``(tokens, context, share)``. A
+        long prefill runs as a series of equal chunks at growing context; the series is priced in one vectorized
+        call when its first chunk is asked for and looked up (exact match of tokens, share, whether the step
+        decodes, and context) for the rest."""
         if not self.opt.quiet_steps:
-            return self.cost.chunks_s([chunk])
+            return self.cost.chunks_s([chunk], decoding)
+        t, ctx, share = chunk
+        key = (t, share, decoding > 0)
         series = r.series
         if series is not None:
             j = r.series_at
-            if j < len(series[1]) and series[0] == chunk[0] and series[1][j] == chunk[1]:
+            if j < len(series[1]) and series[0] == key and series[1][j] == ctx:
                 r.series_at = j + 1
                 return series[2][j]
-        t = chunk[0]
         left = r.todo - r.done_pf
         n = min(int(left // t), 256) if t > 0 else 1
         if n <= 1:
             r.series = None
-            return self.cost.chunks_s([chunk])
+            return self.cost.chunks_s([chunk], decoding)
         # the contexts as the engine will compute them (done_pf accumulated chunk by chunk)
         ctxs = []
         done = r.done_pf
         for _ in range(n):
             ctxs.append(r.cached + done)
             done += t
-        r.series = (t, ctxs, self.cost.chunk_series_s(t, ctxs))
+        r.series = (key, ctxs, self.cost.chunk_series_s(t, ctxs, share, decoding))
         r.series_at = 1
         return r.series[2][0]
 

@@ -1,13 +1,14 @@
 """The one place the serving simulation calls the device cost model: a scheduler step's batch into seconds.
 
 A step holds decode sequences (their count and mean context) and prefill chunks. Decode time is the cost
-model's decode step as ``costmodel.call_times`` composes it, for the batch at its mean context (tabulated per
-batch size over a context grid and interpolated: exact while it is piecewise linear in context); a step's
-prefill chunks are priced together by ``costmodel.prefill_s`` as one batched prefill (weights read once, each
-chunk's causal attention over its request's context summed); cached KV from a lower tier costs ``kv_load_s``
-over the host link (PCIe or NVLink-C2C) or ``disk_load_s``. With one sequence this reproduces
-``costmodel.call_times`` at batch 1 (``t0 + load + prefill + wait_steps·t_step`` to the first token, then
-``t_step/a`` per token).
+model's ``decode_step_s`` for the batch at its mean context (tabulated per batch size over a context grid and
+interpolated: exact while it is piecewise linear in context); a step's prefill chunks are priced together by
+``costmodel.prefill_chunk_s`` as one batched chunk (each chunk's causal attention over its request's context
+summed): riding a decode step they add their FLOPs (or KV traffic) and collectives, the step already paying
+the fixed overhead and the weight reads; alone they are a prefill step. Each prefill pays ``t_req`` once over
+its chunks. Cached KV from a lower tier costs ``kv_load_s`` over the host link (PCIe or NVLink-C2C) or
+``disk_load_s``. With one sequence this reproduces ``costmodel.call_times`` at batch 1 (``t0 + load + prefill +
+wait_steps·t_step`` to the first token, then ``t_step/a`` per token).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import numpy as np
 from agentprof.replay.costmodel import (
     Deployment,
     StepParams,
+    decode_step_s,
     disk_load_s,
     kv_load_s,
+    prefill_chunk_s,
     prefill_s,
 )
 from agentprof.replay.systems import Resolved
@@ -52,15 +55,9 @@ class StepCost:
         return cls(r.dep, r.params, r.system.mem_util, r.host_link_bw, r.disk_bw)
 
     def _step(self, b: int, ctx: np.ndarray) -> np.ndarray:
-        """A decode step of ``b`` sequences as ``costmodel.call_times`` times it (``equations.times`` with no
-        prefill riding: fixed overhead + collectives + bytes at ``mbu`` + FLOPs at ``mfu``). Note:
-        ``costmodel.decode_step_s`` overlaps bytes and FLOPs (max) where ``call_times`` adds them; this follows
-        ``call_times`` so that one session reproduces the single-session replay."""
-        dep, p = self.dep, self.p
-        comm = dep.comm_s(float(b)) if hasattr(dep, "comm_s") else 0.0
-        bw = dep.decode_bytes_per_gpu(b, ctx) / (p.mbu * dep.accel.hbm_bw)
-        cmp_s = dep.decode_peak_s(b, ctx) / p.mfu
-        return p.t_fixed_s + comm + bw + cmp_s
+        """A decode step of ``b`` sequences (``costmodel.decode_step_s``: fixed overhead + collectives + bytes at
+        ``mbu`` + FLOPs at ``mfu``, as ``equations.times`` and so ``call_times`` time it)."""
+        return decode_step_s(self.dep, self.p, max(b, 1), ctx)
 
     def _row(self, b: int) -> list[float]:
         row = self._rows.get(b)
@@ -84,25 +81,29 @@ class StepCost:
         """Whole prefill of ``new`` tokens after a ``cached`` prefix in HBM (per-prefill overhead included)."""
         return float(prefill_s(self.dep, self.p, new, cached))
 
-    def chunks_s(self, chunks: list[tuple[float, float]]) -> float:
-        """One step's prefill chunks ``(tokens, context before them)`` as one batched prefill: weights read
-        once, attention summed (an effective context gives the same causal attention work)."""
+    def chunks_s(self, chunks: list[tuple[float, ...]], decoding: int = 0) -> float:
+        """One step's prefill chunks ``(tokens, context before them[, share of the request's prompt])`` as one
+        batched chunk (attention summed: an effective context gives the same causal attention work), in a step
+        that also decodes ``decoding`` sequences (:func:`agentprof.replay.costmodel.prefill_chunk_s`). A chunk
+        without a share pays the whole per-prefill overhead."""
         if not chunks:
             return 0.0
+        share = sum(ch[2] if len(ch) > 2 else 1.0 for ch in chunks)
         if len(chunks) == 1:
-            t, c = chunks[0]
-            return float(prefill_s(self.dep, self.p, t, c))
-        total = sum(t for t, _ in chunks)
-        work = sum(t * (c + t / 2.0) for t, c in chunks)
-        c_eff = max(work / total - total / 2.0, 0.0)
-        return float(prefill_s(self.dep, self.p, total, c_eff))
+            total, c_eff = chunks[0][0], chunks[0][1]
+        else:
+            total = sum(ch[0] for ch in chunks)
+            work = sum(ch[0] * (ch[1] + ch[0] / 2.0) for ch in chunks)
+            c_eff = max(work / total - total / 2.0, 0.0)
+        return float(prefill_chunk_s(self.dep, self.p, total, c_eff, share, decoding > 0))
 
-    def chunk_series_s(self, tokens: float, contexts: list[float]) -> list[float]:
-        """``chunks_s([(tokens, c)])`` for each context ``c`` in one vectorized call (a long prefill's equal
-        chunks; the elementwise arithmetic gives the same floats as one call per chunk, tested)."""
+    def chunk_series_s(self, tokens: float, contexts: list[float], share: float, decoding: int) -> list[float]:
+        """``chunks_s([(tokens, c, share)], decoding)`` for each context ``c`` in one vectorized call (a long
+        prefill's equal chunks)."""
         n = len(contexts)
-        return [float(x) for x in np.broadcast_to(prefill_s(self.dep, self.p, np.full(n, tokens),
-                                                            np.asarray(contexts, dtype=float)), (n,))]
+        return [float(x) for x in np.broadcast_to(
+            prefill_chunk_s(self.dep, self.p, np.full(n, tokens), np.asarray(contexts, dtype=float), share,
+                            decoding > 0), (n,))]
 
     def first_token_s(self, b: int, ctx: float) -> float:
         """The scheduler's polling / streaming interval before the first token (``wait_steps`` decode steps,

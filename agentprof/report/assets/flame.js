@@ -5,9 +5,8 @@
   var el = document.getElementById("agentprof-data");
   if (!el) return;
   var DATA = JSON.parse(el.textContent);
-  var F = DATA.flame;
   var app = document.getElementById("app"), toc = document.getElementById("toc");
-  if (!F || !F.places || !F.places.length || !app) return;
+  if (!app) return;
   function mk(tag, attrs, text) {
     var e = document.createElement(tag);
     if (attrs) Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
@@ -15,7 +14,17 @@
     return e;
   }
   function fmtS(s) { return s >= 1 ? s.toFixed(2) + " s" : (s * 1e3).toFixed(s >= 0.01 ? 0 : 1) + " ms"; }
-  var sec = mk("section", { class: "panel", id: "flame" });
+  // one view per sampled trace: the page's, or each run's on a comparison page (placed before its footer)
+  if (DATA.compare) {
+    (DATA.compare.runs || []).forEach(function (r, i) {
+      var host = document.getElementById("run" + i), F = (r.payload || {}).flame;
+      if (host && F && F.places && F.places.length) view(F, host, host.querySelector(":scope > .foot"), "run" + i + "-flame", null);
+    });
+  } else if (DATA.flame && DATA.flame.places && DATA.flame.places.length) {
+    view(DATA.flame, app, null, "flame", toc);
+  }
+  function view(F, host, before, id, tocBox) {
+  var sec = mk("section", { class: "panel", id: id });
   sec.appendChild(mk("h2", null, "Where the loop and the tools spend their time (sampled stacks)"));
   sec.appendChild(mk("p", { class: "lede" }, "Icicle view of stack samples, one per place: the agent's own loop " +
     "(orchestration: the gaps between spans and orchestration spans), parsing, and each tool. Width = sampled wall " +
@@ -32,8 +41,8 @@
   var info = mk("div", { class: "dim", style: "min-height:18px;margin-top:4px" });
   sec.appendChild(box);
   sec.appendChild(info);
-  app.appendChild(sec);
-  if (toc) toc.appendChild(mk("a", { href: "#flame" }, "Sampled stacks"));
+  host.insertBefore(sec, before);
+  if (tocBox) tocBox.appendChild(mk("a", { href: "#" + id }, "Sampled stacks"));
   var ROW = 18, place, focus;
   function label(node) {
     if (node[0] < 0) return place.where + " (all)";
@@ -84,4 +93,5 @@
   pick.addEventListener("change", function () { show(Number(pick.value)); });
   window.addEventListener("resize", function () { draw(); });
   show(0);
+  }
 })();

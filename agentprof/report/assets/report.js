@@ -1040,7 +1040,9 @@
     if (m.sources && m.sources.length) items.push("Sources: " + m.sources.slice(0, 8).join(", ") + (m.sources.length > 8 ? " and " + (m.sources.length - 8) + " more" : ""));
     if (m.tokenizer) items.push("Tokenizer: " + m.tokenizer + (m.tokenizer_exact ? " (exact)" : " (approximate)") + "; prompt blocks of " + m.block_size + " tokens.");
     if (isNum(m.capture_overhead_s)) items.push("agentprof's own time on the agent's threads while capturing: " + fmtDur(m.capture_overhead_s) +
-      (isNum((D.headline || {}).wall_s) && D.headline.wall_s > 0 ? " (" + (100 * m.capture_overhead_s / D.headline.wall_s).toFixed(2) + " % of wall)." : "."));
+      (isNum((D.headline || {}).wall_s) && D.headline.wall_s > 0 ? " (" + (100 * m.capture_overhead_s / D.headline.wall_s).toFixed(2) + " % of wall)" : "") +
+      (isNum(m.capture_background_cpu_s) && m.capture_background_cpu_s > 0 ? "; plus " + fmtDur(m.capture_background_cpu_s) +
+        " of CPU on its background thread (prompt fingerprints, while the agent waits for the model: wall time only when no core is free)." : "."));
     var dg = D.diagnostics || {};
     if (dg.count) items.push(fmtInt(dg.count) + " input diagnostics" + (dg.first && dg.first.length ? ", e.g. " + dg.first.join("; ") : "") + ".");
     items.push(D.timeline && D.timeline.text ? "This report includes captured prompt and response text (opted in)." : "No prompt or response text is included in this report; only counts and hashes.");

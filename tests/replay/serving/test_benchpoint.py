@@ -59,6 +59,7 @@ def test_devices_check_simulate_json(points, tmp_path: Path, capsys) -> None:
     d = json.loads(capsys.readouterr().out)
     assert d["mode"].startswith("simulated") and d["covered"] == d["points"] == 10
     assert d["simulated_only"]["points"] == 10 and "conc_ge_64" in d
+    assert d["conc_ge_64_simulated"]["points"] == sub.filter(pl.col("conc") >= 64).height
     assert d["tpot"]["median_ape"] < 0.15 and d["e2e"]["median_ape"] < 0.15
 
 
@@ -69,4 +70,50 @@ def test_agentic_points_simulate(capsys) -> None:
         assert not e.code
     d = json.loads(capsys.readouterr().out)
     assert d["points"] >= 60 and d["healthy"]["points"] >= 20
-    assert d["healthy_conc_le_8"]["median_ape_ttft"] < 0.5
+    assert d["healthy_conc_le_8"]["median_ape_ttft"] < 0.3 and d["healthy_conc_le_8"]["median_ape_itl"] < 0.2
+
+
+def test_simulated_cross_validation_on_a_small_fold_meets_the_targets(points) -> None:
+    # the issue's targets, computed from data: fit on one ISL/OSL of H100 vLLM GPT-OSS, simulate the other
+    # (the full table, all 1,059 points, is docs/DEVICE_MODEL.md §10.1: scripts/serving_fidelity.py)
+    from agentprof.replay.serving.benchpoint import simulate_cross_validate
+
+    sub = points.filter((pl.col("hardware") == "h100") & (pl.col("framework") == "vllm"))
+    r = simulate_cross_validate(sub)
+    pooled, high = r["pooled"], r["pooled"]["conc_ge_64_simulated"]
+    assert pooled["simulated_only"]["points"] == pooled["covered"] == sub.height and high["points"] >= 10
+    for s in (pooled, high):
+        assert s["tpot"]["median_ape"] <= 0.08 and s["e2e"]["median_ape"] <= 0.08 and s["ttft"]["median_ape"] <= 0.2
+    assert {f["fit_on"] for f in r["folds"]} == {"1024/1024", "1024/8192"}
+
+
+def test_the_recipe_scheduler_wait_reaches_the_simulated_first_token(points) -> None:
+    # SGLang's --scheduler-recv-interval 30 on B200 (15 decode steps before a request is seen, the fit's
+    # wait_steps): without it the simulated TTFT was a third of the measured one
+    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.serving.benchpoint import simulate_check
+
+    sub = points.filter((pl.col("hardware") == "b200") & (pl.col("framework") == "sglang")
+                        & (pl.col("conc") == 32) & (pl.col("osl") == 1024))
+    t = simulate_check(sub, load_fitted()).table.filter(pl.col("simulated"))
+    assert t.height >= 3
+    ratio = (t["pred_ttft"] / t["meas_ttft"]).median()
+    assert 0.8 < ratio < 1.25
+
+
+def test_the_kv_capacity_cliff_comes_out_of_the_simulation() -> None:
+    # private per-user prefixes starting cold: the simulated cache keeps ~the workload's reuse where the users'
+    # contexts fit the KV pool (B200 TP8, 1 user) and loses it where they do not (B200 TP4, 16 users), as measured
+    from agentprof.replay.agentic import load_agentic
+    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.serving.benchpoint import simulate_agentic, workload_reuse
+
+    df = load_agentic(str(AGENTIC))
+    rows = df.filter((pl.col("hw") == "b200-dgxc") & (pl.col("offloading") == "none")
+                     & (((pl.col("tp") == 8) & (pl.col("conc") == 1)) | ((pl.col("tp") == 4) & (pl.col("conc") == 16))))
+    assert rows.height == 2
+    reuse = workload_reuse(df)
+    t = {r["tp"]: r for r in simulate_agentic(rows, load_fitted(), prefixes="private")["table"]}
+    assert 0.9 < reuse < 1.0
+    assert t[8]["sim_hit"] == pytest.approx(reuse, abs=0.02) and t[8]["hit_rate"] > 0.9
+    assert t[4]["sim_hit"] < 0.05 and t[4]["hit_rate"] < 0.05

@@ -44,7 +44,9 @@ def test_chunk_series_prices_equal_one_call_per_chunk(system, model) -> None:
     cost = StepCost.of(resolve(cat.system(system), resolve_model(model)[0], cat))
     for tokens in (2048.0, 8191.0, 1517.5):
         ctxs = [3.0 + j * tokens for j in range(200)]
-        assert cost.chunk_series_s(tokens, ctxs) == [cost.chunks_s([(tokens, c)]) for c in ctxs]
+        for share, decoding in ((1.0, 0), (0.25, 0), (tokens / 90_000.0, 7)):
+            assert cost.chunk_series_s(tokens, ctxs, share, decoding) == [
+                cost.chunks_s([(tokens, c, share)], decoding) for c in ctxs]
 
 
 def test_quiet_steps_change_nothing_on_real_sessions(plan, resolved) -> None:

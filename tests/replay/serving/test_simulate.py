@@ -39,9 +39,10 @@ def test_ttft_p99_and_queue_do_not_decrease_with_concurrency(plan, resolved) -> 
         ttft.append(d["ttft_s"]["p99"])
         queue.append(d["queue_s"]["p99"])
         wait.append(d["queue_wait_mean_s"])
-    assert all(b >= a for a, b in zip(ttft, ttft[1:], strict=False)), ttft
-    assert all(b >= a for a, b in zip(queue, queue[1:], strict=False)), queue
-    assert all(b >= a for a, b in zip(wait, wait[1:], strict=False)), wait
+    # equal up to rounding where two concurrencies never overlap a call (the same p99 call, summed in another order)
+    assert all(b >= a * (1 - 1e-9) for a, b in zip(ttft, ttft[1:], strict=False)), ttft
+    assert all(b >= a * (1 - 1e-9) for a, b in zip(queue, queue[1:], strict=False)), queue
+    assert all(b >= a * (1 - 1e-9) for a, b in zip(wait, wait[1:], strict=False)), wait
     assert queue[-1] > 0 and ttft[-1] > ttft[0]
 
 

@@ -1,0 +1,76 @@
+"""How durations, shares, sizes and counts are written in terminal output: one format per kind of figure, shared
+by every command (the report's terminal views, analyze, replay, serving and capacity), without importing rich."""
+
+from __future__ import annotations
+
+import math
+
+
+def fmt_duration(sec: float | None) -> str:
+    """``1 h 02 m``, ``3 m 12 s``, ``12.3 s``, ``450 ms`` or ``—``."""
+    if sec is None or not isinstance(sec, (int, float)) or not math.isfinite(sec):
+        return "—"
+    a = abs(sec)
+    if a == 0:
+        return "0 s"
+    if a < 1e-3:
+        return f"{sec * 1e6:.0f} µs"
+    if a < 1:
+        return f"{sec * 1e3:.0f} ms" if a >= 0.1 else f"{sec * 1e3:.1f} ms"
+    if a < 60:
+        return f"{sec:.2f} s" if a < 10 else f"{sec:.1f} s"
+    m, s = divmod(round(a), 60)
+    sign = "-" if sec < 0 else ""
+    if m < 60:
+        return f"{sign}{m} m {s:02d} s"
+    h, m = divmod(m, 60)
+    return f"{sign}{h} h {m:02d} m"
+
+
+def fmt_duration_short(sec: float | None) -> str:
+    """A duration in at most 6 characters (``12.3s``, ``4.5m``, ``1.2h``), for wide tables."""
+    if sec is None or not math.isfinite(sec):
+        return "—"
+    if sec >= 3600:
+        return f"{sec / 3600:.1f}h"
+    if sec >= 60:
+        return f"{sec / 60:.1f}m"
+    return f"{sec:.1f}s"
+
+
+def fmt_share(x: float | None) -> str:
+    """A share in whole percent without a space (``42%``), for table cells."""
+    return "—" if x is None or not math.isfinite(x) else f"{x:.0%}"
+
+
+def fmt_pct(x: float | None, digits: int = 1) -> str:
+    return "—" if x is None or not math.isfinite(x) else f"{x * 100:.{digits}f} %"
+
+
+def fmt_bytes(b: float | None, none: str = "—") -> str:
+    """Decimal byte units (``1.2 GB``); ``none`` for a missing value (``unlimited`` for a capacity)."""
+    if b is None:
+        return none
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(b) < 1000:
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
+        b /= 1000
+    return f"{b:.1f} TB"
+
+
+def fmt_int(x: float | None) -> str:
+    return "—" if x is None else f"{round(x):,}"
+
+
+def fmt_tokens(x: float | None) -> str:
+    if x is None:
+        return "—"
+    a = abs(x)
+    for div, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if a >= div * 10 or (unit != "K" and a >= div):
+            return f"{x / div:.1f}{unit}"
+    return f"{round(x):,}"
+
+
+def fmt_x(x: float | None) -> str:
+    return "—" if x is None or not math.isfinite(x) else f"{x:.2f}×"
