@@ -62,7 +62,22 @@ CONTINUATION_ROLES = frozenset({"compaction", "continuation", "segment"})
 """Session roles that continue their parent's conversation line (e.g. the prompt after a compaction)."""
 
 
+_SESSIONS: dict[int, tuple[weakref.ref, pl.DataFrame]] = {}
+
+
 def session_table(spans: pl.DataFrame) -> pl.DataFrame:
+    """One row per session: parent, role, conversation line and top-level conversation (built once per span
+    table: the analysis, replay, timeline and exports of one report ask for it; see :func:`_session_table`)."""
+    key = id(spans)
+    hit = _SESSIONS.get(key)
+    if hit is not None and hit[0]() is spans:
+        return hit[1].clone()
+    table = _session_table(spans)
+    _SESSIONS[key] = (weakref.ref(spans, lambda _r, k=key: _SESSIONS.pop(k, None)), table)
+    return table.clone()
+
+
+def _session_table(spans: pl.DataFrame) -> pl.DataFrame:
     """One row per session: parent, role, conversation line and top-level conversation.
 
     - ``conversation_id``: the root of the ``parent_session_id`` chain (used to nest sub-sessions in time);
@@ -73,7 +88,8 @@ def session_table(spans: pl.DataFrame) -> pl.DataFrame:
       counts as a sub-agent.
     """
     agents = spans.filter(pl.col("kind") == "agent")
-    sess = (spans.group_by("session_id", maintain_order=True)
+    sess = (spans.select("session_id", "parent_session_id", "trace_id")  # not the hash lists
+            .group_by("session_id", maintain_order=True)
             .agg(pl.col("parent_session_id").drop_nulls().first(), pl.col("trace_id").first()))
     parent = dict(zip(sess.get_column("session_id").to_list(), sess.get_column("parent_session_id").to_list(),
                       strict=True))

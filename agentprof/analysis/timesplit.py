@@ -26,6 +26,7 @@ Definitions (also in ``docs/ANALYSIS.md``):
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -298,13 +299,31 @@ def _tree(members: list[int], nodes: list[Node], by_id: dict[str, int], parents:
     return top
 
 
+_SPLITS: dict[tuple[int, bool], tuple[weakref.ref, list[tuple[str, str]], pl.DataFrame, dict[str, TimeSplit]]] = {}
+
+
 def session_splits(spans: pl.DataFrame, sessions: pl.DataFrame, imported: bool = False
                    ) -> tuple[pl.DataFrame, dict[str, TimeSplit]]:
     """Per-session time split (one row per session) and per-conversation splits (sub-sessions nested).
 
     Spans without both ends are left out; a session with no timed span gets ``timed = False`` and zeros.
     ``imported``: the trace was read from agents' logs (see :func:`split_tree`).
+
+    Computed once per span table and session list (the analysis and the replay's human-wait clock of one
+    report ask for the same splits; a few seconds on 700 traces): treat the result as read-only.
     """
+    key = (id(spans), imported)
+    members = list(sessions.select("session_id", "conversation_id").iter_rows())
+    hit = _SPLITS.get(key)
+    if hit is not None and hit[0]() is spans and hit[1] == members:
+        return hit[2], dict(hit[3])
+    df, conv = _session_splits(spans, sessions, imported)
+    _SPLITS[key] = (weakref.ref(spans, lambda _r, k=key: _SPLITS.pop(k, None)), members, df, conv)
+    return df, dict(conv)
+
+
+def _session_splits(spans: pl.DataFrame, sessions: pl.DataFrame, imported: bool
+                    ) -> tuple[pl.DataFrame, dict[str, TimeSplit]]:
     nodes, by_id, parents, sess_of = build_nodes(spans)
     timed = [i for i, n in enumerate(nodes) if n.start >= 0]
     per_sess: dict[str, list[int]] = {}

@@ -211,7 +211,8 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
            cache_policy: str | CachePolicy = "prefix", concurrency: int = 1,
            catalog: HardwareCatalog | None = None, cpu_bound: dict[str, float] | None = None,
            recorded_host: str = DEFAULT_RECORDED_HOST, fitted: Fitted | None = None,
-           bands: bool = True, serving: Any = None, *, _human_s: float | None = None) -> ReplayResult:
+           bands: bool = True, serving: Any = None, *, _human_s: float | None = None,
+           _indexes: dict[str, tuple[PrefixIndex, np.ndarray, np.ndarray]] | None = None) -> ReplayResult:
     """Replay ``trace`` on each of ``systems`` (see the module docstring); the first system is the baseline
     for ``speedup_vs_first``. ``cpu_bound`` maps tool names to their CPU-bound fraction. With ``bands``, a
     system resting on ranged catalog estimates is replayed again at both ends of the ranges
@@ -248,7 +249,9 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
 
     # model calls in span-table order; the prefix-cache order (conversation lines in time) is built only when
     # a cache policy needs it
-    calls = (spans.with_row_index("_row").filter(pl.col("kind") == "model")
+    calls = (spans.select("trace_id", "span_id", "session_id", "model", "input_tokens", "output_tokens", "timing",
+                          "kind").with_row_index("_row")  # columns first: filtering would copy the hash lists
+             .filter(pl.col("kind") == "model")
              .select("_row", "trace_id", "span_id", "session_id", "model", "input_tokens", "output_tokens",
                      "timing"))
     span_row = calls.get_column("_row").to_numpy().astype(np.int64)
@@ -298,7 +301,9 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     model_new[lay.category == MODEL, 2 * k + 1] = 0.0
     groups = {key: np.flatnonzero((model_arr == key) & replayable) for key in specs}
     indexes: dict[str, tuple[PrefixIndex, np.ndarray, np.ndarray]] = {}
-    if policy.kind == "prefix" and replayable.any():
+    if _indexes is not None:  # the band replays share the trace's prefix indexes (same trace, models, policy)
+        indexes = _indexes
+    elif policy.kind == "prefix" and replayable.any():
         cb = model_calls(trace)
         cb_call = (cb.calls.select("trace_id", "span_id")
                    .join(calls.select("trace_id", "span_id").with_row_index("_c"), on=["trace_id", "span_id"],
@@ -422,7 +427,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
             ends = replay(trace, [corner_system(system, "fast"), corner_system(system, "slow")], model=model,
                           cache_policy=policy, concurrency=concurrency, catalog=cat, cpu_bound=cpu_bound,
                           recorded_host=recorded_host, fitted=fitted, bands=False, serving=serving,
-                          _human_s=human_s)
+                          _human_s=human_s, _indexes=indexes)
             if any(e.error for e in ends.systems):
                 continue
             row.band = {"ranged": moved, **{k: [getattr(e, k) for e in ends.systems]

@@ -19,12 +19,20 @@ def _int(v: Any) -> int:
     return int(v) if v is not None else 0
 
 
+def _count(spans: pl.DataFrame, cond: pl.Expr) -> int:
+    """Rows where ``cond`` holds, without materializing them (their hash lists)."""
+    return int(spans.select(cond.sum()).item()) if spans.height else 0
+
+
 def trace_figures(spans: pl.DataFrame) -> dict[str, Any]:
     """Counts, tokens and wall time of a span table (wall: the summed extent of top-level sessions)."""
-    calls = spans.filter(pl.col("kind") == "model")
+    # the counts need each call's number of block hashes, not the lists (filtering would copy them)
+    calls = (spans.select("kind", "input_tokens", "output_tokens", "cache_read_tokens",
+                          pl.col("block_hashes").list.len().alias("_n_hashes"))
+             .filter(pl.col("kind") == "model"))
     usage = calls.filter(pl.col("input_tokens").is_not_null())
     with_reads = usage.filter(pl.col("cache_read_tokens").is_not_null())
-    sessions = spans.group_by("session_id").agg(
+    sessions = spans.select("session_id", "parent_session_id", "start_ns", "end_ns").group_by("session_id").agg(
         pl.col("parent_session_id").drop_nulls().first().alias("parent"),
         pl.col("start_ns").min().alias("start"),
         pl.col("end_ns").max().alias("end"),
@@ -41,10 +49,10 @@ def trace_figures(spans: pl.DataFrame) -> dict[str, Any]:
         "top_sessions": top.height,
         "subagent_sessions": sessions.height - top.height,
         "model_calls": calls.height,
-        "tool_calls": spans.filter(pl.col("kind") == "tool").height,
+        "tool_calls": _count(spans, pl.col("kind") == "tool"),
         "calls_with_usage": usage.height,
         "calls_with_cache_reads": with_reads.height,
-        "calls_with_hashes": calls.filter(pl.col("block_hashes").list.len() > 0).height,
+        "calls_with_hashes": calls.filter(pl.col("_n_hashes") > 0).height,
         "input_tokens": _int(usage.select(pl.col("input_tokens").sum()).item()) if usage.height else None,
         "output_tokens": _int(calls.select(pl.col("output_tokens").sum()).item())
         if calls.filter(pl.col("output_tokens").is_not_null()).height else None,
@@ -53,8 +61,8 @@ def trace_figures(spans: pl.DataFrame) -> dict[str, Any]:
         "wall_s": wall_ns / 1e9 if wall_ns is not None else None,
         "first_start_ns": str(first) if first is not None else None,
         "spans": spans.height,
-        "untimed_spans": spans.filter(pl.col("start_ns").is_null() | pl.col("end_ns").is_null()).height,
-        "derived_spans": spans.filter(pl.col("timing") == "derived").height,
+        "untimed_spans": _count(spans, pl.col("start_ns").is_null() | pl.col("end_ns").is_null()),
+        "derived_spans": _count(spans, pl.col("timing") == "derived"),
     }
 
 

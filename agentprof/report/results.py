@@ -233,7 +233,8 @@ def corpus_panel(spans: pl.DataFrame, a: dict[str, Any] | None, fig: dict[str, A
 def _trace_metrics(spans: pl.DataFrame) -> list[dict[str, Any]]:
     """Per top-level session figures read off the span table: wall, calls, largest prompt, provider cache share."""
     ids = spans.get_column("session_id").unique().to_list()
-    per = spans.group_by("session_id").agg(
+    per = spans.select("session_id", "parent_session_id", "start_ns", "end_ns", "kind", "input_tokens",
+                       "cache_read_tokens").group_by("session_id").agg(
         pl.col("parent_session_id").drop_nulls().first().alias("parent"),
         ((pl.col("end_ns").max() - pl.col("start_ns").min()) / 1e9).alias("wall_s"),
         (pl.col("kind") == "model").sum().alias("calls"),

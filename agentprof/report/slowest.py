@@ -44,7 +44,11 @@ def slow_tools(spans: pl.DataFrame, top: int = 15) -> list[dict[str, Any]]:
 def slow_calls(spans: pl.DataFrame, session_labels: dict[str, str] | None = None, t0_ns: int | None = None,
                top: int = 15) -> list[dict[str, Any]]:
     """The longest single model, tool and parse spans with where they sit (session, offset) and their tokens."""
-    t = _timed(spans.filter(pl.col("kind").is_in(["model", "tool", "parse"])))
+    # the light columns only: filtering and sorting would otherwise gather every block-hash list (73 M ids on
+    # 700 kv-cache-tester traces, seconds)
+    light = spans.select("kind", "name", "session_id", "start_ns", "end_ns", "input_tokens", "cache_read_tokens",
+                         "output_tokens", "status", "error_type")
+    t = _timed(light.filter(pl.col("kind").is_in(["model", "tool", "parse"])))
     if t.height == 0:
         return []
     t = t.sort(["dur_s", "start_ns"], descending=[True, False]).head(top)

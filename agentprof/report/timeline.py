@@ -57,7 +57,9 @@ def session_table(spans: pl.DataFrame) -> list[SessionInfo]:
     """Sessions in display order: top-level sessions by start time, each followed by its subagents (recursively)."""
     if spans.height == 0:
         return []
-    per = spans.group_by("session_id", maintain_order=True).agg(
+    # the needed columns first: grouping the whole table would rechunk its hash lists too
+    per = spans.select("session_id", "start_ns", "end_ns", "parent_session_id", "kind").group_by(
+        "session_id", maintain_order=True).agg(
         pl.col("start_ns").min().alias("start_ns"),
         pl.col("end_ns").max().alias("end_ns"),
         pl.col("parent_session_id").drop_nulls().first().alias("parent"),
@@ -192,6 +194,9 @@ def build_timeline(spans: pl.DataFrame, max_spans: int = DEFAULT_MAX_SPANS, incl
     capture opted in) travel along, cut to ``TEXT_LIMIT`` characters each.
     """
     sessions = session_table(spans)
+    # the Gantt needs no block hashes: filtering without them saves gathering every call's list (seconds on
+    # large kv-cache-tester corpora)
+    spans = spans.drop([c for c in ("block_hashes", "segments") if c in spans.columns])
     timed = spans.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
     n_untimed = spans.filter(pl.col("kind") != "agent").height - timed.filter(pl.col("kind") != "agent").height
     t0 = timed.get_column("start_ns").min() if timed.height else None

@@ -32,7 +32,8 @@ class Req:
 
     __slots__ = ("call", "slot", "node_off", "issue_t", "arrive_t", "queued_t", "queue_s", "admit_t", "first_t",
                  "done_t", "replica", "state", "inp", "out", "need", "cached", "todo", "done_pf",
-                 "timer", "gen", "hits", "preempted", "prompt_blocks", "ids", "load_s", "overhead", "ready_t")
+                 "timer", "gen", "hits", "preempted", "prompt_blocks", "ids", "load_s", "overhead", "ready_t",
+                 "series", "series_at")
 
     def __init__(self, call: int, slot: int, ids: np.ndarray, issue_t: float, inp: float, out: float) -> None:
         self.call, self.slot, self.ids = call, slot, ids
@@ -50,6 +51,8 @@ class Req:
         self.load_s = 0.0
         self.overhead = 0.0  # waiting for a running step + decode work in its prefill steps
         self.ready_t = math.nan
+        self.series: tuple[tuple[float, float, bool], list[float], list[float]] | None = None  # prices ahead
+        self.series_at = 0
 
 
 @dataclass
@@ -69,6 +72,7 @@ class Options:
     copies: int = 1
     ramp_s: float = 0.0  # slot i starts its first session at i * ramp_s
     warm_ids: np.ndarray | None = None  # blocks already in every replica's HBM at the start (benchmarks)
+    quiet_steps: bool = True  # False: every step is an event, each chunk priced alone (the reference for tests)
 
 
 @dataclass
@@ -142,6 +146,7 @@ class Engine:
         self.in_flight_area = 0.0
         self.in_flight_last = 0.0
         self.peak_in_flight = 0
+        self.quiet_ends = 0  # steps ended without an event (:meth:`_quiet_end`)
 
     # --- bookkeeping -------------------------------------------------------------------------------------
     def _push(self, t: float, kind: int, a: object, b: object = None) -> None:
@@ -333,6 +338,16 @@ class Engine:
 
     # --- steps -------------------------------------------------------------------------------------------
     def _start_step(self, k: int) -> None:
+        """Start replica ``k``'s next step. Steps whose end would change nothing but their requests' progress
+        (see :meth:`_quiet_end`) run here one after another without an event; the first step that can change
+        anything else is scheduled as an event and ends in :meth:`_end_step`."""
+        saved = self.now
+        while self._step(k):
+            pass
+        self.now = saved
+
+    def _step(self, k: int) -> bool:
+        """Compose and price one step; True when it ended here quietly (the next one follows at ``self.now``)."""
         rep = self.reps[k]
         self._admit(k)
         now = self.now
@@ -353,7 +368,7 @@ class Engine:
                 pending = min(pending, r.timer)
         budget = max(self.opt.budget_tokens - len(dec), 0.0)
         chunks: list[tuple[Req, float]] = []
-        priced: list[tuple[float, float]] = []
+        priced: list[tuple[float, float, float]] = []
         for r in pf:
             if budget <= 0:
                 break
@@ -363,23 +378,25 @@ class Engine:
             budget -= c
             chunks.append((r, c))
             priced.append((c, r.cached + r.done_pf, c / r.todo if r.todo > 0 else 1.0))
-        pf_s = self.cost.chunks_s(priced, len(dec))
+        pf_s = (self._chunk_price(chunks[0][0], priced[0], len(dec)) if len(priced) == 1
+                else self.cost.chunks_s(priced, len(dec)))
         if not dec and not chunks:
             if pending < math.inf and pending < rep.wake_at:
                 rep.wake_at = pending
                 self._push(pending, EV_WAKE, k)
-            return
+            return False
         b = len(dec)
         k_steps = 1.0
         dt = pf_s
+        need = sum(r.need for r in dec)
         if chunks:
-            dec_part = self.cost.decode_s(b, sum(r.need for r in dec) / b) if b else 0.0
+            dec_part = self.cost.decode_s(b, need / b) if b else 0.0
             for r, _ in chunks:
                 if r.done_pf == 0.0 and not math.isnan(r.ready_t):
                     r.overhead += now - r.ready_t
                 r.overhead += dec_part
         if b:
-            ctx = sum(r.need for r in dec) / b
+            ctx = need / b
             alpha, beta = self.cost.decode_linear(b, ctx)
             acc = self.cost.accept
             if not chunks:
@@ -402,7 +419,77 @@ class Engine:
         rep.step_dec, rep.step_pf, rep.step_k = dec, chunks, k_steps
         rep.busy_s += dt
         rep.steps += int(k_steps)
-        self._push(now + dt, EV_STEP, k, rep.version)
+        end = now + dt
+        if self.opt.quiet_steps and len(chunks) == 1 and self._quiet_end(k, end, pending):
+            self.now = end
+            return True
+        self._push(end, EV_STEP, k, rep.version)
+        return False
+
+    def _chunk_price(self, r: Req, chunk: tuple[float, float, float], decoding: int) -> float:
+        """``cost.chunks_s([chunk], decoding)`` for a request's prefill chunk ``(tokens, context, share)``. A
+        long prefill runs as a series of equal chunks at growing context; the series is priced in one vectorized
+        call when its first chunk is asked for and looked up (exact match of tokens, share, whether the step
+        decodes, and context) for the rest."""
+        if not self.opt.quiet_steps:
+            return self.cost.chunks_s([chunk], decoding)
+        t, ctx, share = chunk
+        key = (t, share, decoding > 0)
+        series = r.series
+        if series is not None:
+            j = r.series_at
+            if j < len(series[1]) and series[0] == key and series[1][j] == ctx:
+                r.series_at = j + 1
+                return series[2][j]
+        left = r.todo - r.done_pf
+        n = min(int(left // t), 256) if t > 0 else 1
+        if n <= 1:
+            r.series = None
+            return self.cost.chunks_s([chunk], decoding)
+        # the contexts as the engine will compute them (done_pf accumulated chunk by chunk)
+        ctxs = []
+        done = r.done_pf
+        for _ in range(n):
+            ctxs.append(r.cached + done)
+            done += t
+        r.series = (key, ctxs, self.cost.chunk_series_s(t, ctxs, share, decoding))
+        r.series_at = 1
+        return r.series[2][0]
+
+    def _quiet_end(self, k: int, end: float, pending: float) -> bool:
+        """End the step just composed on replica ``k`` here, if its end changes nothing but progress: no event
+        or timer falls before it, its one prefill chunk does not finish the prompt, no decode finishes, and
+        the KV growth preempts nothing. What ``_end_step`` then does is exactly the updates below (and
+        ``_hbm_room``); the step that follows is composed by the caller at ``end`` as the event would."""
+        if (self.heap and self.heap[0][0] <= end) or pending <= end + 1e-12:
+            return False
+        rep = self.reps[k]
+        r1, c = rep.step_pf[0]
+        if r1.done_pf + c >= r1.todo - 1e-9:
+            return False
+        grow = rep.step_k * self.cost.accept
+        dec = rep.step_dec
+        if dec:
+            kv = rep.kv_used
+            gs = []
+            for r in dec:
+                left = r.out - 1.0 - r.gen
+                g = left if left < grow else grow  # min(grow, left), as _end_step takes it
+                if r.gen + g >= r.out - 1.0 - 1e-9:
+                    return False
+                kv += g
+                gs.append(g)
+            if kv > self.cost.pool_tokens and len(rep.running) > 1:
+                return False
+            for r, g in zip(dec, gs, strict=True):
+                r.gen += g
+                r.need += g
+            rep.kv_used = kv
+        r1.done_pf += c
+        rep.busy = False
+        self._hbm_room(k)
+        self.quiet_ends += 1
+        return True
 
     def _end_step(self, k: int, version: int) -> None:
         rep = self.reps[k]

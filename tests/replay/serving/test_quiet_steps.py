@@ -1,0 +1,69 @@
+"""Steps that end quietly (no event before their end, nothing but progress at it) run without an event, and a
+long prefill's equal chunks are priced in one vectorized call: the engine's results are the same, bit for bit,
+as with every step an event and every chunk priced alone."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from agentprof.catalog import resolve_model
+from agentprof.catalog.hardware import load_catalog
+from agentprof.replay.serving import build_plan
+from agentprof.replay.serving.scheduler import Engine, Options
+from agentprof.replay.serving.stepcost import StepCost
+from agentprof.replay.systems import resolve
+
+from ...report.report_support import synthetic_session
+
+
+def _run(plan, r, quiet: bool, **opt) -> tuple[dict, int]:
+    cost = StepCost.of(r)
+    base = {"concurrency": 1, "replicas": max(r.system.count // max(r.dep.gpus, 1), 1), "budget_tokens": 2048.0,
+            "router": "prefix-affinity"}
+    eng = Engine(plan, cost, Options(**{**base, **opt}, quiet_steps=quiet))
+    out = dataclasses.asdict(eng.run())
+    assert quiet or eng.quiet_ends == 0
+    return out, eng.quiet_ends
+
+
+def _same(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for k, v in a.items():
+        if isinstance(v, np.ndarray):
+            assert np.array_equal(v, b[k], equal_nan=True), k
+        else:
+            assert v == b[k], k
+
+
+@pytest.mark.parametrize("system,model", [("h200+x86", "claude-opus-4-1"), ("jalapeno", "gpt-oss-120b")])
+def test_chunk_series_prices_equal_one_call_per_chunk(system, model) -> None:
+    cat = load_catalog()
+    cost = StepCost.of(resolve(cat.system(system), resolve_model(model)[0], cat))
+    for tokens in (2048.0, 8191.0, 1517.5):
+        ctxs = [3.0 + j * tokens for j in range(200)]
+        for share, decoding in ((1.0, 0), (0.25, 0), (tokens / 90_000.0, 7)):
+            assert cost.chunk_series_s(tokens, ctxs, share, decoding) == [
+                cost.chunks_s([(tokens, c, share)], decoding) for c in ctxs]
+
+
+def test_quiet_steps_change_nothing_on_real_sessions(plan, resolved) -> None:
+    r = resolved("h200+x86")
+    for opt in ({"concurrency": 1}, {"concurrency": 8, "cpu_blocks": 2e6, "hbm_blocks": 3e4}):
+        (quiet, n), (events, _) = _run(plan, r, True, **opt), _run(plan, r, False, **opt)
+        assert n > 0  # the quiet path ran
+        _same(quiet, events)
+
+
+def test_quiet_steps_change_nothing_on_a_long_growing_session() -> None:
+    cat = load_catalog()
+    plan = build_plan(synthetic_session(turns=60, subagent=False))
+    for system in ("jalapeno", "h200+x86"):  # 8 replicas and 1
+        r = resolve(cat.system(system), resolve_model("gpt-oss-120b")[0], cat)
+        for conc in (1, 6):
+            (quiet, n), (events, _) = (_run(plan, r, q, concurrency=conc, copies=conc) for q in (True, False))
+            assert quiet["req_call"].size >= 60 * conc
+            assert n > 0 or (system == "jalapeno" and conc > 1)  # other replicas' events cut every step there
+            _same(quiet, events)
