@@ -97,12 +97,18 @@ def measure(block, n: int, blocks: int) -> dict[str, float]:
     med = statistics.median
     measured = (med(prof) - med(plain)) / n
     measured_cpu = (med(prof_cpu) - med(plain_cpu)) / n
+    # the measurement's own spread: the per-pair differences (each profiled block against the block before it)
+    pairs = sorted((b - a) / n for a, b in zip(plain, prof, strict=True))
+    pairs_cpu = sorted((b - a) / n for a, b in zip(plain_cpu, prof_cpu, strict=True))
+    q = statistics.quantiles(pairs, n=4) if len(pairs) >= 2 else [measured, measured, measured]
+    qc = statistics.quantiles(pairs_cpu, n=4) if len(pairs_cpu) >= 2 else [measured_cpu] * 3
     rep = med(reported) / 1e9 / n
     rep_cpu = med([r + b for r, b in zip(reported, background, strict=True)]) / 1e9 / n
     return {"calls_per_block": n, "blocks": blocks, "without_ms": 1e3 * med(plain) / n,
             "with_ms": 1e3 * med(prof) / n, "measured_overhead_ms": 1e3 * measured,
             "measured_cpu_overhead_ms": 1e3 * measured_cpu, "reported_overhead_ms": 1e3 * rep,
             "reported_background_cpu_ms": 1e3 * med(background) / 1e9 / n,
+            "paired_wall_quartiles_ms": [1e3 * q[0], 1e3 * q[2]], "paired_cpu_quartiles_ms": [1e3 * qc[0], 1e3 * qc[2]],
             "reported_over_measured": rep / measured if measured > 0 else None,
             "reported_cpu_over_measured_cpu": rep_cpu / measured_cpu if measured_cpu > 0 else None}
 
@@ -141,7 +147,9 @@ def main() -> None:
               f"{r['measured_overhead_ms']:+.3f} ms wall, {r['measured_cpu_overhead_ms']:+.3f} ms CPU per call; "
               f"reported {r['reported_overhead_ms']:.3f} ms on the agent's threads "
               f"({x(r['reported_over_measured'])} of wall) + {r['reported_background_cpu_ms']:.3f} ms background "
-              f"CPU (sum {x(r['reported_cpu_over_measured_cpu'])} of CPU)")
+              f"CPU (sum {x(r['reported_cpu_over_measured_cpu'])} of CPU); paired differences' quartiles: wall "
+              f"{r['paired_wall_quartiles_ms'][0]:+.3f} .. {r['paired_wall_quartiles_ms'][1]:+.3f} ms, CPU "
+              f"{r['paired_cpu_quartiles_ms'][0]:+.3f} .. {r['paired_cpu_quartiles_ms'][1]:+.3f} ms")
 
 
 if __name__ == "__main__":
