@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agentprof.demo.run import DemoResult
-from agentprof.report.terminal import fmt_duration, fmt_int, fmt_pct, fmt_tokens, fmt_x
+from agentprof.report.formats import fmt_duration, fmt_int, fmt_pct, fmt_tokens, fmt_x
 
 _FMT = {"dur": fmt_duration, "pct": fmt_pct, "int": fmt_int, "tok": fmt_tokens, "x": fmt_x}
 

@@ -44,14 +44,6 @@ def _cpu_map(values: tuple[str, ...], path: str | None) -> dict[str, float]:
     return out
 
 
-
-
-
-
-
-
-
-
 @click.command("replay", context_settings=_CTX)
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--system", "-s", "systems", multiple=True, required=True,
@@ -127,24 +119,30 @@ def _print_replay(res: Any) -> None:
     t.add_column("system", no_wrap=True, min_width=max([len(x.name) for x in res.systems] + [8]))
     for col in ("task", "model", "tools", "orch.", "wait", "model %", "calls ×", "task ×", "vs 1st", "Amdahl"):
         t.add_column(col, justify="right", no_wrap=True)
+
+    def times(x: Any) -> list[str]:
+        return [fmt_duration_short(v) for v in (x.e2e_s, x.model_s, x.tool_s, x.orchestration_s, x.wait_s)]
+
     r = res.recorded
-    t.add_row("recorded", fmt_duration_short(r.e2e_s), fmt_duration_short(r.model_s), fmt_duration_short(r.tool_s), fmt_duration_short(r.orchestration_s), fmt_duration_short(r.wait_s),
-              fmt_share(r.model_share), "1.00x", "1.00x", "", fmt_x(r.amdahl_bound), style="dim")
+    t.add_row("recorded", *times(r), fmt_share(r.model_share), fmt_x(1.0), fmt_x(1.0), "", fmt_x(r.amdahl_bound),
+              style="dim")
     for s in res.systems:
         if s.error:
             t.add_row(s.name, "[red]cannot run[/red]", *["—"] * 9)
             continue
-        t.add_row(s.name, fmt_duration_short(s.e2e_s), fmt_duration_short(s.model_s), fmt_duration_short(s.tool_s), fmt_duration_short(s.orchestration_s), fmt_duration_short(s.wait_s),
-                  fmt_share(s.model_share), fmt_x(s.model_calls_speedup), fmt_x(s.speedup_vs_recorded),
-                  fmt_x(s.speedup_vs_first), fmt_x(s.amdahl_bound))
+        t.add_row(s.name, *times(s), fmt_share(s.model_share), fmt_x(s.model_calls_speedup),
+                  fmt_x(s.speedup_vs_recorded), fmt_x(s.speedup_vs_first), fmt_x(s.amdahl_bound))
     console.print(t)
     console.print("[dim]task: end-to-end time; orch.: agent code and parsing outside model calls, tools and "
                   "waits; calls ×: model-call speed-up; Amdahl: the task speed-up with infinitely fast model "
                   "calls[/dim]")
     if r.agent_active_s is not None and r.e2e_s and r.agent_active_s < r.e2e_s - 1e-6:
-        console.print(f"agent-active time (user turns, approvals and idle left out): recorded {fmt_duration_short(r.agent_active_s)}; "
-                      + "; ".join(f"{s.name} {fmt_duration_short(s.agent_active_s)} ({fmt_x(s.speedup_vs_recorded_active)}, Amdahl bound "
-                                  f"{fmt_x(s.amdahl_bound_active)})" for s in res.systems if not s.error),
+        console.print("agent-active time (user turns, approvals and idle left out): recorded "
+                      f"{fmt_duration_short(r.agent_active_s)}; "
+                      + "; ".join(f"{s.name} {fmt_duration_short(s.agent_active_s)} "
+                                  f"({fmt_x(s.speedup_vs_recorded_active)}, "
+                                  f"Amdahl bound {fmt_x(s.amdahl_bound_active)})"
+                                  for s in res.systems if not s.error),
                       highlight=False)
     for s in res.systems:
         if s.error:
@@ -165,7 +163,8 @@ def _print_replay(res: Any) -> None:
             lo, hi = sorted(b["speedup_vs_recorded"]) if all(b["speedup_vs_recorded"]) else (None, None)
             console.print(f"[yellow]{markup(s.name)}: band from the catalog ranges[/yellow] task time "
                           f"{fmt_duration(min(b['e2e_s']))}–{fmt_duration(max(b['e2e_s']))}, model calls "
-                          f"{fmt_duration(min(b['model_calls_s']))}–{fmt_duration(max(b['model_calls_s']))}, task speed-up "
+                          f"{fmt_duration(min(b['model_calls_s']))}–{fmt_duration(max(b['model_calls_s']))}, "
+                          "task speed-up "
                           f"{fmt_x(lo)}–{fmt_x(hi)} (ranged: {', '.join(b['ranged'])})")
     for note in res.standins.values():
         console.print(f"[yellow]stand-in[/yellow] {markup(note, 1000)}")
@@ -421,9 +420,8 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
     if leave_out and out.get("baseline"):
         b, m = out["baseline"], out["model_on_baseline_points"]
         click.echo("lookup baseline on the same points (median APE TTFT / TPOT / E2E): "
-                   f"{fmt_share(b['ttft']['median_ape'])} / {fmt_share(b['tpot']['median_ape'])} / {fmt_share(b['e2e']['median_ape'])}"
-                   f"; model {fmt_share(m['ttft']['median_ape'])} / {fmt_share(m['tpot']['median_ape'])} / "
-                   f"{fmt_share(m['e2e']['median_ape'])}")
+                   + " / ".join(fmt_share(b[k]["median_ape"]) for k in ("ttft", "tpot", "e2e")) + "; model "
+                   + " / ".join(fmt_share(m[k]["median_ape"]) for k in ("ttft", "tpot", "e2e")))
 
 
 def _write_per_point(df: Any, table: Any, path: str) -> None:

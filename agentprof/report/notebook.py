@@ -12,7 +12,8 @@ import html
 import math
 from typing import Any
 
-from agentprof.report.terminal import TIME_ROWS, fmt_bytes, fmt_duration, fmt_int, fmt_pct, fmt_tokens, fmt_x
+from agentprof.report.formats import fmt_bytes, fmt_duration, fmt_int, fmt_pct, fmt_tokens, fmt_x
+from agentprof.report.terminal import TIME_ROWS
 from agentprof.trace.waits import HUMAN_REASONS
 
 COLORS = {"model": "#0072b2", "tool": "#e69f00", "parse": "#cc79a7", "orchestration": "#009e73", "wait": "#9aa5b1"}

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agentprof.report import safe_text
-from agentprof.report.formats import fmt_bytes, fmt_duration, fmt_int, fmt_pct, fmt_tokens, fmt_x  # noqa: F401
+from agentprof.report.formats import fmt_bytes, fmt_duration, fmt_int, fmt_pct, fmt_x
 
 KIND_STYLE = {"model": "blue", "tool": "yellow", "parse": "magenta", "orchestration": "green", "wait": "bright_black"}
 TIME_ROWS = (("model_s", "model"), ("tool_s", "tool"), ("parse_s", "parse"), ("orchestration_s", "orchestration"),

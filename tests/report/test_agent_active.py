@@ -10,9 +10,10 @@ from rich.console import Console
 
 from agentprof.analysis import analyze
 from agentprof.importers import load_any
+from agentprof.report.formats import fmt_duration, fmt_pct, fmt_x
 from agentprof.report.headline import headline, trace_figures
 from agentprof.report.notebook import analysis_html
-from agentprof.report.terminal import analysis_view, fmt_duration, fmt_pct, fmt_x
+from agentprof.report.terminal import analysis_view
 
 ROLLOUT = Path(__file__).parents[1] / "importers" / "fixtures" / "codex_tracelab_0114.jsonl"
 

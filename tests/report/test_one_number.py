@@ -10,11 +10,12 @@ import re
 import pytest
 from rich.console import Console
 
+from agentprof.report.formats import fmt_duration, fmt_pct
 from agentprof.report.html import write_report
 from agentprof.report.notebook import analysis_html, replay_html, trace_html
 from agentprof.report.payload import build_payload
 from agentprof.report.stages import run_stages
-from agentprof.report.terminal import analysis_view, fmt_duration, fmt_pct, replay_view, report_view
+from agentprof.report.terminal import analysis_view, replay_view, report_view
 
 from .report_support import SAMPLES
 

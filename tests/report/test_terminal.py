@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
+from agentprof.report.formats import fmt_duration
 from agentprof.report.slowest import slow_tools
 from agentprof.report.stages import run_stages
 from agentprof.report.terminal import (
     analysis_view,
     cachesim_view,
-    fmt_duration,
     progress_bar,
     replay_view,
     slow_tools_view,

@@ -42,7 +42,6 @@ def serving_config(concurrency: int, router: str, cap_wait: float | None, arriva
     return cfg
 
 
-
 def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: str) -> None:
     """The serving panel: per system, latency percentiles, throughput, hits by tier, energy and cost."""
     from rich.table import Table
@@ -54,8 +53,9 @@ def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: s
     for name, d in rows:
         h = d["hit_share"]
         cost = d.get("cost_per_task") or {}
-        t.add_row(name, str(d["concurrency"]), f"{fmt_duration(d['ttft_s']['p50'])} / {fmt_duration(d['ttft_s']['p99'])}",
-                  fmt_duration(d["tpot_s"]["p50"]), fmt_duration(d["queue_s"]["p99"]), fmt_duration(d["task_s"]["p50"]),
+        t.add_row(name, str(d["concurrency"]),
+                  f"{fmt_duration(d['ttft_s']['p50'])} / {fmt_duration(d['ttft_s']['p99'])}",
+                  *(fmt_duration(v) for v in (d["tpot_s"]["p50"], d["queue_s"]["p99"], d["task_s"]["p50"])),
                   f"{d['tasks_per_hour']:.1f}" if d.get("tasks_per_hour") else "—",
                   f"{d['tasks_per_hour_per_kw']:.2f}" if d.get("tasks_per_hour_per_kw") else "—",
                   f"{h['hbm']:.0%}/{h['cpu']:.0%}/{h['disk']:.0%}", f"{d['utilization']:.0%}",
