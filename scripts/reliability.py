@@ -104,34 +104,9 @@ def faults(tmp: Path) -> dict:
 
 
 def load(tmp: Path) -> dict:
-    import asyncio
-    import threading
+    from tests.capture.test_load import EXPECTED_SPANS, TASKS, THREADS, run_load
 
-    import agentprof
-    from tests.capture.test_load import PER, TASKS, THREADS, async_work, sync_work
-
-    barrier = threading.Barrier(THREADS + 1)
-
-    def worker() -> None:
-        barrier.wait()
-        for i in range(PER):
-            sync_work(i)
-
-    async def tasks() -> None:
-        async def one() -> None:
-            for i in range(PER):
-                await async_work(i)
-
-        await asyncio.gather(*(one() for _ in range(TASKS)))
-
-    with agentprof.profile("load", out=tmp) as run:
-        threads = [threading.Thread(target=worker) for _ in range(THREADS)]
-        for t in threads:
-            t.start()
-        barrier.wait()
-        asyncio.run(tasks())
-        for t in threads:
-            t.join()
+    run = run_load(tmp)
     lines = Path(run.path).read_bytes().split(b"\n")[:-1]
     bad = 0
     spans = 0
@@ -140,14 +115,13 @@ def load(tmp: Path) -> dict:
             spans += json.loads(line)["record"] == "span"
         except ValueError:
             bad += 1
-    expected = THREADS * PER * 2 + TASKS * PER * 2 + 1
-    return {"threads": THREADS, "asyncio_tasks": TASKS, "spans_expected": expected, "spans_written": spans,
-            "lost": expected - spans, "interleaved_or_broken_lines": bad}
+    return {"threads": THREADS, "asyncio_tasks": TASKS, "spans_expected": EXPECTED_SPANS, "spans_written": spans,
+            "lost": EXPECTED_SPANS - spans, "interleaved_or_broken_lines": bad}
 
 
 def importers(tmp: Path, huge_mb: int) -> dict:
     from agentprof.cli import main
-    from tests.importers.test_malformed import BASES, HUGE, _cases, _suffix
+    from tests.importers.test_malformed import BASES, _cases, _suffix, import_in_child, write_huge_line
 
     table = {}
     for fmt in sorted(BASES):
@@ -174,22 +148,10 @@ def importers(tmp: Path, huge_mb: int) -> dict:
     huge = {}
     for fmt in ("codex", "aider", "mini-swe-agent", "claude-code"):
         p = tmp / f"huge{_suffix(fmt)}"
-        big = b"x" * (huge_mb << 20)
-        with p.open("wb") as f:
-            if fmt in ("codex", "claude-code"):
-                f.write(BASES[fmt].read_bytes().split(b"\n", 1)[0] + b"\n")
-                f.write(b'{"type":"event_msg","payload":{"type":"agent_message","message":"' + big + b'"}}\n')
-            elif fmt == "aider":
-                f.write(b"TO LLM 2024-01-01T00:00:00\n-------\nSYSTEM " + big + b"\n")
-            else:
-                f.write(b'{"trajectory_format": "mini-swe-agent-1", "messages": [{"role": "user", "content": "'
-                        + big + b'"}, {"role": "assistant", "content": "ok"}], "info": {}}')
-        del big
+        write_huge_line(p, fmt, huge_mb)
         t = time.perf_counter()
-        d = subprocess.run([sys.executable, "-c", HUGE, "import", str(p), "--from", fmt], capture_output=True,
-                           text=True, timeout=600)
-        *lines, peak = d.stderr.strip().splitlines()
-        huge[fmt] = {"exit": peak.split()[2], "peak_rss_mb": round(int(peak.split()[1]) / 1024),
+        _, lines, rss_kb, code = import_in_child(p, fmt, 600)
+        huge[fmt] = {"exit": code, "peak_rss_mb": round(rss_kb / 1024),
                      "seconds": round(time.perf_counter() - t, 1), "message": (lines or [""])[0][-90:]}
         p.unlink()
     return {"malformed": table, f"one_{huge_mb}_MB_line": huge}

@@ -27,7 +27,12 @@ async def async_work(i):
         return i
 
 
-def test_threads_and_tasks_together(tmp_path):
+EXPECTED_SPANS = THREADS * PER * 2 + TASKS * PER * 2 + 1  # tool + parse per thread call, tool + step per task call
+
+
+def run_load(out) -> agentprof.capture.Run:
+    """THREADS threads and TASKS asyncio tasks recording PER calls each under one profile (also run by
+    scripts/reliability.py)."""
     start = threading.Barrier(THREADS + 1)
 
     def worker():
@@ -42,7 +47,7 @@ def test_threads_and_tasks_together(tmp_path):
 
         await asyncio.gather(*(one() for _ in range(TASKS)))
 
-    with agentprof.profile("load", out=tmp_path) as run:
+    with agentprof.profile("load", out=out) as run:
         threads = [threading.Thread(target=worker) for _ in range(THREADS)]
         for t in threads:
             t.start()
@@ -50,7 +55,12 @@ def test_threads_and_tasks_together(tmp_path):
         asyncio.run(tasks())  # the event loop runs while the threads record
         for t in threads:
             t.join()
-    expected = THREADS * PER * 2 + TASKS * PER * 2 + 1  # tool + parse per thread call, tool + step per task call
+    return run
+
+
+def test_threads_and_tasks_together(tmp_path):
+    run = run_load(tmp_path)
+    expected = EXPECTED_SPANS
     lines = Path(run.path).read_bytes().split(b"\n")
     assert lines[-1] == b""
     records = [json.loads(line) for line in lines[:-1]]  # every line is exactly one JSON object

@@ -186,27 +186,38 @@ HUGE = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("fmt", ["codex", "aider", "mini-swe-agent"])
-def test_one_huge_line_is_refused_in_bounded_memory(tmp_path, fmt):
-    """A 200 MB line: refused (over the 64 MiB record limit) with a located error, peak RSS well under 1 GB."""
-    path = tmp_path / f"huge{_suffix(fmt)}"
-    big = b"x" * (200 << 20)
+def write_huge_line(path: Path, fmt: str, mb: int) -> None:
+    """A file of ``fmt`` whose one record is a line of ``mb`` MiB (also written by scripts/reliability.py)."""
+    big = b"x" * (mb << 20)
     with path.open("wb") as f:
-        if fmt == "codex":
-            f.write(BASES["codex"].read_bytes().split(b"\n", 1)[0] + b"\n")
+        if fmt in ("codex", "claude-code"):
+            f.write(BASES[fmt].read_bytes().split(b"\n", 1)[0] + b"\n")
             f.write(b'{"type":"event_msg","payload":{"type":"agent_message","message":"' + big + b'"}}\n')
         elif fmt == "aider":
             f.write(b"TO LLM 2024-01-01T00:00:00\n-------\nSYSTEM " + big + b"\n")
         else:
             f.write(b'{"trajectory_format": "mini-swe-agent-1", "messages": [{"role": "user", "content": "'
                     + big + b'"}, {"role": "assistant", "content": "ok"}], "info": {}}')
-    del big
+
+
+def import_in_child(path: Path, fmt: str, timeout: float) -> tuple[subprocess.CompletedProcess, list[str], int, str]:
+    """``agentprof import PATH --from FMT`` in a fresh process: the run, its stderr lines, its peak RSS (KiB)
+    and its exit code (as text)."""
     done = subprocess.run([sys.executable, "-c", HUGE, "import", str(path), "--from", fmt], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=timeout)
     *lines, peak = done.stderr.strip().splitlines()
     _, rss_kb, code = peak.split()
+    return done, lines, int(rss_kb), code
+
+
+@pytest.mark.parametrize("fmt", ["codex", "aider", "mini-swe-agent"])
+def test_one_huge_line_is_refused_in_bounded_memory(tmp_path, fmt):
+    """A 200 MB line: refused (over the 64 MiB record limit) with a located error, peak RSS well under 1 GB."""
+    path = tmp_path / f"huge{_suffix(fmt)}"
+    write_huge_line(path, fmt, 200)
+    done, lines, rss_kb, code = import_in_child(path, fmt, 300)
     assert "Traceback" not in done.stderr
-    assert int(rss_kb) < 1_000_000  # KiB: under 1 GB peak
+    assert rss_kb < 1_000_000  # KiB: under 1 GB peak
     assert code == "2" and len(lines) == 1 and lines[0].startswith(f"error: {path}:"), done.stderr
     assert "limit" in lines[0]
 
