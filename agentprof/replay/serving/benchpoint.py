@@ -1,10 +1,13 @@
 """InferenceX benchmark points as a special case of the serving simulation (``devices check --simulate``).
 
 A point is ``conc`` closed-loop clients sending fixed-length requests back to back (input and output lengths
-uniform in [0.8 L, L] as the benchmark draws them, no prefix reuse). Each aggregated point runs through the
-same engine and step costs as agent sessions; its median TTFT, TPOT and end-to-end latency replace the
-analytic formulas' queueing and interference terms. Disaggregated points (separate prefill workers) are not
-simulated: they keep the analytic prediction and are counted apart.
+uniform in [0.8 L, L] as the benchmark draws them, no prefix reuse). Each point runs through the same engine
+and step costs as agent sessions; its median TTFT, TPOT and end-to-end latency replace the analytic formulas'
+queueing and interference terms. Disaggregated points run on their pools
+(:mod:`agentprof.replay.serving.pools`): the row's prefill and decode workers, the prompt's KV handed over the
+link the layout implies. A point with more clients than :data:`SLICE_CLIENTS` runs as one of ``copies``
+identical slices (each simulated request stands for ``copies`` synchronized ones: batches, chunks and KV scale
+by it), which keeps the event count bounded at the 15,000-client points.
 """
 
 from __future__ import annotations
@@ -22,12 +25,16 @@ from agentprof.replay.calibration import Fitted, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.fidelity import METRICS, Check, check, summarize
 from agentprof.replay.points import MEM_UTIL as POINTS_MEM_UTIL
-from agentprof.replay.points import point_features
+from agentprof.replay.points import _framework_base, _layout, point_features
+from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.scheduler import Engine, Options
 from agentprof.replay.serving.sessions import SessionPlan
 from agentprof.replay.serving.stepcost import StepCost
 
 MEM_UTIL = 0.9
+SLICE_CLIENTS = 128
+"""Most clients a benchmark point simulates one by one; above it the point runs as identical slices (the
+aggregated points go to 128 clients, the disaggregated ones to 15,000)."""
 MIN_REQUESTS = 256
 WARMUP = 1  # leading requests per client left out of the statistics (the synchronized first wave)
 BENCH_PROMPTS_PER_CLIENT = 10
@@ -105,6 +112,55 @@ def simulate_point(dep: Deployment, params: Any, conc: int, isl: float, osl: flo
     return float(stat(ttft)), float(stat(tpot)), float(stat(e2e))
 
 
+def slices(conc: int, most: int = SLICE_CLIENTS) -> tuple[int, float]:
+    """(simulated clients, copies each stands for) of a closed loop of ``conc`` clients."""
+    if conc <= most:
+        return conc, 1.0
+    sim = max(round(conc / math.ceil(conc / most)), 1)
+    return sim, conc / sim
+
+
+def simulate_pools_point(pre: Deployment, pre_p: Any, dec: Deployment, dec_p: Any, n_prefill: int, n_decode: int,
+                         conc: int, isl: float, osl: float, budget: float, mem_util: float = MEM_UTIL,
+                         per_client: int = BENCH_PROMPTS_PER_CLIENT, spread: float = 0.2,
+                         link_bw: float | None = None, stat: Any = np.nanmedian, most: int = SLICE_CLIENTS,
+                         detail: dict | None = None) -> tuple[float, float, float]:
+    """TTFT, TPOT and end-to-end latency (``stat``) of a disaggregated benchmark point: ``conc`` closed-loop
+    clients, ``n_prefill`` prefill workers of ``pre`` and ``n_decode`` decode workers of ``dec`` with their own
+    free terms, the KV handed over the layout's link (``link_bw`` bytes/s per accelerator overrides it).
+    ``detail`` receives the engine result, the pools and the slicing."""
+    sim, copies = slices(conc, most)
+    pcost = StepCost(pre, pre_p, mem_util, 64e9, 25e9, copies=copies)
+    dcost = StepCost(dec, dec_p, mem_util, 64e9, 25e9, copies=copies)
+    pools = Pools.of(pcost, dcost, n_prefill, n_decode, link_bw)
+    plan = benchmark_plan(sim, isl, osl, per_client, spread=spread)
+    eng = Engine(plan, dcost, Options(concurrency=sim, replicas=1, budget_tokens=budget / copies), pools).run()
+    if detail is not None:
+        detail.update({"engine": eng, "pools": pools, "clients": sim, "copies": copies})
+    ttft = eng.first_t - eng.issue_t
+    tpot = np.where(eng.out > 1, (eng.done_t - eng.first_t) / np.maximum(eng.out - 1.0, 1.0), np.nan)
+    e2e = eng.done_t - eng.issue_t
+    return float(stat(ttft)), float(stat(tpot)), float(stat(e2e))
+
+
+def _pools_of_row(row: dict, key: Any, cat: HardwareCatalog, kv_b: float,
+                  deps: dict[tuple, Deployment]) -> tuple[Deployment, int, Deployment, int]:
+    """The prefill and decode deployments of a disaggregated row and their worker counts, as
+    :func:`agentprof.replay.points.point_features` reads them (TRT-LLM's wide-EP throughput decode runs
+    attention data-parallel)."""
+    _, gp, npw, gd, ndw, dpa_p, dpa_d, tp, ep = _layout(row, True)
+    if (_framework_base(key.framework) == "trt" and ep > 1 and tp == ep == gd
+            and float(row["conc"]) / ndw >= 256):
+        dpa_d = True
+    acc, model = cat.accelerators[key.hardware], cat.models[key.model]
+
+    def dep(g: int, dpa: bool) -> Deployment:
+        k = (key.hardware, key.model, key.precision, g, dpa, kv_b)
+        return deps.get(k) or deps.setdefault(k, Deployment(model, acc, key.precision, g, dpa, kv_b))
+
+    return dep(gp, dpa_p), npw, dep(gd, dpa_d), ndw
+
+
 def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None) -> Check:
     """Like :func:`agentprof.replay.fidelity.check`, with aggregated points predicted by the simulation."""
     cat = cat or load_catalog()
@@ -118,7 +174,24 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
     simulated = np.zeros(t.height, dtype=bool)
     deps: dict[tuple, Deployment] = {}
     for j, (key, row) in enumerate(zip(f.keys, rows, strict=True)):
-        if key is None or not t["covered"][j] or f.disagg[j]:
+        if key is None or not t["covered"][j]:
+            continue
+        if f.disagg[j]:
+            kv_b = float(f.kv_bytes[j])
+            try:
+                pre, npw, dec, ndw = _pools_of_row(row, key, cat, kv_b, deps)
+            except CatalogError:
+                continue
+            e, _ = fitted.lookup(key, vendor.get(key.hardware, ""))
+            pre_p = step_params(e.theta, pre.layers, pre.gpus, accept=1.0).with_(attn_eff=fitted.attn_eff)
+            dec_p = step_params(e.theta, dec.layers, dec.gpus, accept=None if f.mtp[j] else 1.0).with_(
+                attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]))
+            budget, _ = budgets.budget_tokens(key.framework)
+            ttft, tpot, e2e = simulate_pools_point(pre, pre_p, dec, dec_p, npw, ndw, int(row["conc"]),
+                                                   float(row["isl"]), float(row["osl"]), budget,
+                                                   mem_util=POINTS_MEM_UTIL)
+            pred["ttft"][j], pred["tpot"][j], pred["e2e"][j] = ttft, tpot, e2e
+            simulated[j] = True
             continue
         acc = cat.accelerators[key.hardware]
         model = cat.models[key.model]
@@ -146,10 +219,11 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             pl.when(pl.col("covered") & (pl.col(f"meas_{m}") > 0))
             .then((pl.col(f"pred_{m}") - pl.col(f"meas_{m}")).abs() / pl.col(f"meas_{m}"))
             .otherwise(None).alias(f"ape_{m}"))
-    n_dis = int((t["covered"] & ~t["simulated"]).sum())
-    notes = [f"{int(simulated.sum())} aggregated point(s) simulated"]
-    if n_dis:
-        notes.append(f"{n_dis} covered point(s) are disaggregated (or not simulable) and keep the analytic prediction")
+    n_left = int((t["covered"] & ~t["simulated"]).sum())
+    n_dis = int((simulated & f.disagg).sum())
+    notes = [f"{int(simulated.sum())} point(s) simulated ({n_dis} disaggregated on their prefill and decode pools)"]
+    if n_left:
+        notes.append(f"{n_left} covered point(s) could not be simulated and keep the analytic prediction")
     return Check(t, notes)
 
 

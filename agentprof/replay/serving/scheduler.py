@@ -7,6 +7,12 @@ and prefills the rest in chunks of the framework's token budget alongside the ru
 growth overflows the pool, the latest-admitted request is preempted and recomputed later (vLLM's default).
 Stretches of pure decode between events advance in one macro-step (their per-step times summed in closed
 form), so the event count scales with calls, not tokens.
+
+Disaggregated serving (:class:`agentprof.replay.serving.pools.Pools`): the first replicas are prefill workers
+(the router sends calls to them; they batch prompts under the token budget and keep the prefix cache), the rest
+decode workers. A finished prefill frees its prefill KV and moves to a decode worker after the KV transfer over
+the link between the pools; the decode worker admits it when its KV fits and emits the first token after the
+recipe's scheduler interval, then decodes it with continuous batching.
 """
 
 from __future__ import annotations
@@ -19,11 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from agentprof.replay.serving.cache import TieredCache
+from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.sessions import SessionPlan
 from agentprof.replay.serving.stepcost import StepCost
 
 LOAD, PREFILL, FIRST, DECODE = 0, 1, 2, 3
-EV_ISSUE, EV_ARRIVE, EV_STEP, EV_WAKE, EV_SESSION = 0, 1, 2, 3, 4
+EV_ISSUE, EV_ARRIVE, EV_STEP, EV_WAKE, EV_SESSION, EV_HANDOFF = 0, 1, 2, 3, 4, 5
 ROUTERS = ("round-robin", "prefix-affinity")
 
 
@@ -33,7 +40,7 @@ class Req:
     __slots__ = ("call", "slot", "node_off", "issue_t", "arrive_t", "queued_t", "queue_s", "admit_t", "first_t",
                  "done_t", "replica", "state", "inp", "out", "need", "cached", "todo", "done_pf",
                  "timer", "gen", "hits", "preempted", "prompt_blocks", "ids", "load_s", "overhead", "ready_t",
-                 "series", "series_at")
+                 "series", "series_at", "hand_s")
 
     def __init__(self, call: int, slot: int, ids: np.ndarray, issue_t: float, inp: float, out: float) -> None:
         self.call, self.slot, self.ids = call, slot, ids
@@ -53,6 +60,7 @@ class Req:
         self.ready_t = math.nan
         self.series: tuple[tuple[float, float, bool], list[float], list[float]] | None = None  # prices ahead
         self.series_at = 0
+        self.hand_s = 0.0  # KV transfer from the prefill to the decode pool (disaggregated)
 
 
 @dataclass
@@ -77,6 +85,8 @@ class Options:
 
 @dataclass
 class Replica:
+    cost: StepCost
+    role: str = "mixed"  # "mixed" (aggregated), "prefill" or "decode" (disaggregated pools)
     queue: deque = field(default_factory=deque)
     running: list = field(default_factory=list)
     busy: bool = False
@@ -89,6 +99,11 @@ class Replica:
     step_pf: list = field(default_factory=list)
     step_k: float = 0.0
     wake_at: float = math.inf
+    q_len: int = 0
+    q_last: float = 0.0
+    q_area: float = 0.0
+    q_entries: int = 0
+    q_wait: float = 0.0
 
 
 @dataclass
@@ -116,20 +131,37 @@ class EngineResult:
     peak_in_flight: int
     mean_in_flight: float
     evicted_blocks: dict[str, int]
+    roles: list[str] = field(default_factory=list)
+    queue_by_role: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per pool (``mixed``, ``prefill``, ``decode``): time-averaged queue length ``area``/makespan, entries and
+    the summed waits, for Little's law on each queue."""
+    handoff_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Per request: the KV transfer from the prefill to the decode pool (0 when aggregated)."""
 
 
 class Engine:
-    def __init__(self, plan: SessionPlan, cost: StepCost, opt: Options) -> None:
-        self.plan, self.cost, self.opt = plan, cost, opt
+    def __init__(self, plan: SessionPlan, cost: StepCost, opt: Options, pools: Pools | None = None) -> None:
+        """``cost``: the step costs of a replica (the decode workers' when ``pools`` makes the deployment
+        disaggregated: then ``pools.n_prefill`` prefill workers come first, then ``pools.n_decode`` decode
+        workers, and ``opt.replicas`` is ignored)."""
+        self.plan, self.cost, self.opt, self.pools = plan, cost, opt, pools
         self.bs = plan.block_size
-        pool_blocks = cost.pool_tokens / self.bs
+        if pools is None:
+            self.reps = [Replica(cost) for _ in range(opt.replicas)]
+            self.n_entry = opt.replicas
+        else:
+            self.reps = ([Replica(pools.prefill, "prefill") for _ in range(pools.n_prefill)]
+                         + [Replica(cost, "decode") for _ in range(pools.n_decode)])
+            self.n_entry = pools.n_prefill
+        entry_cost = self.reps[0].cost
+        pool_blocks = entry_cost.pool_tokens / self.bs
         hbm = pool_blocks if opt.hbm_blocks is None else opt.hbm_blocks
         self.unbounded = opt.hbm_blocks is not None and math.isinf(opt.hbm_blocks)
-        self.cache = TieredCache(plan.n_nodes * opt.copies, opt.replicas, hbm, opt.cpu_blocks, opt.disk_blocks,
+        # the prefix cache lives on the replicas that prefill (all of them, or the prefill pool)
+        self.cache = TieredCache(plan.n_nodes * opt.copies, self.n_entry, hbm, opt.cpu_blocks, opt.disk_blocks,
                                  opt.ttl_s)
-        self.reps = [Replica() for _ in range(opt.replicas)]
         if opt.warm_ids is not None and opt.warm_ids.size:
-            for k in range(opt.replicas):
+            for k in range(self.n_entry):
                 self.cache.hbm[k].touch(opt.warm_ids, 0.0)
         self.heap: list = []
         self.seq = 0
@@ -153,10 +185,36 @@ class Engine:
         self.seq += 1
         heapq.heappush(self.heap, (t, self.seq, kind, a, b))
 
-    def _q(self, delta: int) -> None:
+    def _q(self, delta: int, k: int | None = None) -> None:
         self.q_area += self.q_len * (self.now - self.q_last)
         self.q_last = self.now
         self.q_len += delta
+        if k is not None:
+            rep = self.reps[k]
+            rep.q_area += rep.q_len * (self.now - rep.q_last)
+            rep.q_last = self.now
+            rep.q_len += delta
+            if delta > 0:
+                rep.q_entries += delta
+
+    def _enqueue(self, k: int, r: Req, front: bool = False) -> None:
+        r.queued_t = self.now
+        rep = self.reps[k]
+        if front:
+            rep.queue.appendleft(r)
+        else:
+            rep.queue.append(r)
+        self._q(+1, k)
+        self.q_entries += 1
+
+    def _dequeue(self, k: int) -> Req:
+        rep = self.reps[k]
+        r = rep.queue.popleft()
+        self._q(-1, k)
+        w = self.now - r.queued_t
+        r.queue_s += w
+        rep.q_wait += w
+        return r
 
     def _flight(self, delta: int) -> None:
         self.in_flight_area += self.in_flight * (self.now - self.in_flight_last)
@@ -202,6 +260,8 @@ class Engine:
                         self._start_step(a)
             elif kind == EV_SESSION:
                 self._session_event(a, b)
+            elif kind == EV_HANDOFF:
+                self._handoff(a)
         return self._result()
 
     def _session_event(self, inst: int, what: str) -> None:
@@ -266,29 +326,52 @@ class Engine:
 
     # --- routing and admission ---------------------------------------------------------------------------
     def _arrive(self, r: Req) -> None:
-        n = len(self.reps)
+        n = self.n_entry
         if n == 1:
             k = 0
         elif self.opt.router == "prefix-affinity":
             # Dynamo-style: matched prefix blocks against the replica's load (queued + running tokens)
             hits = self.cache.affinity(r.ids, self.now)
-            load = [sum(x.need for x in rep.running) + sum(x.need for x in rep.queue) for rep in self.reps]
+            load = [sum(x.need for x in rep.running) + sum(x.need for x in rep.queue) for rep in self.reps[:n]]
             k = max(range(n), key=lambda i: hits[i] * self.bs - 0.5 * load[i] / max(n, 1) - 1e-9 * i)
         else:
             k = self.rr % n
             self.rr += 1
         r.replica = k
-        r.arrive_t = r.queued_t = self.now
+        r.arrive_t = self.now
         rep = self.reps[k]
-        rep.queue.append(r)
-        self._q(+1)
-        self.q_entries += 1
+        self._enqueue(k, r)
         if not rep.busy:
             self._start_step(k)
 
+    def _handoff(self, r: Req) -> None:
+        """A prefilled request's KV has reached the decode pool: the least-loaded decode worker queues it."""
+        dec = range(self.n_entry, len(self.reps))
+        k = min(dec, key=lambda i: (sum(x.need for x in self.reps[i].running)
+                                    + sum(x.need for x in self.reps[i].queue), i))
+        r.replica = k
+        self._enqueue(k, r)
+        if not self.reps[k].busy:
+            self._start_step(k)
+
+    def _admit_decode(self, k: int, r: Req) -> None:
+        """A decode worker takes a handed-off request: its KV is all there; the first token comes after the
+        recipe's scheduler interval at the worker's batch (a recomputed one resumes decoding)."""
+        rep = self.reps[k]
+        rep.kv_used += r.need
+        rep.prompt_blocks += r.prompt_blocks
+        rep.running.append(r)
+        r.cached, r.todo, r.done_pf = r.need, 0.0, 0.0
+        if math.isnan(r.first_t):
+            n = sum(1 for x in rep.running if x.state == DECODE) + 1
+            r.first_t = self.now + rep.cost.first_token_s(n, r.inp + r.out / 2.0)
+            r.state, r.timer = FIRST, r.first_t
+        else:
+            r.state = DECODE
+
     def _admit(self, k: int) -> None:
         rep = self.reps[k]
-        pool = self.cost.pool_tokens
+        pool = rep.cost.pool_tokens
         while rep.queue:
             r = rep.queue[0]
             fits = rep.kv_used + r.need <= pool
@@ -296,11 +379,12 @@ class Engine:
                 break
             if not fits:
                 self.oversize += 1
-            rep.queue.popleft()
-            self._q(-1)
-            r.queue_s += self.now - r.queued_t
+            self._dequeue(k)
             if math.isnan(r.admit_t):
                 r.admit_t = self.now
+            if rep.role == "decode":
+                self._admit_decode(k, r)
+                continue
             h, c, d = self.cache.lookup(k, r.ids, self.now) if r.ids.size else (0, 0, 0)
             limit = max(r.need - 1.0, 0.0)
             hbm_t = min(h * self.bs, limit)
@@ -311,7 +395,7 @@ class Engine:
             r.cached = hbm_t + cpu_t + disk_t
             r.todo = r.need - r.cached
             r.done_pf = 0.0
-            load = self.cost.load_s(cpu_t, disk_t)
+            load = rep.cost.load_s(cpu_t, disk_t)
             r.load_s += load
             if r.ids.size:
                 self.cache.store(k, r.ids, self.now, h)
@@ -325,10 +409,10 @@ class Engine:
 
     def _hbm_room(self, k: int) -> None:
         """The HBM prefix cache holds what the running requests leave free (their prompts are in it)."""
-        if self.unbounded:
+        if self.unbounded or k >= self.n_entry:
             return
         rep = self.reps[k]
-        cap = max(self.cost.pool_tokens - rep.kv_used, 0.0) / self.bs + rep.prompt_blocks
+        cap = max(rep.cost.pool_tokens - rep.kv_used, 0.0) / self.bs + rep.prompt_blocks
         tier = self.cache.hbm[k]
         if self.opt.hbm_blocks is not None:
             cap = min(cap, self.opt.hbm_blocks)
@@ -378,8 +462,9 @@ class Engine:
             budget -= c
             chunks.append((r, c))
             priced.append((c, r.cached + r.done_pf, c / r.todo if r.todo > 0 else 1.0))
-        pf_s = (self._chunk_price(chunks[0][0], priced[0], len(dec)) if len(priced) == 1
-                else self.cost.chunks_s(priced, len(dec)))
+        cost = rep.cost
+        pf_s = (self._chunk_price(cost, chunks[0][0], priced[0], len(dec)) if len(priced) == 1
+                else cost.chunks_s(priced, len(dec)))
         if not dec and not chunks:
             if pending < math.inf and pending < rep.wake_at:
                 rep.wake_at = pending
@@ -390,15 +475,15 @@ class Engine:
         dt = pf_s
         need = sum(r.need for r in dec)
         if chunks:
-            dec_part = self.cost.decode_s(b, need / b) if b else 0.0
+            dec_part = cost.decode_s(b, need / b) if b else 0.0
             for r, _ in chunks:
                 if r.done_pf == 0.0 and not math.isnan(r.ready_t):
                     r.overhead += now - r.ready_t
                 r.overhead += dec_part
         if b:
             ctx = need / b
-            alpha, beta = self.cost.decode_linear(b, ctx)
-            acc = self.cost.accept
+            alpha, beta = cost.decode_linear(b, ctx)
+            acc = cost.accept
             if not chunks:
                 rem = min(r.out - 1.0 - r.gen for r in dec)
                 k1 = max(math.ceil(rem / acc - 1e-9), 1)
@@ -426,13 +511,13 @@ class Engine:
         self._push(end, EV_STEP, k, rep.version)
         return False
 
-    def _chunk_price(self, r: Req, chunk: tuple[float, float, float], decoding: int) -> float:
+    def _chunk_price(self, cost: StepCost, r: Req, chunk: tuple[float, float, float], decoding: int) -> float:
         """``cost.chunks_s([chunk], decoding)`` for a request's prefill chunk ``(tokens, context, share)``. A
         long prefill runs as a series of equal chunks at growing context; the series is priced in one vectorized
         call when its first chunk is asked for and looked up (exact match of tokens, share, whether the step
         decodes, and context) for the rest."""
         if not self.opt.quiet_steps:
-            return self.cost.chunks_s([chunk], decoding)
+            return cost.chunks_s([chunk], decoding)
         t, ctx, share = chunk
         key = (t, share, decoding > 0)
         series = r.series
@@ -445,14 +530,14 @@ class Engine:
         n = min(int(left // t), 256) if t > 0 else 1
         if n <= 1:
             r.series = None
-            return self.cost.chunks_s([chunk], decoding)
+            return cost.chunks_s([chunk], decoding)
         # the contexts as the engine will compute them (done_pf accumulated chunk by chunk)
         ctxs = []
         done = r.done_pf
         for _ in range(n):
             ctxs.append(r.cached + done)
             done += t
-        r.series = (key, ctxs, self.cost.chunk_series_s(t, ctxs, share, decoding))
+        r.series = (key, ctxs, cost.chunk_series_s(t, ctxs, share, decoding))
         r.series_at = 1
         return r.series[2][0]
 
@@ -467,7 +552,7 @@ class Engine:
         r1, c = rep.step_pf[0]
         if r1.done_pf + c >= r1.todo - 1e-9:
             return False
-        grow = rep.step_k * self.cost.accept
+        grow = rep.step_k * rep.cost.accept
         dec = rep.step_dec
         if dec:
             kv = rep.kv_used
@@ -479,7 +564,7 @@ class Engine:
                     return False
                 kv += g
                 gs.append(g)
-            if kv > self.cost.pool_tokens and len(rep.running) > 1:
+            if kv > rep.cost.pool_tokens and len(rep.running) > 1:
                 return False
             for r, g in zip(dec, gs, strict=True):
                 r.gen += g
@@ -497,8 +582,9 @@ class Engine:
             return
         rep.busy = False
         now = self.now
-        acc = self.cost.accept
+        acc = rep.cost.accept
         finished: list[Req] = []
+        handed: list[Req] = []
         grow = rep.step_k * acc
         n_dec = len(rep.step_dec)
         for r in rep.step_dec:
@@ -511,12 +597,15 @@ class Engine:
         for r, c in rep.step_pf:
             r.done_pf += c
             if r.done_pf >= r.todo - 1e-9:
+                if rep.role == "prefill":  # its KV moves to the decode pool
+                    handed.append(r)
+                    continue
                 if not math.isnan(r.first_t):  # a recomputed request resumes decoding
                     r.state = DECODE
                     continue
                 # the scheduler's polling / streaming interval (waiting for the running step and riding the
                 # batch's decode are simulated, r.overhead says how long they took)
-                delay = self.cost.first_token_s(n_dec + 1, r.inp + r.out / 2.0)
+                delay = rep.cost.first_token_s(n_dec + 1, r.inp + r.out / 2.0)
                 r.first_t = now + delay
                 if r.out <= 1.0:
                     r.state, r.timer = FIRST, r.first_t
@@ -532,18 +621,26 @@ class Engine:
             rep.running.remove(r)
             rep.kv_used -= r.need
             rep.prompt_blocks -= r.prompt_blocks
+        assert self.pools is not None or not handed
+        for r in handed:
+            rep.running.remove(r)
+            rep.kv_used -= r.need
+            rep.prompt_blocks -= r.prompt_blocks
+            r.series = None
+            r.hand_s = self.pools.transfer_s(r.need)  # type: ignore[union-attr]
+            self._push(now + self.pools.handoff_s(r.need), EV_HANDOFF, r)  # type: ignore[union-attr]
         # preemption (recompute) when decode growth overflows the pool
-        while rep.kv_used > self.cost.pool_tokens and len(rep.running) > 1:
+        while rep.kv_used > rep.cost.pool_tokens and len(rep.running) > 1:
             victim = max(rep.running, key=lambda x: x.admit_t)
             rep.running.remove(victim)
             rep.kv_used -= victim.need
             rep.prompt_blocks -= victim.prompt_blocks
             victim.preempted += 1
             self.preemptions += 1
-            victim.queued_t = now
-            rep.queue.appendleft(victim)
-            self._q(+1)
-            self.q_entries += 1
+            if rep.role == "decode":  # recomputed by the prefill pool, then handed off again
+                self._arrive(victim)
+                continue
+            self._enqueue(k, victim, front=True)
         self._hbm_room(k)
         for r in finished:
             self._finish_at(r)
@@ -560,6 +657,13 @@ class Engine:
         self._flight(0)
         d = self.done
         makespan = float(np.nanmax(self.sess_end)) if self.sess_end.size else 0.0
+        by_role: dict[str, dict[str, float]] = {}
+        for k, rep in enumerate(self.reps):
+            self._q(0, k)
+            q = by_role.setdefault(rep.role, {"area": 0.0, "entries": 0.0, "wait_s": 0.0})
+            q["area"] += rep.q_area
+            q["entries"] += rep.q_entries
+            q["wait_s"] += rep.q_wait
         return EngineResult(
             req_call=np.array([r.call for r in d], dtype=np.int64),
             issue_t=np.array([r.issue_t for r in d]), first_t=np.array([r.first_t for r in d]),
@@ -573,4 +677,6 @@ class Engine:
             preemptions=self.preemptions, oversize=self.oversize, peak_in_flight=self.peak_in_flight,
             mean_in_flight=self.in_flight_area / makespan if makespan > 0 else 0.0,
             evicted_blocks={"hbm": sum(t.evicted for t in self.cache.hbm), "cpu": self.cache.cpu.evicted,
-                            "disk": self.cache.disk.evicted})
+                            "disk": self.cache.disk.evicted},
+            roles=[rep.role for rep in self.reps], queue_by_role=by_role,
+            handoff_s=np.array([r.hand_s for r in d]))

@@ -23,6 +23,7 @@ from agentprof.replay.costmodel import (
     decode_step_s,
     disk_load_s,
     kv_load_s,
+    prefill_bytes_per_gpu,
     prefill_chunk_s,
     prefill_s,
 )
@@ -35,15 +36,18 @@ class StepCost:
     """Step times of one deployment (one replica of a system) for the simulation."""
 
     def __init__(self, dep: Deployment, params: StepParams, mem_util: float, host_link_bw: float,
-                 disk_bw: float) -> None:
+                 disk_bw: float, copies: float = 1.0) -> None:
         self.dep = dep
         self.p = params
+        # each simulated request stands for ``copies`` identical ones (a large benchmark simulated as one of
+        # ``copies`` identical slices: batches, chunks and KV held scale by it, the pool per slice shrinks)
+        self.copies = float(max(copies, 1.0))
         self.host_link_bw, self.disk_bw = host_link_bw, disk_bw
         self.t0_s = float(self.p.t0_s)
         self.accept = float(max(self.p.accept, 1e-9))
         self.wait_steps = float(getattr(self.p, "wait_steps", 0.0))
         per_tok_gpu = self.dep.kv_token_bytes / self.dep.kv_divisor
-        self.pool_tokens = max(self.dep.free_kv_bytes_per_gpu(mem_util), 0.0) / max(per_tok_gpu, 1e-9)
+        self.pool_tokens = max(self.dep.free_kv_bytes_per_gpu(mem_util), 0.0) / max(per_tok_gpu, 1e-9) / self.copies
         # bytes one token of KV takes in a CPU or disk tier: one logical copy (GQA heads sharded over the
         # ranks add up to it; an MLA latent is stored once, LMCache's save_only_first_rank)
         self.tier_token_bytes = float(self.dep.kv_token_bytes)
@@ -57,7 +61,7 @@ class StepCost:
     def _step(self, b: int, ctx: np.ndarray) -> np.ndarray:
         """A decode step of ``b`` sequences (``costmodel.decode_step_s``: fixed overhead + collectives + bytes at
         ``mbu`` + FLOPs at ``mfu``, as ``equations.times`` and so ``call_times`` time it)."""
-        return decode_step_s(self.dep, self.p, max(b, 1), ctx)
+        return decode_step_s(self.dep, self.p, max(b, 1) * self.copies, ctx)
 
     def _row(self, b: int) -> list[float]:
         row = self._rows.get(b)
@@ -88,6 +92,8 @@ class StepCost:
         without a share pays the whole per-prefill overhead."""
         if not chunks:
             return 0.0
+        if self.copies > 1.0:
+            return self._copies_s(chunks, decoding > 0)
         share = sum(ch[2] if len(ch) > 2 else 1.0 for ch in chunks)
         if len(chunks) == 1:
             total, c_eff = chunks[0][0], chunks[0][1]
@@ -97,9 +103,31 @@ class StepCost:
             c_eff = max(work / total - total / 2.0, 0.0)
         return float(prefill_chunk_s(self.dep, self.p, total, c_eff, share, decoding > 0))
 
+    def _copies_s(self, chunks: list[tuple[float, ...]], riding: bool) -> float:
+        """Chunks that each stand for ``copies`` identical ones, priced as :func:`prefill_chunk_s` prices one
+        batched chunk but with each chunk's own attention and KV traffic summed (``copies`` small chunks are not
+        one long one: their causal attention does not span each other)."""
+        dep, p, k = self.dep, self.p, self.copies
+        t = np.array([ch[0] for ch in chunks], dtype=float)
+        c = np.array([ch[1] for ch in chunks], dtype=float)
+        share = sum(ch[2] if len(ch) > 2 else 1.0 for ch in chunks) * k
+        total = float(t.sum()) * k
+        if total <= 0:
+            return 0.0
+        cmp_s = k * float(np.sum(dep.prefill_peak_s(t, c, p.attn_eff))) / p.prefill_mfu
+        kv = k * float(np.sum(dep.kv_seq_bytes(c + t))) / dep.kv_divisor
+        if riding:
+            mem = kv
+        else:
+            mem = float(prefill_bytes_per_gpu(dep, total, 0.0)) - float(dep.kv_seq_bytes(total)) / dep.kv_divisor + kv
+        over = float(dep.comm_s(total)) + share * p.t_req_s + (0.0 if riding else p.t_fixed_s)
+        return over + max(cmp_s, mem / (p.mbu * dep.accel.hbm_bw))
+
     def chunk_series_s(self, tokens: float, contexts: list[float], share: float, decoding: int) -> list[float]:
         """``chunks_s([(tokens, c, share)], decoding)`` for each context ``c`` in one vectorized call (a long
         prefill's equal chunks)."""
+        if self.copies > 1.0:
+            return [self._copies_s([(tokens, c, share)], decoding > 0) for c in contexts]
         n = len(contexts)
         return [float(x) for x in np.broadcast_to(
             prefill_chunk_s(self.dep, self.p, np.full(n, tokens), np.asarray(contexts, dtype=float), share,

@@ -1,0 +1,72 @@
+"""Disaggregated serving: a prefill pool, a decode pool and the link the prompt's KV crosses between them.
+
+Prefill workers (``n_prefill`` instances of the prefill deployment) batch prompts under the framework's token
+budget; a finished prompt's KV moves to a decode worker (``n_decode`` instances of the decode deployment) over
+the link the layout implies, each receiving accelerator taking its share of the sequence's KV at the link's
+bandwidth: the scale-up link (NVLink) when a prefill and a decode instance fit in one scale-up domain together
+(GB200 NVL72), else the scale-out NIC per accelerator (two 8-GPU nodes). Both are catalog figures
+(``accelerators.toml`` ``scaleup_bw``, ``scaleup_domain``, ``scaleout_bw``).
+
+The per-prefill overhead ``t_req`` (fitted) is paid once per request at the hand-off, pipelined with the pool's
+GPU work rather than holding a prefill worker: the serving equations count it in a disaggregated request's
+TTFT but size the prefill pool's throughput by its prompts' compute or KV traffic alone
+(:func:`agentprof.replay.equations.times`, ``W``); the prefill workers' steps are priced without it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agentprof.replay.costmodel import Deployment
+from agentprof.replay.serving.stepcost import StepCost
+
+
+def transfer_link(pre: Deployment, dec: Deployment) -> tuple[str, float]:
+    """(link name, bytes/s per accelerator) the prompt's KV crosses from a prefill to a decode instance."""
+    if pre.gpus + dec.gpus <= dec.scaleup_domain:
+        return "scale-up", dec.scaleup_bw
+    return "scale-out", min(dec.scaleout_bw, pre.scaleout_bw)
+
+
+def transfer_bytes_per_gpu(dec: Deployment, tokens: float) -> float:
+    """Bytes one receiving accelerator takes for a sequence of ``tokens``: its shard of the KV (GQA heads split
+    over the ranks; an MLA latent goes to every TP rank); with data-parallel attention the whole sequence lives
+    on one attention rank, which takes all of it."""
+    div = 1.0 if dec.dp_attention else dec.kv_divisor
+    return float(dec.kv_seq_bytes(tokens)) / div
+
+
+@dataclass
+class Pools:
+    """The prefill side of a disaggregated deployment and the hand-off to its decode side (whose step costs
+    are the engine's own ``cost``)."""
+
+    prefill: StepCost
+    n_prefill: int
+    n_decode: int
+    decode_dep: Deployment
+    link: str
+    link_bw: float
+    t_req_s: float = 0.0
+
+    @classmethod
+    def of(cls, prefill: StepCost, decode: StepCost, n_prefill: int, n_decode: int,
+           link_bw: float | None = None) -> Pools:
+        """Pools over the link the layout implies (:func:`transfer_link`), or ``link_bw`` bytes/s when given.
+        ``prefill``'s per-prefill overhead moves to the hand-off (its steps are priced without it)."""
+        name, bw = transfer_link(prefill.dep, decode.dep)
+        if link_bw is not None:
+            name, bw = "given", link_bw
+        t_req = float(prefill.p.t_req_s)
+        steps = StepCost(prefill.dep, prefill.p.with_(t_req_s=0.0), 1.0, prefill.host_link_bw, prefill.disk_bw,
+                         prefill.copies)
+        steps.pool_tokens = prefill.pool_tokens
+        return cls(steps, max(int(n_prefill), 1), max(int(n_decode), 1), decode.dep, name, bw, t_req)
+
+    def handoff_s(self, tokens: float) -> float:
+        """From a finished prefill to the decode pool: the per-prefill overhead and the KV transfer."""
+        return self.t_req_s + self.transfer_s(tokens)
+
+    def transfer_s(self, tokens: float) -> float:
+        """Seconds to move a sequence's KV of ``tokens`` from the prefill to the decode pool."""
+        return transfer_bytes_per_gpu(self.decode_dep, tokens) / self.link_bw
