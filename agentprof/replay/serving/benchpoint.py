@@ -32,9 +32,9 @@ from agentprof.replay.serving.sessions import SessionPlan
 from agentprof.replay.serving.stepcost import StepCost
 
 MEM_UTIL = 0.9
-SLICE_CLIENTS = 128
+SLICE_CLIENTS = 16384
 """Most clients a benchmark point simulates one by one; above it the point runs as identical slices (the
-aggregated points go to 128 clients, the disaggregated ones to 15,000)."""
+aggregated points go to 128 clients, the disaggregated ones to 15,000: all run whole)."""
 MIN_REQUESTS = 256
 WARMUP = 1  # leading requests per client left out of the statistics (the synchronized first wave)
 BENCH_PROMPTS_PER_CLIENT = 10

@@ -10,7 +10,9 @@ bandwidth: the scale-up link (NVLink) when a prefill and a decode instance fit i
 The per-prefill overhead ``t_req`` (fitted) is paid once per request at the hand-off, pipelined with the pool's
 GPU work rather than holding a prefill worker: the serving equations count it in a disaggregated request's
 TTFT but size the prefill pool's throughput by its prompts' compute or KV traffic alone
-(:func:`agentprof.replay.equations.times`, ``W``); the prefill workers' steps are priced without it.
+(:func:`agentprof.replay.equations.times`, ``W``); the prefill workers' steps are priced without it. For the same reason a prefill step that batches several
+prompts exposes one prompt's share of the collectives, the rest overlapping the other prompts' compute (as
+two-batch overlap does); a prompt alone pays all of them, as in the equations' single-request TTFT.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class Pools:
         steps = StepCost(prefill.dep, prefill.p.with_(t_req_s=0.0), 1.0, prefill.host_link_bw, prefill.disk_bw,
                          prefill.copies)
         steps.pool_tokens = prefill.pool_tokens
+        steps.overlap_comm = True
         return cls(steps, max(int(n_prefill), 1), max(int(n_decode), 1), decode.dep, name, bw, t_req)
 
     def handoff_s(self, tokens: float) -> float:

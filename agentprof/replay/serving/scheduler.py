@@ -40,7 +40,7 @@ class Req:
     __slots__ = ("call", "slot", "node_off", "issue_t", "arrive_t", "queued_t", "queue_s", "admit_t", "first_t",
                  "done_t", "replica", "state", "inp", "out", "need", "cached", "todo", "done_pf",
                  "timer", "gen", "hits", "preempted", "prompt_blocks", "ids", "load_s", "overhead", "ready_t",
-                 "series", "series_at", "hand_s")
+                 "series", "series_at", "hand_s", "g0", "base", "hkey")
 
     def __init__(self, call: int, slot: int, ids: np.ndarray, issue_t: float, inp: float, out: float) -> None:
         self.call, self.slot, self.ids = call, slot, ids
@@ -61,6 +61,10 @@ class Req:
         self.series: tuple[tuple[float, float, bool], list[float], list[float]] | None = None  # prices ahead
         self.series_at = 0
         self.hand_s = 0.0  # KV transfer from the prefill to the decode pool (disaggregated)
+        # on a decode worker (:meth:`Engine._step_decode`): generated = worker's G - g0, held = base + G; hkey
+        # names the request's live entry in the worker's heaps
+        self.g0 = self.base = 0.0
+        self.hkey = -1
 
 
 @dataclass
@@ -104,6 +108,15 @@ class Replica:
     q_area: float = 0.0
     q_entries: int = 0
     q_wait: float = 0.0
+    # decode workers of a disaggregated deployment (:meth:`Engine._step_decode`): every decoding sequence
+    # gains the same tokens per step, so one counter ``G`` advances them all; heaps of finish levels and of
+    # first-token timers; sums that give the held KV and the mean context without visiting the batch
+    g: float = 0.0
+    dec_heap: list = field(default_factory=list)
+    first_heap: list = field(default_factory=list)
+    n_dec: int = 0
+    sum_base: float = 0.0
+    kv_first: float = 0.0
 
 
 @dataclass
@@ -347,8 +360,7 @@ class Engine:
     def _handoff(self, r: Req) -> None:
         """A prefilled request's KV has reached the decode pool: the least-loaded decode worker queues it."""
         dec = range(self.n_entry, len(self.reps))
-        k = min(dec, key=lambda i: (sum(x.need for x in self.reps[i].running)
-                                    + sum(x.need for x in self.reps[i].queue), i))
+        k = min(dec, key=lambda i: (self._kv_decode(self.reps[i]) + sum(x.need for x in self.reps[i].queue), i))
         r.replica = k
         self._enqueue(k, r)
         if not self.reps[k].busy:
@@ -358,24 +370,138 @@ class Engine:
         """A decode worker takes a handed-off request: its KV is all there; the first token comes after the
         recipe's scheduler interval at the worker's batch (a recomputed one resumes decoding)."""
         rep = self.reps[k]
-        rep.kv_used += r.need
-        rep.prompt_blocks += r.prompt_blocks
-        rep.running.append(r)
         r.cached, r.todo, r.done_pf = r.need, 0.0, 0.0
         if math.isnan(r.first_t):
-            n = sum(1 for x in rep.running if x.state == DECODE) + 1
-            r.first_t = self.now + rep.cost.first_token_s(n, r.inp + r.out / 2.0)
-            r.state, r.timer = FIRST, r.first_t
+            r.first_t = self.now + rep.cost.first_token_s(rep.n_dec + 1, r.inp + r.out / 2.0)
+            if r.out <= 1.0:  # a single-token reply is done at its first token
+                r.done_t = r.first_t
+                self._finish_at(r)
+                return
+            when = r.first_t
         else:
+            when = self.now
+        rep.kv_used += r.need
+        rep.kv_first += r.need
+        rep.prompt_blocks += r.prompt_blocks
+        rep.running.append(r)
+        r.state, r.timer = FIRST, when
+        self.seq += 1
+        r.hkey = self.seq
+        heapq.heappush(rep.first_heap, (when, self.seq, r))
+
+    @staticmethod
+    def _kv_decode(rep: Replica) -> float:
+        return rep.kv_first + rep.sum_base + rep.n_dec * rep.g
+
+    def _step_decode(self, k: int) -> None:
+        """A decode worker's next step: admit handed-off requests, start the ones whose first token is out,
+        and decode the batch until the next event (a macro-step summed in closed form, as :meth:`_step`)."""
+        rep = self.reps[k]
+        self._admit(k)
+        now = self.now
+        fh, dh = rep.first_heap, rep.dec_heap
+        while fh and (fh[0][2].hkey != fh[0][1] or fh[0][0] <= now + 1e-12):
+            _, key, r = heapq.heappop(fh)
+            if r.hkey != key:
+                continue
+            rep.kv_first -= r.need
             r.state = DECODE
+            r.g0 = rep.g - r.gen
+            r.base = r.need - rep.g
+            rep.sum_base += r.base
+            rep.n_dec += 1
+            self.seq += 1
+            r.hkey = self.seq
+            heapq.heappush(dh, (r.g0 + r.out - 1.0, self.seq, r))
+        pending = fh[0][0] if fh else math.inf
+        b = rep.n_dec
+        if not b:
+            if pending < math.inf and pending < rep.wake_at:
+                rep.wake_at = pending
+                self._push(pending, EV_WAKE, k)
+            return
+        while dh[0][2].hkey != dh[0][1]:
+            heapq.heappop(dh)
+        ctx = (rep.sum_base + b * rep.g) / b
+        alpha, beta = rep.cost.decode_linear(b, ctx)
+        acc = rep.cost.accept
+        k1 = max(math.ceil((dh[0][0] - rep.g) / acc - 1e-9), 1)
+        horizon = min(self.heap[0][0] if self.heap else math.inf, pending) - now
+        k_steps = float(min(k1, self._steps_within(alpha, beta, ctx, acc, horizon, k1)))
+        dt = k_steps * (alpha + beta * (ctx + acc * (k_steps - 1.0) / 2.0))
+        rep.busy = True
+        rep.version += 1
+        rep.step_dec, rep.step_pf, rep.step_k = [], [], k_steps
+        rep.busy_s += dt
+        rep.steps += int(k_steps)
+        self._push(now + dt, EV_STEP, k, rep.version)
+
+    @staticmethod
+    def _steps_within(alpha: float, beta: float, ctx: float, acc: float, horizon: float, k1: int) -> int:
+        """Smallest step count ``k`` with ``k·(alpha + beta·(ctx + acc·(k−1)/2)) >= horizon`` (``k1`` if none)."""
+        if horizon == math.inf:
+            return k1
+        qa, qb = beta * acc / 2.0, alpha + beta * ctx - beta * acc / 2.0
+        if qa > 1e-18:
+            kk = (-qb + math.sqrt(qb * qb + 4 * qa * max(horizon, 0.0))) / (2 * qa)
+        else:
+            kk = max(horizon, 0.0) / max(qb, 1e-12)
+        return max(math.ceil(kk - 1e-9), 1)
+
+    def _end_step_decode(self, k: int) -> None:
+        rep = self.reps[k]
+        now = self.now
+        rep.g += rep.step_k * rep.cost.accept
+        finished: list[Req] = []
+        dh = rep.dec_heap
+        while dh and (dh[0][2].hkey != dh[0][1] or dh[0][0] <= rep.g + 1e-9):
+            _, key, r = heapq.heappop(dh)
+            if r.hkey != key:
+                continue
+            r.hkey = -1
+            r.gen = r.out - 1.0
+            r.need = r.base + r.g0 + r.gen
+            rep.sum_base -= r.base
+            rep.n_dec -= 1
+            r.done_t = now
+            rep.running.remove(r)
+            rep.prompt_blocks -= r.prompt_blocks
+            finished.append(r)
+        rep.kv_used = self._kv_decode(rep)
+        # preemption (recompute in the prefill pool) when decode growth overflows the pool
+        while rep.kv_used > rep.cost.pool_tokens and len(rep.running) > 1:
+            victim = max(rep.running, key=lambda x: x.admit_t)
+            rep.running.remove(victim)
+            rep.prompt_blocks -= victim.prompt_blocks
+            if victim.state == DECODE:
+                victim.gen = rep.g - victim.g0
+                victim.need = victim.base + rep.g
+                rep.sum_base -= victim.base
+                rep.n_dec -= 1
+            else:
+                rep.kv_first -= victim.need
+            victim.hkey = -1
+            victim.preempted += 1
+            self.preemptions += 1
+            rep.kv_used = self._kv_decode(rep)
+            self._arrive(victim)
+        for r in finished:
+            self._finish_at(r)
+        self._start_step(k)
 
     def _admit(self, k: int) -> None:
         rep = self.reps[k]
         pool = rep.cost.pool_tokens
+        if rep.role == "decode":
+            rep.kv_used = self._kv_decode(rep)
+        # a prefill worker batches from its queue what one step's token budget holds (the rest waits there)
+        pf_left = (sum(x.todo - x.done_pf for x in rep.running) if rep.role == "prefill" else -math.inf)
         while rep.queue:
             r = rep.queue[0]
             fits = rep.kv_used + r.need <= pool
             if not fits and rep.running:
+                break
+            if pf_left >= self.opt.budget_tokens and rep.running:
                 break
             if not fits:
                 self.oversize += 1
@@ -402,6 +528,7 @@ class Engine:
             rep.kv_used += r.need
             rep.prompt_blocks += r.prompt_blocks
             rep.running.append(r)
+            pf_left += r.todo
             if load > 0:
                 r.state, r.timer = LOAD, self.now + load
             else:
@@ -425,6 +552,9 @@ class Engine:
         """Start replica ``k``'s next step. Steps whose end would change nothing but their requests' progress
         (see :meth:`_quiet_end`) run here one after another without an event; the first step that can change
         anything else is scheduled as an event and ends in :meth:`_end_step`."""
+        if self.reps[k].role == "decode":
+            self._step_decode(k)
+            return
         saved = self.now
         while self._step(k):
             pass
@@ -581,6 +711,9 @@ class Engine:
         if version != rep.version:
             return
         rep.busy = False
+        if rep.role == "decode":
+            self._end_step_decode(k)
+            return
         now = self.now
         acc = rep.cost.accept
         finished: list[Req] = []
@@ -637,9 +770,6 @@ class Engine:
             rep.prompt_blocks -= victim.prompt_blocks
             victim.preempted += 1
             self.preemptions += 1
-            if rep.role == "decode":  # recomputed by the prefill pool, then handed off again
-                self._arrive(victim)
-                continue
             self._enqueue(k, victim, front=True)
         self._hbm_room(k)
         for r in finished:

@@ -2,10 +2,10 @@
 
 A step holds decode sequences (their count and mean context) and prefill chunks. Decode time is the cost
 model's ``decode_step_s`` for the batch at its mean context (tabulated per batch size over a context grid and
-interpolated: exact while it is piecewise linear in context); a step's prefill chunks are priced together by
-``costmodel.prefill_chunk_s`` as one batched chunk (each chunk's causal attention over its request's context
-summed): riding a decode step they add their FLOPs (or KV traffic) and collectives, the step already paying
-the fixed overhead and the weight reads; alone they are a prefill step. Each prefill pays ``t_req`` once over
+interpolated: exact while it is piecewise linear in context); a step's prefill chunks are priced together as
+``costmodel.prefill_chunk_s`` prices one chunk, with each chunk's causal attention and KV traffic summed:
+riding a decode step they add their FLOPs (or KV traffic) and collectives, the step already paying the fixed
+overhead and the weight reads; alone they are a prefill step. Each prefill pays ``t_req`` once over
 its chunks. Cached KV from a lower tier costs ``kv_load_s`` over the host link (PCIe or NVLink-C2C) or
 ``disk_load_s``. With one sequence this reproduces ``costmodel.call_times`` at batch 1 (``t0 + load + prefill +
 wait_steps·t_step`` to the first token, then ``t_step/a`` per token).
@@ -42,6 +42,10 @@ class StepCost:
         # each simulated request stands for ``copies`` identical ones (a large benchmark simulated as one of
         # ``copies`` identical slices: batches, chunks and KV held scale by it, the pool per slice shrinks)
         self.copies = float(max(copies, 1.0))
+        # a disaggregated prefill pool's batched step overlaps one prompt's collectives with the others'
+        # compute (only one prompt's are exposed): the serving equations size the pool by its prompts' compute
+        # or KV traffic alone (``equations.times``: W), so the fitted terms carry that overlap
+        self.overlap_comm = False
         self.host_link_bw, self.disk_bw = host_link_bw, disk_bw
         self.t0_s = float(self.p.t0_s)
         self.accept = float(max(self.p.accept, 1e-9))
@@ -92,21 +96,17 @@ class StepCost:
         without a share pays the whole per-prefill overhead."""
         if not chunks:
             return 0.0
-        if self.copies > 1.0:
-            return self._copies_s(chunks, decoding > 0)
-        share = sum(ch[2] if len(ch) > 2 else 1.0 for ch in chunks)
-        if len(chunks) == 1:
-            total, c_eff = chunks[0][0], chunks[0][1]
-        else:
-            total = sum(ch[0] for ch in chunks)
-            work = sum(ch[0] * (ch[1] + ch[0] / 2.0) for ch in chunks)
-            c_eff = max(work / total - total / 2.0, 0.0)
-        return float(prefill_chunk_s(self.dep, self.p, total, c_eff, share, decoding > 0))
+        if self.copies > 1.0 or len(chunks) > 1 or self.overlap_comm:
+            return self._batch_s(chunks, decoding > 0)
+        ch = chunks[0]
+        return float(prefill_chunk_s(self.dep, self.p, ch[0], ch[1], ch[2] if len(ch) > 2 else 1.0, decoding > 0))
 
-    def _copies_s(self, chunks: list[tuple[float, ...]], riding: bool) -> float:
-        """Chunks that each stand for ``copies`` identical ones, priced as :func:`prefill_chunk_s` prices one
-        batched chunk but with each chunk's own attention and KV traffic summed (``copies`` small chunks are not
-        one long one: their causal attention does not span each other)."""
+    def _batch_s(self, chunks: list[tuple[float, ...]], riding: bool) -> float:
+        """Several requests' chunks in one step (each standing for ``copies`` identical ones), priced as
+        :func:`prefill_chunk_s` prices one chunk — weights read once, collectives over all the tokens, the
+        larger of FLOPs and bytes — with each chunk's own causal attention and KV traffic summed: prompts
+        batched together do not attend to each other (priced as one long prompt, nine 900-token prompts cost
+        1.7x their FLOPs)."""
         dep, p, k = self.dep, self.p, self.copies
         t = np.array([ch[0] for ch in chunks], dtype=float)
         c = np.array([ch[1] for ch in chunks], dtype=float)
@@ -120,14 +120,17 @@ class StepCost:
             mem = kv
         else:
             mem = float(prefill_bytes_per_gpu(dep, total, 0.0)) - float(dep.kv_seq_bytes(total)) / dep.kv_divisor + kv
-        over = float(dep.comm_s(total)) + share * p.t_req_s + (0.0 if riding else p.t_fixed_s)
+        comm = float(dep.comm_s(total))
+        if self.overlap_comm:
+            comm /= max(len(chunks) * k, 1.0)
+        over = comm + share * p.t_req_s + (0.0 if riding else p.t_fixed_s)
         return over + max(cmp_s, mem / (p.mbu * dep.accel.hbm_bw))
 
     def chunk_series_s(self, tokens: float, contexts: list[float], share: float, decoding: int) -> list[float]:
         """``chunks_s([(tokens, c, share)], decoding)`` for each context ``c`` in one vectorized call (a long
         prefill's equal chunks)."""
         if self.copies > 1.0:
-            return [self._copies_s([(tokens, c, share)], decoding > 0) for c in contexts]
+            return [self._batch_s([(tokens, c, share)], decoding > 0) for c in contexts]
         n = len(contexts)
         return [float(x) for x in np.broadcast_to(
             prefill_chunk_s(self.dep, self.p, np.full(n, tokens), np.asarray(contexts, dtype=float), share,

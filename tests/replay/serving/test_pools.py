@@ -1,0 +1,156 @@
+"""Disaggregated serving in the simulation: prefill and decode pools, the KV hand-off over the layout's link."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import polars as pl
+import pytest
+
+from agentprof.catalog.hardware import load_catalog
+from agentprof.replay.calibration import prior_theta, step_params
+from agentprof.replay.costmodel import Deployment
+from agentprof.replay.points import PARAMS, point_features, predict
+from agentprof.replay.serving.benchpoint import simulate_pools_point
+from agentprof.replay.serving.pools import transfer_bytes_per_gpu, transfer_link
+
+CAT = load_catalog()
+ROW = {"hardware": "gb200", "framework": "dynamo-trt", "model_prefix": "dsr1", "precision": "fp4",
+       "spec_decoding": "none", "isl": 1000, "osl": 1000, "conc": 1, "disagg": True, "prefill_num_workers": 1,
+       "num_prefill_gpu": 4, "prefill_tp": 4, "prefill_ep": 4, "decode_num_workers": 1, "num_decode_gpu": 8,
+       "decode_tp": 8, "decode_ep": 8}
+ETA = 0.5
+
+
+def theta(q: float = 0.0) -> np.ndarray:
+    t = prior_theta()
+    t[PARAMS.index("q")] = q
+    t[PARAMS.index("accept")] = 1.0
+    return t
+
+
+def pools_of(row: dict, cat=CAT, th: np.ndarray | None = None):
+    """The row's prefill and decode deployments with the free terms ``th``, as devices check builds them."""
+    th = theta() if th is None else th
+    f = point_features(pl.DataFrame([row]), cat)
+    acc, model = cat.accelerators[row["hardware"]], cat.models["deepseek-r1"]
+    gp, gd = int(f.g_pf[0]), int(f.g_dec[0])
+    pre = Deployment(model, acc, row["precision"], gp, False, float(f.kv_bytes[0]))
+    dec = Deployment(model, acc, row["precision"], gd, False, float(f.kv_bytes[0]))
+    pp = step_params(th, pre.layers, gp, accept=1.0).with_(attn_eff=ETA)
+    dp = step_params(th, dec.layers, gd, accept=1.0).with_(attn_eff=ETA, wait_steps=float(f.work.wait_steps[0]))
+    return f, pre, pp, dec, dp
+
+
+def run(row: dict, conc: int, cat=CAT, per_client: int = 3, spread: float = 0.0, detail: dict | None = None,
+        **kw):
+    _, pre, pp, dec, dp = pools_of(row, cat)
+    # the analytic equations take the mean lengths (0.9 of nominal): the simulation gets them exactly
+    return simulate_pools_point(pre, pp, dec, dp, int(row["prefill_num_workers"]), int(row["decode_num_workers"]),
+                                conc, 0.9 * row["isl"], 0.9 * row["osl"], 8192, per_client=per_client,
+                                spread=spread, detail=detail, **kw)
+
+
+def test_one_client_matches_the_analytic_disaggregated_prediction() -> None:
+    # one client alone: no prefill queue (q = 0 in the equations), no batch; TTFT = t0 + prefill (a step per
+    # chunk, t_req) + KV transfer + the scheduler interval at the decode batch, then t_dec per token
+    f, *_ = pools_of(ROW)
+    want = predict(f, theta()[None, :], ETA)
+    got = run(ROW, 1)
+    assert got[0] == pytest.approx(float(want[0][0]), rel=1e-3)
+    assert got[1] == pytest.approx(float(want[1][0]), rel=5e-3)  # step time interpolated over context
+    assert got[2] == pytest.approx(float(want[2][0]), rel=5e-3)
+
+
+def _with_link(field: str, scale: float, hw: str):
+    acc = CAT.accelerators[hw]
+    b = acc.fields[field]
+    fields = {**acc.fields, field: dataclasses.replace(b, value=b.value * scale)}
+    return dataclasses.replace(CAT, accelerators={**CAT.accelerators, hw: dataclasses.replace(acc, fields=fields)})
+
+
+@pytest.mark.parametrize(("hw", "row", "link"), [
+    ("gb200", ROW, "scale-up"),  # 4 + 8 GPUs inside the NVL72 domain: NVLink
+    ("mi355x", {**ROW, "hardware": "mi355x", "framework": "sglang-disagg", "precision": "fp8",
+                "num_prefill_gpu": 8, "prefill_tp": 8, "prefill_ep": 8}, "scale-out"),  # two 8-GPU nodes: NIC
+])
+def test_ttft_includes_the_kv_transfer_over_the_catalog_link(hw: str, row: dict, link: str) -> None:
+    _, pre, _, dec, _ = pools_of(row)
+    name, bw = transfer_link(pre, dec)
+    assert name == link
+    field = "scaleup_bw" if link == "scale-up" else "scaleout_bw"
+    slow = _with_link(field, 0.25, hw)
+    _, pre_s, _, dec_s, _ = pools_of(row, slow)
+    assert transfer_link(pre_s, dec_s)[1] == pytest.approx(bw * 0.25)
+    d0: dict = {}
+    d1: dict = {}
+    base = run(row, 1, detail=d0)
+    slower = run(row, 1, slow, detail=d1)
+    xfer = transfer_bytes_per_gpu(dec, 0.9 * row["isl"]) / bw
+    assert xfer > 0
+    # a quarter of the bandwidth: the transfer takes four times as long and TTFT grows by it; over the NIC
+    # nothing else moves, over NVLink the instances' collectives slow down too
+    if link == "scale-out":
+        assert slower[0] - base[0] == pytest.approx(3.0 * xfer, rel=1e-6)
+    else:
+        assert slower[0] - base[0] > 3.0 * xfer
+    assert np.allclose(d0["engine"].handoff_s, xfer) and np.allclose(d1["engine"].handoff_s, 4.0 * xfer)
+    if link == "scale-out":
+        assert slower[1] == pytest.approx(base[1], rel=1e-9)  # decode does not care
+
+
+GPT = {**ROW, "model_prefix": "gptoss", "num_prefill_gpu": 1, "prefill_tp": 1, "prefill_ep": 1,
+       "num_decode_gpu": 2, "decode_tp": 2, "decode_ep": 2}
+
+
+def _gpt_pools(conc: int, **kw):
+    f = point_features(pl.DataFrame([GPT]), CAT)
+    acc, model = CAT.accelerators["gb200"], CAT.models["gpt-oss-120b"]
+    pre = Deployment(model, acc, "fp4", 1, False, float(f.kv_bytes[0]))
+    dec = Deployment(model, acc, "fp4", 2, False, float(f.kv_bytes[0]))
+    th = theta()
+    pp = step_params(th, pre.layers, 1, accept=1.0).with_(attn_eff=ETA)
+    dp = step_params(th, dec.layers, 2, accept=1.0).with_(attn_eff=ETA, wait_steps=float(f.work.wait_steps[0]))
+    det: dict = {}
+    out = simulate_pools_point(pre, pp, dec, dp, 1, 1, conc, 1024, 1024, 8192, per_client=4, detail=det, **kw)
+    return out, det
+
+
+def test_queue_and_ttft_p99_do_not_decrease_with_concurrency() -> None:
+    p99, wait, tpot = [], [], []
+    for conc in (1, 16, 64, 256):
+        (_, tp, _), det = _gpt_pools(conc)
+        eng = det["engine"]
+        p99.append(float(np.percentile(eng.first_t - eng.issue_t, 99)))
+        q = eng.queue_by_role["prefill"]
+        wait.append(q["wait_s"] / max(q["entries"], 1))
+        tpot.append(tp)
+    assert all(b >= a for a, b in zip(p99, p99[1:], strict=False)), p99
+    assert all(b >= a - 1e-12 for a, b in zip(wait, wait[1:], strict=False)), wait
+    assert wait[-1] > 0 and p99[-1] > p99[0]
+    assert tpot[-1] > tpot[0]  # the decode pool's batch grows
+
+
+def test_littles_law_on_the_prefill_queue() -> None:
+    (_, _, _), det = _gpt_pools(256)
+    eng = det["engine"]
+    q = eng.queue_by_role["prefill"]
+    n = eng.req_call.size
+    assert q["entries"] == n  # every request queued once at a prefill worker (none preempted)
+    makespan = float(np.nanmax(eng.done_t))
+    length = q["area"] / makespan  # time-averaged prefill queue length
+    rate = q["entries"] / makespan
+    assert q["wait_s"] > 0
+    assert length == pytest.approx(rate * q["wait_s"] / q["entries"], rel=1e-6)
+    assert eng.queue_by_role["decode"]["entries"] == n
+
+
+def test_slices_stand_for_the_whole_closed_loop() -> None:
+    # 256 clients simulated one by one against 2 slices of 128 (each simulated request stands for two): the
+    # medians agree (the slices are exact for synchronized pairs; the benchmark's clients are not)
+    whole, _ = _gpt_pools(256, most=256)
+    sliced, det = _gpt_pools(256, most=128)
+    assert det["copies"] == 2.0 and det["clients"] == 128
+    for a, b in zip(whole, sliced, strict=True):
+        assert b == pytest.approx(a, rel=0.1)
