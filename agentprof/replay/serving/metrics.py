@@ -64,7 +64,9 @@ def provider_cost(plan: SessionPlan, eng: EngineResult, cat: ServingCatalog) -> 
 
 
 def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system: str, replicas: int,
-                 cat: ServingCatalog, open_loop: bool) -> dict[str, Any]:
+                 cat: ServingCatalog, open_loop: bool, gpu_scale: float = 1.0) -> dict[str, Any]:
+    """``gpu_scale``: accelerators the deployment uses / the system's count (disaggregated pools sized apart
+    from the system): power and price scale with it."""
     ttft = eng.first_t - eng.issue_t
     multi = eng.out > 1.0
     tpot = np.where(multi, (eng.done_t - eng.first_t) / np.maximum(eng.out - 1.0, 1.0), np.nan)
@@ -101,18 +103,19 @@ def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system:
     power = cat.power.get(system)
     if power and tph:
         busy, idle = power
-        kw = idle.value + (busy.value - idle.value) * util
+        kw = (idle.value + (busy.value - idle.value) * util) * gpu_scale
         d["energy_wh_per_task"] = kw * 1000.0 / tph
         d["tasks_per_hour_per_kw"] = tph / kw
-        d["power"] = {"mean_kw": kw, "busy_kw": busy.value, "idle_kw": idle.value, "busy_source": busy.source,
+        d["power"] = {"mean_kw": kw, "busy_kw": busy.value * gpu_scale, "idle_kw": idle.value * gpu_scale,
+                      "busy_source": busy.source,
                       "idle_source": idle.source, "boundary": POWER_BOUNDARY}
     else:
         d["energy_wh_per_task"] = None
     cost: dict[str, Any] = {}
     price = cat.price.get(system)
     if price and tph:
-        cost["self_hosted_usd"] = price.value / tph
-        cost["usd_per_hour"] = price.value
+        cost["self_hosted_usd"] = price.value * gpu_scale / tph
+        cost["usd_per_hour"] = price.value * gpu_scale
         cost["usd_per_hour_source"] = price.source
     prov = provider_cost(plan, eng, cat)
     if prov:

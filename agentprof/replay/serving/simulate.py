@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,7 +11,8 @@ import numpy as np
 
 from agentprof.catalog.serving import ServingCatalog, load_serving
 from agentprof.errors import AgentprofError
-from agentprof.replay.serving.metrics import serving_dict, why
+from agentprof.replay.serving.metrics import pcts, serving_dict, why
+from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.scheduler import ROUTERS, Engine, EngineResult, Options
 from agentprof.replay.serving.sessions import SessionPlan
 from agentprof.replay.serving.stepcost import StepCost
@@ -32,6 +34,10 @@ class ServingConfig:
     hbm_unbounded: bool = False
     prefix_cache: bool = True  # False: --cache-policy none, every prompt is prefilled in full
     seed: int = 0
+    disagg: str | None = None
+    """Disaggregated pools ``p{workers}x{gpus}-d{workers}x{gpus}`` (e.g. ``p1x4-d1x8``: one 4-GPU prefill
+    worker, one 8-GPU decode worker of the system's accelerator), each sized and calibrated as the system's
+    resolution does for that GPU count; None: the system's aggregated replicas."""
     ramp_s: float | None = None
     """Seconds between the starts of the closed loop's first sessions; None: the mean recorded session time
     divided by the concurrency, so sessions start spread over their phases as in a steady state instead of
@@ -46,6 +52,33 @@ class ServingConfig:
             raise AgentprofError(f"cache TTL must be positive, got {self.ttl_s}")
         if self.arrival_rate_per_h is not None and self.arrival_rate_per_h <= 0:
             raise AgentprofError(f"--arrival-rate must be positive sessions/hour, got {self.arrival_rate_per_h}")
+        if self.disagg is not None:
+            pool_layout(self.disagg)
+
+
+def pool_layout(text: str) -> tuple[int, int, int, int]:
+    """(prefill workers, GPUs each, decode workers, GPUs each) of ``p1x4-d2x8``; a clear error otherwise."""
+    m = re.fullmatch(r"p(\d+)x(\d+)-d(\d+)x(\d+)", text.strip())
+    if not m or min(int(x) for x in m.groups()) < 1:
+        raise AgentprofError(f"cannot read pools {text!r}: expected p{{workers}}x{{gpus}}-d{{workers}}x{{gpus}}, "
+                             "e.g. p1x4-d1x8")
+    a, b, c, d = (int(x) for x in m.groups())
+    return a, b, c, d
+
+
+def pools_for(r: Resolved, layout: str) -> tuple[Resolved, Pools, int]:
+    """The decode side (``r``'s model on the system's accelerator at the decode worker's GPU count), the pools
+    and the accelerators they use, for agent sessions on disaggregated pools."""
+    from agentprof.catalog.hardware import load_catalog
+    from agentprof.replay.systems import resolve
+
+    npw, gp, ndw, gd = pool_layout(layout)
+    cat = load_catalog()
+    accept = r.params.accept
+    pre = resolve(r.system, r.model, cat, gpus=gp, accept=accept)
+    dec = resolve(r.system, r.model, cat, gpus=gd, accept=accept)
+    pools = Pools.of(StepCost.of(pre), StepCost.of(dec), npw, ndw)
+    return dec, pools, npw * gp + ndw * gd
 
 
 @dataclass
@@ -62,8 +95,11 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     """Simulate ``plan``'s sessions served by ``r`` at ``cfg.concurrency`` (see the package docstring)."""
     cfg.check()
     cat = cat or load_serving()
+    pools, gpus = None, r.system.count
+    if cfg.disagg:
+        r, pools, gpus = pools_for(r, cfg.disagg)
     cost = StepCost.of(r)
-    replicas = max(r.system.count // max(r.dep.gpus, 1), 1)
+    replicas = (pools.n_prefill + pools.n_decode) if pools else max(r.system.count // max(r.dep.gpus, 1), 1)
     budget, budget_src = cat.budget_tokens(r.framework.split("-")[-1] if r.framework not in cat.budget
                                            else r.framework)
     per_block = cost.tier_token_bytes * plan.block_size
@@ -75,8 +111,17 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
                   hbm_blocks=math.inf if cfg.hbm_unbounded else (None if cfg.prefix_cache else 0.0), ttl_s=cfg.ttl_s,
                   arrival_rate_per_h=cfg.arrival_rate_per_h, seed=cfg.seed, copies=copies,
                   ramp_s=ramp)
-    eng = Engine(plan, cost, opt).run()
-    d = serving_dict(plan, eng, cfg.concurrency, r.system.key, replicas, cat, cfg.arrival_rate_per_h is not None)
+    eng = Engine(plan, cost, opt, pools).run()
+    d = serving_dict(plan, eng, cfg.concurrency, r.system.key, replicas, cat, cfg.arrival_rate_per_h is not None,
+                     gpus / max(r.system.count, 1))
+    if pools:
+        d["pools"] = {"layout": cfg.disagg, "prefill_workers": pools.n_prefill,
+                      "prefill_gpus": pools.prefill.dep.gpus, "decode_workers": pools.n_decode,
+                      "decode_gpus": r.dep.gpus, "accelerators": gpus, "kv_link": pools.link,
+                      "kv_link_gb_s": pools.link_bw / 1e9,
+                      "handoff_s": pcts(eng.handoff_s + pools.t_req_s),
+                      "queue_wait_mean_s": {k: v["wait_s"] / max(v["entries"], 1)
+                                            for k, v in eng.queue_by_role.items()}}
     notes = list(plan.notes)
     if copies > 1:
         notes.append(f"{plan.n_sessions} recorded session(s) cycled to fill {cfg.concurrency} concurrent slots "

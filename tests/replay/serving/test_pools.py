@@ -154,3 +154,36 @@ def test_slices_stand_for_the_whole_closed_loop() -> None:
     assert det["copies"] == 2.0 and det["clients"] == 128
     for a, b in zip(whole, sliced, strict=True):
         assert b == pytest.approx(a, rel=0.1)
+
+
+def test_agent_sessions_run_on_pools(plan, resolved) -> None:
+    # the shipped Claude Code sessions (as Kimi K2.5) on GB200 pools: one 4-GPU prefill worker holding the
+    # prefix cache, one 4-GPU decode worker, the KV handed over NVLink
+    from agentprof.replay.serving import ServingConfig, simulate
+
+    r = resolved("gb200+grace")
+    run = simulate(plan, r, ServingConfig(concurrency=4, disagg="p1x4-d1x4"))
+    d = run.serving
+    pools = d["pools"]
+    assert (pools["prefill_workers"], pools["prefill_gpus"], pools["decode_gpus"]) == (1, 4, 4)
+    assert pools["kv_link"] == "scale-up" and pools["accelerators"] == 8
+    eng = run.engine
+    assert eng.roles == ["prefill", "decode"]
+    ttft = eng.first_t - eng.issue_t
+    # every first token waits for the request overhead, the prefill and the hand-off
+    assert (ttft >= r.params.t0_s + eng.handoff_s - 1e-9).all() and (eng.handoff_s > 0).all()
+    assert d["hit_share"]["hbm"] > 0.5  # sessions find their own prefixes on the prefill worker
+    q = eng.queue_by_role["prefill"]
+    assert q["entries"] == eng.req_call.size + eng.preemptions  # every call queued once at the prefill pool
+    assert q["area"] == pytest.approx(q["wait_s"], rel=1e-6, abs=1e-9)  # Little's law: area = sum of waits
+    agg = simulate(plan, r, ServingConfig(concurrency=4)).serving
+    assert d["calls"] == agg["calls"] and d["sessions"] == agg["sessions"]
+
+
+@pytest.mark.parametrize("bad", ["p0x4-d1x4", "p1x4", "prefill=4"])
+def test_bad_pools_layout_is_one_clear_error(bad: str) -> None:
+    from agentprof.errors import AgentprofError
+    from agentprof.replay.serving import ServingConfig
+
+    with pytest.raises(AgentprofError, match="cannot read pools"):
+        ServingConfig(disagg=bad).check()
