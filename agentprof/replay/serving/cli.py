@@ -27,17 +27,20 @@ def serving_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--hash-scope", type=click.Choice(["global", "session"]), default="global",
                      show_default=True,
                      help="global: sessions sharing a prefix hit each other's blocks; session: private caches."),
+        click.option("--pools", metavar="pWxG-dWxG",
+                     help="Serve disaggregated: W prefill workers of G accelerators, W decode workers of G (e.g. "
+                          "p1x4-d1x4), the prompt's KV handed over the system's links."),
     ]):
         f = dec(f)
     return f
 
 
 def serving_config(concurrency: int, router: str, cap_wait: float | None, arrival_rate: float | None,
-                   cache_ttl: float | None, hash_scope: str) -> Any:
+                   cache_ttl: float | None, hash_scope: str, pools: str | None = None) -> Any:
     from agentprof.replay.serving import ServingConfig
 
     cfg = ServingConfig(concurrency=concurrency, router=router, cap_wait_s=cap_wait, arrival_rate_per_h=arrival_rate,
-                        ttl_s=cache_ttl, scope=hash_scope)
+                        ttl_s=cache_ttl, scope=hash_scope, disagg=pools)
     cfg.check()
     return cfg
 
@@ -86,7 +89,7 @@ def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: s
 def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[str, ...], model: str | None,
                  cache_policy: str, max_concurrency: int, router: str, cap_wait: float | None,
                  arrival_rate: float | None, cache_ttl: float | None, hash_scope: str, catalogs: tuple[str, ...],
-                 as_json: bool) -> None:
+                 as_json: bool, pools: str | None = None) -> None:
     """How many agent sessions can each system serve within a latency SLO?
 
     Simulates the sessions of PATHS at growing concurrency (doubling, then bisecting) and reports the largest
@@ -105,7 +108,7 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
     from agentprof.replay.cli import _catalog
     from agentprof.replay.serving.capacity import capacity
 
-    cfg = serving_config(1, router, cap_wait, arrival_rate, cache_ttl, hash_scope)
+    cfg = serving_config(1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools)
     policy = parse_policy(cache_policy)
     if policy.kind == "none":
         from agentprof.errors import AgentprofError

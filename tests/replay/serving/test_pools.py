@@ -187,3 +187,19 @@ def test_bad_pools_layout_is_one_clear_error(bad: str) -> None:
 
     with pytest.raises(AgentprofError, match="cannot read pools"):
         ServingConfig(disagg=bad).check()
+
+
+def test_replay_cli_pools_flag(capsys) -> None:
+    import json
+
+    from agentprof.cli import main
+
+    from .conftest import KVCT
+
+    try:
+        main(["replay", str(KVCT), "-s", "gb200+grace", "--concurrency", "2", "--pools", "p1x4-d1x4", "--json"])
+    except SystemExit as e:
+        assert not e.code
+    s = json.loads(capsys.readouterr().out)["systems"][0]["serving"]
+    assert s["pools"]["layout"] == "p1x4-d1x4" and s["replicas"] == 2
+    assert s["pools"]["handoff_s"]["p50"] > 0 and s["ttft_s"]["p50"] > s["pools"]["handoff_s"]["p50"]
