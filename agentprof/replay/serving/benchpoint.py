@@ -228,13 +228,17 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
 
 
 def summary_with_slices(ch: Check) -> dict[str, Any]:
-    """The usual summary plus the simulated points alone, the concurrency >= 64 slice, and that slice's
-    simulated points alone (the disaggregated ones keep the analytic prediction)."""
+    """The usual summary plus the simulated points alone, the concurrency >= 64 slice, that slice's simulated
+    points alone, and the disaggregated points (all, and at concurrency >= 64)."""
     t = ch.table
     out = summarize(t)
+    hi = pl.col("conc") >= 64
+    dis = pl.col("layout").str.starts_with("p")
     out["simulated_only"] = summarize(t.filter(pl.col("simulated")))
-    out["conc_ge_64"] = summarize(t.filter(pl.col("conc") >= 64))
-    out["conc_ge_64_simulated"] = summarize(t.filter((pl.col("conc") >= 64) & pl.col("simulated")))
+    out["conc_ge_64"] = summarize(t.filter(hi))
+    out["conc_ge_64_simulated"] = summarize(t.filter(hi & pl.col("simulated")))
+    out["disaggregated"] = summarize(t.filter(dis))
+    out["conc_ge_64_disaggregated"] = summarize(t.filter(hi & dis))
     out["notes"] = ch.notes
     return out
 
