@@ -340,8 +340,8 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
 @click.option("--fitted", type=click.Path(dir_okay=False), help="Fitted parameters (default: the shipped ones).")
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
 @click.option("--simulate", is_flag=True,
-              help="Run each aggregated point through the serving simulation (closed-loop clients, fixed ISL/OSL, "
-                   "no reuse) instead of the analytic queueing terms.")
+              help="Run each point through the serving simulation (closed-loop clients, fixed ISL/OSL, no reuse; "
+                   "disaggregated points on their prefill and decode pools) instead of the analytic queueing terms.")
 @click.option("--leave-out", type=click.Choice(["layout", "group"]),
               help="Leave-one-layout-out or leave-one-group-out cross-validation, with the lookup baseline.")
 @click.option("--per-point", "per_point", type=click.Path(dir_okay=False),
