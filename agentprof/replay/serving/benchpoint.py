@@ -5,9 +5,11 @@ uniform in [0.8 L, L] as the benchmark draws them, no prefix reuse). Each point 
 and step costs as agent sessions; its median TTFT, TPOT and end-to-end latency replace the analytic formulas'
 queueing and interference terms. Disaggregated points run on their pools
 (:mod:`agentprof.replay.serving.pools`): the row's prefill and decode workers, the prompt's KV handed over the
-link the layout implies. A point with more clients than :data:`SLICE_CLIENTS` runs as one of ``copies``
-identical slices (each simulated request stands for ``copies`` synchronized ones: batches, chunks and KV scale
-by it), which keeps the event count bounded at the 15,000-client points.
+link the layout implies; the largest (15,000 clients) run whole. A point with more clients than
+:data:`SLICE_CLIENTS` would run as one of ``copies`` identical slices (each simulated request stands for
+``copies`` synchronized ones: batches, chunks and KV scale by it), which bounds the event count; the
+synchronized copies batch into the same prefill steps, so an unsaturated prefill pool's TTFT comes out high
+(1,024 clients as 8 slices: 1.6x), hence the high threshold.
 """
 
 from __future__ import annotations
