@@ -10,6 +10,7 @@ import click
 
 from agentprof.distributed.options import cluster_options
 from agentprof.errors import AgentprofError
+from agentprof.report.formats import fmt_capture_cost
 
 _CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -148,13 +149,7 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
                   f"{f['tool_calls']:,} tool ({_sec(f['tool_s'])}) — {kinds}", highlight=False)
     co = d.get("capture_overhead")
     if co:
-        share = f" ({_pct(co['share_of_wall'])} of wall)" if co.get("share_of_wall") is not None else ""
-        took = f"{co['s'] * 1e3:.1f} ms" if co["s"] < 1 else _sec(co["s"])
-        bg = co.get("background_cpu_s")
-        extra = (f"; plus {bg * 1e3:.1f} ms of CPU on its background thread (prompt fingerprints, while the agent "
-                 "waits for the model: it costs wall time only when no core is free)") if bg else ""
-        con.print(f"agentprof's own time on the agent's threads while capturing: {took}{share} (imports of its "
-                  f"capture modules on the first profile included){extra}", highlight=False)
+        con.print(fmt_capture_cost(co), highlight=False)
     _print_cpu(con, d)
     r = d["redundancy"]
     rt = Table(title="Prompt redundancy", title_justify="left")
