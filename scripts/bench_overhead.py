@@ -34,18 +34,12 @@ with ModelServer() as s:
 def model_block(client, n: int, profiled: bool, out: str) -> tuple[float, int]:
     import agentprof
 
-    msgs = [{"role": "system", "content": "You are a careful coding agent. " * 60}]
+    op = streamed_call(client)
     t0, c0 = time.perf_counter(), time.process_time()
     ctx = agentprof.profile("bench-model", out=out) if profiled else None
     run = ctx.__enter__() if ctx else None
     for i in range(n):
-        msgs.append({"role": "user", "content": f"step {i}: " + "look at the file and fix it " * 10})
-        stream = client.chat.completions.create(model="gpt-4o", messages=msgs, stream=True,
-                                                stream_options={"include_usage": True})
-        text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
-        msgs.append({"role": "assistant", "content": text})
-        if len(msgs) > 21:  # a sliding window of ten turns: prompts of ~2k tokens, calls of a few ms
-            msgs = msgs[:1] + msgs[-20:]
+        op(i)
     if ctx:
         ctx.__exit__(None, None, None)
     return time.perf_counter() - t0, time.process_time() - c0, _reported(run)
@@ -129,7 +123,7 @@ def interleaved(op, pairs: int, out: str, seed: int = 1) -> dict[str, float]:
 
 
 def streamed_call(client):
-    """One streamed chat completion per call of a growing conversation (a ten-turn window), as model_block."""
+    """One streamed chat completion per call of a growing conversation (a ten-turn window)."""
     msgs = [{"role": "system", "content": "You are a careful coding agent. " * 60}]
 
     def op(i: int) -> None:
@@ -139,13 +133,13 @@ def streamed_call(client):
                                                 stream_options={"include_usage": True})
         msgs.append({"role": "assistant", "content": "".join(c.choices[0].delta.content or ""
                                                             for c in stream if c.choices)})
-        if len(msgs) > 21:
+        if len(msgs) > 21:  # a sliding window of ten turns: prompts of ~2k tokens, calls of a few ms
             msgs = msgs[:1] + msgs[-20:]
     return op
 
 
 def tool_call():
-    """One 1 ms CPU-bound tool call, as tool_block."""
+    """A 1 ms CPU-bound tool, decorated."""
     import agentprof
 
     @agentprof.tool
@@ -166,14 +160,7 @@ def _reported(run) -> tuple[int, int]:
 def tool_block(n: int, profiled: bool, out: str) -> tuple[float, int]:
     import agentprof
 
-    @agentprof.tool
-    def work(i: int) -> int:
-        end = time.perf_counter() + 0.001
-        x = 0
-        while time.perf_counter() < end:
-            x += i
-        return x
-
+    work = tool_call()
     t0, c0 = time.perf_counter(), time.process_time()
     ctx = agentprof.profile("bench-tool", out=out) if profiled else None
     run = ctx.__enter__() if ctx else None
