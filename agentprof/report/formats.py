@@ -93,4 +93,4 @@ def fmt_capture_cost(co: dict) -> str:
                  "runs Python)")
     else:
         text += " on the agent's threads"
-    return text + "; imports of its capture modules on the first profile included."
+    return text + ". The first profile in a process includes loading agentprof's capture modules and tokenizer."

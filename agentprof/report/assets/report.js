@@ -1051,7 +1051,7 @@
       } else {
         cost += " on the agent's threads.";
       }
-      items.push(cost);
+      items.push(cost + " The first profile in a process includes loading agentprof's capture modules and tokenizer.");
     }
     var dg = D.diagnostics || {};
     if (dg.count) items.push(fmtInt(dg.count) + " input diagnostics" + (dg.first && dg.first.length ? ", e.g. " + dg.first.join("; ") : "") + ".");
