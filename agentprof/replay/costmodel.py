@@ -57,6 +57,13 @@ class StepParams:
     """Compute efficiency of prefill (batched prompts); ``mfu`` when None."""
     wait_steps: float = 0.0
     """Decode steps a new request waits for the scheduler (recipe's polling / streaming interval / 2)."""
+    t_tok_s: float = 0.0
+    """Seconds per prompt token the frontend spends before the scheduler sees a request (tokenizing the whole
+    prompt on the host; ``catalog/scheduling.toml [tokenize]``, 0 where not listed): part of the request overhead."""
+
+    def request_s(self, input_tokens: ArrayLike) -> np.ndarray:
+        """Overhead before a request reaches the scheduler: ``t0`` plus the frontend's tokenization of the prompt."""
+        return self.t0_s + self.t_tok_s * np.asarray(input_tokens, dtype=float)
 
     @property
     def prefill_mfu(self) -> float:
@@ -452,7 +459,8 @@ def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_
     inp = np.atleast_1d(np.asarray(input_tokens, dtype=float))
     cached = np.minimum(np.atleast_1d(np.asarray(cached_tokens, dtype=float)), inp)
     w = call_work(dep, inp, cached, output_tokens, batch, load_s, mem_util, p.wait_steps)
-    t = times(w, p.t_fixed_s, p.t_fixed_s, p.mbu, p.mfu, p.t0_s, p.q, p.t_req_s, p.accept, p.attn_eff, p.prefill_mfu)
+    t = times(w, p.t_fixed_s, p.t_fixed_s, p.mbu, p.mfu, p.request_s(inp), p.q, p.t_req_s, p.accept, p.attn_eff,
+              p.prefill_mfu)
     return CallTimes(t.ttft, t.e2e - t.ttft, prefill_s(dep, p, inp - cached, cached), w.load_s, t.queue, t.parts)
 
 
