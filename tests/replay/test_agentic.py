@@ -79,3 +79,23 @@ def test_a_tokenize_entry_without_a_source_is_one_clear_error(tmp_path: Path, mo
             kvcache.tokenize_s_per_token("vllm", "kimi-k2.5")
     finally:
         kvcache._tokenize_entries.cache_clear()
+
+
+def test_lmcache_rows_get_the_recipes_cpu_tier_and_it_serves_the_users_contexts() -> None:
+    # B200 TP4, 12 users, LMCache: the HBM pool holds ~5 of the users' ~92K-token contexts, so the GPU hit rate
+    # collapses (measured 0.0005); the recipe's 2,500 GB CPU tier holds them all, and its hits (not reported by the
+    # run) load over PCIe instead of being prefilled again. The same row without the tier recomputes them.
+    from agentprof.replay.serving.benchpoint import AGENTX_LMCACHE_CPU_BYTES, simulate_agentic, workload_reuse
+
+    df = load_agentic(AGENTIC)
+    row = df.filter((pl.col("hw") == "b200-dgxc") & (pl.col("tp") == 4) & (pl.col("conc") == 12)
+                    & (pl.col("offloading") == "lmcache"))
+    assert row.height == 1
+    fitted, reuse = load_fitted(), workload_reuse(df)
+    with_tier = simulate_agentic(row, fitted, reuse=reuse)["table"][0]
+    without = simulate_agentic(row.with_columns(pl.lit("none").alias("offloading")), fitted, prefixes="private",
+                               reuse=reuse)["table"][0]
+    assert AGENTX_LMCACHE_CPU_BYTES / 35136 > 64 * 150_000  # every user's context, many times over
+    assert with_tier["sim_hit"] < 0.2 and with_tier["sim_cpu_hit"] > 0.5
+    assert without["sim_cpu_hit"] == 0.0
+    assert with_tier["pred_ttft"] < 0.5 * without["pred_ttft"]
