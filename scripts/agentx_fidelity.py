@@ -4,10 +4,11 @@ and mean ITL over all points, the healthy ones (hit >= 0.9), the healthy ones at
 attention efficiency is fitted on), per accelerator, on the cliff (hit < 0.5) with and without LMCache; and the
 per-point ratios with ``--points``.
 
-With ``--baseline REV`` the same figures for a git revision are computed in the same run (a temporary worktree of
-REV, its own code and fitted.toml), so a change's before and after come from one invocation. About 15 s a revision.
+With ``--baseline REV`` (repeatable) the same figures for git revisions are computed in the same run (a temporary
+worktree of each REV, its own code and fitted.toml), so a change's before and after come from one invocation.
+About 15 s a revision.
 
-    python scripts/agentx_fidelity.py [--baseline REV] [--points] [AGENTIC.csv]
+    python scripts/agentx_fidelity.py [--baseline REV ...] [--points] [AGENTIC.csv]
 """
 
 from __future__ import annotations
@@ -69,17 +70,17 @@ def pct(v: float | None) -> str:
 
 def main(argv: list[str]) -> None:
     points = "--points" in argv
-    baseline = argv[argv.index("--baseline") + 1] if "--baseline" in argv else None
+    baselines = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--baseline"]
     rest = [a for i, a in enumerate(argv) if not a.startswith("--") and (i == 0 or argv[i - 1] != "--baseline")]
     agentic = rest[0] if rest else AGENTIC
     results = {}
-    if baseline:
+    for rev in baselines:
         with tempfile.TemporaryDirectory() as d:
             wt = Path(d) / "base"
-            subprocess.run(["git", "worktree", "add", "--detach", str(wt), baseline], cwd=ROOT, check=True,
+            subprocess.run(["git", "worktree", "add", "--detach", str(wt), rev], cwd=ROOT, check=True,
                            capture_output=True)
             try:
-                results[f"before ({baseline})"] = run(wt, agentic)
+                results[f"at {rev}"] = run(wt, agentic)
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=ROOT, capture_output=True)
     results["after (this checkout)"] = run(ROOT, agentic)
