@@ -4,7 +4,7 @@ The official fixed-sequence points all have 1K-token prompts; agent calls have 7
 mostly a cached prefix. The AgentX points (``data/inferencex/agentic_kimi_points.csv``: Kimi K2.5 on B200 and
 MI355X under vLLM, with measured server prefix-cache hit rates) are the only long-prompt measurements. Their
 healthy region (hit rate >= 0.9, concurrency <= 8, so the KV capacity does not bind) fits one global term,
-the efficiency of prefill attention relative to the weight GEMMs, and checks decode at long context (ITL)
+the efficiency of prefill attention as a fraction of the BF16 peak, and checks decode at long context (ITL)
 out of sample. Kimi K2.5 has no fixed-sequence calibration of its own: its per-step terms are DeepSeek R1's
 (same 61-layer MLA MoE) on the same accelerator, as in the replay.
 """

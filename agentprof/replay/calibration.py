@@ -95,7 +95,7 @@ class Fitted:
     entries: dict[str, dict[str, FitEntry]]
     provenance: dict[str, Any]
     attn_eff: float = 1.0
-    """Efficiency of prefill attention relative to the weight GEMMs (one global value, fitted on the long-prompt
+    """Efficiency of prefill attention as a fraction of the BF16 peak (one global value, fitted on the long-prompt
     agentic points, :mod:`agentprof.replay.agentic`); 1 when not fitted."""
     agentic: dict[str, Any] = field(default_factory=dict)
     level_errors: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -318,7 +318,7 @@ def to_toml(fitted: Fitted) -> str:
              "[provenance]"]
     for k, v in fitted.provenance.items():
         lines.append(f"{k} = {_toml_value(v)}")
-    lines += ["", "# efficiency of prefill attention relative to the weight GEMMs, fitted on [agentic]", "[global]",
+    lines += ["", "# efficiency of prefill attention as a fraction of the BF16 peak, fitted on [agentic]", "[global]",
               f"attn_eff = {_toml_value(float(fitted.attn_eff))}"]
     if fitted.agentic:
         lines += ["", "[agentic]"]

@@ -239,7 +239,8 @@ class Deployment:
     def prefill_peak_s(self, new: ArrayLike, cached: ArrayLike = 0, attn_eff: float = 1.0) -> np.ndarray:
         """Seconds one GPU needs for its share of a prefill at 100 % of peak: weight GEMMs at the weight
         format's rate, attention at the BF16 rate (attention kernels read a BF16 KV cache whatever the weights)
-        and at ``attn_eff`` of the GEMMs' efficiency (long-context attention runs less efficiently)."""
+        and at ``attn_eff`` of the GEMMs' efficiency (callers divide by ``mfu_pf`` and pass
+        :attr:`StepParams.attn_rel`, so attention runs at its own fraction of the BF16 peak)."""
         t = np.asarray(new, dtype=float)
         c = np.asarray(cached, dtype=float)
         dense = self.prefill_gemm_peak_s_per_token * t
