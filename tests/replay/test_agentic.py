@@ -99,3 +99,16 @@ def test_lmcache_rows_get_the_recipes_cpu_tier_and_it_serves_the_users_contexts(
     assert with_tier["sim_hit"] < 0.2 and with_tier["sim_cpu_hit"] > 0.5
     assert without["sim_cpu_hit"] == 0.0
     assert with_tier["pred_ttft"] < 0.5 * without["pred_ttft"]
+
+
+def test_a_fitted_file_from_before_attention_had_its_own_efficiency_is_refused(tmp_path: Path) -> None:
+    # attn_eff used to scale each group's prefill GEMM efficiency (0.53 meant ~7 % of the peak); read as a fraction
+    # of the BF16 peak it would make attention 6x faster, so an old file is one clear error asking for a refit
+    from agentprof.replay.calibration import FITTED_PATH, load_fitted
+
+    text = FITTED_PATH.read_text()
+    assert 'attn_eff_basis = "bf16_peak"' in text and 0.02 < load_fitted().attn_eff < 0.5
+    old = tmp_path / "fitted.toml"
+    old.write_text(text.replace('attn_eff_basis = "bf16_peak"\n', ""))
+    with pytest.raises(CatalogError, match=r"global\.attn_eff_basis.*refit"):
+        load_fitted(str(old))
