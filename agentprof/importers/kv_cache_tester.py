@@ -553,7 +553,7 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
         "attributes": pl.Series(attrs, dtype=pl.Utf8),
         "_sess": f.get_column("sess"), "_order": (f.get_column("idx") * 2 + 1),
     })
-    w = _classify_gaps(f.with_columns(pl.col("stop").shift(1).over("sess").alias("prev_stop"))
+    w = _classify_gaps(f.drop("hash_ids").with_columns(pl.col("stop").shift(1).over("sess").alias("prev_stop"))
                        .filter(pl.col("think_time").is_not_null() & (pl.col("think_time") > 0)))
     wait_spans = pl.DataFrame({
         "trace_id": w.get_column("trace_id"),

@@ -80,7 +80,7 @@ def split_hash_ids(raws: list[bytes]) -> SplitIds | None:
     for raw in raws:
         out: list[bytes] = []
         pos = 0
-        prev: tuple[int, int] | None = None
+        prev: tuple[int, int, int, bytes] | None = None  # the previous list: text span, ids, text
         while True:
             k = raw.find(_KEY, pos)
             if k < 0:
@@ -105,11 +105,14 @@ def split_hash_ids(raws: list[bytes]) -> SplitIds | None:
             a, b = lb + 1, rb
             if prev is None:
                 n_shared, rest = 0, a
+            elif prev[2] and raw.startswith(prev[3], a) and raw[a + len(prev[3])] == 0x2C:
+                n_shared, rest = prev[2], a + len(prev[3]) + 1  # the previous list, then more: the usual case
             else:
                 n_shared, rest = _shared_tokens(raw, a, b, prev[0], prev[1])
             if n_shared < 0:
                 shared.append(-1)
                 counts.append(0)
+                n_ids = prev[2]
             else:
                 text = raw[rest:b]
                 if n_shared == 0 and not text.strip():
@@ -118,11 +121,12 @@ def split_hash_ids(raws: list[bytes]) -> SplitIds | None:
                     texts.append(text)
                     counts.append(text.count(b",") + 1)
                 shared.append(n_shared)
+                n_ids = n_shared + counts[-1]
             out.append(raw[pos:k])
             out.append(b'"hash_ids":%d' % ordinal)
             ordinal += 1
             pos = rb + 1
-            prev = (a, b)
+            prev = (a, b, n_ids, raw[a:b])
         out.append(raw[pos:])
         shared.append(-2)  # a document boundary: the next list has no previous one
         counts.append(0)
