@@ -29,9 +29,9 @@ Mapping (see ``docs/IMPORTING.md``):
   (``execute_tool unrecorded``) for the tools' execution after a ``tool_use`` response, an ``idle`` wait for
   such a gap of at least ``IDLE_GAP_S``.
 
-The common case (files without sub-agents) is parsed by polars' JSON reader straight into Arrow lists, close to
-raw JSON-parse speed; files with sub-agents, and files polars rejects (to locate the error), go through
-``json``.
+The common case (files without sub-agents) is parsed by polars' JSON reader, with each ``hash_ids`` list read as
+a delta of the previous request's (:mod:`.kvct_hash_ids`: only the new ids are parsed); files with sub-agents,
+and files polars rejects (to locate the error), go through ``json``.
 """
 
 from __future__ import annotations
