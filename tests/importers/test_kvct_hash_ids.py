@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -59,11 +60,14 @@ def test_documents_whose_lists_need_the_full_parser():
 
 
 def test_import_of_the_samples_equals_the_full_parse(monkeypatch, tmp_path):
-    # the shipped samples plus a JSON Lines file of two of them, imported with and without the delta reader
-    lines = [json.dumps(json.loads(p.read_text())) for p in sorted(KVCT.glob("*.json"))[:2]]
-    (tmp_path / "cc-traces-2.jsonl").write_text("\n".join(lines) + "\n")
-    for p in KVCT.glob("*.json"):
+    # the shipped samples, a JSON Lines file of two of them, a pretty-printed one (", "-spaced lists) and the
+    # importer's fixtures, imported with and without the delta reader
+    docs = [json.loads(p.read_text()) for p in sorted(KVCT.glob("*.json"))[:3]]
+    (tmp_path / "cc-traces-2.jsonl").write_text("\n".join(json.dumps({**d, "id": d["id"] + "-l"}) for d in docs[:2]))
+    (tmp_path / "pretty.json").write_text(json.dumps({**docs[2], "id": "pretty"}, indent=1))
+    for p in [*KVCT.glob("*.json"), *(Path(__file__).parent / "fixtures_kvct").glob("*.json")]:
         (tmp_path / p.name).write_bytes(p.read_bytes())
+    assert split_hash_ids([p.read_bytes() for p in KVCT.glob("*.json")]) is not None  # the samples take deltas
     fast = load_any([tmp_path]).spans
     monkeypatch.setattr(kvct, "split_hash_ids", lambda raws: None)
     full = load_any([tmp_path]).spans
