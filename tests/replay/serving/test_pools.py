@@ -226,3 +226,19 @@ def test_devices_check_simulates_disaggregated_points(tmp_path, capsys) -> None:
     assert d["conc_ge_64_disaggregated"]["points"] == 4
     assert "4 disaggregated on their prefill and decode pools" in " ".join(d["notes"])
     assert d["e2e"]["median_ape"] < 0.3
+
+
+def test_batched_prompts_price_as_their_own_prefills_sharing_the_weights() -> None:
+    # one prompt priced by the batch path is costmodel.prefill_chunk_s; nine batched prompts cost their summed
+    # FLOPs (not one 8K-token prompt's causal attention) and read the weights once
+    from agentprof.replay.costmodel import StepParams, prefill_chunk_s
+    from agentprof.replay.serving.stepcost import StepCost
+
+    dep = Deployment(CAT.models["deepseek-r1"], CAT.accelerators["gb200"], "fp4", 4, True, 1.0)
+    p = StepParams(t_fixed_s=4e-3, mbu=0.75, mfu=0.33, t_req_s=0.0, mfu_pf=0.14, attn_eff=0.3)
+    c = StepCost(dep, p, 0.95, 64e9, 25e9)
+    one = c._batch_s([(900.0, 0.0, 1.0)], riding=False)
+    assert one == pytest.approx(float(prefill_chunk_s(dep, p, 900.0, 0.0, 1.0, False)), rel=1e-9)
+    nine = c.chunks_s([(900.0, 0.0, 1.0)] * 9)
+    long = float(prefill_chunk_s(dep, p, 8100.0, 0.0, 9.0, False))
+    assert one < nine < 9 * one and nine < long
