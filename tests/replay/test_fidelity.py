@@ -113,9 +113,8 @@ def test_disaggregated_point_from_an_aggregated_sibling(points: pl.DataFrame) ->
     assert how.startswith("nearest group") and agg.key == "b200/sglang/deepseek-r1/fp4/none"
     got = check(sel, fitted, CAT, f)
     assert set(got.table["level"].to_list()) == {"unseen"}
-    from agentprof.replay.points import PARAMS
-
     from agentprof.replay.calibration import borrowed_handoff
+    from agentprof.replay.points import PARAMS
 
     # nor its hand-off (an aggregated engine never makes one): the count of the same model's stacks on the same
     # engine, here MI355X SGLang-disagg (SGLang's decode scheduler under both), weighted by their points
