@@ -344,7 +344,9 @@ def to_toml(fitted: Fitted) -> str:
              "# Every number below comes from the fit described in [provenance] (data file, its SHA-256, date,",
              "# method); units: tau_s seconds per layer per decode step, t0_s / t_req_s seconds, mbu / mfu",
              "# fractions of peak bandwidth / compute, kappa growth of the step overhead per doubling of GPUs,",
-             "# q prefill-queueing factor, accept tokens per step (speculative decoding; 1 = off).", "",
+             "# q prefill-queueing factor, accept tokens per step (speculative decoding; 1 = off), handoff",
+             "# decode steps of a disaggregated hand-off (an aggregated entry carries the level above's, unused).",
+             "",
              "[provenance]"]
     for k, v in fitted.provenance.items():
         lines.append(f"{k} = {_toml_value(v)}")
