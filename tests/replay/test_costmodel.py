@@ -216,6 +216,9 @@ def test_trt_streams_the_first_token_without_waiting_for_the_stream_interval() -
     assert wait_steps("trt", "gpt-oss-120b", "b200", 64)[0] == 0
     assert wait_steps("dynamo-trt", "gpt-oss-120b", "gb200", 1024)[0] == 0
     assert wait_steps("sglang", "deepseek-r1", "b200", 64)[0] == 15
+    # a disaggregated stack with its own launcher does not inherit its engine's aggregated recipe flags
+    assert wait_steps("sglang", "deepseek-r1", "mi355x", 64)[0] == 2
+    assert wait_steps("sglang-disagg", "deepseek-r1", "mi355x", 64)[0] == 0
 
 
 def test_disaggregated_pools_transfer_kv_and_saturate_the_prefill_pool() -> None:
