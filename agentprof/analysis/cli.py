@@ -10,6 +10,7 @@ import click
 
 from agentprof.distributed.options import cluster_options
 from agentprof.errors import AgentprofError
+from agentprof.report.formats import fmt_capture_cost, fmt_duration, fmt_pct, fmt_x
 
 _CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -20,27 +21,6 @@ def _load(paths: tuple[str, ...], skip_bad_lines: bool, progress: bool | None, w
 
     show = sys.stderr.isatty() if progress is None else progress
     return load(paths, workers, scheduler, skip_bad_lines, show)
-
-
-def _pct(v: float | None) -> str:
-    return "–" if v is None else f"{v:.1%}"
-
-
-def _x(v: float | None) -> str:
-    return "–" if v is None else f"{v:.2f}x"
-
-
-def _sec(v: float) -> str:
-    return f"{v:,.1f} s" if v < 3600 else f"{v:,.0f} s ({v / 3600:.1f} h)"
-
-
-def _dur(v: float) -> str:
-    """Compact duration for table cells."""
-    if v < 60:
-        return f"{v:.1f} s"
-    if v < 3600:
-        return f"{v / 60:.1f} min"
-    return f"{v / 3600:.1f} h"
 
 
 @click.command("analyze", context_settings=_CTX)
@@ -123,20 +103,20 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     for name, v, key in rows:
         reason = name[len("  wait: "):] if name.startswith("  wait: ") else None
         of_active = sh["of_agent_active"].get(key) if key else (
-            "–" if reason in HUMAN_REASONS else _pct(v / active if active else None))
-        tt.add_row(name, _sec(v), _pct(v / wall if wall else None),
-                   of_active if isinstance(of_active, str) else _pct(of_active))
-    tt.add_row("[bold]wall[/bold]", _sec(wall), "100%" if wall else "–", "")
-    tt.add_row("[bold]agent-active[/bold] (wall − user turns, approvals, idle)", _sec(active),
-               _pct(active / wall if wall else None), "100%" if active else "–")
-    tt.add_row("critical path through spans", _sec(t["critical_path_s"]), _pct(t["critical_path_s"] / wall if wall else None), "")
-    tt.add_row("sum of span durations", _sec(t["span_sum_s"]), "", "")
-    tt.add_row("[bold]Amdahl bound[/bold] (model time → 0)", _sec(t["amdahl_bound_s"]),
-               _pct(t["amdahl_bound_s"] / wall if wall else None), "")
-    tt.add_row("  on the agent-active clock", _sec(t["amdahl_bound_active_s"]), "",
-               _pct(t["amdahl_bound_active_s"] / active if active else None))
-    tt.caption = (f"model calls bound the speed-up at {_x(sh['of_wall']['max_speedup'])} of wall time and "
-                  f"{_x(sh['of_agent_active']['max_speedup'])} of agent-active time; {_sec(human)} of the wall "
+            "—" if reason in HUMAN_REASONS else fmt_pct(v / active if active else None))
+        tt.add_row(name, fmt_duration(v), fmt_pct(v / wall if wall else None),
+                   of_active if isinstance(of_active, str) else fmt_pct(of_active))
+    tt.add_row("[bold]wall[/bold]", fmt_duration(wall), fmt_pct(1.0) if wall else "—", "")
+    tt.add_row("[bold]agent-active[/bold] (wall − user turns, approvals, idle)", fmt_duration(active),
+               fmt_pct(active / wall if wall else None), fmt_pct(1.0) if active else "—")
+    tt.add_row("critical path through spans", fmt_duration(t["critical_path_s"]), fmt_pct(t["critical_path_s"] / wall if wall else None), "")
+    tt.add_row("sum of span durations", fmt_duration(t["span_sum_s"]), "", "")
+    tt.add_row("[bold]Amdahl bound[/bold] (model time → 0)", fmt_duration(t["amdahl_bound_s"]),
+               fmt_pct(t["amdahl_bound_s"] / wall if wall else None), "")
+    tt.add_row("  on the agent-active clock", fmt_duration(t["amdahl_bound_active_s"]), "",
+               fmt_pct(t["amdahl_bound_active_s"] / active if active else None))
+    tt.caption = (f"model calls bound the speed-up at {fmt_x(sh['of_wall']['max_speedup'])} of wall time and "
+                  f"{fmt_x(sh['of_agent_active']['max_speedup'])} of agent-active time; {fmt_duration(human)} of the wall "
                   "is user turns, approvals and idle gaps")
     con.print(tt)
     f = d.get("failures") or {}
@@ -144,17 +124,11 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
         kinds = ", ".join(f"{g['count']:,} {markup(g['error_type'])}"
                           + (f" ({markup(g['kind'])})" if g["kind"] != "model" else "")
                           for g in f["by_error_type"][:5])
-        con.print(f"[bold]failed calls:[/bold] {f['model_calls']:,} model ({_sec(f['model_s'])}), "
-                  f"{f['tool_calls']:,} tool ({_sec(f['tool_s'])}) — {kinds}", highlight=False)
+        con.print(f"[bold]failed calls:[/bold] {f['model_calls']:,} model ({fmt_duration(f['model_s'])}), "
+                  f"{f['tool_calls']:,} tool ({fmt_duration(f['tool_s'])}) — {kinds}", highlight=False)
     co = d.get("capture_overhead")
     if co:
-        share = f" ({_pct(co['share_of_wall'])} of wall)" if co.get("share_of_wall") is not None else ""
-        took = f"{co['s'] * 1e3:.1f} ms" if co["s"] < 1 else _sec(co["s"])
-        bg = co.get("background_cpu_s")
-        extra = (f"; plus {bg * 1e3:.1f} ms of CPU on its background thread (prompt fingerprints, while the agent "
-                 "waits for the model: it costs wall time only when no core is free)") if bg else ""
-        con.print(f"agentprof's own time on the agent's threads while capturing: {took}{share} (imports of its "
-                  f"capture modules on the first profile included){extra}", highlight=False)
+        con.print(fmt_capture_cost(co), highlight=False)
     _print_cpu(con, d)
     r = d["redundancy"]
     rt = Table(title="Prompt redundancy", title_justify="left")
@@ -168,7 +142,7 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
                        ("strict_hit_share", "  strict (all blocks) / conversation"),
                        ("provider_cache_read_share", "provider cache read share, per call")):
         s = r[key]
-        rt.add_row(label, f"{s['n']:,}", *(_pct(s[q]) for q in ("mean", "median", "p10", "p25", "p75", "p90")))
+        rt.add_row(label, f"{s['n']:,}", *(fmt_pct(s[q]) for q in ("mean", "median", "p10", "p25", "p75", "p90")))
     con.print(rt)
     tok = r["tokens"]
     line = (f"hashed prompt tokens {tok['prompt']:,} "
@@ -178,7 +152,7 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     line += f"; reusable {tok['reusable']:,} (estimated)"
     if r["provider_cache_read_share_weighted"] is not None:
         line += (f"; provider cached {tok['cached']:,} (as reported; provider cache read share "
-                 f"{_pct(r['provider_cache_read_share_weighted'])}, token-weighted)"
+                 f"{fmt_pct(r['provider_cache_read_share_weighted'])}, token-weighted)"
                  f"; reusable minus cached {tok['gap']:,}")
     con.print(line, highlight=False)
     sess = d["per_session"]
@@ -190,9 +164,9 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
         for s in sorted(sess, key=lambda x: -(x.get("wall_s") or 0))[:20]:
             sid = s["session_id"]
             st.add_row(text(sid if len(sid) <= 28 else "…" + sid[-27:]), text(s["role"]), f"{s['model_calls']:,}",
-                       _dur(s.get("wall_s") or 0.0), _dur(s.get("model_s") or 0.0), _dur(s.get("tool_s") or 0.0),
-                       _dur(s.get("wait_s") or 0.0), _pct(s.get("prefix_reuse_prev_median")),
-                       _pct(s.get("session_hit_rate")), f"{s['cache_misses']:,}")
+                       fmt_duration(s.get("wall_s") or 0.0), fmt_duration(s.get("model_s") or 0.0), fmt_duration(s.get("tool_s") or 0.0),
+                       fmt_duration(s.get("wait_s") or 0.0), fmt_pct(s.get("prefix_reuse_prev_median")),
+                       fmt_pct(s.get("session_hit_rate")), f"{s['cache_misses']:,}")
         con.print(st)
     misses = d["cache_misses"]
     if misses and n_misses > 0:
@@ -219,7 +193,7 @@ TOP_HOTSPOTS = 15
 
 def _fine(v: float) -> str:
     """Seconds with millisecond resolution below a second (sampled times are often milliseconds)."""
-    return f"{v * 1e3:.1f} ms" if v < 1 else _sec(v)
+    return f"{v * 1e3:.1f} ms" if v < 1 else fmt_duration(v)
 
 
 def _print_cpu(con: Any, d: dict[str, Any]) -> None:
@@ -233,7 +207,7 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
         return
     con.print(f"orchestration CPU: {_fine(cb['orchestration_cpu_s'])} on a CPU, {_fine(cb['orchestration_busy_s'])} "
               f"on or waiting for one, of {_fine(cb['orchestration_wall_s'] or 0.0)}: "
-              f"[bold]{_pct(cb['orchestration_cpu_share'])} CPU-bound[/bold]"
+              f"[bold]{fmt_pct(cb['orchestration_cpu_share'])} CPU-bound[/bold]"
               + ("" if cb.get("sampled") else " (not sampled: capture with --sample to see which functions)"),
               highlight=False)
     if cb["tools"]:
@@ -242,7 +216,7 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
         for c in ("tool", "calls", "wall", "CPU", "CPU-bound"):
             tt.add_column(c, justify="left" if c == "tool" else "right")
         for t in cb["tools"][:TOP_HOTSPOTS]:
-            tt.add_row(text(t["tool"]), f"{t['calls']:,}", _fine(t["wall_s"]), _fine(t["cpu_s"]), _pct(t["cpu_bound_share"]))
+            tt.add_row(text(t["tool"]), f"{t['calls']:,}", _fine(t["wall_s"]), _fine(t["cpu_s"]), fmt_pct(t["cpu_bound_share"]))
         con.print(tt)
     hs = d.get("hotspots") or []
     if hs:
@@ -382,11 +356,11 @@ def _print_sim(out: dict[str, Any]) -> None:
         t.add_column(c, justify="left" if c == "tier" else "right")
     for tr in s["tiers"]:
         t.add_row(tr["name"], format_bytes(tr["capacity_bytes"]),
-                  "–" if tr["capacity_chunks"] is None else f"{tr['capacity_chunks']:,}", f"{tr['hit_tokens']:,}",
-                  _pct(tr["hit_rate"]), format_bytes(tr["bytes_loaded"]), f"{tr['evictions']:,}")
+                  "—" if tr["capacity_chunks"] is None else f"{tr['capacity_chunks']:,}", f"{tr['hit_tokens']:,}",
+                  fmt_pct(tr["hit_rate"]), format_bytes(tr["bytes_loaded"]), f"{tr['evictions']:,}")
     con.print(t)
     pr = s["per_request_hit_rate"]
-    con.print(f"per-request hit rate: median {_pct(pr['median'])}, p10 {_pct(pr['p10'])}, p90 {_pct(pr['p90'])}")
+    con.print(f"per-request hit rate: median {fmt_pct(pr['median'])}, p10 {fmt_pct(pr['p10'])}, p90 {fmt_pct(pr['p90'])}")
     sw = out["sweep"]
     if sw:
         st = Table(title="Single-tier capacity sweep", title_justify="left")
@@ -395,9 +369,9 @@ def _print_sim(out: dict[str, Any]) -> None:
         st.add_column("hit rate", justify="right")
         for p in sw["points"]:
             st.add_row(format_bytes(p["capacity_bytes"]),
-                       "–" if p["capacity_chunks"] is None else f"{p['capacity_chunks']:,}", _pct(p["hit_rate"]))
+                       "—" if p["capacity_chunks"] is None else f"{p['capacity_chunks']:,}", fmt_pct(p["hit_rate"]))
         con.print(st)
-        con.print(f"90% of the unlimited hit rate ({_pct(sw['unlimited_hit_rate'])}) needs "
+        con.print(f"90% of the unlimited hit rate ({fmt_pct(sw['unlimited_hit_rate'])}) needs "
                   f"[bold]{format_bytes(sw['capacity_at_target_bytes'])}[/bold] per rank "
                   f"({sw['capacity_at_target_chunks']:,} chunks)")
     _print_notes(con, list(s["diagnostics"]), ["simulation"] * len(s["diagnostics"]))

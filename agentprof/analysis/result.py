@@ -22,6 +22,22 @@ TIME_KEYS = ("wall_s", "model_s", "model_ttft_s", "model_decode_s", "tool_s", "p
              "amdahl_bound_active_s")
 
 
+def capture_cost(meta: TraceMeta, wall_s: float | None) -> dict[str, Any] | None:
+    """agentprof's own cost while capturing, from the trace's final meta record (None for imported traces):
+    ``s`` on the agent's threads, ``background_cpu_s`` on its fingerprint thread (None in traces before it was
+    kept), ``total_s`` their sum (the process CPU a run with and without agentprof differs by), and their shares
+    of ``wall_s``. The agent's wall time grows by between ``s`` (the background work overlaps the agent's waits
+    on a free core) and ``total_s`` (it holds the GIL while the agent runs Python, or no core is free)."""
+    ns = meta.capture_overhead_ns
+    if ns is None:
+        return None
+    bg = meta.capture_background_cpu_ns
+    total = (ns + (bg or 0)) / 1e9
+    return {"s": ns / 1e9, "background_cpu_s": bg / 1e9 if bg is not None else None, "total_s": total,
+            "share_of_wall": (ns / 1e9 / wall_s) if wall_s else None,
+            "total_share_of_wall": (total / wall_s) if wall_s else None}
+
+
 @dataclass
 class Analysis:
     """Everything ``agentprof analyze`` computes for one trace (or corpus)."""
@@ -53,16 +69,8 @@ class Analysis:
         return self.calls.height
 
     def capture_overhead(self) -> dict[str, Any] | None:
-        """agentprof's own time on the agent's threads while it captured this trace (from the trace's final
-        meta record; None for imported traces), its share of the wall time, and the CPU its background thread
-        spent (prompt fingerprints: off the agent's path while a core is free; None in traces before it was kept)."""
-        ns = self.meta.capture_overhead_ns
-        if ns is None:
-            return None
-        wall = self.time.wall_s
-        bg = self.meta.capture_background_cpu_ns
-        return {"s": ns / 1e9, "share_of_wall": (ns / 1e9 / wall) if wall else None,
-                "background_cpu_s": bg / 1e9 if bg is not None else None}
+        """agentprof's own cost while it captured this trace (:func:`capture_cost`; None for imported traces)."""
+        return capture_cost(self.meta, self.time.wall_s)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` document."""

@@ -127,12 +127,14 @@ class _Worker:
         self._q.put((job, done, cost))
 
     def _run(self) -> None:
+        # every CPU nanosecond of this thread is agentprof's: a job is charged from the end of the previous one,
+        # so waking from the queue and taking the GIL back (futexes, a context switch) count with the job
+        t0 = _thread_time()
         while True:
             item = self._q.get()
             if item is None:
                 return
             job, done, cost = item
-            t0 = _thread_time()
             try:
                 result, err = job(), None
             except BaseException as e:  # report to the call; it ends its span without a fingerprint
@@ -142,10 +144,14 @@ class _Worker:
             except Exception as e:
                 internal_error("finishing a model span", e)
             if cost is not None:  # this thread's CPU is the agent's process's too (and holds its GIL)
+                t1 = _thread_time()
                 try:
-                    cost(_thread_time() - t0)
+                    cost(t1 - t0)
                 except Exception as e:
                     internal_error("counting capture overhead", e)
+                t0 = t1
+            else:
+                t0 = _thread_time()
 
 
 _thread_time = time.thread_time_ns

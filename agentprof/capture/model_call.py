@@ -78,8 +78,8 @@ class ModelCall:
     """The span of one model call and what is learned about it until it ends."""
 
     def __init__(self, sess: Session, provider_name: str, api: str, request: Mapping[str, Any],
-                 resource: Any = None, usage_shape: str | None = None) -> None:
-        t0 = _cpu()
+                 resource: Any = None, usage_shape: str | None = None, t_entry: int | None = None) -> None:
+        t0 = _cpu() if t_entry is None else t_entry  # from the SDK wrapper's entry when it tells
         self.sess = sess
         self.api = api
         self.provider = provider_name
@@ -127,7 +127,8 @@ class ModelCall:
         stream_key = (sess.id, api, model_name)
         fingerprint.submit(lambda: fingerprint.compute(api, snapshot, model_name, capture, stream_key),
                            self._fingerprinted, sess.add_background_cpu)
-        sess.add_overhead(_cpu() - t0)
+        self.cpu_mark = _cpu()  # where counting stopped: record() goes on from here through the span's attach
+        sess.add_overhead(self.cpu_mark - t0)
 
     # --- the agent's side -----------------------------------------------------------------------------
     def attach(self) -> object:
@@ -145,13 +146,15 @@ class ModelCall:
         self.exc = exc
         self._response_done(_time_ns())
 
-    def handle_result(self, result: Any, parsed: Any = _NOT_PARSED) -> Any:
+    def handle_result(self, result: Any, parsed: Any = _NOT_PARSED, t0: int | None = None) -> Any:
         """Record a response or start observing a stream; returns ``result`` itself (maybe instrumented).
 
         ``result`` may be a raw-response wrapper (:mod:`~agentprof.capture.raw_response`): then what its
         ``.parse()`` returns (``parsed``, already awaited on the async path) is read or observed instead.
+        ``t0``: thread CPU time where agentprof's part began (the span's detach), when the caller read it.
         """
-        t0 = _cpu()
+        if t0 is None:
+            t0 = _cpu()
         end = _time_ns()
         agent_ns = 0  # parsing a raw response for the agent is the agent's cost, not agentprof's
         try:
@@ -481,16 +484,17 @@ def _str(v: Any) -> str | None:
 
 
 def begin(provider_name: str, api: str, kwargs: dict[str, Any], resource: Any,
-          usage_shape: str | None = None) -> ModelCall | None:
+          usage_shape: str | None = None, t_entry: int | None = None) -> ModelCall | None:
     """Start recording a call when a profile is active (``None`` otherwise, or if agentprof failed).
     ``usage_shape``: the provider whose usage convention responses follow, when not ``provider_name``'s own
-    (LiteLLM answers in OpenAI's shapes whatever the provider)."""
+    (LiteLLM answers in OpenAI's shapes whatever the provider). ``t_entry``: thread CPU time at the wrapper's
+    entry, so the call's overhead counts from there."""
     sess = current()
     if sess is None or OUTER_CALL.get():
         return None
     try:
         materialize(kwargs, api)
-        return ModelCall(sess, provider_name, api, kwargs, resource, usage_shape)
+        return ModelCall(sess, provider_name, api, kwargs, resource, usage_shape, t_entry)
     except Exception as e:
         internal_error(f"starting a {provider_name} model span", e)
         return None
@@ -499,36 +503,45 @@ def begin(provider_name: str, api: str, kwargs: dict[str, Any], resource: Any,
 def record(provider_name: str, api: str, kwargs: dict[str, Any], resource: Any, send: Callable[[], Any]) -> Any:
     """``send()`` one request, recorded as a model call when a profile is active; the SDK's result (or its
     exception, unchanged) comes back to the caller."""
-    call = begin(provider_name, api, kwargs, resource)
+    call = begin(provider_name, api, kwargs, resource, t_entry=_cpu())
     if call is None:
         return send()
     token = call.attach()
+    call.sess.add_overhead(_cpu() - call.cpu_mark)
     try:
         raw = send()
     except BaseException as e:
         call.detach(token)
         call.fail(e)
         raise
+    t0 = _cpu()
     call.detach(token)
-    return call.handle_result(raw)
+    return call.handle_result(raw, t0=t0)
 
 
 async def record_async(provider_name: str, api: str, kwargs: dict[str, Any], resource: Any,
                        send: Callable[[], Awaitable[Any]]) -> Any:
     """:func:`record` for requests sent by awaiting ``send()``."""
-    call = begin(provider_name, api, kwargs, resource)
+    call = begin(provider_name, api, kwargs, resource, t_entry=_cpu())
     if call is None:
         return await send()
     token = call.attach()
+    call.sess.add_overhead(_cpu() - call.cpu_mark)
     try:
         raw = await send()
     except BaseException as e:
         call.detach(token)
         call.fail(e)
         raise
+    t0 = _cpu()
     call.detach(token)
-    parsed = await raw_response.parse_async(raw, provider_name) if raw_response.needs_await(raw) else _NOT_PARSED
-    return call.handle_result(raw, parsed)
+    if raw_response.needs_await(raw):  # the agent's await of the body: not agentprof's
+        call.sess.add_overhead(_cpu() - t0)
+        parsed = await raw_response.parse_async(raw, provider_name)
+        t0 = None
+    else:
+        parsed = _NOT_PARSED
+    return call.handle_result(raw, parsed, t0=t0)
 
 
 # --- stream instrumentation ---------------------------------------------------------------------------

@@ -9,16 +9,12 @@ a Content-Security-Policy allows only that one script (by hash) and no network a
 from __future__ import annotations
 
 import datetime as _dt
-import html
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from agentprof import __version__
-from agentprof.report.html import _script_hash, asset, embed_json
-
-_SLOT_RE = re.compile(r"\{\{([A-Z_]+)\}\}")
+from agentprof.report.html import asset, fill_page
 
 
 def diff_payload(res: Any, failed: list[dict[str, Any]], title: str | None = None) -> dict[str, Any]:
@@ -33,13 +29,9 @@ def diff_payload(res: Any, failed: list[dict[str, Any]], title: str | None = Non
 def render_diff_page(res: Any, failed: list[dict[str, Any]], title: str | None = None) -> str:
     """The HTML text of the diff page."""
     payload = diff_payload(res, failed, title)
-    js = asset("diff.js").strip("\n")
     css = asset("report.css") + "\n" + asset("diff.css")
-    if "</script" in js.lower() or "</style" in css.lower():  # pragma: no cover - guards the packaged assets
-        raise ValueError("diff assets must not contain closing script/style tags")
-    slots = {"TITLE": html.escape(payload["title"], quote=True), "VERSION": html.escape(__version__), "CSS": css,
-             "JS": js, "DATA": embed_json(payload), "SCRIPT_HASH": _script_hash("\n" + js + "\n")}
-    return _SLOT_RE.sub(lambda m: slots[m.group(1)], asset("diff.html"))
+    return fill_page("diff", asset("diff.js").strip("\n"), css, payload, payload["title"],
+                     noscript="page draws its tables with JavaScript; enable it to see them.")
 
 
 def write_diff_page(path: str | os.PathLike[str], res: Any, failed: list[dict[str, Any]],

@@ -74,3 +74,23 @@ def fmt_tokens(x: float | None) -> str:
 
 def fmt_x(x: float | None) -> str:
     return "—" if x is None or not math.isfinite(x) else f"{x:.2f}×"
+
+
+def fmt_capture_cost(co: dict) -> str:
+    """One sentence on agentprof's own cost while capturing (an analysis' ``capture_overhead``)."""
+    def ms(v: float) -> str:
+        return f"{v * 1e3:.1f} ms" if v < 1 else fmt_duration(v)
+
+    share = co.get("total_share_of_wall")
+    text = f"agentprof's own cost while capturing: {ms(co['total_s'])} of CPU"
+    if share is not None:
+        text += f" ({share * 100:.2f} % of wall)"
+    bg = co.get("background_cpu_s")
+    if bg:
+        text += (f": {ms(co['s'])} on the agent's threads and {ms(bg)} on its background thread (prompt "
+                 f"fingerprints). The agent's wall time grows by between {ms(co['s'])} (the background work "
+                 f"overlaps its waits on a free core) and {ms(co['total_s'])} (it holds the GIL while the agent "
+                 "runs Python)")
+    else:
+        text += " on the agent's threads"
+    return text + ". The first profile in a process includes loading agentprof's capture modules and tokenizer."

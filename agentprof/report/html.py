@@ -59,22 +59,32 @@ def _script_hash(script: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode() + "'"
 
 
-def render_payload(payload: dict[str, Any]) -> str:
-    """The report page for an already built payload (see :mod:`agentprof.report.payload`)."""
-    js = asset("report.js").strip("\n") + "\n" + asset("flame.js").strip("\n")  # flame view: report.flame
-    css = asset("report.css")
+def fill_page(kind: str, js: str, css: str, data: dict[str, Any], title: str, *, nav: bool = False,
+              noscript: str = "report draws its charts with JavaScript; enable it to see them.") -> str:
+    """The single-file page every HTML view shares (``assets/page.html``): its script, style and data inlined,
+    a content security policy that admits only that script (by hash), and the title escaped.
+    ``kind`` labels the page under the brand; ``nav`` adds the section list the report's script fills."""
     if "</script" in js.lower() or "</style" in css.lower():  # pragma: no cover - guards the packaged assets
-        raise ValueError("report assets must not contain closing script/style tags")
-    title = str(payload.get("title") or "agentprof report")
+        raise ValueError("page assets must not contain closing script/style tags")
     slots = {
         "TITLE": html.escape(title, quote=True),
+        "KIND": html.escape(kind),
+        "NAV": '    <nav id="toc" aria-label="Sections"></nav>\n' if nav else "",
+        "NOSCRIPT": html.escape(noscript) + " The data is embedded in this file.",
         "VERSION": html.escape(__version__),
         "CSS": css,
         "JS": js,
-        "DATA": embed_json(payload),
+        "DATA": embed_json(data),
         "SCRIPT_HASH": _script_hash("\n" + js + "\n"),  # the element's exact text, as the template wraps it
     }
-    return _SLOT_RE.sub(lambda m: slots[m.group(1)], asset("report.html"))
+    return _SLOT_RE.sub(lambda m: slots[m.group(1)], asset("page.html"))
+
+
+def render_payload(payload: dict[str, Any]) -> str:
+    """The report page for an already built payload (see :mod:`agentprof.report.payload`)."""
+    js = asset("report.js").strip("\n") + "\n" + asset("flame.js").strip("\n")  # flame view: report.flame
+    return fill_page("report", js, asset("report.css"), payload, str(payload.get("title") or "agentprof report"),
+                     nav=True)
 
 
 def render(trace: Trace, analysis: Any = None, replay: Any = None, cache: Any = None, *,

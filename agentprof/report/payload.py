@@ -8,6 +8,7 @@ from typing import Any
 
 from agentprof import __version__
 from agentprof.analysis.failures import failures
+from agentprof.analysis.result import capture_cost
 from agentprof.report import results
 from agentprof.report.gaps import trace_gaps
 from agentprof.report.headline import headline, trace_figures
@@ -78,9 +79,7 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
             "tokenizer": meta.tokenizer,
             "tokenizer_exact": meta.tokenizer_exact,
             "block_size": meta.block_size,
-            "capture_overhead_s": meta.capture_overhead_ns / 1e9 if meta.capture_overhead_ns is not None else None,
-            "capture_background_cpu_s": (meta.capture_background_cpu_ns / 1e9
-                                         if meta.capture_background_cpu_ns is not None else None),
+            "capture": (a or {}).get("capture_overhead") or capture_cost(meta, hl.get("wall_s")),
             "first_start": _iso(int(fig["first_start_ns"])) if fig.get("first_start_ns") else None,
         },
         "headline": hl,

@@ -28,6 +28,9 @@ def test_capture_overhead_is_reported_for_captured_traces_only(tmp_path):
         co = a.to_dict()["capture_overhead"]
         assert co["s"] == t.meta.capture_overhead_ns / 1e9 > 0
         assert co["share_of_wall"] == pytest.approx(co["s"] / a.time.wall_s)
+        bg = t.meta.capture_background_cpu_ns or 0  # tools only: no fingerprint work
+        assert co["total_s"] == pytest.approx(co["s"] + bg / 1e9)
+        assert co["total_share_of_wall"] == pytest.approx(co["total_s"] / a.time.wall_s)
     both = load_any(paths)  # several captured traces: their overheads add up
     assert both.meta.capture_overhead_ns == sum(t.meta.capture_overhead_ns for t in traces)
     assert analyze(load_any(SAMPLES / "codex")).to_dict()["capture_overhead"] is None  # imported: not ours

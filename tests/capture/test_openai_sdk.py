@@ -141,9 +141,19 @@ def test_streamed_tool_agent(tmp_path, tmp_path_factory):
     # the prompts were fingerprinted on agentprof's background thread: its CPU is kept apart from the time on
     # the agent's threads (the figure a user compares with wall time), and both reach the analysis
     assert trace.meta.capture_background_cpu_ns > 0
-    co = analyze(trace).to_dict()["capture_overhead"]
+    a = analyze(trace)
+    co = a.to_dict()["capture_overhead"]
     assert co["s"] == trace.meta.capture_overhead_ns / 1e9
     assert co["background_cpu_s"] == trace.meta.capture_background_cpu_ns / 1e9
+    assert co["total_s"] == pytest.approx(co["s"] + co["background_cpu_s"])  # the process CPU figure
+    # one figure: the terminal's sentence and the report's payload carry the analysis' numbers, band included
+    from agentprof.report.formats import fmt_capture_cost
+    from agentprof.report.payload import build_payload
+
+    line = fmt_capture_cost(co)
+    assert line.startswith(f"agentprof's own cost while capturing: {co['total_s'] * 1e3:.1f} ms of CPU")
+    assert f"grows by between {co['s'] * 1e3:.1f} ms" in line and f"and {co['total_s'] * 1e3:.1f} ms" in line
+    assert build_payload(trace, a)["meta"]["capture"] == co
 
 
 def test_plain_async_responses_and_helpers(tmp_path):

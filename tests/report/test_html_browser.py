@@ -71,7 +71,7 @@ def test_trace_text_is_shown_as_text(browser, tmp_path):
     assert tip.is_visible()
     assert EVIL_TOOL in tip.inner_text() and "&lt;script&gt;" in tip.inner_html()
     foot = page.locator("#foot").inner_text()  # agentprof's own capture time, against the 60 s wall
-    assert "own time on the agent's threads while capturing" in foot and "(0.21 % of wall)" in foot
+    assert "own cost while capturing: 123 ms of CPU (0.21 % of wall) on the agent's threads" in foot
     failed = page.locator("#failures").inner_text()  # the failed tool, counted with its time and error type
     assert failed.startswith("Failed: 1 tool call (") and "1 ToolError" in failed and "model" not in failed
     x, y = _point_at(page, 2e6, 0)

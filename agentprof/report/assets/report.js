@@ -1039,10 +1039,20 @@
     var items = [];
     if (m.sources && m.sources.length) items.push("Sources: " + m.sources.slice(0, 8).join(", ") + (m.sources.length > 8 ? " and " + (m.sources.length - 8) + " more" : ""));
     if (m.tokenizer) items.push("Tokenizer: " + m.tokenizer + (m.tokenizer_exact ? " (exact)" : " (approximate)") + "; prompt blocks of " + m.block_size + " tokens.");
-    if (isNum(m.capture_overhead_s)) items.push("agentprof's own time on the agent's threads while capturing: " + fmtDur(m.capture_overhead_s) +
-      (isNum((D.headline || {}).wall_s) && D.headline.wall_s > 0 ? " (" + (100 * m.capture_overhead_s / D.headline.wall_s).toFixed(2) + " % of wall)" : "") +
-      (isNum(m.capture_background_cpu_s) && m.capture_background_cpu_s > 0 ? "; plus " + fmtDur(m.capture_background_cpu_s) +
-        " of CPU on its background thread (prompt fingerprints, while the agent waits for the model: wall time only when no core is free)." : "."));
+    var co = m.capture;
+    if (co && isNum(co.total_s)) {
+      var cost = "agentprof's own cost while capturing: " + fmtDur(co.total_s) + " of CPU" +
+        (isNum(co.total_share_of_wall) ? " (" + (100 * co.total_share_of_wall).toFixed(2) + " % of wall)" : "");
+      if (isNum(co.background_cpu_s) && co.background_cpu_s > 0) {
+        cost += ": " + fmtDur(co.s) + " on the agent's threads and " + fmtDur(co.background_cpu_s) +
+          " on its background thread (prompt fingerprints). The agent's wall time grows by between " + fmtDur(co.s) +
+          " (the background work overlaps its waits on a free core) and " + fmtDur(co.total_s) +
+          " (it holds the GIL while the agent runs Python).";
+      } else {
+        cost += " on the agent's threads.";
+      }
+      items.push(cost + " The first profile in a process includes loading agentprof's capture modules and tokenizer.");
+    }
     var dg = D.diagnostics || {};
     if (dg.count) items.push(fmtInt(dg.count) + " input diagnostics" + (dg.first && dg.first.length ? ", e.g. " + dg.first.join("; ") : "") + ".");
     items.push(D.timeline && D.timeline.text ? "This report includes captured prompt and response text (opted in)." : "No prompt or response text is included in this report; only counts and hashes.");
