@@ -138,9 +138,10 @@ def borrowed_handoff(fitted: Fitted, key: PointKey) -> float:
     """The hand-off (decode steps, :data:`PRIOR_MEAN` ``handoff``) for a disaggregated configuration whose own
     stack was never fitted: the points-weighted geometric mean over the fitted disaggregated groups of the same
     model on the same serving engine (``dynamo-sglang`` and ``sglang-disagg`` both run SGLang's decode
-    scheduler), else the prior. An aggregated sibling never hands a request over, and other models' or engines'
-    stacks measured 4-27 steps (docs/DEVICE_MODEL.md §4): borrowing across them did worse when whole groups were
-    held out. The count is the engine's; the time comes from the configuration's own decode step."""
+    scheduler), else the prior. An aggregated sibling never hands a request over, and the fitted stacks take
+    6-27 steps: borrowing across models did worse when whole groups were held out, across engines it only
+    cancelled other errors (docs/DEVICE_MODEL.md §3). The count is the engine's; the time comes from the
+    configuration's own decode step."""
     from agentprof.replay.points import _framework_base
 
     base = _framework_base(key.framework)
