@@ -1,5 +1,6 @@
 """Serving settings as each framework's recipe deployed them: the KV-cache element size (``kv_cache.toml``:
-FP8 where the recipe set it) and the decode steps a new request waits for the scheduler (``scheduling.toml``).
+FP8 where the recipe set it), the decode steps a new request waits for the scheduler and the frontend's
+tokenization time per prompt token (``scheduling.toml``).
 
 The device model sizes KV (capacity, bytes streamed per decode step, bytes moved between tiers) from the
 model's per-token KV elements times this element size; a framework not listed stores BF16 and waits 0 steps.
@@ -73,3 +74,27 @@ def wait_steps(framework: str, model: str, hardware: str | None = None, conc: fl
         if fw in (framework.lower(), eng) and mk == model and (hw is None or hw == hardware) and conc >= lo:
             return val, src
     return 0.0, "default: no scheduling interval in the recipe"
+
+
+@lru_cache(maxsize=1)
+def _tokenize_entries() -> tuple[tuple[str, str, float, str], ...]:
+    out = []
+    for i, e in enumerate(read_toml(SCHED_PATH).get("tokenize", [])):
+        where = f"{SCHED_PATH}: tokenize[{i}]"
+        v = e.get("s_per_token") if isinstance(e, dict) else None
+        if not isinstance(v, dict) or not isinstance(v.get("value"), (int, float)) or not v.get("source"):
+            raise CatalogError(f"{where}.s_per_token: expected {{ value = <number>, source = \"...\" }}")
+        if v["value"] < 0:
+            raise CatalogError(f"{where}.s_per_token: expected a non-negative number, got {v['value']}")
+        out.append((str(e["framework"]).lower(), str(e["model"]), float(v["value"]), str(v["source"])))
+    return tuple(out)
+
+
+def tokenize_s_per_token(framework: str, model: str) -> tuple[float, str]:
+    """(seconds the serving frontend spends per prompt token before the scheduler sees the request, source):
+    tokenizing the whole prompt, cached prefix included, on the host CPU; 0 where no measurement is listed."""
+    eng = engine(framework)
+    for fw, mk, val, src in _tokenize_entries():
+        if fw == eng and mk == model:
+            return val, src
+    return 0.0, "default: no per-token frontend time listed (fast tokenizers: microseconds per request)"

@@ -4,7 +4,7 @@ The official fixed-sequence points all have 1K-token prompts; agent calls have 7
 mostly a cached prefix. The AgentX points (``data/inferencex/agentic_kimi_points.csv``: Kimi K2.5 on B200 and
 MI355X under vLLM, with measured server prefix-cache hit rates) are the only long-prompt measurements. Their
 healthy region (hit rate >= 0.9, concurrency <= 8, so the KV capacity does not bind) fits one global term,
-the efficiency of prefill attention relative to the weight GEMMs, and checks decode at long context (ITL)
+the efficiency of prefill attention as a fraction of the BF16 peak, and checks decode at long context (ITL)
 out of sample. Kimi K2.5 has no fixed-sequence calibration of its own: its per-step terms are DeepSeek R1's
 (same 61-layer MLA MoE) on the same accelerator, as in the replay.
 """
@@ -21,7 +21,7 @@ import polars as pl
 
 from agentprof.catalog import find_model
 from agentprof.catalog.hardware import HardwareCatalog
-from agentprof.catalog.kvcache import kv_bytes
+from agentprof.catalog.kvcache import kv_bytes, tokenize_s_per_token
 from agentprof.errors import TraceFormatError
 from agentprof.replay.calibration import Fitted, step_params
 from agentprof.replay.costmodel import Deployment, StepParams, call_times
@@ -62,7 +62,8 @@ def _params_entry(fitted: Fitted, cat: HardwareCatalog, hw: str, fw: str, model_
 def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog,
                     attn_eff: float) -> Iterator[tuple[dict[str, Any], str, Deployment, StepParams, str]]:
     """Each AgentX row the catalog can place, with its hardware key, its deployment (KV in the dtype the
-    framework deployed), the fitted step terms and the calibration level they came from."""
+    framework deployed), the fitted step terms (with the frontend's tokenization time per prompt token the
+    catalog lists for the framework and model) and the calibration level they came from."""
     for r in df.iter_rows(named=True):
         hw = str(r["hw"]).lower()
         hw = hw if hw in cat.accelerators else hw.split("-")[0]
@@ -75,8 +76,11 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog,
         if got is None:
             continue
         entry, how = got
-        dep = Deployment(m, cat.accelerators[hw], prec, tp, kv_dtype_bytes=kv_bytes(str(r["framework"]), m.key, hw)[0])
-        yield r, hw, dep, step_params(entry.theta, dep.layers, tp, accept=1.0).with_(attn_eff=attn_eff), how
+        fw = str(r["framework"]).lower()
+        dep = Deployment(m, cat.accelerators[hw], prec, tp, kv_dtype_bytes=kv_bytes(fw, m.key, hw)[0])
+        p = step_params(entry.theta, dep.layers, tp, accept=1.0).with_(
+            attn_eff=attn_eff, t_tok_s=tokenize_s_per_token(fw, m.key)[0])
+        yield r, hw, dep, p, how
 
 
 def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff: float) -> pl.DataFrame:

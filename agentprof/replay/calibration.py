@@ -29,6 +29,9 @@ from agentprof.replay.points import PARAMS, Features, PointKey, load_points, poi
 FITTED_PATH = CATALOG_DIR / "fitted.toml"
 DEFAULT_POINTS = Path("data/inferencex/calibration_points.csv")
 DEFAULT_AGENTIC = Path("data/inferencex/agentic_kimi_points.csv")
+ATTN_EFF_BASIS = "bf16_peak"
+"""What ``[global] attn_eff`` is a fraction of: the BF16 peak (attention at its kernels' own efficiency). A file
+without it was written when attn_eff scaled each group's prefill GEMM efficiency, and is refused (refit)."""
 METHOD = ("hierarchical regularized least squares (Levenberg-Marquardt, scipy.optimize.least_squares): levels family > hardware > "
           "group (hardware, framework, model, precision, speculation) > layout; residuals log(pred/measured) "
           "of median TPOT (weight 1), TTFT and E2E (weight 0.5); log-normal priors from the level above")
@@ -99,7 +102,7 @@ class Fitted:
     entries: dict[str, dict[str, FitEntry]]
     provenance: dict[str, Any]
     attn_eff: float = 1.0
-    """Efficiency of prefill attention relative to the weight GEMMs (one global value, fitted on the long-prompt
+    """Efficiency of prefill attention as a fraction of the BF16 peak (one global value, fitted on the long-prompt
     agentic points, :mod:`agentprof.replay.agentic`); 1 when not fitted."""
     agentic: dict[str, Any] = field(default_factory=dict)
     level_errors: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -351,8 +354,8 @@ def to_toml(fitted: Fitted) -> str:
              "[provenance]"]
     for k, v in fitted.provenance.items():
         lines.append(f"{k} = {_toml_value(v)}")
-    lines += ["", "# efficiency of prefill attention relative to the weight GEMMs, fitted on [agentic]", "[global]",
-              f"attn_eff = {_toml_value(float(fitted.attn_eff))}"]
+    lines += ["", "# efficiency of prefill attention as a fraction of the BF16 peak, fitted on [agentic]", "[global]",
+              f"attn_eff = {_toml_value(float(fitted.attn_eff))}", f"attn_eff_basis = {_toml_value(ATTN_EFF_BASIS)}"]
     if fitted.agentic:
         lines += ["", "[agentic]"]
         for k, v in fitted.agentic.items():
@@ -402,9 +405,14 @@ def _parse_fitted(data: dict[str, Any], where: str) -> Fitted:
             attrs = {k: str(v) for k, v in t.items() if isinstance(v, str)}
             entries[level][name] = FitEntry(level, name, np.array(vals), int(t.get("points", 0)), attrs,
                                             float(t.get("median_ape_tpot", float("nan"))))
-    eff = (data.get("global") or {}).get("attn_eff", 1.0)
+    glob = data.get("global") or {}
+    eff = glob.get("attn_eff", 1.0)
     if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not eff > 0:
         raise CatalogError(f"{where}: global.attn_eff: expected a positive number, got {eff!r}")
+    if "attn_eff" in glob and glob.get("attn_eff_basis") != ATTN_EFF_BASIS:
+        raise CatalogError(f"{where}: global.attn_eff_basis: expected {ATTN_EFF_BASIS!r} (attn_eff as a fraction of the "
+                           f"BF16 peak), got {glob.get('attn_eff_basis')!r}: the file predates that meaning; refit "
+                           "with `agentprof devices fit`")
     levels = {str(k): {kk: float(vv) for kk, vv in v.items() if isinstance(vv, (int, float))}
               for k, v in (data.get("levels") or {}).items() if isinstance(v, dict)}
     return Fitted(entries, dict(prov), float(eff), dict(data.get("agentic") or {}), levels)

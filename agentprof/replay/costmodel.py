@@ -38,8 +38,9 @@ class StepParams:
     ``t_fixed_s`` per decode step (kernel launches, collectives, scheduling: it dominates low-concurrency
     decode), ``mbu``/``mfu`` bandwidth and compute efficiency, ``t0_s`` request overhead before prefill,
     ``t_req_s`` per-prefill overhead, ``q`` prefill-queueing factor, ``accept`` tokens per decode step with
-    MTP/speculative decoding (1 = off), ``attn_eff`` efficiency of prefill attention relative to the weight
-    GEMMs (fitted once on long-prompt agentic points). ``m_steps`` is kept for callers of the first model and
+    MTP/speculative decoding (1 = off), ``attn_eff`` efficiency of prefill attention as a fraction of the BF16
+    peak (the attention kernels' own, not scaled by the GEMMs' ``mfu_pf``; fitted once on long-prompt agentic
+    points). ``m_steps`` is kept for callers of the first model and
     ignored: a new request now waits for the prefill work itself (one step per chunk), not a fitted number of
     decode steps.
     """
@@ -57,10 +58,23 @@ class StepParams:
     """Compute efficiency of prefill (batched prompts); ``mfu`` when None."""
     wait_steps: float = 0.0
     """Decode steps a new request waits for the scheduler (recipe's polling / streaming interval / 2)."""
+    t_tok_s: float = 0.0
+    """Seconds per prompt token the frontend spends before the scheduler sees a request (tokenizing the whole
+    prompt on the host; ``catalog/scheduling.toml [tokenize]``, 0 where not listed): part of the request overhead."""
+
+    def request_s(self, input_tokens: ArrayLike) -> np.ndarray:
+        """Overhead before a request reaches the scheduler: ``t0`` plus the frontend's tokenization of the prompt."""
+        return self.t0_s + self.t_tok_s * np.asarray(input_tokens, dtype=float)
 
     @property
     def prefill_mfu(self) -> float:
         return self.mfu if self.mfu_pf is None else self.mfu_pf
+
+    @property
+    def attn_rel(self) -> float:
+        """``attn_eff`` relative to the prefill GEMMs' efficiency: what :meth:`Deployment.prefill_peak_s` scales the
+        attention by so that, divided by ``prefill_mfu``, attention runs at ``attn_eff`` of the BF16 peak."""
+        return self.attn_eff / self.prefill_mfu
 
     def with_(self, **kw: float) -> StepParams:
         d = dict(self.__dict__)
@@ -225,7 +239,8 @@ class Deployment:
     def prefill_peak_s(self, new: ArrayLike, cached: ArrayLike = 0, attn_eff: float = 1.0) -> np.ndarray:
         """Seconds one GPU needs for its share of a prefill at 100 % of peak: weight GEMMs at the weight
         format's rate, attention at the BF16 rate (attention kernels read a BF16 KV cache whatever the weights)
-        and at ``attn_eff`` of the GEMMs' efficiency (long-context attention runs less efficiently)."""
+        and at ``attn_eff`` of the GEMMs' efficiency (callers divide by ``mfu_pf`` and pass
+        :attr:`StepParams.attn_rel`, so attention runs at its own fraction of the BF16 peak)."""
         t = np.asarray(new, dtype=float)
         c = np.asarray(cached, dtype=float)
         dense = self.prefill_gemm_peak_s_per_token * t
@@ -317,7 +332,7 @@ def decode_step_parts(dep: Deployment, p: StepParams, batch: ArrayLike, ctx: Arr
     b = np.asarray(batch, dtype=float)
     rate = np.asarray(prefill_rate, dtype=float)
     bw_s = dep.decode_bytes_per_gpu(b, ctx) / (p.mbu * dep.accel.hbm_bw)
-    pf = np.where(rate > 0, dep.prefill_peak_s(prefill_new, prefill_cached, p.attn_eff), 0.0)
+    pf = np.where(rate > 0, dep.prefill_peak_s(prefill_new, prefill_cached, p.attn_rel), 0.0)
     cmp_s = dep.decode_peak_s(b, ctx) / p.mfu + rate * pf / p.prefill_mfu
     over = p.t_fixed_s + dep.comm_s(np.maximum(b, 1.0)) + rate * p.t_req_s
     return {"overhead": over + 0.0 * bw_s, "bandwidth": bw_s + 0.0 * cmp_s, "compute": cmp_s + 0.0 * bw_s}
@@ -344,7 +359,7 @@ def prefill_parts(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayL
     larger of ``compute`` (at ``mfu``) and ``bandwidth`` (weights once, prefix KV read, new KV written)."""
     t = np.asarray(new, dtype=float)
     c = np.asarray(cached, dtype=float)
-    cmp_s = dep.prefill_peak_s(t, c, p.attn_eff) / p.prefill_mfu
+    cmp_s = dep.prefill_peak_s(t, c, p.attn_rel) / p.prefill_mfu
     mem_s = prefill_bytes_per_gpu(dep, t, c) / (p.mbu * dep.accel.hbm_bw)
     over = prefill_chunks(t) * p.t_fixed_s + dep.comm_s(t) + p.t_req_s
     on = t > 0
@@ -365,7 +380,7 @@ def prefill_chunk_s(dep: Deployment, p: StepParams, new: ArrayLike, cached: Arra
     with one chunk this is :func:`prefill_s`. Vectorized over arrays of chunks (0 where ``new`` is 0)."""
     t = np.asarray(new, dtype=float)
     c = np.asarray(cached, dtype=float)
-    cmp_s = dep.prefill_peak_s(t, c, p.attn_eff) / p.prefill_mfu
+    cmp_s = dep.prefill_peak_s(t, c, p.attn_rel) / p.prefill_mfu
     mem = dep.kv_seq_bytes(c + t) / dep.kv_divisor if riding else prefill_bytes_per_gpu(dep, t, c)
     over = dep.comm_s(t) + np.asarray(req_share, dtype=float) * p.t_req_s + (0.0 if riding else p.t_fixed_s)
     return np.where(t > 0, over + np.maximum(cmp_s, mem / (p.mbu * dep.accel.hbm_bw)), 0.0)
@@ -452,7 +467,8 @@ def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_
     inp = np.atleast_1d(np.asarray(input_tokens, dtype=float))
     cached = np.minimum(np.atleast_1d(np.asarray(cached_tokens, dtype=float)), inp)
     w = call_work(dep, inp, cached, output_tokens, batch, load_s, mem_util, p.wait_steps)
-    t = times(w, p.t_fixed_s, p.t_fixed_s, p.mbu, p.mfu, p.t0_s, p.q, p.t_req_s, p.accept, p.attn_eff, p.prefill_mfu)
+    t = times(w, p.t_fixed_s, p.t_fixed_s, p.mbu, p.mfu, p.request_s(inp), p.q, p.t_req_s, p.accept, p.attn_eff,
+              p.prefill_mfu)
     return CallTimes(t.ttft, t.e2e - t.ttft, prefill_s(dep, p, inp - cached, cached), w.load_s, t.queue, t.parts)
 
 

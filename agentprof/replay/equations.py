@@ -73,7 +73,7 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     dis = w.disagg.astype(bool)
     others = np.where(dis, 0.0, np.maximum(w.b_run - 1.0, 0.0) / np.maximum(w.b_run, 1.0))
     pf_rate = np.where(dis, 0.0, np.maximum(w.b_run - 1.0, 0.0) / w.osl)  # other clients' prefills per step
-    pf_cmp = (w.pf_gemm_s + w.pf_attn_s / attn_eff) / mfu_pool
+    pf_cmp = w.pf_gemm_s / mfu_pool + w.pf_attn_s / attn_eff  # attention at its kernels' own efficiency
     pf_mem = w.pf_mem_s / mbu
     # decode step: fixed overhead, collectives, per-prefill scheduling; bandwidth and compute overlap
     dec_bw = w.bw_s / mbu

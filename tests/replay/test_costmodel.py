@@ -238,7 +238,7 @@ def test_disaggregated_pools_transfer_kv_and_saturate_the_prefill_pool() -> None
     assert ttft[3] > 2 * ttft[2] > 2 * ttft[0]
     # ... and holds at least the pool's work: a saturated pool serves n_prefill / W prompts a second, so a
     # client's cycle (TTFT + decode) is at least conc·W / n_prefill (W: one prompt's batched prefill work)
-    w = (f.work.pf_gemm_s + f.work.pf_attn_s) / P.mfu
+    w = f.work.pf_gemm_s / P.mfu + f.work.pf_attn_s / 1.0  # attention at its own efficiency (predict's default 1)
     bound = f.work.conc * w / f.work.n_prefill - (f.work.osl - 1.0) * tpot
     assert np.all(ttft >= bound - 1e-9)
     assert bound[3] > 1.0 and ttft[3] < 1.5 * bound[3]
@@ -330,3 +330,19 @@ def test_jalapeno_overhead_is_per_layer_with_a_fan_out_term() -> None:
     assert one.params.t_fixed_s == pytest.approx(36 * pr["t_layer_s"].value)
     assert four.params.t_fixed_s == pytest.approx(36 * pr["t_layer_s"].value * (1 + pr["fanout_kappa"].value * 2))
     assert r1.params.t_fixed_s == pytest.approx(61 * pr["t_layer_s"].value * (1 + pr["fanout_kappa"].value * math.log2(4)))
+
+
+def test_long_context_attention_runs_at_its_own_efficiency_not_the_gemms() -> None:
+    # attention over a long prefix runs at attn_eff of the BF16 peak whatever the prefill GEMMs' efficiency fitted on
+    # 1K-token prompts: a refit that lowers mfu_pf slows the chunk's GEMMs only (it used to scale both)
+    from agentprof.replay.costmodel import prefill_chunk_s, prefill_parts
+
+    d = dep("kimi-k2.5", "b200", "fp4", 4, kv_dtype_bytes=1.0)
+    gemm = d.prefill_gemm_peak_s_per_token * 8192 / 4
+    attn = float(d.prefill_peak_s(8192, 80_000)) - gemm
+    assert attn > 5 * gemm  # a chunk at 80K context is attention-bound
+    for mfu_pf in (0.15, 0.12):
+        p = P.with_(mfu_pf=mfu_pf, attn_eff=0.1)
+        assert float(prefill_parts(d, p, 8192, 80_000)["compute"]) == pytest.approx(gemm / mfu_pf + attn / 0.1)
+        riding = float(prefill_chunk_s(d, p, 8192, 80_000, 0.0, True)) - float(d.comm_s(8192))
+        assert riding == pytest.approx(gemm / mfu_pf + attn / 0.1)

@@ -36,6 +36,12 @@ BENCH_PROMPTS_PER_CLIENT = 10
 at once) [S1-lib benchmark_lib.sh run_benchmark_serving]: the synchronized first wave is one request in ten."""
 
 
+AGENTX_LMCACHE_CPU_BYTES = 2500 * 2**30
+"""The CPU tier of the AgentX LMCache runs: ``lmcache server --l1-size-gb 2500`` [S47 lmcache_command.txt of the B200
+runs; the MI355X LMCache runs are taken to use the same recipe (estimate)]: ~76M tokens of Kimi K2.5's FP8 latent,
+every user's context many times over."""
+
+
 def benchmark_plan(conc: int, isl: float, osl: float, per_client: int, shared_fraction: float = 0.0,
                    spread: float = 0.2, users: int | None = None) -> SessionPlan:
     """``conc`` clients of ``per_client`` requests each, lengths spread uniformly over [(1 − spread) L, L];
@@ -74,13 +80,15 @@ def simulate_point(dep: Deployment, params: Any, conc: int, isl: float, osl: flo
                    shared_fraction: float = 0.0, spread: float = 0.2,
                    stat: Any = np.nanmedian, mem_util: float = MEM_UTIL, per_client: int | None = None,
                    warmup: int = WARMUP, rate_per_s: float | None = None, users: int | None = None,
-                   detail: dict | None = None) -> tuple[float, float, float]:
+                   detail: dict | None = None, cpu_tokens: float = 0.0) -> tuple[float, float, float]:
     """TTFT, TPOT and end-to-end latency (``stat``: median by default) of one benchmark point in the simulation:
     ``per_client`` requests per client (default: enough for ``MIN_REQUESTS``), the first ``warmup`` of each
     client left out. With ``rate_per_s`` the ``conc`` users do not send back to back: requests arrive as a
     Poisson process at that rate (users between calls: tools, thinking), at most ``conc`` in flight, and the
     first ``conc`` requests (the fill) are left out. With ``users`` the ``shared_fraction`` prefix is each
-    user's own and starts cold (the cache decides what hits); ``detail`` receives the simulated hit share."""
+    user's own and starts cold (the cache decides what hits); ``cpu_tokens`` adds an LMCache-style CPU tier of
+    that many tokens (its hits load over the host link); ``detail`` receives the simulated hit shares (``hit_share``:
+    HBM, ``cpu_hit_share``: the CPU tier)."""
     cost = StepCost(dep, params, mem_util, 64e9, 25e9)
     top = int(shared_fraction * isl // 64)
     # the measured hits: one shared prefix starts cached
@@ -89,16 +97,19 @@ def simulate_point(dep: Deployment, params: Any, conc: int, isl: float, osl: flo
         n = max(MIN_REQUESTS, 8 * conc)
         plan = benchmark_plan(n, isl, osl, 1, shared_fraction, spread, users)
         opt = Options(concurrency=conc, replicas=1, budget_tokens=budget, warm_ids=warm,
-                      arrival_rate_per_h=3600.0 * rate_per_s)
+                      arrival_rate_per_h=3600.0 * rate_per_s, cpu_blocks=cpu_tokens / 64)
         eng = Engine(plan, cost, opt).run()
         keep = eng.req_call >= min(conc, n // 4)
     else:
         per_client = per_client or max(2, math.ceil(MIN_REQUESTS / conc))
         plan = benchmark_plan(conc, isl, osl, per_client, shared_fraction, spread, users)
-        eng = Engine(plan, cost, Options(concurrency=conc, replicas=1, budget_tokens=budget, warm_ids=warm)).run()
+        eng = Engine(plan, cost, Options(concurrency=conc, replicas=1, budget_tokens=budget, warm_ids=warm,
+                                         cpu_blocks=cpu_tokens / 64)).run()
         keep = (eng.req_call % per_client) >= min(warmup, per_client - 1)
     if detail is not None:
-        detail["hit_share"] = float(eng.hits[keep].sum() / max(eng.inp[keep].sum(), 1.0))
+        tot = max(eng.inp[keep].sum(), 1.0)
+        detail["hit_share"] = float(eng.hits[keep, 0].sum() / tot)
+        detail["cpu_hit_share"] = float(eng.hits[keep, 1].sum() / tot)
     ttft = (eng.first_t - eng.issue_t)[keep]
     tpot = np.where(eng.out > 1, (eng.done_t - eng.first_t) / np.maximum(eng.out - 1.0, 1.0), np.nan)[keep]
     e2e = (eng.done_t - eng.issue_t)[keep]
@@ -194,7 +205,7 @@ def workload_reuse(df: pl.DataFrame, max_conc: int = 2) -> float:
 
 
 def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None,
-                     prefixes: str = "measured") -> dict[str, Any]:
+                     prefixes: str = "measured", reuse: float | None = None) -> dict[str, Any]:
     """The AgentX Kimi K2.5 trace-replay points through the simulation: ``conc`` users, the measured mean
     prompt and output, requests arriving at the measured request rate (successful requests / duration: users
     spend time on tools and thinking between calls) with at most ``conc`` in flight; mean TTFT and ITL against
@@ -203,7 +214,9 @@ def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | No
     ``prefixes``: ``measured`` puts the point's measured server hit rate in as one shared cached prefix;
     ``private`` gives each user its own prefix of the workload's reuse (:func:`workload_reuse`), starting cold,
     so the simulated KV pool and LRU cache decide the hit rate (reported as ``sim_hit``: the capacity cliff
-    comes out of the simulation instead of going in)."""
+    comes out of the simulation instead of going in). LMCache rows run with private prefixes and the recipe's
+    CPU tier in both modes (:data:`AGENTX_LMCACHE_CPU_BYTES`; their CPU hits are not reported, ``sim_cpu_hit``).
+    ``reuse`` overrides :func:`workload_reuse` (for a subset of the rows that lacks the low-concurrency ones)."""
     if prefixes not in ("measured", "private"):
         raise ValueError(f"prefixes: expected 'measured' or 'private', got {prefixes!r}")
     private = prefixes == "private"
@@ -213,10 +226,15 @@ def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | No
     budgets = load_serving()
     rows = []
     measured = df.filter(pl.col("mean_ttft").is_not_null() & pl.col("mean_itl").is_not_null())
-    reuse = workload_reuse(df)
+    reuse = workload_reuse(df) if reuse is None else reuse
     for r, hw, dep, p, how in deployed_points(measured, fitted, cat, fitted.attn_eff):
         hit = float(r["server_gpu_cache_hit_rate"] or 0.0)
-        if private:
+        # LMCache runs: their CPU hits are not reported, so each user keeps its own prefix of the workload's reuse
+        # in the recipe's CPU tier as well, and the simulated tiers decide what hits where
+        lmcache = str(r.get("offloading")) == "lmcache"
+        own = private or lmcache
+        cpu_tokens = AGENTX_LMCACHE_CPU_BYTES / dep.kv_token_bytes if lmcache else 0.0
+        if own:
             hit = reuse
         budget, _ = budgets.budget_tokens(str(r["framework"]).lower())
         rate, det = None, {}
@@ -225,9 +243,10 @@ def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | No
         ttft, itl, _ = simulate_point(dep, p, int(r["conc"]), float(r["mean_input_tokens"]),
                                       float(r["mean_output_tokens_actual"]), budget, shared_fraction=hit,
                                       spread=0.0, stat=np.nanmean, rate_per_s=rate,
-                                      users=int(r["conc"]) if private else None, detail=det)
+                                      users=int(r["conc"]) if own else None, detail=det, cpu_tokens=cpu_tokens)
         rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(r["conc"]),
                      "hit_rate": float(r["server_gpu_cache_hit_rate"] or 0.0), "sim_hit": det.get("hit_share"),
+                     "sim_cpu_hit": det.get("cpu_hit_share"),
                      "offloading": str(r.get("offloading")), "calibration": how,
                      "meas_ttft": r["mean_ttft"], "pred_ttft": ttft, "meas_itl": r["mean_itl"], "pred_itl": itl})
     t = pl.DataFrame(rows)
@@ -241,6 +260,6 @@ def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | No
                 "median_ape_itl": float(g["a_itl"].median()) if g.height else None}
 
     healthy = t.filter(pl.col("hit_rate") >= HEALTHY_HIT)
-    return {**stats(t), "prefixes": prefixes, "workload_reuse": reuse if private else None,
+    return {**stats(t), "prefixes": prefixes, "workload_reuse": reuse,
             "healthy": stats(healthy), "healthy_conc_le_8": stats(healthy.filter(pl.col("conc") <= 8)),
             "by_hardware": {str(k[0]): stats(g) for k, g in t.group_by("hardware")}, "table": t.to_dicts()}

@@ -251,7 +251,7 @@ class Engine:
         r = Req(call, inst, ids, self.now, float(p.input_tokens[call]), float(p.output_tokens[call]))
         r.prompt_blocks = int(ids.size)
         self._flight(+1)
-        self._push(self.now + self.cost.t0_s, EV_ARRIVE, r)
+        self._push(self.now + self.cost.arrival_s(r.inp), EV_ARRIVE, r)
 
     def _call_done(self, r: Req) -> None:
         self._flight(-1)

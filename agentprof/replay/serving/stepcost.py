@@ -105,6 +105,11 @@ class StepCost:
             prefill_chunk_s(self.dep, self.p, np.full(n, tokens), np.asarray(contexts, dtype=float), share,
                             decoding > 0), (n,))]
 
+    def arrival_s(self, input_tokens: float) -> float:
+        """From issue to the scheduler: the request overhead ``t0`` plus the frontend's tokenization of the prompt
+        (:meth:`agentprof.replay.costmodel.StepParams.request_s`)."""
+        return float(self.p.request_s(input_tokens))
+
     def first_token_s(self, b: int, ctx: float) -> float:
         """The scheduler's polling / streaming interval before the first token (``wait_steps`` decode steps,
         from the serving recipe); waiting for a running step and riding the batch's decode are simulated."""

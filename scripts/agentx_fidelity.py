@@ -1,0 +1,106 @@
+"""Print the AgentX Kimi K2.5 rows of docs/DEVICE_MODEL.md §10.1: the 62 measured points through the serving
+simulation (``agentprof devices check data/inferencex/agentic_kimi_points.csv --simulate``), median APE of mean TTFT
+and mean ITL over all points, the healthy ones (hit >= 0.9), the healthy ones at concurrency <= 8 (the 20 the
+attention efficiency is fitted on), per accelerator, on the cliff (hit < 0.5) with and without LMCache; and the
+per-point ratios with ``--points``.
+
+With ``--baseline REV`` (repeatable) the same figures for git revisions are computed in the same run (a temporary
+worktree of each REV, its own code and fitted.toml), so a change's before and after come from one invocation.
+About 15 s a revision.
+
+    python scripts/agentx_fidelity.py [--baseline REV ...] [--points] [AGENTIC.csv]
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+AGENTIC = "data/inferencex/agentic_kimi_points.csv"
+
+_CHILD = r"""
+import json, sys
+import polars as pl
+from agentprof.catalog.hardware import load_catalog
+from agentprof.replay.agentic import load_agentic
+from agentprof.replay.calibration import load_fitted
+from agentprof.replay.serving.benchpoint import simulate_agentic
+r = simulate_agentic(load_agentic(sys.argv[1]), load_fitted(), load_catalog())
+print(json.dumps({"attn_eff": load_fitted().attn_eff, "table": r["table"]}))
+"""
+
+
+def run(tree: Path, agentic: str) -> dict[str, Any]:
+    """The simulated AgentX table of the code in ``tree`` (a subprocess, so each revision imports its own code)."""
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(ROOT / agentic)], cwd=tree, capture_output=True,
+                         text=True, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def slices(table: list[dict[str, Any]]) -> dict[str, tuple[float | None, float | None, int]]:
+    import numpy as np
+
+    def med(rows: list[dict[str, Any]]) -> tuple[float | None, float | None, int]:
+        if not rows:
+            return None, None, 0
+        t = [abs(r["pred_ttft"] - r["meas_ttft"]) / r["meas_ttft"] for r in rows]
+        i = [abs(r["pred_itl"] - r["meas_itl"]) / r["meas_itl"] for r in rows]
+        return float(np.median(t)), float(np.median(i)), len(rows)
+
+    healthy = [r for r in table if r["hit_rate"] >= 0.9]
+    cliff = [r for r in table if r["hit_rate"] < 0.5]
+    return {
+        "all": med(table), "healthy (hit ≥ 0.9)": med(healthy),
+        "healthy, conc ≤ 8": med([r for r in healthy if r["conc"] <= 8]),
+        "B200": med([r for r in table if r["hardware"] == "b200"]),
+        "MI355X": med([r for r in table if r["hardware"] == "mi355x"]),
+        "cliff (hit < 0.5), LMCache": med([r for r in cliff if r.get("offloading") == "lmcache"]),
+        "cliff (hit < 0.5), no offload": med([r for r in cliff if r.get("offloading") != "lmcache"]),
+    }
+
+
+def pct(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:.1f} %"
+
+
+def main(argv: list[str]) -> None:
+    points = "--points" in argv
+    baselines = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--baseline"]
+    rest = [a for i, a in enumerate(argv) if not a.startswith("--") and (i == 0 or argv[i - 1] != "--baseline")]
+    agentic = rest[0] if rest else AGENTIC
+    results = {}
+    for rev in baselines:
+        with tempfile.TemporaryDirectory() as d:
+            wt = Path(d) / "base"
+            subprocess.run(["git", "worktree", "add", "--detach", str(wt), rev], cwd=ROOT, check=True,
+                           capture_output=True)
+            try:
+                results[f"at {rev}"] = run(wt, agentic)
+            finally:
+                subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=ROOT, capture_output=True)
+    results["after (this checkout)"] = run(ROOT, agentic)
+    names = list(slices(next(iter(results.values()))["table"]))
+    print("| | " + " | ".join(names) + " |")
+    print("|---" * (len(names) + 1) + "|")
+    for label, res in results.items():
+        s = slices(res["table"])
+        cells = [f"{pct(s[n][0])} / {pct(s[n][1])} ({s[n][2]})" for n in names]
+        print(f"| {label}, eta {res['attn_eff']:.2f} | " + " | ".join(cells) + " |")
+    if points:
+        print("\n| hw | tp | conc | offload | hit | sim HBM / CPU hit | TTFT meas → pred | ITL meas → pred |")
+        print("|---|---|---|---|---|---|---|---|")
+        for r in sorted(results["after (this checkout)"]["table"],
+                        key=lambda r: (r["hardware"], r["tp"], str(r.get("offloading")), r["conc"], r["hit_rate"])):
+            sim = "—" if r.get("sim_hit") is None else f"{r['sim_hit']:.2f} / {r.get('sim_cpu_hit') or 0:.2f}"
+            print(f"| {r['hardware']} | {r['tp']} | {r['conc']} | {r.get('offloading')} | {r['hit_rate']:.3f} | {sim} | "
+                  f"{r['meas_ttft']:.3g} → {r['pred_ttft']:.3g} s ({r['pred_ttft'] / r['meas_ttft']:.2f}×) | "
+                  f"{1e3 * r['meas_itl']:.1f} → {1e3 * r['pred_itl']:.1f} ms ({r['pred_itl'] / r['meas_itl']:.2f}×) |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,114 @@
+"""The AgentX Kimi K2.5 deployments as their runs logged them: FP8 KV and the frontend's tokenization time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from agentprof.catalog import CatalogError
+from agentprof.catalog.hardware import load_catalog
+from agentprof.catalog.kvcache import kv_bytes, tokenize_s_per_token
+from agentprof.replay.agentic import deployed_points, load_agentic
+from agentprof.replay.calibration import load_fitted
+from agentprof.replay.costmodel import Deployment, StepParams, call_times
+from agentprof.replay.serving.benchpoint import simulate_point
+from agentprof.replay.serving.stepcost import StepCost
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENTIC = ROOT / "data" / "inferencex" / "agentic_kimi_points.csv"
+CAT = load_catalog()
+
+
+@pytest.mark.parametrize("hw", ["b200", "mi355x"])
+def test_vllm_kimi_kv_is_fp8_as_the_servers_logged(hw: str) -> None:
+    # the runs' vllm_command.txt set --kv-cache-dtype fp8; the B200 TP4 server logged 17.16 GiB of KV memory for
+    # 524,480 tokens, the MI355X TP4 one 119.18 GiB for 3,642,081 tokens: 35,136 B per token on every GPU
+    # (61 layers x 576 latent elements x 1 B, the MLA latent replicated on each TP rank)
+    b, src = kv_bytes("vllm", "kimi-k2.5", hw)
+    assert b == 1 and "S47" in src
+    dep = Deployment(CAT.models["kimi-k2.5"], CAT.accelerators[hw], "fp4", 4, kv_dtype_bytes=b)
+    per_gpu = dep.kv_token_bytes / dep.kv_divisor
+    assert per_gpu == 35136
+    for gib, tokens in ((17.16, 524_480), (119.18, 3_642_081)):
+        assert gib * 2**30 / tokens == pytest.approx(per_gpu, rel=2e-3)
+    # SGLang DeepSeek on B200 keeps its own recipe's FP8; an unlisted pairing stays BF16
+    assert kv_bytes("vllm", "kimi-k2.5", "h100")[0] == 2
+
+
+def test_every_agentx_deployment_uses_the_logged_kv_dtype_and_tokenizer() -> None:
+    df = load_agentic(AGENTIC)
+    got = list(deployed_points(df, load_fitted(), CAT, 0.5))
+    assert len(got) == df.filter(pl.col("framework").is_not_null()).height >= 60
+    tok, src = tokenize_s_per_token("vllm", "kimi-k2.5")
+    assert tok == pytest.approx(308e-3 / 80_000) and "S48" in src
+    for _, _, dep, p, _ in got:
+        assert dep.kv_dtype_bytes == 1 and p.t_tok_s == tok
+    assert tokenize_s_per_token("sglang", "deepseek-r1")[0] == 0.0
+
+
+def test_tokenization_is_paid_per_prompt_token_before_the_scheduler() -> None:
+    # the frontend tokenizes the whole prompt, the cached prefix included: TTFT grows by t_tok x input tokens
+    # whatever the cache holds, in the equations and in the simulation alike
+    dep = Deployment(CAT.models["kimi-k2.5"], CAT.accelerators["b200"], "fp4", 8, kv_dtype_bytes=1)
+    p0 = StepParams(t_fixed_s=0.006, mbu=0.7, mfu=0.33, t0_s=0.08, t_req_s=0.004, mfu_pf=0.15, attn_eff=0.7)
+    tok = 308e-3 / 80_000
+    p1 = p0.with_(t_tok_s=tok)
+    inp, cached, out = np.array([80_000.0, 80_000.0]), np.array([76_000.0, 0.0]), np.array([500.0, 500.0])
+    d = call_times(dep, p1, inp, cached, out).ttft_s - call_times(dep, p0, inp, cached, out).ttft_s
+    assert d == pytest.approx([0.308, 0.308], abs=1e-9)
+    assert float(p1.request_s(80_000)) == pytest.approx(0.08 + 0.308)
+    assert StepCost(dep, p1, 0.9, 64e9, 25e9).arrival_s(80_000) == pytest.approx(0.388)
+    # one client, one request at a time: the simulated first token moves by the same 0.308 s
+    t0, _, _ = simulate_point(dep, p0, 1, 80_000, 500, 8192, shared_fraction=0.95, spread=0.0, per_client=3)
+    t1, _, _ = simulate_point(dep, p1, 1, 80_000, 500, 8192, shared_fraction=0.95, spread=0.0, per_client=3)
+    assert t1 - t0 == pytest.approx(0.308, abs=1e-6)
+
+
+def test_a_tokenize_entry_without_a_source_is_one_clear_error(tmp_path: Path, monkeypatch) -> None:
+    from agentprof.catalog import kvcache
+
+    bad = tmp_path / "scheduling.toml"
+    bad.write_text('[[tokenize]]\nframework = "vllm"\nmodel = "kimi-k2.5"\ns_per_token = 3e-6\n')
+    monkeypatch.setattr(kvcache, "SCHED_PATH", bad)
+    kvcache._tokenize_entries.cache_clear()
+    try:
+        with pytest.raises(CatalogError, match=r"tokenize\[0\]\.s_per_token"):
+            kvcache.tokenize_s_per_token("vllm", "kimi-k2.5")
+    finally:
+        kvcache._tokenize_entries.cache_clear()
+
+
+def test_lmcache_rows_get_the_recipes_cpu_tier_and_it_serves_the_users_contexts() -> None:
+    # B200 TP4, 12 users, LMCache: the HBM pool holds ~5 of the users' ~92K-token contexts, so the GPU hit rate
+    # collapses (measured 0.0005); the recipe's 2,500 GB CPU tier holds them all, and its hits (not reported by the
+    # run) load over PCIe instead of being prefilled again. The same row without the tier recomputes them.
+    from agentprof.replay.serving.benchpoint import AGENTX_LMCACHE_CPU_BYTES, simulate_agentic, workload_reuse
+
+    df = load_agentic(AGENTIC)
+    row = df.filter((pl.col("hw") == "b200-dgxc") & (pl.col("tp") == 4) & (pl.col("conc") == 12)
+                    & (pl.col("offloading") == "lmcache"))
+    assert row.height == 1
+    fitted, reuse = load_fitted(), workload_reuse(df)
+    with_tier = simulate_agentic(row, fitted, reuse=reuse)["table"][0]
+    without = simulate_agentic(row.with_columns(pl.lit("none").alias("offloading")), fitted, prefixes="private",
+                               reuse=reuse)["table"][0]
+    assert AGENTX_LMCACHE_CPU_BYTES / 35136 > 64 * 150_000  # every user's context, many times over
+    assert with_tier["sim_hit"] < 0.2 and with_tier["sim_cpu_hit"] > 0.5
+    assert without["sim_cpu_hit"] == 0.0
+    assert with_tier["pred_ttft"] < 0.5 * without["pred_ttft"]
+
+
+def test_a_fitted_file_from_before_attention_had_its_own_efficiency_is_refused(tmp_path: Path) -> None:
+    # attn_eff used to scale each group's prefill GEMM efficiency (0.53 meant ~7 % of the peak); read as a fraction
+    # of the BF16 peak it would make attention 6x faster, so an old file is one clear error asking for a refit
+    from agentprof.replay.calibration import FITTED_PATH, load_fitted
+
+    text = FITTED_PATH.read_text()
+    assert 'attn_eff_basis = "bf16_peak"' in text and 0.02 < load_fitted().attn_eff < 0.5
+    old = tmp_path / "fitted.toml"
+    old.write_text(text.replace('attn_eff_basis = "bf16_peak"\n', ""))
+    with pytest.raises(CatalogError, match=r"global\.attn_eff_basis.*refit"):
+        load_fitted(str(old))
