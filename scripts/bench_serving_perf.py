@@ -85,9 +85,10 @@ def run_child(src: Path, code: str, *args: str) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def report_run(src: Path, folder: Path, out: Path) -> dict:
-    """``agentprof report`` in a child: wall and CPU seconds, and the page's digest without its time stamp."""
-    env = dict(os.environ, PYTHONPATH=str(src))
+def report_run(src: Path, folder: Path, out: Path, extra_env: dict[str, str] | None = None) -> dict:
+    """``agentprof report`` in a child: wall and CPU seconds (and the system part), and the page's digest
+    without its time stamp."""
+    env = dict(os.environ, PYTHONPATH=str(src), **(extra_env or {}))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     p = subprocess.run([sys.executable, "-c", "import sys; from agentprof.cli import main; sys.exit(main())",
@@ -99,7 +100,8 @@ def report_run(src: Path, folder: Path, out: Path) -> dict:
         raise SystemExit(f"report failed ({src}):\n{p.stderr[-3000:]}")
     page = re.sub(rb'"generated":"[^"]*"', b"", out.read_bytes())
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"report_s": dt, "report_cpu_s": cpu, "digest": hashlib.sha256(page).hexdigest()}
+    return {"report_s": dt, "report_cpu_s": cpu, "report_sys_s": after.ru_stime - before.ru_stime,
+            "digest": hashlib.sha256(page).hexdigest()}
 
 
 def main() -> None:
@@ -113,6 +115,9 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", default="/tmp/agentprof-bench-serving")
+    ap.add_argument("--hugepages-side", action="store_true",
+                    help="report: also this checkout with numpy's huge-page advice forced on (NUMPY_MADVISE_HUGEPAGE=1), "
+                         "to separate that setting (agentprof/hugepages.py) from the code changes")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
     folder = Path(args.dir) / f"kvct-{args.traces}"
@@ -124,17 +129,22 @@ def main() -> None:
         (Path(tmp) / "old").mkdir()
         old = extract(args.baseline, Path(tmp) / "old")
         sides = {"before": old, "after": ROOT}
+        if args.hugepages_side:
+            sides["after, huge pages on"] = ROOT
         for k in range(args.repeat):
             for name in ("serving", "sweep", "report"):
                 if name not in only:
                     continue
                 for side, src in sides.items():
+                    if side not in ("before", "after") and name != "report":
+                        continue
                     if name == "serving":
                         r = run_child(src, SERVING, str(folder))
                     elif name == "sweep":
                         r = run_child(src, SWEEP, str(args.calls), str(ROOT / "tests"))
                     else:
-                        r = report_run(src, folder, Path(tmp) / f"{side}.html")
+                        r = report_run(src, folder, Path(tmp) / f"{side.split(',')[0]}.html",
+                                       {"NUMPY_MADVISE_HUGEPAGE": "1"} if "huge" in side else None)
                     r["load"] = os.getloadavg()[0]
                     results.setdefault(name, {}).setdefault(side, []).append(r)
                     shown = {x: (round(v, 2) if isinstance(v, float) else v) for x, v in r.items() if x != "digest"}
@@ -145,8 +155,9 @@ def main() -> None:
         keys = [x for x in by_side["after"][0] if x.endswith("_s")]
         for x in keys:
             b = statistics.median(r[x] for r in by_side["before"])
-            a = statistics.median(r[x] for r in by_side["after"])
-            print(f"  {x}: before {b:.2f}, after {a:.2f} (median of {len(by_side['after'])}; {b / a:.2f}x)")
+            for side in [s for s in by_side if s != "before"]:
+                a = statistics.median(r[x] for r in by_side[side])
+                print(f"  {x}: before {b:.2f}, {side} {a:.2f} (median of {len(by_side[side])}; {b / a:.2f}x)")
         loads = [r["load"] for rs in by_side.values() for r in rs]
         print(f"  load average during: {min(loads):.1f}-{max(loads):.1f}")
     print(json.dumps(results))

@@ -21,7 +21,11 @@ def cluster_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def load(paths: tuple[str, ...], workers: int | None, scheduler: str | None, skip_bad_lines: bool = False,
          progress: bool = False) -> Any:
     """The inputs as one trace: imported on the cluster when one is asked for (then assembled here, the same
-    trace as a local import), else locally."""
+    trace as a local import), else locally. The commands that load traces here work on large arrays: numpy's
+    huge-page advice is turned off for them (:mod:`agentprof.hugepages`)."""
+    from agentprof.hugepages import avoid_numpy_hugepages
+
+    avoid_numpy_hugepages()
     if workers or scheduler:
         from agentprof.distributed.run import load_partitioned
 

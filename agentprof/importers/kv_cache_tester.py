@@ -29,9 +29,9 @@ Mapping (see ``docs/IMPORTING.md``):
   (``execute_tool unrecorded``) for the tools' execution after a ``tool_use`` response, an ``idle`` wait for
   such a gap of at least ``IDLE_GAP_S``.
 
-The common case (files without sub-agents) is parsed by polars' JSON reader straight into Arrow lists, close to
-raw JSON-parse speed; files with sub-agents, and files polars rejects (to locate the error), go through
-``json``.
+The common case (files without sub-agents) is parsed by polars' JSON reader, with each ``hash_ids`` list read as
+a delta of the previous request's (:mod:`.kvct_hash_ids`: only the new ids are parsed); files with sub-agents,
+and files polars rejects (to locate the error), go through ``json``.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from agentprof.errors import TraceFormatError
 from agentprof.importers import plausibility
 from agentprof.importers.context import ImportContext
 from agentprof.importers.jsonl import read_bytes
+from agentprof.importers.kvct_hash_ids import split_hash_ids
 from agentprof.importers.providers import provider_for_model
 from agentprof.trace import waits
 from agentprof.trace.schema import SCHEMA, Trace, TraceMeta
@@ -70,6 +71,8 @@ _FILE = {
     "tool_tokens": pl.Int64, "system_tokens": pl.Int64, "requests": pl.List(_REQUEST),
     "_start_ts": pl.Utf8,  # the conversation's wall-clock start (ISO 8601), in some builder versions' files
 }
+_FILE_ORDINALS = {**_FILE, "requests": pl.List(pl.Struct({**_REQUEST.to_schema(), "hash_ids": pl.Int64}))}
+"""As :data:`_FILE`, with each ``hash_ids`` list replaced by its ordinal (:mod:`.kvct_hash_ids`)."""
 # flat request table: one row per request of every session
 _FLAT = {
     "sess": pl.Int64, "idx": pl.Int64, "t": pl.Float64, "type": pl.Utf8, "model": pl.Utf8, "in": pl.Int64,
@@ -245,10 +248,12 @@ _Item = tuple[str, bytes, int, str, "int | None"]  # path, document, file number
 
 def _polars_files(items: list[_Item], sessions: _Sessions) -> pl.DataFrame | None:
     """Parse sub-agent-free documents in one polars call; ``None`` if polars rejects the batch."""
-    buf = b"\n".join(raw if b"\n" not in raw.strip() else json.dumps(json.loads(raw)).encode()
-                     for _, raw, _, _, _ in items)
+    raws = [raw if b"\n" not in raw.strip() else json.dumps(json.loads(raw)).encode() for _, raw, _, _, _ in items]
+    split = split_hash_ids(raws)
+    buf = b"\n".join(raws if split is None else split.docs)
+    del raws
     try:
-        df = pl.read_ndjson(io.BytesIO(buf), schema=_FILE)
+        df = pl.read_ndjson(io.BytesIO(buf), schema=_FILE if split is None else _FILE_ORDINALS)
     except Exception:  # polars raises several error types for malformed JSON or mistyped fields
         return None
     if df.height != len(items):
@@ -268,6 +273,8 @@ def _polars_files(items: list[_Item], sessions: _Sessions) -> pl.DataFrame | Non
     flat = (df.select(pl.int_range(first_sess, first_sess + df.height, dtype=pl.Int64).alias("sess"), "requests")
             .explode("requests").filter(pl.col("requests").is_not_null()).unnest("requests")
             .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("sess").alias("idx")))
+    if split is not None:
+        flat = flat.with_columns(split.lists(flat.get_column("hash_ids")))
     return flat.select(list(_FLAT))
 
 
@@ -546,7 +553,7 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
         "attributes": pl.Series(attrs, dtype=pl.Utf8),
         "_sess": f.get_column("sess"), "_order": (f.get_column("idx") * 2 + 1),
     })
-    w = _classify_gaps(f.with_columns(pl.col("stop").shift(1).over("sess").alias("prev_stop"))
+    w = _classify_gaps(f.drop("hash_ids").with_columns(pl.col("stop").shift(1).over("sess").alias("prev_stop"))
                        .filter(pl.col("think_time").is_not_null() & (pl.col("think_time") > 0)))
     wait_spans = pl.DataFrame({
         "trace_id": w.get_column("trace_id"),

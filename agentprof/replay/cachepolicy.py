@@ -119,8 +119,8 @@ def _max_line_blocks(keys: np.ndarray, cb: CallBlocks) -> int:
     idx = [fresh, *(np.arange(cb.offsets[x], cb.offsets[x] + lcp[x]) for x in other.tolist())]
     pos = np.concatenate(idx) if len(idx) > 1 else fresh
     call = np.searchsorted(cb.offsets, pos, side="right") - 1
-    df = pl.DataFrame({"line": line[call], "key": keys[pos]}).unique()
-    return int(df.group_by("line").len().get_column("len").max())
+    df = pl.DataFrame({"line": line[call], "key": keys[pos]})
+    return int(df.group_by("line").agg(pl.col("key").n_unique()).get_column("key").max())
 
 
 class PrefixIndex:

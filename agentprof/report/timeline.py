@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from agentprof import semconv as sc
@@ -147,44 +148,66 @@ def _aggregate(cols: dict[str, list[Any]], budget: int, extent_us: int) -> dict[
     A merged span covers its run and takes the kind that fills most of it. Returns the number of original
     spans behind each merged span (by position in the new columns). The resolution starts at
     ``extent / budget`` (so a single row could keep ``budget`` spans) and doubles until the budget holds (or
-    every row is one span).
+    every row is one span). The columns (integers) are sorted by (start, row); each round walks them row by
+    row (one greedy pass), and the kept spans' row-major order is the next round's, so only they are re-sorted.
     """
     res = max(1, extent_us // max(1, budget))
-    counts = [1] * len(cols["start"])
-    while len(cols["start"]) > budget and res <= 2 * extent_us + 2:
-        by_row: dict[int, list[int]] = defaultdict(list)
-        for i, r in enumerate(cols["row"]):
-            by_row[r].append(i)
+    n = len(cols["start"])
+    if n <= budget:
+        return {}
+    arr = {k: np.asarray(v, dtype=np.int64) for k, v in cols.items()}
+    counts = np.ones(n, dtype=np.int64)
+    order = np.lexsort((arr["start"], arr["row"]))  # each row's spans by start (ties in column order)
+    while n > budget and res <= 2 * extent_us + 2:
+        start, dur, row, kind = (arr[k].tolist() for k in ("start", "dur", "row", "kind"))
+        cnt = counts.tolist()
         keep: list[int] = []
-        new_end: dict[int, int] = {}
-        new_count: dict[int, int] = {}
-        kind_time: dict[int, dict[int, int]] = {}
-        for idx in by_row.values():
-            idx.sort(key=lambda i: cols["start"][i])
-            cur = -1
-            for i in idx:
-                s, e = cols["start"][i], cols["start"][i] + cols["dur"][i]
-                k, w = cols["kind"][i], max(1, cols["dur"][i])
-                if cur >= 0 and e - cols["start"][cur] <= res and s - new_end[cur] <= res:
-                    new_end[cur] = max(new_end[cur], e)
-                    new_count[cur] += counts[i]
-                    kt = kind_time.setdefault(cur, {cols["kind"][cur]: max(1, cols["dur"][cur])})
-                    kt[k] = kt.get(k, 0) + w
-                    continue
-                cur = i
-                keep.append(i)
-                new_end[i] = e
-                new_count[i] = counts[i]
-        keep.sort(key=lambda i: (cols["start"][i], cols["row"][i]))
-        merged = {k: [v[i] for i in keep] for k, v in cols.items()}
-        merged["dur"] = [new_end[i] - cols["start"][i] for i in keep]
-        merged["kind"] = [max(kind_time[i].items(), key=lambda kv: kv[1])[0] if i in kind_time else cols["kind"][i]
-                          for i in keep]
-        counts = [new_count[i] for i in keep]
-        cols.clear()
-        cols.update(merged)
+        ends: list[int] = []
+        merged: list[int] = []
+        kinds: list[int] = []
+        kind_time: dict[int, int] | None = None  # the current run's time per kind, once it has merged a span
+        cur_row = -1
+        cur_start = cur_end = 0
+        for i in order.tolist():
+            s = start[i]
+            e = s + dur[i]
+            r = row[i]
+            if keep and r == cur_row and e - cur_start <= res and s - cur_end <= res:
+                cur_end = max(cur_end, e)
+                merged[-1] += cnt[i]
+                if kind_time is None:
+                    kind_time = {kind[keep[-1]]: max(1, dur[keep[-1]])}
+                k = kind[i]
+                kind_time[k] = kind_time.get(k, 0) + max(1, dur[i])
+                continue
+            if keep:
+                ends.append(cur_end)
+                kinds.append(_main_kind(kind_time, kind[keep[-1]]))
+            cur_row, cur_start, cur_end, kind_time = r, s, e, None
+            keep.append(i)
+            merged.append(cnt[i])
+        ends.append(cur_end)
+        kinds.append(_main_kind(kind_time, kind[keep[-1]]))
+        kept = np.asarray(keep, dtype=np.int64)
+        # the kept spans by (start, row); ties keep their row-major order
+        final = np.lexsort((arr["row"][kept], arr["start"][kept]))
+        src = kept[final]
+        arr = {k: v[src] for k, v in arr.items()}
+        arr["dur"] = np.asarray(ends, dtype=np.int64)[final] - arr["start"]
+        arr["kind"] = np.asarray(kinds, dtype=np.int64)[final]
+        counts = np.asarray(merged, dtype=np.int64)[final]
+        n = src.size
+        order = np.empty(n, dtype=np.int64)  # where each kept span, taken row-major, now stands
+        order[final] = np.arange(n, dtype=np.int64)
         res *= 2
-    return {i: c for i, c in enumerate(counts) if c > 1}
+    cols.clear()
+    cols.update({k: v.tolist() for k, v in arr.items()})
+    return {i: c for i, c in enumerate(counts.tolist()) if c > 1}
+
+
+def _main_kind(kind_time: dict[int, int] | None, own: int) -> int:
+    """The kind that fills most of a merged run (the first of equals), or the span's own if nothing merged."""
+    return own if kind_time is None else max(kind_time.items(), key=lambda kv: kv[1])[0]
 
 
 def build_timeline(spans: pl.DataFrame, max_spans: int = DEFAULT_MAX_SPANS, include_text: bool = False) -> dict[str, Any]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import polars as pl
+import copy
+import random
 
-from agentprof.report.timeline import build_timeline, session_table, span_depths
+import polars as pl
+import pytest
+
+from agentprof.report.timeline import _aggregate, build_timeline, session_table, span_depths
 
 from .report_support import SEC, T0, make_trace, span, synthetic_session
 
@@ -121,3 +125,49 @@ def test_nested_sessions_are_labelled_by_their_own_part_of_the_id():
     got = [(s.label, s.role) for s in session_table(make_trace(recs).spans)]
     assert got == [("coder · main-1", "main"), ("helper · other", "subagent"), ("compact-1", "compaction"),
                    ("agent-7", "subagent")]
+
+
+def _aggregate_reference(cols: dict[str, list[int]], budget: int, extent_us: int) -> dict[int, int]:
+    """The merge rule spelled out row by row (the plain loop ``_aggregate`` must equal)."""
+    res = max(1, extent_us // max(1, budget))
+    counts = [1] * len(cols["start"])
+    while len(cols["start"]) > budget and res <= 2 * extent_us + 2:
+        rows: dict[int, list[int]] = {}
+        for i, r in enumerate(cols["row"]):
+            rows.setdefault(r, []).append(i)
+        runs: list[tuple[int, int, int, dict[int, int]]] = []  # (first span, end, count, time per kind)
+        for idx in rows.values():
+            idx.sort(key=lambda i: cols["start"][i])
+            for i in idx:
+                s, d, k = cols["start"][i], cols["dur"][i], cols["kind"][i]
+                if runs and cols["row"][runs[-1][0]] == cols["row"][i] and s + d - cols["start"][runs[-1][0]] <= res \
+                        and s - runs[-1][1] <= res:
+                    first, end, n, kt = runs[-1]
+                    kt[k] = kt.get(k, 0) + max(1, d)
+                    runs[-1] = (first, max(end, s + d), n + counts[i], kt)
+                else:
+                    runs.append((i, s + d, counts[i], {k: max(1, d)}))
+        runs.sort(key=lambda run: (cols["start"][run[0]], cols["row"][run[0]]))
+        new = {c: [v[run[0]] for run in runs] for c, v in cols.items()}
+        new["dur"] = [end - cols["start"][first] for first, end, _, _ in runs]
+        new["kind"] = [max(kt.items(), key=lambda kv: kv[1])[0] for _, _, _, kt in runs]
+        counts = [n for _, _, n, _ in runs]
+        cols.clear()
+        cols.update(new)
+        res *= 2
+    return {i: c for i, c in enumerate(counts) if c > 1}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_aggregation_equals_the_rule_spelled_out(seed):
+    # random spans with ties in start, zero durations and several kinds, at budgets that need 1 to many rounds
+    rnd = random.Random(seed)
+    n = rnd.choice([50, 400, 3000])
+    start = sorted(rnd.choice([rnd.randrange(0, 10_000), rnd.randrange(0, 50)]) for _ in range(n))
+    cols = {"start": start, "dur": [rnd.choice([0, rnd.randrange(1, 400)]) for _ in range(n)],
+            "row": [rnd.randrange(0, 12) for _ in range(n)], "kind": [rnd.randrange(0, 4) for _ in range(n)],
+            "name": [rnd.randrange(0, 9) for _ in range(n)], "src": list(range(n))}
+    for budget in (n + 1, n // 2, n // 10, 3, 1):
+        a, b = copy.deepcopy(cols), copy.deepcopy(cols)
+        assert _aggregate(a, budget, 10_400) == _aggregate_reference(b, budget, 10_400)
+        assert a == b
