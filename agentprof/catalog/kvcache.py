@@ -71,7 +71,7 @@ def wait_steps(framework: str, model: str, hardware: str | None = None, conc: fl
     """(decode steps a new request waits for the scheduler on average, source) for ``framework`` at ``conc``."""
     eng = engine(framework)
     for fw, mk, hw, lo, val, src in _wait_entries():
-        if fw == eng and mk == model and (hw is None or hw == hardware) and conc >= lo:
+        if fw in (framework.lower(), eng) and mk == model and (hw is None or hw == hardware) and conc >= lo:
             return val, src
     return 0.0, "default: no scheduling interval in the recipe"
 

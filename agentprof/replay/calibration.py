@@ -38,9 +38,13 @@ METHOD = ("hierarchical regularized least squares (Levenberg-Marquardt, scipy.op
 
 # prior means (natural units) and log-space widths for the top level
 PRIOR_MEAN = {"tau_s": 80e-6, "kappa": 0.05, "mbu": 0.75, "mfu": 0.35, "t0_s": 0.02, "q": 1.0, "t_req_s": 0.01,
-              "accept": 1.8, "mfu_pf": 0.2}
+              "accept": 1.8, "mfu_pf": 0.2, "handoff": 3.0}
+"""``handoff`` (estimate): the fewest decode-engine iterations a disaggregated request's first token can wait for
+after its KV arrives: the transfer is noticed by a poll at a step boundary (half a step on average), the request
+joins the next batch (one step) and, under the overlap scheduler both SGLang and TRT-LLM run, its output is
+processed one step later; ≈ 3, with a wide prior (docs/DEVICE_MODEL.md §2.2)."""
 PRIOR_MEAN_AMD = {"mbu": 0.6}
-PRIOR_SD = np.array([0.8, 1.5, 1.0, 0.15, 1.5, 0.5, 1.5, 0.5, 0.3])
+PRIOR_SD = np.array([0.8, 1.5, 1.0, 0.15, 1.5, 0.5, 1.5, 0.5, 0.3, 1.0])
 LEVEL_SD_SCALE = {"family": 1.0, "hardware": 1.0, "group": 1.0, "layout": 0.7}
 W_TPOT, W_TTFT, W_E2E = 1.0, 0.5, 0.5
 LEVELS = ("family", "hardware", "group", "layout")
@@ -48,16 +52,16 @@ LEVELS = ("family", "hardware", "group", "layout")
 
 def to_x(theta: np.ndarray) -> np.ndarray:
     """Natural parameters → unconstrained fit space (log, logit for efficiencies, log(a−1) for acceptance)."""
-    tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf = theta
+    tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf, handoff = theta
     return np.array([math.log(tau), math.log(kappa), math.log(mbu / (1 - mbu)), math.log(mfu / (1 - mfu)),
                      math.log(t0), math.log(q), math.log(treq), math.log(max(acc - 1.0, 1e-3)),
-                     math.log(mfu_pf / (1 - mfu_pf))])
+                     math.log(mfu_pf / (1 - mfu_pf)), math.log(handoff)])
 
 
 def from_x(x: np.ndarray) -> np.ndarray:
     e = np.exp(np.clip(x, -40, 40))
     return np.array([e[0], e[1], 1 / (1 + 1 / e[2]), 1 / (1 + 1 / e[3]), e[4], e[5], e[6], 1.0 + e[7],
-                     1 / (1 + 1 / e[8])])
+                     1 / (1 + 1 / e[8]), e[9]])
 
 
 def step_params(theta: np.ndarray, layers: float, gpus: int, accept: float | None = None) -> StepParams:
@@ -133,6 +137,27 @@ def is_disaggregated(framework: str) -> bool:
     return f.startswith("dynamo") or "disagg" in f
 
 
+def borrowed_handoff(fitted: Fitted, key: PointKey) -> float:
+    """The hand-off (decode steps, :data:`PRIOR_MEAN` ``handoff``) for a disaggregated configuration whose own
+    stack was never fitted: the points-weighted geometric mean over the fitted disaggregated groups of the same
+    model on the same serving engine (``dynamo-sglang`` and ``sglang-disagg`` both run SGLang's decode
+    scheduler), else the prior. An aggregated sibling never hands a request over, and the fitted stacks take
+    6-27 steps: borrowing across models did worse when whole groups were held out, across engines it only
+    cancelled other errors (docs/DEVICE_MODEL.md §3). The count is the engine's; the time comes from the
+    configuration's own decode step."""
+    from agentprof.replay.points import _framework_base
+
+    base = _framework_base(key.framework)
+    use = [e for e in fitted.entries["group"].values()
+           if is_disaggregated(e.attrs.get("framework", "")) and e.attrs.get("model") == key.model
+           and _framework_base(e.attrs.get("framework", "")) == base]
+    if not use:
+        return PRIOR_MEAN["handoff"]
+    w = np.array([max(e.points, 1) for e in use], dtype=float)
+    h = np.array([e.param("handoff") for e in use])
+    return float(np.exp(np.sum(w * np.log(h)) / np.sum(w)))
+
+
 def _match_score(a: PointKey, e: FitEntry) -> float:
     from agentprof.replay.points import _framework_base
 
@@ -167,11 +192,19 @@ def nearest_group(fitted: Fitted, key: PointKey) -> FitEntry | None:
     return best
 
 
+ACCEPT, HANDOFF = PARAMS.index("accept"), PARAMS.index("handoff")
+
+
+def _fixed_terms(f: Features) -> list[int]:
+    """Terms the points of a unit cannot inform, held at their prior: MTP acceptance without MTP points, the
+    disaggregated hand-off without disaggregated points."""
+    return ([] if f.mtp.any() else [ACCEPT]) + ([] if f.disagg.any() else [HANDOFF])
+
+
 def _residuals(f: Features, idx: np.ndarray, x: np.ndarray, mu: np.ndarray, sd: np.ndarray,
-               fixed_accept: bool, attn_eff: float) -> np.ndarray:
+               fixed: list[int], attn_eff: float) -> np.ndarray:
     xx = x.copy()
-    if fixed_accept:
-        xx[7] = mu[7]
+    xx[fixed] = mu[fixed]
     theta = np.tile(from_x(xx), (idx.size, 1))
     sub = f.subset(idx) if idx.size != len(f) else f
     ttft, tpot, e2e = predict(sub, theta, attn_eff)
@@ -183,8 +216,7 @@ def _residuals(f: Features, idx: np.ndarray, x: np.ndarray, mu: np.ndarray, sd: 
         r[~np.isfinite(pred) | (pred <= 0)] = 10.0
         parts.append(math.sqrt(w) * r)
     prior = (x - mu) / sd
-    if fixed_accept:
-        prior[7] = 0.0
+    prior[fixed] = 0.0
     parts.append(prior)
     return np.concatenate(parts)
 
@@ -192,11 +224,10 @@ def _residuals(f: Features, idx: np.ndarray, x: np.ndarray, mu: np.ndarray, sd: 
 def _fit_unit(f: Features, idx: np.ndarray, mu_theta: np.ndarray, sd: np.ndarray, attn_eff: float) -> np.ndarray:
     mu = to_x(mu_theta)
     sub = f.subset(idx)
-    fixed = not bool(sub.mtp.any())
+    fixed = _fixed_terms(sub)
     x = least_squares(lambda x: _residuals(sub, np.arange(idx.size), x, mu, sd, fixed, attn_eff), mu.copy(),
                       method="lm").x
-    if fixed:
-        x[7] = mu[7]
+    x[fixed] = mu[fixed]
     return from_x(x)
 
 
@@ -317,7 +348,9 @@ def to_toml(fitted: Fitted) -> str:
              "# Every number below comes from the fit described in [provenance] (data file, its SHA-256, date,",
              "# method); units: tau_s seconds per layer per decode step, t0_s / t_req_s seconds, mbu / mfu",
              "# fractions of peak bandwidth / compute, kappa growth of the step overhead per doubling of GPUs,",
-             "# q prefill-queueing factor, accept tokens per step (speculative decoding; 1 = off).", "",
+             "# q prefill-queueing factor, accept tokens per step (speculative decoding; 1 = off), handoff",
+             "# decode steps of a disaggregated hand-off (an aggregated entry carries the level above's, unused).",
+             "",
              "[provenance]"]
     for k, v in fitted.provenance.items():
         lines.append(f"{k} = {_toml_value(v)}")
@@ -365,7 +398,7 @@ def _parse_fitted(data: dict[str, Any], where: str) -> Fitted:
                 raise CatalogError(f"{where}: {level}.{name} must be a table")
             vals = []
             for p in PARAMS:
-                v = t.get(p)
+                v = t.get(p, PRIOR_MEAN["handoff"] if p == "handoff" else None)  # files from before the term
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                     raise CatalogError(f"{where}: {level}.{name}.{p}: expected a positive number, got {v!r}")
                 vals.append(float(v))

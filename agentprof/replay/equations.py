@@ -9,7 +9,8 @@ Aggregated serving (chunked prefill): a decode step carries the other clients' p
 overlaps bandwidth (``max``), not adds to it; a new request's prefill rides one step per chunk; clients beyond
 the KV capacity wait until the running batch drains. Disaggregated serving: decode workers without
 prefill, a prefill pool of ``n_prefill`` workers that batches prompts (a closed loop bounds it), and the KV
-transfer between the pools over the scale-up link.
+transfer between the pools over the scale-up link, then the hand-off: the decode engine takes the request in on
+its own iterations, so its first token waits a number of decode steps (``handoff``), not a fixed time.
 """
 
 from __future__ import annotations
@@ -62,10 +63,11 @@ class Times:
 
 def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: np.ndarray, t0: np.ndarray,
           q: np.ndarray, t_req: np.ndarray, accept: np.ndarray, attn_eff: float,
-          mfu_pf: np.ndarray | float | None = None) -> Times:
+          mfu_pf: np.ndarray | float | None = None, handoff: np.ndarray | float = 0.0) -> Times:
     """Apply the serving equations to ``w`` with the free terms (arrays or scalars; ``tf_dec``/``tf_pf`` are the
     fixed per-step overheads of the decode and prefill instances, ``mfu_pf`` the compute efficiency of a
-    disaggregated prefill pool's batched prompts, ``mfu`` when not given)."""
+    disaggregated prefill pool's batched prompts, ``mfu`` when not given; ``handoff`` the decode-engine
+    iterations between a disaggregated request's prefill and its first token leaving the decode worker)."""
     mfu_pool = mfu if mfu_pf is None else mfu_pf
     z = np.zeros_like(w.osl, dtype=float)
     dis = w.disagg.astype(bool)
@@ -100,10 +102,13 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     rho_dis = np.minimum(np.divide(w.conc * work, cycle * w.n_prefill, out=np.zeros_like(cycle, dtype=float),
                                    where=cycle > 0), RHO_MAX_DIS)
     q_dis = q * rho_dis / (1.0 - rho_dis) * work
-    ttft_dis_core = t0 + s_alone + w.xfer_s + q_dis + w.wait_steps * t_step
+    # the hand-off: the decode engine takes the transferred request in on its own iterations (poll the
+    # transfer, admit, emit the first token), so the wait is a number of its decode steps, not a fixed time
+    hand = (w.wait_steps + handoff) * t_step
+    ttft_dis_core = t0 + s_alone + w.xfer_s + q_dis + hand
     sat = w.conc * work / w.n_prefill - (w.osl - 1.0) * tpot
     sat_extra = np.maximum(sat - ttft_dis_core, 0.0)
-    queue_pf = np.where(dis, q_dis + sat_extra + w.wait_steps * t_step, wait_step + q_agg)
+    queue_pf = np.where(dis, q_dis + sat_extra + hand, wait_step + q_agg)
     ride_cmp = np.where(dis, pf_cmp, mix_cmp)
     ride_bw = np.where(dis, pf_mem, mix_bw)
     ride = np.maximum(ride_cmp, ride_bw)

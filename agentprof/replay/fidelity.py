@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
-from agentprof.replay.calibration import PRIOR_MEAN, Fitted, fit, is_disaggregated
+from agentprof.replay.calibration import PRIOR_MEAN, Fitted, borrowed_handoff, fit, is_disaggregated
 from agentprof.replay.points import PARAMS, Features, point_features, predict
 
 METRICS = ("ttft", "tpot", "e2e")
@@ -113,6 +113,8 @@ def check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None,
             # disaggregated groups agree, 0.14-0.18, docs/DEVICE_MODEL.md §3) but not its queueing factor, which
             # describes prefill chunks queueing among decode steps, not a prefill pool's queue: the prior
             theta[i, PARAMS.index("q")] = PRIOR_MEAN["q"]
+            # nor its hand-off, which an aggregated engine never makes: the fitted disaggregated stacks' count
+            theta[i, PARAMS.index("handoff")] = borrowed_handoff(fitted, k)
         level[i] = LEVEL_OF.get(how.split(" ")[0], "unseen")
         if how in ("hardware", "family", "prior"):
             covered[i] = False

@@ -30,7 +30,7 @@ MEASURED = ("median_ttft_s", "median_tpot_s", "median_e2el_s")
 LENGTH_MEAN_FRACTION = 0.9
 MEM_UTIL = 0.95  # measured deployments run: frameworks give KV what the weights leave (SGLang up to ~0.9-0.95)
 # fixed-width parameter vector of a configuration, natural units
-PARAMS = ("tau_s", "kappa", "mbu", "mfu", "t0_s", "q", "t_req_s", "accept", "mfu_pf")
+PARAMS = ("tau_s", "kappa", "mbu", "mfu", "t0_s", "q", "t_req_s", "accept", "mfu_pf", "handoff")
 
 
 def load_points(path: str | Path) -> pl.DataFrame:
@@ -302,10 +302,10 @@ def fixed_overhead(layers: ArrayLike, tau: ArrayLike, kappa: ArrayLike, gpus: Ar
 def predict_times(f: Features, theta: np.ndarray, attn_eff: float = 1.0) -> Times:
     """The serving equations (:func:`agentprof.replay.equations.times`) for each point with per-point
     parameters ``theta`` (n × len(PARAMS), natural units) and the global attention efficiency."""
-    tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf = (theta[:, i] for i in range(len(PARAMS)))
+    tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf, handoff = (theta[:, i] for i in range(len(PARAMS)))
     acc = np.where(f.mtp, acc, 1.0)
     return times(f.work, fixed_overhead(f.layers, tau, kappa, f.g_dec), fixed_overhead(f.layers, tau, kappa, f.g_pf),
-                 mbu, mfu, t0, q, treq, acc, attn_eff, mfu_pf)
+                 mbu, mfu, t0, q, treq, acc, attn_eff, mfu_pf, handoff)
 
 
 def predict(f: Features, theta: np.ndarray, attn_eff: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

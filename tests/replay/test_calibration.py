@@ -109,7 +109,7 @@ def test_fit_recovers_known_parameters() -> None:
              "osl": 1024, "conc": c, "tp": tp, "ep": 1, "dp_attention": False, "disagg": False}
             for isl in (1024, 4096) for c in (4, 8, 16, 32, 64) for tp in (1, 2, 4, 8)]
     df = pl.DataFrame(rows)
-    truth = np.array([70e-6, 0.05, 0.7, 0.3, 0.02, 1.0, 0.01, 1.0, 0.2])
+    truth = np.array([70e-6, 0.05, 0.7, 0.3, 0.02, 1.0, 0.01, 1.0, 0.2, 3.0])
     f = point_features(df, CAT)
     ttft, tpot, e2e = predict(f, np.tile(truth, (len(f), 1)))
     df = df.with_columns(pl.Series("median_ttft_s", ttft), pl.Series("median_tpot_s", tpot),
@@ -202,3 +202,74 @@ def test_long_prompt_attention_efficiency_is_reproducible() -> None:
     assert lone.height >= 4 and (lone["pred_ttft"] < lone["meas_ttft"]).all()
     assert summarize(t1)["median_ape_ttft"] > 1.4 * s["median_ape_ttft"]  # 1.48x since the GEMMs run at their formats' rates
     assert 0.05 < fitted.attn_eff < 1.0
+
+
+def _disagg_rows(concs: tuple[int, ...] = (4, 16, 64, 256, 1024)) -> pl.DataFrame:
+    return pl.DataFrame([{"hardware": "gb200", "framework": "dynamo-sglang", "model": "deepseek-r1", "precision": "fp4",
+                          "isl": 1024, "osl": osl, "conc": c, "disagg": True, "prefill_num_workers": 1,
+                          "num_prefill_gpu": 4, "prefill_tp": 4, "decode_num_workers": dw, "num_decode_gpu": 8 * dw,
+                          "decode_tp": 1, "decode_ep": 1}
+                         for osl in (1024, 8192) for c in concs for dw in (1, 2)])
+
+
+def test_fit_recovers_a_known_disaggregated_hand_off() -> None:
+    # disaggregated points synthesized with a hand-off of 20 decode steps on top of a 10 ms request overhead:
+    # the fit finds the count (it grows with the decode step across loads and output lengths, a fixed overhead
+    # does not) and keeps the aggregated-only hardware at the prior, which its points cannot inform
+    from agentprof.replay.calibration import PRIOR_MEAN
+    from agentprof.replay.points import point_features, predict
+
+    df = _disagg_rows()
+    truth = np.array([15e-6, 1.5, 0.7, 0.33, 0.01, 1.2, 0.003, 1.0, 0.15, 20.0])
+    f = point_features(df, CAT)
+    ttft, tpot, e2e = predict(f, np.tile(truth, (len(f), 1)))
+    df = df.with_columns(pl.Series("median_ttft_s", ttft), pl.Series("median_tpot_s", tpot),
+                         pl.Series("median_e2el_s", e2e))
+    agg = pl.DataFrame([{"hardware": "h200", "framework": "vllm", "model": "gpt-oss-120b", "precision": "fp4",
+                         "isl": 1024, "osl": 1024, "conc": c, "tp": 1, "ep": 1, "dp_attention": False, "disagg": False,
+                         "median_ttft_s": 0.05, "median_tpot_s": 0.005, "median_e2el_s": 5.0} for c in (4, 8)])
+    fitted = fit(pl.concat([df, agg], how="diagonal"), CAT)
+    g = fitted.entries["group"]["gb200/dynamo-sglang/deepseek-r1/fp4/none"]
+    assert g.param("handoff") == pytest.approx(20.0, rel=0.1)
+    assert fitted.entries["hardware"]["h200"].param("handoff") == pytest.approx(PRIOR_MEAN["handoff"])
+    s = check(df, fitted, CAT).summary()
+    assert s["ttft"]["median_ape"] < 0.06 and s["tpot"]["median_ape"] < 0.02
+
+
+def test_unseen_disaggregated_stack_borrows_the_same_engines_hand_off() -> None:
+    # a disaggregated stack never fitted takes the hand-off count of the same model's disaggregated stacks on
+    # the same serving engine (points-weighted geometric mean); with none, the prior; never an aggregated
+    # sibling's (which has no hand-off) or another engine's
+    import copy
+
+    from agentprof.replay.calibration import PRIOR_MEAN, borrowed_handoff
+
+    fitted = copy.deepcopy(load_fitted())
+    key = PointKey("blackwell", "gb200", "dynamo-sglang", "deepseek-r1", "fp4", "none", "p1x4-d1x8-tp1ep1")
+    groups = fitted.entries["group"]
+    for k in list(groups):
+        if k.startswith("gb200/"):
+            del groups[k]
+    sib = [e for k, e in groups.items() if k.startswith("mi355x/sglang-disagg/deepseek-r1/")]
+    assert sib
+    w = np.array([e.points for e in sib], dtype=float)
+    want = float(np.exp(np.sum(w * np.log([e.param("handoff") for e in sib])) / w.sum()))
+    assert borrowed_handoff(fitted, key) == pytest.approx(want)
+    trt = PointKey("blackwell", "gb200", "dynamo-trt", "gpt-oss-120b", "fp4", "none", "p1x1-d1x4-tp4ep4")
+    assert borrowed_handoff(fitted, trt) == PRIOR_MEAN["handoff"]  # no disaggregated TRT-LLM GPT-OSS left
+    for k in list(groups):
+        if k.startswith("mi355x/sglang-disagg/"):
+            groups[k].attrs["model"] = "gpt-oss-120b"
+    assert borrowed_handoff(fitted, key) == PRIOR_MEAN["handoff"]
+
+
+def test_fitted_file_from_before_the_hand_off_loads_with_the_prior() -> None:
+    from agentprof.replay.calibration import PRIOR_MEAN
+
+    text = to_toml(load_fitted())
+    old = "\n".join(line for line in text.splitlines() if not line.startswith("handoff ="))
+    import tomllib
+
+    back = _parse_fitted(tomllib.loads(old), "old.toml")
+    e = next(iter(back.entries["group"].values()))
+    assert e.param("handoff") == PRIOR_MEAN["handoff"]

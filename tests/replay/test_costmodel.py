@@ -216,6 +216,9 @@ def test_trt_streams_the_first_token_without_waiting_for_the_stream_interval() -
     assert wait_steps("trt", "gpt-oss-120b", "b200", 64)[0] == 0
     assert wait_steps("dynamo-trt", "gpt-oss-120b", "gb200", 1024)[0] == 0
     assert wait_steps("sglang", "deepseek-r1", "b200", 64)[0] == 15
+    # a disaggregated stack with its own launcher does not inherit its engine's aggregated recipe flags
+    assert wait_steps("sglang", "deepseek-r1", "mi355x", 64)[0] == 2
+    assert wait_steps("sglang-disagg", "deepseek-r1", "mi355x", 64)[0] == 0
 
 
 def test_disaggregated_pools_transfer_kv_and_saturate_the_prefill_pool() -> None:
@@ -239,6 +242,33 @@ def test_disaggregated_pools_transfer_kv_and_saturate_the_prefill_pool() -> None
     bound = f.work.conc * w / f.work.n_prefill - (f.work.osl - 1.0) * tpot
     assert np.all(ttft >= bound - 1e-9)
     assert bound[3] > 1.0 and ttft[3] < 1.5 * bound[3]
+
+
+def test_disaggregated_hand_off_is_decode_steps_of_the_deployment() -> None:
+    # the hand-off waits for the decode engine's own iterations: each step of it adds one decode step (the
+    # deployment's, MTP acceptance undone) to a disaggregated TTFT, as queueing, and nothing to TPOT or to an
+    # aggregated point; the parts still sum to the end-to-end time
+    from agentprof.replay.points import PARAMS, point_features, predict_times
+
+    rows = [{"hardware": "gb200", "framework": "dynamo-trt", "model": "deepseek-r1", "precision": "fp4", "isl": 1024,
+             "osl": 1024, "conc": c, "disagg": True, "prefill_num_workers": 1, "num_prefill_gpu": 4, "prefill_tp": 4,
+             "decode_num_workers": 4, "num_decode_gpu": 32, "decode_tp": 8, "decode_ep": 8, "spec_decoding": spec}
+            for c in (4, 64, 512) for spec in ("none", "mtp")]
+    rows += [{"hardware": "b200", "framework": "sglang", "model": "deepseek-r1", "precision": "fp4", "isl": 1024,
+              "osl": 1024, "conc": 64, "tp": 8, "ep": 8, "disagg": False, "spec_decoding": "none"}]
+    f = point_features(pl.DataFrame(rows), CAT)
+    theta = np.tile(theta_of(P, 61), (len(f), 1))
+    theta[:, PARAMS.index("accept")] = 1.7
+    t0 = predict_times(f, theta)
+    theta[:, PARAMS.index("handoff")] = 20.0
+    t1 = predict_times(f, theta)
+    step = np.where(f.mtp, t1.tpot * 1.7, t1.tpot)
+    dis = f.disagg
+    np.testing.assert_allclose(t1.tpot, t0.tpot)
+    np.testing.assert_allclose((t1.ttft - t0.ttft)[dis], 20.0 * step[dis], rtol=1e-9)
+    np.testing.assert_allclose((t1.parts["queueing"] - t0.parts["queueing"])[dis], 20.0 * step[dis], rtol=1e-9)
+    assert t1.ttft[~dis] == pytest.approx(t0.ttft[~dis])
+    np.testing.assert_allclose(sum(t1.parts.values()), t1.e2e, rtol=1e-12)
 
 
 def test_waiting_for_sums_to_the_call_time() -> None:

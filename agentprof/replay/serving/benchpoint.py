@@ -23,7 +23,7 @@ import polars as pl
 from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.catalog.serving import load_serving
-from agentprof.replay.calibration import Fitted, step_params
+from agentprof.replay.calibration import Fitted, borrowed_handoff, is_disaggregated, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.fidelity import METRICS, Check, check, summarize
 from agentprof.replay.points import MEM_UTIL as POINTS_MEM_UTIL
@@ -196,9 +196,13 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             except CatalogError:
                 continue
             e, _ = fitted.lookup(key, vendor.get(key.hardware, ""))
+            # the fitted hand-off (decode steps before the first token leaves the decode worker), as the
+            # equations take it: a configuration borrowing an aggregated sibling takes the disaggregated stacks'
+            hand = (e.param("handoff") if is_disaggregated(e.attrs.get("framework", ""))
+                    else borrowed_handoff(fitted, key))
             pre_p = step_params(e.theta, pre.layers, pre.gpus, accept=1.0).with_(attn_eff=fitted.attn_eff)
             dec_p = step_params(e.theta, dec.layers, dec.gpus, accept=None if f.mtp[j] else 1.0).with_(
-                attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]))
+                attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]) + hand)
             budget, _ = budgets.budget_tokens(key.framework)
             ttft, tpot, e2e = simulate_pools_point(pre, pre_p, dec, dec_p, npw, ndw, int(row["conc"]),
                                                    float(row["isl"]), float(row["osl"]), budget,

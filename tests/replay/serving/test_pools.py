@@ -39,7 +39,9 @@ def pools_of(row: dict, cat=CAT, th: np.ndarray | None = None):
     pre = Deployment(model, acc, row["precision"], gp, False, float(f.kv_bytes[0]))
     dec = Deployment(model, acc, row["precision"], gd, False, float(f.kv_bytes[0]))
     pp = step_params(th, pre.layers, gp, accept=1.0).with_(attn_eff=ETA)
-    dp = step_params(th, dec.layers, gd, accept=1.0).with_(attn_eff=ETA, wait_steps=float(f.work.wait_steps[0]))
+    # the first token leaves the decode worker after the recipe's interval and the fitted hand-off (decode steps)
+    dp = step_params(th, dec.layers, gd, accept=1.0).with_(
+        attn_eff=ETA, wait_steps=float(f.work.wait_steps[0]) + float(th[PARAMS.index("handoff")]))
     return f, pre, pp, dec, dp
 
 
@@ -111,7 +113,8 @@ def _gpt_pools(conc: int, **kw):
     dec = Deployment(model, acc, "fp4", 2, False, float(f.kv_bytes[0]))
     th = theta()
     pp = step_params(th, pre.layers, 1, accept=1.0).with_(attn_eff=ETA)
-    dp = step_params(th, dec.layers, 2, accept=1.0).with_(attn_eff=ETA, wait_steps=float(f.work.wait_steps[0]))
+    dp = step_params(th, dec.layers, 2, accept=1.0).with_(
+        attn_eff=ETA, wait_steps=float(f.work.wait_steps[0]) + float(th[PARAMS.index("handoff")]))
     det: dict = {}
     out = simulate_pools_point(pre, pp, dec, dp, 1, 1, conc, 1024, 1024, 8192, per_client=4, detail=det, **kw)
     return out, det
