@@ -69,7 +69,11 @@ def pool_layout(text: str) -> tuple[int, int, int, int]:
 def pools_for(r: Resolved, layout: str) -> tuple[Resolved, Pools, int]:
     """The decode side (``r``'s model on the system's accelerator at the decode worker's GPU count), the pools
     and the accelerators they use, for agent sessions on disaggregated pools."""
+    from dataclasses import replace
+
     from agentprof.catalog.hardware import load_catalog
+    from agentprof.replay.calibration import borrowed_handoff, load_fitted
+    from agentprof.replay.points import PointKey
     from agentprof.replay.systems import resolve
 
     npw, gp, ndw, gd = pool_layout(layout)
@@ -77,6 +81,12 @@ def pools_for(r: Resolved, layout: str) -> tuple[Resolved, Pools, int]:
     accept = r.params.accept
     pre = resolve(r.system, r.model, cat, gpus=gp, accept=accept)
     dec = resolve(r.system, r.model, cat, gpus=gd, accept=accept)
+    # the decode engine's hand-off (decode steps before the first token), as the fitted disaggregated stacks
+    # of this model on this engine take it (the prior where none was fitted)
+    acc = r.system.accelerator
+    key = PointKey(acc.family, acc.key, dec.framework, r.model.key, dec.precision, "none", layout)
+    hand = borrowed_handoff(load_fitted(), key)
+    dec = replace(dec, params=dec.params.with_(wait_steps=dec.params.wait_steps + hand))
     pools = Pools.of(StepCost.of(pre), StepCost.of(dec), npw, ndw)
     return dec, pools, npw * gp + ndw * gd
 
