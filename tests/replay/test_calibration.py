@@ -12,7 +12,6 @@ import numpy as np
 import polars as pl
 import pytest
 
-from agentprof.catalog.hardware import load_catalog
 from agentprof.errors import TraceFormatError
 from agentprof.replay.calibration import (
     PARAMS,
@@ -26,14 +25,7 @@ from agentprof.replay.calibration import (
 from agentprof.replay.fidelity import check, cross_validate
 from agentprof.replay.points import PointKey, load_points
 
-ROOT = Path(__file__).resolve().parents[2]
-POINTS = ROOT / "data" / "inferencex" / "calibration_points.csv"
-CAT = load_catalog()
-
-
-@pytest.fixture(scope="module")
-def points() -> pl.DataFrame:
-    return load_points(POINTS)
+from .conftest import AGENTIC, CAT, POINTS, ROOT
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +180,7 @@ def test_long_prompt_attention_efficiency_is_reproducible() -> None:
 
     fitted = load_fitted()
     stored = fitted.agentic
-    adf = load_agentic(ROOT / "data" / "inferencex" / "agentic_kimi_points.csv")
+    adf = load_agentic(AGENTIC)
     healthy = adf.filter((pl.col("server_gpu_cache_hit_rate") >= 0.9) & (pl.col("conc") <= 8))
     t = predictions(adf, fitted, CAT, fitted.attn_eff)
     assert t.height == healthy.height == stored["points"]

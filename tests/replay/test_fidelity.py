@@ -11,19 +11,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from agentprof.catalog.hardware import load_catalog
 from agentprof.replay.calibration import load_fitted
 from agentprof.replay.fidelity import leave_out
-from agentprof.replay.points import load_points
 
-ROOT = Path(__file__).resolve().parents[2]
-POINTS = ROOT / "data" / "inferencex" / "calibration_points.csv"
-CAT = load_catalog()
-
-
-@pytest.fixture(scope="module")
-def points() -> pl.DataFrame:
-    return load_points(POINTS)
+from .conftest import CAT, POINTS, ROOT
 
 
 @pytest.fixture(scope="module")

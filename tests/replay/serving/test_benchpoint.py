@@ -9,18 +9,9 @@ import polars as pl
 import pytest
 
 from agentprof.cli import main
-from agentprof.replay.points import load_points
 from agentprof.replay.serving.benchpoint import benchmark_plan
 
-from .conftest import ROOT
-
-POINTS = ROOT / "data" / "inferencex" / "calibration_points.csv"
-AGENTIC = ROOT / "data" / "inferencex" / "agentic_kimi_points.csv"
-
-
-@pytest.fixture(scope="module")
-def points():
-    return load_points(str(POINTS))
+from ..conftest import AGENTIC
 
 
 def test_benchmark_plan_is_closed_loop_fixed_lengths_without_reuse() -> None:
