@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -20,3 +22,16 @@ CAT = load_catalog()
 def points() -> pl.DataFrame:
     """The calibration points (tests must not change the frame; polars frames are not changed in place)."""
     return load_points(POINTS)
+
+
+def devices_check_json(frame: pl.DataFrame, tmp_path: Path, capsys: Any, *args: str) -> dict[str, Any]:
+    """``agentprof devices check`` on ``frame`` written as a points CSV, through the CLI; its JSON document."""
+    from agentprof.cli import main
+
+    f = tmp_path / "points.csv"
+    frame.write_csv(f)
+    try:
+        main(["devices", "check", str(f), *args, "--json"])
+    except SystemExit as e:
+        assert not e.code
+    return json.loads(capsys.readouterr().out)

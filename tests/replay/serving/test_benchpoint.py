@@ -11,7 +11,7 @@ import pytest
 from agentprof.cli import main
 from agentprof.replay.serving.benchpoint import benchmark_plan
 
-from ..conftest import AGENTIC
+from ..conftest import AGENTIC, devices_check_json
 
 
 def test_benchmark_plan_is_closed_loop_fixed_lengths_without_reuse() -> None:
@@ -41,13 +41,7 @@ def test_one_client_reproduces_the_cost_model(resolved) -> None:
 
 def test_devices_check_simulate_json(points, tmp_path: Path, capsys) -> None:
     sub = points.filter(pl.col("conc").is_in([4, 64]) & ~pl.col("disagg").fill_null(False)).head(10)
-    f = tmp_path / "points.csv"
-    sub.write_csv(f)
-    try:
-        main(["devices", "check", str(f), "--simulate", "--json"])
-    except SystemExit as e:
-        assert not e.code
-    d = json.loads(capsys.readouterr().out)
+    d = devices_check_json(sub, tmp_path, capsys, "--simulate")
     assert d["mode"].startswith("simulated") and d["covered"] == d["points"] == 10
     assert d["simulated_only"]["points"] == 10 and "conc_ge_64" in d
     assert d["conc_ge_64_simulated"]["points"] == sub.filter(pl.col("conc") >= 64).height

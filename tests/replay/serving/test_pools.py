@@ -208,23 +208,11 @@ def test_replay_cli_pools_flag(capsys) -> None:
     assert s["pools"]["handoff_s"]["p50"] > 0 and s["ttft_s"]["p50"] > s["pools"]["handoff_s"]["p50"]
 
 
-def test_devices_check_simulates_disaggregated_points(tmp_path, capsys) -> None:
-    import json
+def test_devices_check_simulates_disaggregated_points(points, tmp_path, capsys) -> None:
+    from ..conftest import devices_check_json
 
-    from agentprof.cli import main
-    from agentprof.replay.points import load_points
-
-    from .conftest import ROOT
-
-    pts = load_points(str(ROOT / "data" / "inferencex" / "calibration_points.csv"))
-    sub = pts.filter(pl.col("disagg").fill_null(False) & pl.col("conc").is_in([64, 128])).head(4)
-    f = tmp_path / "points.csv"
-    sub.write_csv(f)
-    try:
-        main(["devices", "check", str(f), "--simulate", "--json"])
-    except SystemExit as e:
-        assert not e.code
-    d = json.loads(capsys.readouterr().out)
+    sub = points.filter(pl.col("disagg").fill_null(False) & pl.col("conc").is_in([64, 128])).head(4)
+    d = devices_check_json(sub, tmp_path, capsys, "--simulate")
     assert d["simulated_only"]["points"] == 4 and d["disaggregated"]["points"] == 4
     assert d["conc_ge_64_disaggregated"]["points"] == 4
     assert "4 disaggregated on their prefill and decode pools" in " ".join(d["notes"])
