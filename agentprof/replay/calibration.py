@@ -145,12 +145,12 @@ def borrowed_handoff(fitted: Fitted, key: PointKey) -> float:
     6-27 steps: borrowing across models did worse when whole groups were held out, across engines it only
     cancelled other errors (docs/DEVICE_MODEL.md §3). The count is the engine's; the time comes from the
     configuration's own decode step."""
-    from agentprof.replay.points import _framework_base
+    from agentprof.catalog.kvcache import engine
 
-    base = _framework_base(key.framework)
+    base = engine(key.framework)
     use = [e for e in fitted.entries["group"].values()
            if is_disaggregated(e.attrs.get("framework", "")) and e.attrs.get("model") == key.model
-           and _framework_base(e.attrs.get("framework", "")) == base]
+           and engine(e.attrs.get("framework", "")) == base]
     if not use:
         return PRIOR_MEAN["handoff"]
     w = np.array([max(e.points, 1) for e in use], dtype=float)
@@ -159,7 +159,7 @@ def borrowed_handoff(fitted: Fitted, key: PointKey) -> float:
 
 
 def _match_score(a: PointKey, e: FitEntry) -> float:
-    from agentprof.replay.points import _framework_base
+    from agentprof.catalog.kvcache import engine
 
     s = 0.0
     if e.attrs.get("model") != a.model:
@@ -172,7 +172,7 @@ def _match_score(a: PointKey, e: FitEntry) -> float:
         return -1.0
     if e.attrs.get("framework") == a.framework:
         s += 4
-    elif _framework_base(e.attrs.get("framework", "")) == _framework_base(a.framework):
+    elif engine(e.attrs.get("framework", "")) == engine(a.framework):
         s += 3
     if e.attrs.get("precision") == a.precision:
         s += 2

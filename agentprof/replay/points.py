@@ -18,7 +18,7 @@ import polars as pl
 
 from agentprof.catalog import CatalogError, find_model
 from agentprof.catalog.hardware import HardwareCatalog
-from agentprof.catalog.kvcache import kv_bytes, wait_steps
+from agentprof.catalog.kvcache import engine, kv_bytes, wait_steps
 from agentprof.catalog.serving import load_serving
 from agentprof.errors import AgentprofError, TraceFormatError
 from agentprof.replay.costmodel import ArrayLike, Deployment, prefill_bytes_per_gpu, prefill_chunks
@@ -69,15 +69,6 @@ def load_points(path: str | Path) -> pl.DataFrame:
 
 def _col(df: pl.DataFrame, name: str, default: object = None) -> list:
     return df[name].to_list() if name in df.columns else [default] * df.height
-
-
-def _framework_base(fw: str) -> str:
-    """``dynamo-trt`` → ``trt``, ``sglang-disagg`` → ``sglang``: the serving engine under the orchestration."""
-    f = fw.lower()
-    for base in ("trt", "sglang", "vllm", "atom"):
-        if base in f:
-            return base
-    return f
 
 
 @dataclass
@@ -226,7 +217,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         fw = str(row.get("framework") or "unknown").lower()
         spec = str(row.get("spec_decoding") or "none").lower()
         kv_b, _ = kv_bytes(fw, model.key, hw)
-        if disagg and _framework_base(fw) == "trt" and _ep > 1 and _tp == _ep == gd and float(row["conc"]) / ndw >= 256:
+        if disagg and engine(fw) == "trt" and _ep > 1 and _tp == _ep == gd and float(row["conc"]) / ndw >= 256:
             dpa_d = True  # TRT-LLM wide-EP throughput decode: attention data-parallel (the columns say tp = ep = GPUs)
         keys.append(PointKey(acc.family, hw, fw, model.key, prec, spec, layout))
         why.append("")

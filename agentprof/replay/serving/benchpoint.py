@@ -22,12 +22,13 @@ import polars as pl
 
 from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
+from agentprof.catalog.kvcache import engine
 from agentprof.catalog.serving import load_serving
 from agentprof.replay.calibration import Fitted, borrowed_handoff, is_disaggregated, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.fidelity import METRICS, Check, check, summarize
 from agentprof.replay.points import MEM_UTIL as POINTS_MEM_UTIL
-from agentprof.replay.points import _framework_base, _layout, point_features
+from agentprof.replay.points import _layout, point_features
 from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.scheduler import Engine, Options
 from agentprof.replay.serving.sessions import SessionPlan
@@ -162,7 +163,7 @@ def _pools_of_row(row: dict, key: Any, cat: HardwareCatalog, kv_b: float,
     :func:`agentprof.replay.points.point_features` reads them (TRT-LLM's wide-EP throughput decode runs
     attention data-parallel)."""
     _, gp, npw, gd, ndw, dpa_p, dpa_d, tp, ep = _layout(row, True)
-    if (_framework_base(key.framework) == "trt" and ep > 1 and tp == ep == gd
+    if (engine(key.framework) == "trt" and ep > 1 and tp == ep == gd
             and float(row["conc"]) / ndw >= 256):
         dpa_d = True
     acc, model = cat.accelerators[key.hardware], cat.models[key.model]
