@@ -88,7 +88,9 @@ def test_fail_if_slower_exits_1_with_one_line_per_failing_figure(pool, tmp_path,
 
 def test_identical_runs_give_no_significant_change_in_20_repeats(pool):
     """20 random splits of the 16 identical runs into two sides of 8 (one of each consecutive capture pair on
-    each side). With the default alpha 0.01 (Holm), each check's chance of any false flag is at most 1 %."""
+    each side). With the default alpha 0.01 (Holm), each split's chance of any false flag is at most 1 %, so
+    over 20 splits one flagged split has a chance of up to 18 % (it happened on a clean CI run: `tool_s` once);
+    a test that flagged real differences between identical runs would flag most splits, and the same figure."""
     runs = pool["base"]
     rnd = random.Random(19)
     flagged: list[tuple[int, set[tuple[str, str]]]] = []
@@ -105,7 +107,8 @@ def test_identical_runs_give_no_significant_change_in_20_repeats(pool):
         if res.significant:
             flagged.append((k, _sig(res)))
     assert tested >= 20 * 15
-    assert flagged == []
+    assert len(flagged) <= 2, flagged
+    assert sum(len(f) for _, f in flagged) <= 2, flagged
 
 
 def test_a_timestamp_in_the_system_prompt_shows_as_a_reuse_drop_with_its_cause(pool, capsys):
