@@ -10,7 +10,7 @@ import click
 
 from agentprof.distributed.options import cluster_options
 from agentprof.errors import AgentprofError
-from agentprof.report.formats import fmt_capture_cost, fmt_duration, fmt_pct, fmt_x
+from agentprof.report.formats import fmt_capture_cost, fmt_duration, fmt_fine, fmt_pct, fmt_x
 
 _CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -191,11 +191,6 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
 TOP_HOTSPOTS = 15
 
 
-def _fine(v: float) -> str:
-    """Seconds with millisecond resolution below a second (sampled times are often milliseconds)."""
-    return f"{v * 1e3:.1f} ms" if v < 1 else fmt_duration(v)
-
-
 def _print_cpu(con: Any, d: dict[str, Any]) -> None:
     """CPU-bound shares of orchestration and tools, and the top sampled functions (captured traces)."""
     from rich.table import Table
@@ -205,8 +200,8 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
     cb = d.get("cpu_bound")
     if not cb or cb.get("orchestration_cpu_s") is None:
         return
-    con.print(f"orchestration CPU: {_fine(cb['orchestration_cpu_s'])} on a CPU, {_fine(cb['orchestration_busy_s'])} "
-              f"on or waiting for one, of {_fine(cb['orchestration_wall_s'] or 0.0)}: "
+    con.print(f"orchestration CPU: {fmt_fine(cb['orchestration_cpu_s'])} on a CPU, {fmt_fine(cb['orchestration_busy_s'])} "
+              f"on or waiting for one, of {fmt_fine(cb['orchestration_wall_s'] or 0.0)}: "
               f"[bold]{fmt_pct(cb['orchestration_cpu_share'])} CPU-bound[/bold]"
               + ("" if cb.get("sampled") else " (not sampled: capture with --sample to see which functions)"),
               highlight=False)
@@ -216,7 +211,7 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
         for c in ("tool", "calls", "wall", "CPU", "CPU-bound"):
             tt.add_column(c, justify="left" if c == "tool" else "right")
         for t in cb["tools"][:TOP_HOTSPOTS]:
-            tt.add_row(text(t["tool"]), f"{t['calls']:,}", _fine(t["wall_s"]), _fine(t["cpu_s"]), fmt_pct(t["cpu_bound_share"]))
+            tt.add_row(text(t["tool"]), f"{t['calls']:,}", fmt_fine(t["wall_s"]), fmt_fine(t["cpu_s"]), fmt_pct(t["cpu_bound_share"]))
         con.print(tt)
     hs = d.get("hotspots") or []
     if hs:
@@ -226,8 +221,8 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
             ht.add_column(c, justify="right" if c in ("samples", "self", "total", "self on CPU") else "left",
                           overflow="fold" if c == "file" else "ellipsis")
         for h in hs[:TOP_HOTSPOTS]:
-            ht.add_row(text(h["frame"]), text(h["where"]), f"{h['samples']:,}", _fine(h["self_s"]),
-                       _fine(h["total_s"]), _fine(h["self_cpu_s"]), text(h["file"]))
+            ht.add_row(text(h["frame"]), text(h["where"]), f"{h['samples']:,}", fmt_fine(h["self_s"]),
+                       fmt_fine(h["total_s"]), fmt_fine(h["self_cpu_s"]), text(h["file"]))
         con.print(ht)
 
 

@@ -143,15 +143,13 @@ class _Worker:
                 done(result, err)
             except Exception as e:
                 internal_error("finishing a model span", e)
+            t1 = _thread_time()
             if cost is not None:  # this thread's CPU is the agent's process's too (and holds its GIL)
-                t1 = _thread_time()
                 try:
                     cost(t1 - t0)
                 except Exception as e:
                     internal_error("counting capture overhead", e)
-                t0 = t1
-            else:
-                t0 = _thread_time()
+            t0 = t1
 
 
 _thread_time = time.thread_time_ns

@@ -26,18 +26,23 @@ def engine(framework: str) -> str:
     return f
 
 
+def _sourced(e: object, where: str, field: str) -> tuple[float, str]:
+    """``e[field]`` as (value, source): every catalog figure is ``{ value = <number>, source = "..." }``."""
+    v = e.get(field) if isinstance(e, dict) else None
+    if not isinstance(v, dict) or not isinstance(v.get("value"), (int, float)) or not v.get("source"):
+        raise CatalogError(f"{where}.{field}: expected {{ value = <number>, source = \"...\" }}")
+    return float(v["value"]), str(v["source"])
+
+
 @lru_cache(maxsize=1)
 def _entries() -> tuple[tuple[str, str, str | None, float, str], ...]:
     out = []
     for i, e in enumerate(read_toml(KV_PATH).get("kv_cache", [])):
         where = f"{KV_PATH}: kv_cache[{i}]"
-        b = e.get("bytes") if isinstance(e, dict) else None
-        if not isinstance(b, dict) or not isinstance(b.get("value"), (int, float)) or not b.get("source"):
-            raise CatalogError(f"{where}.bytes: expected {{ value = <number>, source = \"...\" }}")
-        if not b["value"] > 0:
-            raise CatalogError(f"{where}.bytes: expected a positive number, got {b['value']}")
-        out.append((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), float(b["value"]),
-                    str(b["source"])))
+        val, src = _sourced(e, where, "bytes")
+        if not val > 0:
+            raise CatalogError(f"{where}.bytes: expected a positive number, got {val:g}")
+        out.append((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), val, src))
     return tuple(out)
 
 
@@ -57,13 +62,9 @@ SCHED_PATH = CATALOG_DIR / "scheduling.toml"
 def _wait_entries() -> tuple[tuple[str, str, str | None, float, float, str], ...]:
     out = []
     for i, e in enumerate(read_toml(SCHED_PATH).get("wait_steps", [])):
-        where = f"{SCHED_PATH}: wait_steps[{i}]"
-        st = e.get("steps") if isinstance(e, dict) else None
-        if not isinstance(st, dict) or not isinstance(st.get("value"), (int, float)) or not st.get("source"):
-            raise CatalogError(f"{where}.steps: expected {{ value = <number>, source = \"...\" }}")
+        val, src = _sourced(e, f"{SCHED_PATH}: wait_steps[{i}]", "steps")
         lo = e.get("conc_min", {"value": 0})
-        out.append((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), float(lo["value"]),
-                    float(st["value"]), str(st["source"])))
+        out.append((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), float(lo["value"]), val, src))
     return tuple(out)
 
 
@@ -81,12 +82,10 @@ def _tokenize_entries() -> tuple[tuple[str, str, float, str], ...]:
     out = []
     for i, e in enumerate(read_toml(SCHED_PATH).get("tokenize", [])):
         where = f"{SCHED_PATH}: tokenize[{i}]"
-        v = e.get("s_per_token") if isinstance(e, dict) else None
-        if not isinstance(v, dict) or not isinstance(v.get("value"), (int, float)) or not v.get("source"):
-            raise CatalogError(f"{where}.s_per_token: expected {{ value = <number>, source = \"...\" }}")
-        if v["value"] < 0:
-            raise CatalogError(f"{where}.s_per_token: expected a non-negative number, got {v['value']}")
-        out.append((str(e["framework"]).lower(), str(e["model"]), float(v["value"]), str(v["source"])))
+        val, src = _sourced(e, where, "s_per_token")
+        if val < 0:
+            raise CatalogError(f"{where}.s_per_token: expected a non-negative number, got {val:g}")
+        out.append((str(e["framework"]).lower(), str(e["model"]), val, src))
     return tuple(out)
 
 

@@ -76,20 +76,22 @@ def fmt_x(x: float | None) -> str:
     return "—" if x is None or not math.isfinite(x) else f"{x:.2f}×"
 
 
+def fmt_fine(sec: float) -> str:
+    """Seconds with 0.1 ms resolution below a second (sampled and self-measured times are often milliseconds)."""
+    return f"{sec * 1e3:.1f} ms" if sec < 1 else fmt_duration(sec)
+
+
 def fmt_capture_cost(co: dict) -> str:
     """One sentence on agentprof's own cost while capturing (an analysis' ``capture_overhead``)."""
-    def ms(v: float) -> str:
-        return f"{v * 1e3:.1f} ms" if v < 1 else fmt_duration(v)
-
     share = co.get("total_share_of_wall")
-    text = f"agentprof's own cost while capturing: {ms(co['total_s'])} of CPU"
+    text = f"agentprof's own cost while capturing: {fmt_fine(co['total_s'])} of CPU"
     if share is not None:
         text += f" ({share * 100:.2f} % of wall)"
     bg = co.get("background_cpu_s")
     if bg:
-        text += (f": {ms(co['s'])} on the agent's threads and {ms(bg)} on its background thread (prompt "
-                 f"fingerprints). The agent's wall time grows by between {ms(co['s'])} (the background work "
-                 f"overlaps its waits on a free core) and {ms(co['total_s'])} (it holds the GIL while the agent "
+        text += (f": {fmt_fine(co['s'])} on the agent's threads and {fmt_fine(bg)} on its background thread (prompt "
+                 f"fingerprints). The agent's wall time grows by between {fmt_fine(co['s'])} (the background work "
+                 f"overlaps its waits on a free core) and {fmt_fine(co['total_s'])} (it holds the GIL while the agent "
                  "runs Python)")
     else:
         text += " on the agent's threads"

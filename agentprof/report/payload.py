@@ -79,7 +79,7 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
             "tokenizer": meta.tokenizer,
             "tokenizer_exact": meta.tokenizer_exact,
             "block_size": meta.block_size,
-            "capture": (a or {}).get("capture_overhead") or capture_cost(meta, hl.get("wall_s")),
+            "capture": capture_cost(meta, hl.get("wall_s")),  # = the analysis' capture_overhead: same wall
             "first_start": _iso(int(fig["first_start_ns"])) if fig.get("first_start_ns") else None,
         },
         "headline": hl,
