@@ -167,14 +167,26 @@ def test_captured_run_with_known_sleeps(tmp_path):
     a = analyze(trace)
     t = a.time
     assert watch["sdk"] >= ttft and watch["parallel"] >= 0.35 and watch["glue"] >= 0.45
-    expected = {"model_s": watch["sdk"] + watch["local_model"], "tool_s": watch["tool"] + watch["parallel"],
-                "parse_s": watch["parse"], "wait_s": watch["wait"], "orchestration_s": watch["glue"]}
+    spans = trace.spans
+    tools = spans.filter(spans["kind"] == "tool").sort("start_ns")
+    sdk = spans.filter((spans["kind"] == "model") & (spans["name"] != "chat local-model"))
+    assert sdk.height == 1 and tools.height == 4
+    # Inside a stopwatch phase, what no span covers (the SDK's set-up before its span opens, starting the
+    # pool's threads) is orchestration: read from the raw spans, not the analysis (a loaded machine: ~10 ms).
+    single, pooled = tools.head(1), tools.tail(3)
+    pooled_union = (pooled["end_ns"].max() - pooled["start_ns"].min()) / 1e9  # the three overlap: one interval
+    tool_gap = watch["tool"] - (single["end_ns"][0] - single["start_ns"][0]) / 1e9 + watch["parallel"] - pooled_union
+    sdk_gap = watch["sdk"] - (sdk["end_ns"][0] - sdk["start_ns"][0]) / 1e9
+    assert -0.002 <= tool_gap < 0.1 and -0.002 <= sdk_gap < 0.1, (tool_gap, sdk_gap)
+    expected = {"model_s": watch["sdk"] - sdk_gap + watch["local_model"],
+                "tool_s": watch["tool"] + watch["parallel"] - tool_gap,
+                "parse_s": watch["parse"], "wait_s": watch["wait"],
+                "orchestration_s": watch["glue"] + tool_gap + sdk_gap}
     for k, v in expected.items():
         assert getattr(t, k) == pytest.approx(v, rel=0.02), (k, getattr(t, k), v)
     assert t.wall_s == pytest.approx(sum(expected.values()), rel=0.02)
     assert t.wait_by_reason == {"approval": pytest.approx(watch["wait"], rel=0.02)}
     assert ttft <= t.model_ttft_s <= watch["sdk"]  # the streamed call's first chunk
-    tools = trace.spans.filter(trace.spans["kind"] == "tool")
     durs = sorted(((tools["end_ns"] - tools["start_ns"]) / 1e9).to_list())
     tool_sum = sum(durs)
     # each tool span holds its sleep (a sleep never ends early) and no more than the stopwatch around it
