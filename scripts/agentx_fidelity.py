@@ -1,8 +1,9 @@
-"""Print the AgentX Kimi K2.5 rows of docs/DEVICE_MODEL.md §10.1: the 62 measured points through the serving
+"""Print the AgentX Kimi K2.5 rows of docs/DEVICE_MODEL.md §10.1: the measured points through the serving
 simulation (``agentprof devices check data/inferencex/agentic_kimi_points.csv --simulate``), median APE of mean TTFT
-and mean ITL over all points, the healthy ones (hit >= 0.9), the healthy ones at concurrency <= 8 (the 20 the
-attention efficiency is fitted on), per accelerator, on the cliff (hit < 0.5) with and without LMCache; and the
-per-point ratios with ``--points``.
+and mean ITL over the complete runs (the 4 that stopped serving before their 1,800-s window are left out for every
+revision alike), the healthy ones (hit >= 0.9), the healthy ones at concurrency <= 8 (the 20 the attention efficiency
+and the think time are fitted on), the rest (out of sample), per accelerator, on the cliff (hit < 0.5) with and
+without LMCache; and the per-point ratios with ``--points``.
 
 With ``--baseline REV`` (repeatable) the same figures for git revisions are computed in the same run (a temporary
 worktree of each REV, its own code and fitted.toml), so a change's before and after come from one invocation.
