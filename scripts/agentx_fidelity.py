@@ -9,7 +9,11 @@ With ``--baseline REV`` (repeatable) the same figures for git revisions are comp
 worktree of each REV, its own code and fitted.toml), so a change's before and after come from one invocation.
 About 15 s a revision.
 
-    python scripts/agentx_fidelity.py [--baseline REV ...] [--points] [AGENTIC.csv]
+With ``--eta-per-accelerator`` one more row for this checkout: the attention efficiency fitted on each accelerator's
+own healthy conc <= 8 points (the same search, ``agentic.fit_attn_eff``) instead of one global value — the experiment
+§10.1 reports, not the shipped model. ``--eta X`` adds a row with η fixed at X (a sensitivity, not a fit).
+
+    python scripts/agentx_fidelity.py [--baseline REV ...] [--eta-per-accelerator] [--eta X] [--points] [AGENTIC.csv]
 """
 
 from __future__ import annotations
@@ -35,10 +39,31 @@ r = simulate_agentic(load_agentic(sys.argv[1]), load_fitted(), load_catalog())
 print(json.dumps({"attn_eff": load_fitted().attn_eff, "table": r["table"]}))
 """
 
+_CHILD_ETA = r"""
+import dataclasses, json, sys
+import polars as pl
+from agentprof.catalog.hardware import load_catalog
+from agentprof.replay.agentic import fit_attn_eff, load_agentic
+from agentprof.replay.calibration import load_fitted
+from agentprof.replay.serving.benchpoint import simulate_agentic, workload_reuse, workload_think_s
+df, fitted, cat = load_agentic(sys.argv[1]), load_fitted(), load_catalog()
+fixed = float(sys.argv[2])
+think, reuse = workload_think_s(df), workload_reuse(df)
+table, etas = [], {}
+groups = [("all", df)] if fixed > 0 else [(str(k[0]), g) for k, g in df.group_by(pl.col("hw").str.split("-").list.first())]
+for hw, sub in sorted(groups):
+    eta = fixed if fixed > 0 else fit_attn_eff(sub, fitted, cat)[0]
+    etas[hw] = eta
+    table += simulate_agentic(sub, dataclasses.replace(fitted, attn_eff=eta), cat, think_s=think, reuse=reuse)["table"]
+print(json.dumps({"attn_eff": etas, "table": table}))
+"""
 
-def run(tree: Path, agentic: str) -> dict[str, Any]:
-    """The simulated AgentX table of the code in ``tree`` (a subprocess, so each revision imports its own code)."""
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(ROOT / agentic)], cwd=tree, capture_output=True,
+
+def run(tree: Path, agentic: str, eta: float | None = None) -> dict[str, Any]:
+    """The simulated AgentX table of the code in ``tree`` (a subprocess, so each revision imports its own code);
+    with ``eta`` this checkout's table with η per accelerator (0) or fixed (> 0)."""
+    code, args = (_CHILD, []) if eta is None else (_CHILD_ETA, [str(eta)])
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / agentic), *args], cwd=tree, capture_output=True,
                          text=True, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -89,7 +114,9 @@ def pct(v: float | None) -> str:
 def main(argv: list[str]) -> None:
     points = "--points" in argv
     baselines = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--baseline"]
-    rest = [a for i, a in enumerate(argv) if not a.startswith("--") and (i == 0 or argv[i - 1] != "--baseline")]
+    etas = [float(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a == "--eta"]
+    rest = [a for i, a in enumerate(argv)
+            if not a.startswith("--") and (i == 0 or argv[i - 1] not in ("--baseline", "--eta"))]
     agentic = rest[0] if rest else AGENTIC
     results = {}
     for rev in baselines:
@@ -102,6 +129,10 @@ def main(argv: list[str]) -> None:
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=ROOT, capture_output=True)
     results["after (this checkout)"] = run(ROOT, agentic)
+    if "--eta-per-accelerator" in argv:
+        results["η per accelerator (experiment)"] = run(ROOT, agentic, 0.0)
+    for x in etas:
+        results[f"η fixed at {x} (sensitivity)"] = run(ROOT, agentic, x)
     cut = truncated_keys(agentic)
     names = list(slices(next(iter(results.values()))["table"], cut))
     print("| | " + " | ".join(names) + " |")
@@ -109,7 +140,9 @@ def main(argv: list[str]) -> None:
     for label, res in results.items():
         s = slices(res["table"], cut)
         cells = [f"{pct(s[n][0])} / {pct(s[n][1])} ({s[n][2]})" for n in names]
-        print(f"| {label}, eta {res['attn_eff']:.2f} | " + " | ".join(cells) + " |")
+        eta = res["attn_eff"]
+        eta = ", ".join(f"{k} {v:.3f}" for k, v in eta.items()) if isinstance(eta, dict) else f"{eta:.3f}"
+        print(f"| {label}, η {eta} | " + " | ".join(cells) + " |")
     if points:
         print("\n| hw | tp | conc | offload | hit | sim HBM / CPU hit | TTFT meas → pred | ITL meas → pred |")
         print("|---|---|---|---|---|---|---|---|")
