@@ -9,9 +9,10 @@ With ``--baseline REV`` (repeatable) the same figures for git revisions are comp
 worktree of each REV, its own code and fitted.toml), so a change's before and after come from one invocation.
 About 15 s a revision.
 
-With ``--eta-per-accelerator`` one more row for this checkout: the attention efficiency fitted on each accelerator's
-own healthy conc <= 8 points (the same search, ``agentic.fit_attn_eff``) instead of one global value — the experiment
-§10.1 reports, not the shipped model. ``--eta X`` adds a row with η fixed at X (a sensitivity, not a fit).
+With ``--eta-per-accelerator`` one more row for this checkout: the attention efficiency searched on each accelerator's
+own healthy conc <= 8 points (``agentic.fit_attn_eff``) with this checkout's fitted terms — what ``devices fit`` now
+ships in ``[global.attn_eff_by_accelerator]``, so the row reproduces the shipped one. ``--eta X`` adds a row with η
+fixed at X on every accelerator (a sensitivity, not a fit).
 
     python scripts/agentx_fidelity.py [--baseline REV ...] [--eta-per-accelerator] [--eta X] [--points] [AGENTIC.csv]
 """
@@ -35,8 +36,10 @@ from agentprof.catalog.hardware import load_catalog
 from agentprof.replay.agentic import load_agentic
 from agentprof.replay.calibration import load_fitted
 from agentprof.replay.serving.benchpoint import simulate_agentic
-r = simulate_agentic(load_agentic(sys.argv[1]), load_fitted(), load_catalog())
-print(json.dumps({"attn_eff": load_fitted().attn_eff, "table": r["table"]}))
+f = load_fitted()
+r = simulate_agentic(load_agentic(sys.argv[1]), f, load_catalog())
+by = getattr(f, "attn_eff_by_accelerator", None)  # revisions before eta per accelerator have one global value
+print(json.dumps({"attn_eff": {"pooled": f.attn_eff, **by} if by else f.attn_eff, "table": r["table"]}))
 """
 
 _CHILD_ETA = r"""
@@ -54,7 +57,8 @@ groups = [("all", df)] if fixed > 0 else [(str(k[0]), g) for k, g in df.group_by
 for hw, sub in sorted(groups):
     eta = fixed if fixed > 0 else fit_attn_eff(sub, fitted, cat)[0]
     etas[hw] = eta
-    table += simulate_agentic(sub, dataclasses.replace(fitted, attn_eff=eta), cat, think_s=think, reuse=reuse)["table"]
+    table += simulate_agentic(sub, dataclasses.replace(fitted, attn_eff=eta, attn_eff_by_accelerator={}), cat,
+                              think_s=think, reuse=reuse)["table"]
 print(json.dumps({"attn_eff": etas, "table": table}))
 """
 
