@@ -315,9 +315,16 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
     """Fit on a points CSV and attach the provenance (file, hash, date, method, points used).
 
     With ``agentic_points`` (the AgentX long-prompt points, when the file exists) the global prefill-attention
-    efficiency is fitted on them and the points are refitted with it, twice (it barely moves 1K-prompt fits)."""
-    from agentprof.replay.agentic import (fit_attn_eff, fit_attn_eff_per_accelerator, load_agentic, predictions,
-                                         summarize)
+    efficiency is fitted on them and the points are refitted with it, twice (it barely moves 1K-prompt fits);
+    then each accelerator's own efficiency on its own points (``attn_eff_by_accelerator``; the pooled one stays the
+    fallback)."""
+    from agentprof.replay.agentic import (
+        fit_attn_eff,
+        fit_attn_eff_per_accelerator,
+        load_agentic,
+        predictions,
+        summarize,
+    )
     from agentprof.resources import shipped
 
     points = shipped(points)  # the defaults are repository paths; an installed wheel carries copies
