@@ -300,7 +300,7 @@ TP_FANOUT_GROWTH = 0.2
 """Growth of a tensor-parallel step's collective latency per doubling of its accelerators, relative to the latency
 it has at all (estimate, docs/DEVICE_MODEL.md §2.2): decode-sized all-reduces run one-shot inside the scale-up
 domain (every rank reads its peers' partial sums at once through the switch), so the cost is a synchronisation
-that appears once there are peers, growing slowly with their number (the 8-GPU collective 1.25x the 2-GPU one).
+that appears once there are peers, growing slowly with their number (the 8-GPU collective 1.33x the 2-GPU one).
 Chosen on the group-level in-sample fit (one set of terms for every layout of a group: median TPOT error 4.0 %
 at 0.15-0.25, 5.0 % with the first model's pure log2 g), not on a held-out check."""
 
