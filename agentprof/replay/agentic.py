@@ -160,7 +160,7 @@ def fit_attn_eff_per_accelerator(df: pl.DataFrame, fitted: Fitted, cat: Hardware
                                  ) -> tuple[dict[str, float], dict[str, Any]]:
     """The attention efficiency of each accelerator, fitted (:func:`fit_attn_eff`) on that accelerator's own
     healthy concurrency <= 8 points only: the prefill attention kernels differ per accelerator (vLLM runs FlashAttention /
-    FlashInfer MLA on B200 and AITER's MLA on MI355X, the runs' server logs [S47], [S53]), so one pooled value is
+    FlashInfer MLA on B200 and AITER's MLA on MI355X, the runs' server logs [S47], [S54]), so one pooled value is
     the accelerator with the most points. Returns ``{accelerator: eta}`` and, per accelerator, the eta and its
     number of fit points (``<hw>_attn_eff``, ``<hw>_attn_eff_points``)."""
     rows = fit_rows(df)
