@@ -15,6 +15,7 @@ its own iterations, so its first token waits a number of decode steps (``handoff
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +49,11 @@ class Work:
     xfer_s: np.ndarray      # prefill -> decode KV transfer (disaggregated)
     load_s: np.ndarray      # KV load of the cached prefix from a lower tier (replay)
     wait_steps: np.ndarray  # decode steps a new request waits for the scheduler (recv/stream interval / 2)
+    # what one sequence fewer in the decode batch takes off bw_s, cmp_s and comm_s (disaggregated points: the
+    # decode batch is the clients not queued for prefill, :func:`decode_batch`); None keeps ``b_run``
+    bw_seq_s: np.ndarray | None = None
+    cmp_seq_s: np.ndarray | None = None
+    comm_seq_s: np.ndarray | None = None
 
 
 @dataclass
@@ -59,6 +65,56 @@ class Times:
     e2e: np.ndarray
     queue: np.ndarray
     parts: dict[str, np.ndarray]
+    decode_batch: np.ndarray | None = None
+    """Sequences one decode step holds (per instance): ``b_run``, or a disaggregated pool's by Little's law."""
+
+
+def _disagg_cycle(w: Work, t_step: np.ndarray, accept: np.ndarray, s_alone: np.ndarray, work: np.ndarray,
+                  t0: np.ndarray, q: np.ndarray, handoff: np.ndarray | float) -> tuple[np.ndarray, ...]:
+    """A disaggregated request at decode step ``t_step``: (tpot, prefill-pool queueing, hand-off wait, the
+    first token's core time, the saturated prefill pool's TTFT ``sat``). A closed loop of ``conc`` clients over
+    ``n_prefill`` workers each busy ``work`` per prompt: the pool's queue grows as ``rho/(1-rho)`` and, once the
+    pool binds, the cycle is ``conc·work/n_prefill`` and TTFT that less the decode."""
+    tpot = t_step / accept
+    cycle = s_alone + w.xfer_s + w.osl * tpot
+    rho = np.minimum(np.divide(w.conc * work, cycle * w.n_prefill, out=np.zeros_like(cycle, dtype=float),
+                               where=cycle > 0), RHO_MAX_DIS)
+    q_dis = q * rho / (1.0 - rho) * work
+    # the hand-off: the decode engine takes the transferred request in on its own iterations (poll the
+    # transfer, admit, emit the first token), so the wait is a number of its decode steps, not a fixed time
+    hand = (w.wait_steps + handoff) * t_step
+    core = t0 + s_alone + w.xfer_s + q_dis + hand
+    sat = w.conc * work / w.n_prefill - (w.osl - 1.0) * tpot
+    return tpot, q_dis, hand, core, sat
+
+
+def decode_batch(w: Work, step_s: Callable[[np.ndarray], np.ndarray], accept: np.ndarray, s_alone: np.ndarray,
+                 work: np.ndarray, t0: np.ndarray, q: np.ndarray, handoff: np.ndarray | float,
+                 iters: int = 5) -> np.ndarray:
+    """Sequences a disaggregated decode worker holds: by Little's law the clients not waiting for their first
+    token, ``b_run · decode / (TTFT + decode)`` — near the prefill pool's knee the rest queue for prefill, not in
+    the decode batch. ``step_s(b)`` is the decode step at batch ``b``, so this is a fixed point, found by secant
+    steps from ``b_run`` (exact when the step is affine in the batch and the pool binds; the map is increasing
+    with ``F(b_run) <= b_run``). Aggregated points keep ``b_run`` (their prefills ride the decode batch)."""
+    dis = w.disagg.astype(bool)
+    hi = np.maximum(w.b_run, 1.0)
+    if not dis.any() or w.bw_seq_s is None:
+        return hi
+
+    def gap(b: np.ndarray) -> np.ndarray:
+        tpot, _, _, core, sat = _disagg_cycle(w, step_s(b), accept, s_alone, work, t0, q, handoff)
+        dec = (w.osl - 1.0) * tpot
+        return hi * dec / np.maximum(w.load_s + np.maximum(core, sat) + dec, 1e-12) - b
+
+    b0, g0 = hi, gap(hi)
+    b1 = np.clip(b0 + g0, 1.0, hi)
+    for _ in range(iters):
+        g1 = gap(b1)
+        den = g1 - g0
+        ok = np.abs(den) > 1e-12 * hi
+        b2 = np.clip(np.where(ok, b1 - g1 * (b1 - b0) / np.where(ok, den, 1.0), b1), 1.0, hi)
+        b0, g0, b1 = b1, g1, b2
+    return np.where(dis, b1, hi)
 
 
 def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: np.ndarray, t0: np.ndarray,
@@ -75,18 +131,31 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     pf_rate = np.where(dis, 0.0, np.maximum(w.b_run - 1.0, 0.0) / w.osl)  # other clients' prefills per step
     pf_cmp = w.pf_gemm_s / mfu_pool + w.pf_attn_s / attn_eff  # attention at its kernels' own efficiency
     pf_mem = w.pf_mem_s / mbu
-    # decode step: fixed overhead, collectives, per-prefill scheduling; bandwidth and compute overlap
-    dec_bw = w.bw_s / mbu
-    dec_cmp = w.cmp_s / mfu + pf_rate * pf_cmp
-    step_over = tf_dec + w.comm_s + pf_rate * t_req
-    t_step = step_over + dec_bw + dec_cmp
-    tpot = t_step / accept
     # one prefill alone: a step per chunk (overhead and collectives) plus the larger of compute and bytes
     pf_over = w.n_chunks * (tf_pf + w.comm_pf_s) + t_req
     s_alone = pf_over + np.maximum(pf_cmp, pf_mem)
+    # disaggregated: batched prefill (weights read once per batch, large GEMMs at the batched efficiency
+    # ``mfu``), closed loop of conc clients over the pool
+    pf_kv = w.pf_kv_s / mbu
+    work = np.maximum(pf_cmp, pf_kv)
+
+    def decode_parts(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(per-step overhead and collectives, bytes, compute) of a decode step at batch ``b`` (``b_run``
+        unless the decode batch is a disaggregated pool's)."""
+        fewer = w.b_run - b
+        comm, bw, cmp = w.comm_s, w.bw_s, w.cmp_s
+        if w.bw_seq_s is not None:
+            comm = comm - fewer * w.comm_seq_s
+            bw = bw - fewer * w.bw_seq_s
+            cmp = cmp - fewer * w.cmp_seq_s
+        return tf_dec + comm + pf_rate * t_req, bw / mbu, cmp / mfu + pf_rate * pf_cmp
+
+    b_dec = decode_batch(w, lambda b: sum(decode_parts(b)), accept, s_alone, work, t0, q, handoff)
+    # decode step: fixed overhead, collectives, per-prefill scheduling; bandwidth and compute overlap
+    step_over, dec_bw, dec_cmp = decode_parts(b_dec)
+    t_step = step_over + dec_bw + dec_cmp
     # aggregated: the new request's chunks ride steps that also carry the running batch's decode work
     mix_cmp = pf_cmp + others * w.n_chunks * w.cmp_s / mfu
-    pf_kv = w.pf_kv_s / mbu
     mix_bw = (1.0 - others) * pf_mem + others * (w.n_chunks * dec_bw + pf_kv)
     pf_cmp_bound = mix_cmp >= mix_bw
     # arrival in the middle of a running step, then the scheduler's polling / streaming interval
@@ -95,18 +164,7 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     rho_agg = np.minimum(np.divide(pf_rate * s_alone, busy, out=np.zeros_like(busy, dtype=float), where=busy > 0),
                          RHO_MAX_AGG)
     q_agg = q * rho_agg / (1.0 - rho_agg) * s_alone
-    # disaggregated: batched prefill (weights read once per batch, large GEMMs at the batched efficiency
-    # ``mfu``), closed loop of conc clients over the pool
-    work = np.maximum(pf_cmp, pf_kv)
-    cycle = s_alone + w.xfer_s + w.osl * tpot
-    rho_dis = np.minimum(np.divide(w.conc * work, cycle * w.n_prefill, out=np.zeros_like(cycle, dtype=float),
-                                   where=cycle > 0), RHO_MAX_DIS)
-    q_dis = q * rho_dis / (1.0 - rho_dis) * work
-    # the hand-off: the decode engine takes the transferred request in on its own iterations (poll the
-    # transfer, admit, emit the first token), so the wait is a number of its decode steps, not a fixed time
-    hand = (w.wait_steps + handoff) * t_step
-    ttft_dis_core = t0 + s_alone + w.xfer_s + q_dis + hand
-    sat = w.conc * work / w.n_prefill - (w.osl - 1.0) * tpot
+    tpot, q_dis, hand, ttft_dis_core, sat = _disagg_cycle(w, t_step, accept, s_alone, work, t0, q, handoff)
     sat_extra = np.maximum(sat - ttft_dis_core, 0.0)
     queue_pf = np.where(dis, q_dis + sat_extra + hand, wait_step + q_agg)
     ride_cmp = np.where(dis, pf_cmp, mix_cmp)
@@ -129,4 +187,4 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
         "kv_load": w.load_s + np.where(dis, w.xfer_s, 0.0),
         "queueing": queue_pf + over_q + z,
     }
-    return Times(ttft, tpot, e2e, queue_pf + over_q, parts)
+    return Times(ttft, tpot, e2e, queue_pf + over_q, parts, b_dec + z)

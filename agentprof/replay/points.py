@@ -181,7 +181,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     z = np.zeros(n)
     wk = {k: z.copy() for k in ("b_run", "over", "osl", "n_chunks", "comm_s", "comm_pf_s", "bw_s", "cmp_s",
                                 "pf_gemm_s", "pf_attn_s", "pf_mem_s", "pf_kv_s", "conc", "n_prefill", "xfer_s", "load_s",
-                                "wait_steps")}
+                                "wait_steps", "bw_seq_s", "cmp_seq_s", "comm_seq_s")}
     wk["n_prefill"][:] = 1.0
     wk["osl"][:] = 1.0
     wk["n_chunks"][:] = 1.0
@@ -260,6 +260,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["comm_pf_s"][j] = float(pre.comm_s(isl_m)) / chunks
         wk["bw_s"][j] = float(dec.decode_bytes_per_gpu(b_run, ctx)) / acc.hbm_bw
         wk["cmp_s"][j] = float(dec.decode_peak_s(b_run, ctx))
+        if disagg:  # the step per sequence, for the decode batch the clients queued for prefill leave (Work)
+            wk["bw_seq_s"][j], wk["cmp_seq_s"][j], wk["comm_seq_s"][j] = _per_sequence(dec, b_run, ctx)
         wk["pf_gemm_s"][j] = pre.prefill_gemm_peak_s_per_token * isl_m / gp
         wk["pf_attn_s"][j] = float(pre.prefill_peak_s(isl_m, 0.0)) - wk["pf_gemm_s"][j]
         wk["pf_mem_s"][j] = float(prefill_bytes_per_gpu(pre, isl_m, 0.0)) / acc.hbm_bw
@@ -280,6 +282,17 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
                     dpa_dec=dpa_dec, dpa_pf=dpa_pf, work=work,
                     mtp=mtp_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
                     e2e=meas("median_e2el_s"))
+
+
+def _per_sequence(dec: Deployment, b_run: float, ctx: float) -> tuple[float, float, float]:
+    """What one sequence adds to a decode step near ``b_run``: bytes / HBM bandwidth (its KV, and the MoE experts
+    a larger batch touches: the secant over the lower half of the batch), FLOPs / peak and collectives (both
+    proportional to the batch)."""
+    bw = float(dec.kv_seq_bytes(ctx)) / dec.kv_divisor
+    lo = max(b_run / 2.0, 1.0)
+    if b_run > lo:
+        bw = float(dec.decode_bytes_per_gpu(b_run, ctx) - dec.decode_bytes_per_gpu(lo, ctx)) / (b_run - lo)
+    return bw / dec.accel.hbm_bw, float(dec.decode_peak_s(1.0, ctx)), float(dec.comm_s(b_run)) / b_run
 
 
 def cat_files(cat: HardwareCatalog) -> tuple[str, ...]:

@@ -246,8 +246,9 @@ def test_disaggregated_pools_transfer_kv_and_saturate_the_prefill_pool() -> None
 
 def test_disaggregated_hand_off_is_decode_steps_of_the_deployment() -> None:
     # the hand-off waits for the decode engine's own iterations: each step of it adds one decode step (the
-    # deployment's, MTP acceptance undone) to a disaggregated TTFT, as queueing, and nothing to TPOT or to an
-    # aggregated point; the parts still sum to the end-to-end time
+    # deployment's, MTP acceptance undone) to a disaggregated TTFT, as queueing, and nothing to an aggregated
+    # point; with the decode batch held, nothing to TPOT. By Little's law the clients waiting longer for their
+    # first token leave the decode batch, so the step gets a little cheaper, never dearer
     from agentprof.replay.points import PARAMS, point_features, predict_times
 
     rows = [{"hardware": "gb200", "framework": "dynamo-trt", "model": "deepseek-r1", "precision": "fp4", "isl": 1024,
@@ -256,12 +257,16 @@ def test_disaggregated_hand_off_is_decode_steps_of_the_deployment() -> None:
             for c in (4, 64, 512) for spec in ("none", "mtp")]
     rows += [{"hardware": "b200", "framework": "sglang", "model": "deepseek-r1", "precision": "fp4", "isl": 1024,
               "osl": 1024, "conc": 64, "tp": 8, "ep": 8, "disagg": False, "spec_decoding": "none"}]
-    f = point_features(pl.DataFrame(rows), CAT)
+    little = point_features(pl.DataFrame(rows), CAT)
+    f = dataclasses.replace(little, work=dataclasses.replace(little.work, bw_seq_s=None, cmp_seq_s=None,
+                                                             comm_seq_s=None))  # the batch held at b_run
     theta = np.tile(theta_of(P, 61), (len(f), 1))
     theta[:, PARAMS.index("accept")] = 1.7
-    t0 = predict_times(f, theta)
+    t0, l0 = predict_times(f, theta), predict_times(little, theta)
     theta[:, PARAMS.index("handoff")] = 20.0
-    t1 = predict_times(f, theta)
+    t1, l1 = predict_times(f, theta), predict_times(little, theta)
+    assert np.all(l1.tpot <= l0.tpot * (1 + 1e-12)) and np.any(l1.tpot[f.disagg] < l0.tpot[f.disagg])
+    assert np.all(l1.ttft[f.disagg] > l0.ttft[f.disagg])
     step = np.where(f.mtp, t1.tpot * 1.7, t1.tpot)
     dis = f.disagg
     np.testing.assert_allclose(t1.tpot, t0.tpot)

@@ -11,7 +11,7 @@ import pytest
 from agentprof.catalog.hardware import load_catalog
 from agentprof.replay.calibration import prior_theta, step_params
 from agentprof.replay.costmodel import Deployment
-from agentprof.replay.points import PARAMS, expert_ranks, point_features, predict
+from agentprof.replay.points import PARAMS, expert_ranks, point_features, predict, predict_times
 from agentprof.replay.serving.benchpoint import simulate_pools_point
 from agentprof.replay.serving.pools import transfer_bytes_per_gpu, transfer_link
 
@@ -107,7 +107,7 @@ GPT = {**ROW, "model_prefix": "gptoss", "num_prefill_gpu": 1, "prefill_tp": 1, "
        "num_decode_gpu": 2, "decode_tp": 2, "decode_ep": 2}
 
 
-def _gpt_pools(conc: int, **kw):
+def _gpt_pools(conc: int, isl: float = 1024, osl: float = 1024, detail: dict | None = None, **kw):
     f = point_features(pl.DataFrame([GPT]), CAT)
     acc, model = CAT.accelerators["gb200"], CAT.models["gpt-oss-120b"]
     pre = Deployment(model, acc, "fp4", 1, False, float(f.kv_bytes[0]))
@@ -116,8 +116,8 @@ def _gpt_pools(conc: int, **kw):
     pp = step_params(th, pre.layers, 1, accept=1.0).with_(attn_eff=ETA)
     dp = step_params(th, dec.layers, 2, accept=1.0).with_(
         attn_eff=ETA, wait_steps=float(f.work.wait_steps[0]) + float(th[PARAMS.index("handoff")]))
-    det: dict = {}
-    out = simulate_pools_point(pre, pp, dec, dp, 1, 1, conc, 1024, 1024, 8192, per_client=4, detail=det, **kw)
+    det: dict = {} if detail is None else detail
+    out = simulate_pools_point(pre, pp, dec, dp, 1, 1, conc, isl, osl, 8192, per_client=4, detail=det, **kw)
     return out, det
 
 
@@ -234,3 +234,22 @@ def test_batched_prompts_price_as_their_own_prefills_sharing_the_weights() -> No
     nine = c.chunks_s([(900.0, 0.0, 1.0)] * 9)
     long = float(prefill_chunk_s(dep, p, 8100.0, 0.0, 9.0, False))
     assert one < nine < 9 * one and nine < long
+
+
+def test_past_the_prefill_knee_the_simulation_decodes_the_equations_batch() -> None:
+    # 8K-token prompts on one prefill GPU for 1,024 clients: the prefill pool binds and most clients queue for it.
+    # The equations take the decode batch as the clients not waiting for a first token (Little's law), the batch
+    # the simulation keeps decoding: TPOT, TTFT and E2E agree. Every client taken as decoding (the batch held at
+    # conc / n_decode) prices the step at twice the simulation's
+    f = point_features(pl.DataFrame([{**GPT, "isl": 8192, "osl": 1024, "conc": 1024}]), CAT)
+    th = theta()[None, :]
+    want = predict_times(f, th, ETA)
+    held = dataclasses.replace(f, work=dataclasses.replace(f.work, bw_seq_s=None, cmp_seq_s=None, comm_seq_s=None))
+    det: dict = {}
+    ttft, tpot, e2e = _gpt_pools(1024, isl=0.9 * 8192, osl=0.9 * 1024, spread=0.0, detail=det)[0]
+    assert np.median(det["engine"].first_t - det["engine"].issue_t) > 0.5 * ttft > 5.0  # a prefill queue
+    assert tpot == pytest.approx(float(want.tpot[0]), rel=0.08)
+    assert e2e == pytest.approx(float(want.e2e[0]), rel=0.08)
+    assert ttft == pytest.approx(float(want.ttft[0]), rel=0.15)
+    assert float(want.decode_batch[0]) < 0.5 * 1024
+    assert float(predict_times(held, th, ETA).tpot[0]) > 1.5 * tpot

@@ -1,0 +1,58 @@
+"""The serving equations' disaggregated decode batch: the clients not waiting for their first token (Little's law)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from agentprof.catalog.hardware import load_catalog
+from agentprof.replay.calibration import prior_theta
+from agentprof.replay.points import PARAMS, point_features, predict_times
+
+CAT = load_catalog()
+# GPT-OSS on GB200: one prefill GPU for 8K-token prompts, two decode GPUs: the prefill pool binds near 300 clients
+DIS = {"hardware": "gb200", "framework": "dynamo-trt", "model_prefix": "gptoss", "precision": "fp4",
+       "spec_decoding": "none", "isl": 8192, "osl": 1024, "disagg": True, "prefill_num_workers": 1,
+       "num_prefill_gpu": 1, "prefill_tp": 1, "decode_num_workers": 1, "num_decode_gpu": 2, "decode_tp": 2,
+       "decode_ep": 2}
+AGG = {"hardware": "gb200", "framework": "sglang", "model_prefix": "gptoss", "precision": "fp4",
+       "spec_decoding": "none", "isl": 8192, "osl": 1024, "disagg": False, "tp": 2, "ep": 2}
+CONC = (1, 16, 64, 256, 512, 1024, 1536)
+
+
+def _times(rows: list[dict]):
+    f = point_features(pl.DataFrame(rows), CAT)
+    th = prior_theta()
+    th[PARAMS.index("accept")] = 1.0
+    return f, predict_times(f, np.tile(th, (len(f), 1)), 0.5)
+
+
+def test_disaggregated_decode_batch_is_the_clients_not_waiting_for_a_first_token() -> None:
+    # a closed loop of conc clients: by Little's law a decode worker holds conc / n_decode × decode / E2E of them
+    # (the rest wait in the prefill queue, the prefill or the hand-off); the fixed point is solved, not iterated
+    # a few times and left
+    f, t = _times([{**DIS, "conc": c} for c in CONC])
+    assert t.decode_batch is not None
+    decode = (f.work.osl - 1.0) * t.tpot
+    want = f.work.b_run * (1.0 + f.work.over) * decode / t.e2e
+    np.testing.assert_allclose(t.decode_batch, np.clip(want, 1.0, None), rtol=1e-6)
+    assert np.all(t.decode_batch <= f.work.b_run)
+    # an aggregated point's prefills ride its decode steps: its batch is every running client
+    fa, ta = _times([{**AGG, "conc": c} for c in CONC])
+    np.testing.assert_array_equal(ta.decode_batch, fa.work.b_run)
+
+
+def test_past_the_prefill_knee_the_decode_batch_and_tpot_stop_growing() -> None:
+    # once the prefill pool binds, requests leave it at n_prefill / W a second whatever the clients: the decode
+    # batch (that rate × the decode time) and TPOT stop growing, and every further client queues for prefill,
+    # adding W / n_prefill to TTFT (the cycle conc·W / n_prefill); taking every client as decoding instead made
+    # TPOT grow with conc (a fit then made the decode step too cheap where the prefill pool binds)
+    f, t = _times([{**DIS, "conc": c} for c in CONC])
+    knee = f.conc >= 1024
+    assert np.ptp(t.decode_batch[knee]) < 1e-6 * t.decode_batch[knee].max()
+    assert np.ptp(t.tpot[knee]) < 1e-9
+    assert t.decode_batch[knee].max() < 0.5 * f.work.b_run[knee].min()
+    assert np.all(np.diff(t.tpot[~knee]) > 0)  # below the knee the batch grows with the clients
+    w = f.work.pf_gemm_s / prior_theta()[PARAMS.index("mfu_pf")] + f.work.pf_attn_s / 0.5
+    np.testing.assert_allclose(np.diff(t.e2e[knee]), np.diff(f.conc[knee] * w[knee] / f.work.n_prefill[knee]),
+                               rtol=1e-6)
