@@ -106,16 +106,20 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     # transfer, admit, emit the first token), so the wait is a number of its decode steps, not a fixed time
     hand = (w.wait_steps + handoff) * t_step
     ttft_dis_core = t0 + s_alone + w.xfer_s + q_dis + hand
-    sat = w.conc * work / w.n_prefill - (w.osl - 1.0) * tpot
-    sat_extra = np.maximum(sat - ttft_dis_core, 0.0)
+    decode = (w.osl - 1.0) * tpot
+    # clients beyond the decode slots (KV capacity, the recipe's max batch) wait for a running sequence to
+    # finish (closed loop, Little's law); a saturated prefill pool bounds the request rate on its own: the
+    # first token waits for whichever of the two bottlenecks is slower, not for both in turn
+    over_dis = w.over * (ttft_dis_core + w.load_s + decode)
+    sat = w.conc * work / w.n_prefill - decode
+    sat_extra = np.maximum(sat - ttft_dis_core - over_dis, 0.0)
     queue_pf = np.where(dis, q_dis + sat_extra + hand, wait_step + q_agg)
     ride_cmp = np.where(dis, pf_cmp, mix_cmp)
     ride_bw = np.where(dis, pf_mem, mix_bw)
     ride = np.maximum(ride_cmp, ride_bw)
     ttft_core = t0 + w.load_s + np.where(dis, w.xfer_s, 0.0) + pf_over + ride + queue_pf
-    decode = (w.osl - 1.0) * tpot
     # clients beyond the KV capacity wait for the running batch to drain (closed loop)
-    over_q = w.over * (ttft_core + decode)
+    over_q = np.where(dis, over_dis, w.over * (ttft_core + decode))
     ttft = ttft_core + over_q
     e2e = ttft + decode
     n_dec = (w.osl - 1.0) / accept

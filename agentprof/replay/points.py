@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog import CatalogError, find_model
+from agentprof.catalog.decodeslots import decode_slots
 from agentprof.catalog.hardware import HardwareCatalog
 from agentprof.catalog.kvcache import engine, kv_bytes, wait_steps
 from agentprof.catalog.serving import load_serving
@@ -239,6 +240,10 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         ctx = isl_m + osl_m / 2.0
         # a batch drains (sequences finish and free their KV): capacity at the mean context
         cap = max(float(dec.max_batch(ctx, MEM_UTIL)), 1.0)
+        if disagg:  # the recipe's decode slots (max batch size x ranks x workers), where the catalog lists them
+            slots, _ = decode_slots(fw, model.key, hw, spec, layout, float(row["isl"]), float(row["osl"]))
+            if slots is not None:
+                cap = min(cap, max(slots / ndw, 1.0))
         b_run = max(min(b, cap), 1.0)
         layers[j] = dec.layers
         g_dec[j] = gd
