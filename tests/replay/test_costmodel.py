@@ -253,7 +253,7 @@ def test_disaggregated_hand_off_is_decode_steps_of_the_deployment() -> None:
     rows = [{"hardware": "gb200", "framework": "dynamo-trt", "model": "deepseek-r1", "precision": "fp4", "isl": 1024,
              "osl": 1024, "conc": c, "disagg": True, "prefill_num_workers": 1, "num_prefill_gpu": 4, "prefill_tp": 4,
              "decode_num_workers": 4, "num_decode_gpu": 32, "decode_tp": 8, "decode_ep": 8, "spec_decoding": spec}
-            for c in (4, 64, 512) for spec in ("none", "mtp")]
+            for c in (4, 64, 128) for spec in ("none", "mtp")]  # within the recipe's decode slots (128 with MTP)
     rows += [{"hardware": "b200", "framework": "sglang", "model": "deepseek-r1", "precision": "fp4", "isl": 1024,
               "osl": 1024, "conc": 64, "tp": 8, "ep": 8, "disagg": False, "spec_decoding": "none"}]
     f = point_features(pl.DataFrame(rows), CAT)
@@ -269,6 +269,52 @@ def test_disaggregated_hand_off_is_decode_steps_of_the_deployment() -> None:
     np.testing.assert_allclose((t1.parts["queueing"] - t0.parts["queueing"])[dis], 20.0 * step[dis], rtol=1e-9)
     assert t1.ttft[~dis] == pytest.approx(t0.ttft[~dis])
     np.testing.assert_allclose(sum(t1.parts.values()), t1.e2e, rtol=1e-12)
+
+
+def _slots_rows(concs: tuple[int, ...]) -> pl.DataFrame:
+    # GB200 Dynamo-TRT DeepSeek R1 without MTP, 4 decode workers of 8 GPUs: 4 x 128 slots in its recipe (S53)
+    return pl.DataFrame([{"hardware": "gb200", "framework": "dynamo-trt", "model": "deepseek-r1", "precision": "fp4",
+                          "isl": 1024, "osl": 1024, "conc": c, "disagg": True, "prefill_num_workers": 1,
+                          "num_prefill_gpu": 4, "prefill_tp": 4, "decode_num_workers": 4, "num_decode_gpu": 32,
+                          "decode_tp": 8, "decode_ep": 8, "spec_decoding": "none"} for c in concs])
+
+
+def test_clients_beyond_the_recipes_decode_slots_wait_for_one() -> None:
+    from agentprof.replay.points import predict_times
+
+    concs = (256, 512, 564, 768, 1024)
+    f = point_features(_slots_rows(concs), CAT)
+    # the running batch stops at the slots (128 per worker), the rest queue: over = clients / slots - 1
+    np.testing.assert_allclose(f.work.b_run, [64, 128, 128, 128, 128])
+    np.testing.assert_allclose(f.work.over, [0, 0, 564 / 512 - 1, 0.5, 1.0])
+    theta = np.tile(theta_of(P, 61), (len(f), 1))
+    t = predict_times(f, theta)
+    assert np.all(np.diff(t.ttft) > 0)
+    # Little's law in the closed loop: a client beyond the slots waits for `over` whole cycles of a running one
+    f0 = point_features(_slots_rows(concs), CAT)
+    f0.work.over[:] = 0.0
+    t0 = predict_times(f0, theta)
+    # (a running client's cycle: its first token and its decode, t0.e2e)
+    np.testing.assert_allclose(t.ttft, t0.ttft + f.work.over * t0.e2e, rtol=1e-9)
+    np.testing.assert_allclose(t.tpot, t0.tpot)
+    np.testing.assert_allclose(sum(t.parts.values()), t.e2e, rtol=1e-12)
+
+
+def test_full_decode_slots_and_a_saturated_prefill_pool_bind_as_the_slower() -> None:
+    # two bottlenecks of one closed loop: the request rate is the smaller of what the decode slots and what the
+    # prefill pool serve, so the first token waits for the slower one, not for one and then the other
+    from agentprof.replay.points import predict_times
+
+    theta = np.tile(theta_of(P, 61), (3, 1))
+    f = point_features(_slots_rows((564, 564, 564)), CAT)
+    over = f.work.over.copy()
+    f.work.n_prefill[:] = [1e6, 1e-3, 1e-3]  # 0: pool never saturated; 1, 2: one that is
+    f.work.over[:] = [over[0], 0.0, over[2]]  # 0, 2: slots full; 1: none
+    t = predict_times(f, theta)
+    slot_bound, pool_bound, both = t.ttft
+    assert pool_bound > slot_bound > 0.0
+    assert both == pytest.approx(max(slot_bound, pool_bound), rel=1e-9)
+    np.testing.assert_allclose(sum(t.parts.values()), t.e2e, rtol=1e-12)
 
 
 def test_waiting_for_sums_to_the_call_time() -> None:
