@@ -10,7 +10,9 @@ overlaps bandwidth (``max``), not adds to it; a new request's prefill rides one 
 the KV capacity wait until the running batch drains. Disaggregated serving: decode workers without
 prefill, a prefill pool of ``n_prefill`` workers that batches prompts (a closed loop bounds it), and the KV
 transfer between the pools over the scale-up link, then the hand-off: the decode engine takes the request in on
-its own iterations, so its first token waits a number of decode steps (``handoff``), not a fixed time.
+its own iterations, so its first token waits a number of decode steps (``handoff``), not a fixed time; clients
+beyond the decode slots (KV capacity, the recipe's max batch) and a saturated prefill pool are two bottlenecks of
+one closed loop, and the first token waits for the slower of the two.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ class Work:
     """Parameter-free per-call (or per-point) quantities; seconds at 100 % efficiency, per accelerator."""
 
     b_run: np.ndarray       # running decode batch per instance (after the KV capacity)
-    over: np.ndarray        # clients beyond the capacity / capacity (> 0: they queue for KV space)
+    over: np.ndarray        # clients beyond the capacity / capacity (> 0: they queue for KV space or decode slots)
     osl: np.ndarray         # output tokens (mean)
     n_chunks: np.ndarray    # prefill steps of the new tokens (chunked prefill)
     comm_s: np.ndarray      # decode step collectives over the scale-up link
