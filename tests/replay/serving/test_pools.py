@@ -233,3 +233,33 @@ def test_batched_prompts_price_as_their_own_prefills_sharing_the_weights() -> No
     nine = c.chunks_s([(900.0, 0.0, 1.0)] * 9)
     long = float(prefill_chunk_s(dep, p, 8100.0, 0.0, 9.0, False))
     assert one < nine < 9 * one and nine < long
+
+
+def test_decode_workers_run_at_most_their_slots_and_the_rest_wait_for_their_first_token() -> None:
+    # 64 clients on one decode worker of 16 slots: the running batch never exceeds them, the others queue at
+    # the decode worker (not in its KV pool), so TTFT grows and TPOT falls against the KV-bound run
+    (ttft0, tpot0, e2e0), free = _gpt_pools(64)
+    (ttft1, tpot1, _), capped = _gpt_pools(64, decode_slots=16)
+    dec = capped["engine"].roles.index("decode")
+    assert capped["pools"].max_running == 16
+    assert capped["engine"].peak_running[dec] == 16
+    assert free["engine"].peak_running[dec] > 16  # the KV pool alone would have run more
+    q = capped["engine"].queue_by_role["decode"]
+    assert q["wait_s"] / q["entries"] > 10 * free["engine"].queue_by_role["decode"]["wait_s"] / q["entries"]
+    assert ttft1 > 2.0 * ttft0 and tpot1 < tpot0
+    # slots at or above the clients change nothing
+    same, det = _gpt_pools(64, decode_slots=64)
+    assert same == pytest.approx((ttft0, tpot0, e2e0), rel=1e-9)
+    assert det["engine"].peak_running[dec] <= 64
+
+
+def test_slots_are_shared_over_decode_workers_and_copies() -> None:
+    from agentprof.replay.serving.pools import Pools
+    from agentprof.replay.serving.stepcost import StepCost
+
+    _, pre, pp, dec, dp = pools_of(ROW)
+    pools = Pools.of(StepCost(pre, pp, 0.9, 64e9, 25e9), StepCost(dec, dp, 0.9, 64e9, 25e9, copies=2.0), 1, 4,
+                     decode_slots=128)
+    assert pools.max_running == 16.0  # 128 slots over 4 workers, each simulated request standing for two
+    assert Pools.of(StepCost(pre, pp, 0.9, 64e9, 25e9), StepCost(dec, dp, 0.9, 64e9, 25e9), 1, 4).max_running \
+        == float("inf")
