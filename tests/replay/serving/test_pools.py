@@ -263,3 +263,34 @@ def test_slots_are_shared_over_decode_workers_and_copies() -> None:
     assert pools.max_running == 16.0  # 128 slots over 4 workers, each simulated request standing for two
     assert Pools.of(StepCost(pre, pp, 0.9, 64e9, 25e9), StepCost(dec, dp, 0.9, 64e9, 25e9), 1, 4).max_running \
         == float("inf")
+
+
+def test_devices_check_runs_listed_rows_within_the_recipes_decode_slots(points, monkeypatch) -> None:
+    # GB200 Dynamo-TRT DeepSeek MTP, 4 decode workers x 32 slots, 144 clients: devices check --simulate hands
+    # the row's catalog slots to the pools; no decode worker ever runs more than 32, and the 16 clients beyond
+    # the slots wait at the decode workers
+    from agentprof.catalog.decodeslots import decode_slots
+    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.serving import benchpoint
+
+    row = points.filter(pl.col("disagg").fill_null(False) & (pl.col("conc") == 144)
+                        & (pl.col("spec_decoding") == "mtp")).head(1)
+    assert row.height == 1
+    seen: list[dict] = []
+    real = benchpoint.simulate_pools_point
+
+    def spy(*a, **kw):
+        det: dict = {}
+        out = real(*a, **kw, detail=det)
+        seen.append({"slots": kw.get("decode_slots"), **det})
+        return out
+
+    monkeypatch.setattr(benchpoint, "simulate_pools_point", spy)
+    benchpoint.simulate_check(row, load_fitted())
+    assert len(seen) == 1
+    want, _ = decode_slots("dynamo-trt", "deepseek-r1", "gb200", "mtp", "p1x4-d4x8-tp8ep8", 1024, 1024)
+    assert seen[0]["slots"] == want == 128
+    eng = seen[0]["engine"]
+    peaks = [p for p, role in zip(eng.peak_running, eng.roles, strict=True) if role == "decode"]
+    assert len(peaks) == 4 and max(peaks) <= 32 and sum(peaks) == 128
+    assert eng.queue_by_role["decode"]["wait_s"] > 0
