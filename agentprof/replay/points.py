@@ -18,6 +18,7 @@ import polars as pl
 
 from agentprof.catalog import CatalogError, find_model
 from agentprof.catalog.decodeslots import decode_slots
+from agentprof.catalog.draftdepth import draft_depth
 from agentprof.catalog.hardware import HardwareCatalog
 from agentprof.catalog.kvcache import engine, kv_bytes, wait_steps
 from agentprof.catalog.serving import load_serving
@@ -109,6 +110,7 @@ class Features:
     ttft: np.ndarray         # measured (NaN when absent)
     tpot: np.ndarray
     e2e: np.ndarray
+    draft: np.ndarray        # MTP tokens drafted per sequence and step (draft_depth.toml; 0 unlisted)
 
     def subset(self, sel: np.ndarray) -> Features:
         """The points selected by a boolean mask or an index array."""
@@ -187,6 +189,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     layers, g_dec, g_pf, kvb = z.copy(), z.copy() + 1, z.copy() + 1, z.copy() + 2
     disagg_a = np.zeros(n, dtype=bool)
     mtp_a = np.zeros(n, dtype=bool)
+    draft_a = np.zeros(n)
     covered = np.zeros(n, dtype=bool)
     keys: list[PointKey | None] = []
     why: list[str] = []
@@ -256,10 +259,13 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["osl"][j] = osl_m
         chunks = float(prefill_chunks(isl_m, budgets.budget_tokens(fw)[0]))  # the framework's token budget
         wk["n_chunks"][j] = chunks
-        wk["comm_s"][j] = float(dec.comm_s(b_run))
+        # MTP: the step verifies each sequence's drafted tokens too (the recipe's depth, where the catalog lists it)
+        depth = draft_depth(fw, model.key, hw, spec, layout, float(row["isl"]), float(row["osl"]))[0]
+        draft_a[j] = depth
+        wk["comm_s"][j] = float(dec.comm_s(b_run * (1.0 + depth)))
         wk["comm_pf_s"][j] = float(pre.comm_s(isl_m)) / chunks
         wk["bw_s"][j] = float(dec.decode_bytes_per_gpu(b_run, ctx)) / acc.hbm_bw
-        wk["cmp_s"][j] = float(dec.decode_peak_s(b_run, ctx))
+        wk["cmp_s"][j] = float(dec.decode_peak_s(b_run * (1.0 + depth), ctx))
         wk["pf_gemm_s"][j] = pre.prefill_gemm_peak_s_per_token * isl_m / gp
         wk["pf_attn_s"][j] = float(pre.prefill_peak_s(isl_m, 0.0)) - wk["pf_gemm_s"][j]
         wk["pf_mem_s"][j] = float(prefill_bytes_per_gpu(pre, isl_m, 0.0)) / acc.hbm_bw
@@ -277,7 +283,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
 
     work = Work(disagg=disagg_a, **wk)
     return Features(keys=keys, covered=covered, why=why, layers=layers, g_dec=g_dec, g_pf=g_pf, work=work,
-                    mtp=mtp_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
+                    mtp=mtp_a, draft=draft_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
                     e2e=meas("median_e2el_s"))
 
 

@@ -392,3 +392,37 @@ def test_long_context_attention_runs_at_its_own_efficiency_not_the_gemms() -> No
         assert float(prefill_parts(d, p, 8192, 80_000)["compute"]) == pytest.approx(gemm / mfu_pf + attn / 0.1)
         riding = float(prefill_chunk_s(d, p, 8192, 80_000, 0.0, True)) - float(d.comm_s(8192))
         assert riding == pytest.approx(gemm / mfu_pf + attn / 0.1)
+
+
+def test_an_mtp_step_verifies_the_recipes_draft_depth() -> None:
+    # GB200 Dynamo-TRT DeepSeek R1 with MTP3 (tep8 x 4 workers, S53): a decode step's FLOPs and collectives carry
+    # 1 + 3 tokens per sequence, its bytes (weights, each sequence's KV) are read once; an unlisted MTP deployment
+    # (the same layout on 8K outputs) counts one token
+    from agentprof.replay.costmodel import decode_step_parts
+
+    rows = _slots_rows((16, 16)).with_columns(pl.Series("spec_decoding", ["mtp", "mtp"]),
+                                              pl.Series("osl", [1024, 8192]))
+    f = point_features(rows, CAT)
+    np.testing.assert_array_equal(f.draft, [3.0, 0.0])
+    dep = Deployment(CAT.models["deepseek-r1"], CAT.accelerators["gb200"], "fp4", 8, False, float(f.kv_bytes[0]))
+    b = float(f.work.b_run[0])
+    ctx = 0.9 * 1024 + 0.9 * 1024 / 2.0
+    assert f.work.cmp_s[0] == pytest.approx(float(dep.decode_peak_s(4.0 * b, ctx)), rel=1e-9)
+    assert f.work.comm_s[0] == pytest.approx(float(dep.comm_s(4.0 * b)), rel=1e-9)
+    assert f.work.bw_s[0] == pytest.approx(float(dep.decode_bytes_per_gpu(b, ctx)) / dep.accel.hbm_bw, rel=1e-9)
+    # the simulation's step (StepParams.draft_tokens) prices the same terms
+    one = decode_step_parts(dep, P, b, ctx)
+    mtp = decode_step_parts(dep, P.with_(draft_tokens=3.0), b, ctx)
+    assert float(mtp["compute"]) == pytest.approx(float(dep.decode_peak_s(4.0 * b, ctx)) / P.mfu, rel=1e-9)
+    assert float(mtp["compute"]) == pytest.approx(4.0 * float(one["compute"]), rel=1e-9)
+    assert float(mtp["overhead"]) - float(one["overhead"]) == pytest.approx(
+        float(dep.comm_s(4.0 * b) - dep.comm_s(b)), rel=1e-9)
+    assert float(mtp["bandwidth"]) == float(one["bandwidth"])
+    # and the fitted acceptance still divides the step into tokens: more verification work, slower TPOT
+    from agentprof.replay.points import predict_times
+
+    theta = np.tile(theta_of(P.with_(accept=2.0), 61), (2, 1))
+    t = predict_times(f, theta)
+    f1 = point_features(rows, CAT)
+    f1.work.cmp_s[0], f1.work.comm_s[0] = float(dep.decode_peak_s(b, ctx)), float(dep.comm_s(b))
+    assert t.tpot[0] > predict_times(f1, theta).tpot[0]

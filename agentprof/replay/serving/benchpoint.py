@@ -206,7 +206,8 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
                     else borrowed_handoff(fitted, key))
             pre_p = step_params(e.theta, pre.layers, pre.gpus, accept=1.0).with_(attn_eff=fitted.attn_eff)
             dec_p = step_params(e.theta, dec.layers, dec.gpus, accept=None if f.mtp[j] else 1.0).with_(
-                attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]) + hand)
+                attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]) + hand,
+                draft_tokens=float(f.draft[j]))
             budget, _ = budgets.budget_tokens(key.framework)
             # the recipe's decode slots, as the equations bound the running batch (point_features)
             slots, _ = decode_slots(key.framework, key.model, key.hardware, key.spec, key.layout,
@@ -231,7 +232,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
         # the terms as the fit used them: KV in the recipe's dtype, the points' memory fraction, the recipe's
         # scheduler interval before the first token
         p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0).with_(
-            attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]))
+            attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]), draft_tokens=float(f.draft[j]))
         budget, _ = budgets.budget_tokens(key.framework)
         ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget,
                                          mem_util=POINTS_MEM_UTIL, per_client=BENCH_PROMPTS_PER_CLIENT, warmup=0)

@@ -265,7 +265,7 @@ def test_slots_are_shared_over_decode_workers_and_copies() -> None:
         == float("inf")
 
 
-def test_devices_check_runs_listed_rows_within_the_recipes_decode_slots(points, monkeypatch) -> None:
+def test_devices_check_runs_listed_rows_within_the_recipes_decode_slots_and_draft_depth(points, monkeypatch) -> None:
     # GB200 Dynamo-TRT DeepSeek MTP, 4 decode workers x 32 slots, 144 clients: devices check --simulate hands
     # the row's catalog slots to the pools; no decode worker ever runs more than 32, and the 16 clients beyond
     # the slots wait at the decode workers
@@ -282,7 +282,7 @@ def test_devices_check_runs_listed_rows_within_the_recipes_decode_slots(points, 
     def spy(*a, **kw):
         det: dict = {}
         out = real(*a, **kw, detail=det)
-        seen.append({"slots": kw.get("decode_slots"), **det})
+        seen.append({"slots": kw.get("decode_slots"), "draft": a[3].draft_tokens, **det})
         return out
 
     monkeypatch.setattr(benchpoint, "simulate_pools_point", spy)
@@ -290,6 +290,7 @@ def test_devices_check_runs_listed_rows_within_the_recipes_decode_slots(points, 
     assert len(seen) == 1
     want, _ = decode_slots("dynamo-trt", "deepseek-r1", "gb200", "mtp", "p1x4-d4x8-tp8ep8", 1024, 1024)
     assert seen[0]["slots"] == want == 128
+    assert seen[0]["draft"] == 3.0  # its decode steps verify the recipe's MTP3 drafts (draft_depth.toml)
     eng = seen[0]["engine"]
     peaks = [p for p, role in zip(eng.peak_running, eng.roles, strict=True) if role == "decode"]
     assert len(peaks) == 4 and max(peaks) <= 32 and sum(peaks) == 128
