@@ -20,7 +20,7 @@ def test_every_entry_is_the_recipes_product_for_its_layout() -> None:
     assert len(entries) >= 10
     for e in entries:
         src = e["slots"]["source"]
-        assert "S53" in src and "nvidia-master.yaml" in src, src
+        assert "S55" in src and "nvidia-master.yaml" in src, src
         m = PRODUCT.search(src)
         assert m, src
         workers, ranks, batch = (int(g) for g in m.groups())

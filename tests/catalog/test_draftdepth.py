@@ -17,10 +17,10 @@ def test_every_entry_is_a_sourced_mtp_deployment_with_listed_slots() -> None:
     assert len(entries) >= 5
     for e in entries:
         src = e["depth"]["source"]
-        assert "S53" in src and "nvidia-master.yaml" in src, src
+        assert "S55" in src and "nvidia-master.yaml" in src, src
         assert src.endswith(f"DECODE_MTP_SIZE {e['depth']['value']}")
         assert e["spec"] == "mtp" and e["depth"]["value"] in (1, 3)
-        # the same recipe configuration as a decode_slots.toml entry (one search-space row of S53)
+        # the same recipe configuration as a decode_slots.toml entry (one search-space row of S55)
         isl, osl = (int(x) for x in e["isl_osl"].split("/"))
         assert decode_slots(e["framework"], e["model"], e["hardware"], e["spec"], e["layout"], isl, osl)[0]
 

@@ -272,7 +272,7 @@ def test_disaggregated_hand_off_is_decode_steps_of_the_deployment() -> None:
 
 
 def _slots_rows(concs: tuple[int, ...]) -> pl.DataFrame:
-    # GB200 Dynamo-TRT DeepSeek R1 without MTP, 4 decode workers of 8 GPUs: 4 x 128 slots in its recipe (S53)
+    # GB200 Dynamo-TRT DeepSeek R1 without MTP, 4 decode workers of 8 GPUs: 4 x 128 slots in its recipe (S55)
     return pl.DataFrame([{"hardware": "gb200", "framework": "dynamo-trt", "model": "deepseek-r1", "precision": "fp4",
                           "isl": 1024, "osl": 1024, "conc": c, "disagg": True, "prefill_num_workers": 1,
                           "num_prefill_gpu": 4, "prefill_tp": 4, "decode_num_workers": 4, "num_decode_gpu": 32,
@@ -395,7 +395,7 @@ def test_long_context_attention_runs_at_its_own_efficiency_not_the_gemms() -> No
 
 
 def test_an_mtp_step_verifies_the_recipes_draft_depth() -> None:
-    # GB200 Dynamo-TRT DeepSeek R1 with MTP3 (tep8 x 4 workers, S53): a decode step's FLOPs and collectives carry
+    # GB200 Dynamo-TRT DeepSeek R1 with MTP3 (tep8 x 4 workers, S55): a decode step's FLOPs and collectives carry
     # 1 + 3 tokens per sequence, its bytes (weights, each sequence's KV) are read once; an unlisted MTP deployment
     # (the same layout on 8K outputs) counts one token
     from agentprof.replay.costmodel import decode_step_parts
