@@ -24,7 +24,15 @@ from agentprof import __version__
 from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.replay.costmodel import StepParams
-from agentprof.replay.points import PARAMS, Features, PointKey, load_points, point_features, predict
+from agentprof.replay.points import (
+    PARAMS,
+    Features,
+    PointKey,
+    fixed_overhead,
+    load_points,
+    point_features,
+    predict,
+)
 
 FITTED_PATH = CATALOG_DIR / "fitted.toml"
 DEFAULT_POINTS = Path("data/inferencex/calibration_points.csv")
@@ -64,11 +72,13 @@ def from_x(x: np.ndarray) -> np.ndarray:
                      1 / (1 + 1 / e[8]), e[9]])
 
 
-def step_params(theta: np.ndarray, layers: float, gpus: int, accept: float | None = None) -> StepParams:
+def step_params(theta: np.ndarray, layers: float, gpus: int, accept: float | None = None,
+                dpa: bool = False) -> StepParams:
     """Cost-model parameters of a configuration from a fitted vector: the per-step fixed overhead is
-    ``layers·tau·(1 + kappa·log2 gpus)``; ``accept`` overrides the fitted speculative acceptance (1 = off)."""
+    ``layers·tau·(1 + kappa·fanout(gpus, dpa))`` (:func:`agentprof.replay.points.fixed_overhead`); ``accept``
+    overrides the fitted speculative acceptance (1 = off)."""
     t = dict(zip(PARAMS, (float(v) for v in theta), strict=True))
-    return StepParams(t_fixed_s=layers * t["tau_s"] * (1.0 + t["kappa"] * math.log2(max(gpus, 1))),
+    return StepParams(t_fixed_s=float(fixed_overhead(layers, t["tau_s"], t["kappa"], gpus, dpa)),
                       mbu=t["mbu"], mfu=t["mfu"], t0_s=t["t0_s"], q=t["q"], t_req_s=t["t_req_s"],
                       accept=t["accept"] if accept is None else accept, mfu_pf=t["mfu_pf"])
 

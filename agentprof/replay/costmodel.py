@@ -96,6 +96,8 @@ class Deployment:
     gpus: int
     dp_attention: bool = False
     kv_dtype_bytes: float = 2.0
+    expert_parallel: int = 1
+    """Ranks the routed experts are split over as whole experts (EP); 1: every GPU holds a slice of each."""
     # derived in __post_init__
     moe_layers: float = field(init=False)
     experts: float = field(init=False)
@@ -259,12 +261,31 @@ class Deployment:
         return b * (dense + attn) / self.gpus
 
     def decode_bytes_per_gpu(self, batch: ArrayLike, ctx: ArrayLike) -> np.ndarray:
-        """Bytes one GPU streams per decode step: its share of the touched weights plus the batch's KV."""
+        """Bytes one GPU streams per decode step: its share of the touched weights (under expert parallelism the
+        busiest rank's, :meth:`busiest_rank_experts`) plus the batch's KV."""
         b = np.maximum(np.asarray(batch, dtype=float), 1.0)
         rep = 1.0 if self.dp_attention else self.gpus
-        touched = self.active_bytes(b) - self.nonexpert_read_bytes
-        weights = self.nonexpert_read_bytes / rep + touched / self.gpus
+        touched = (self.active_bytes(b) - self.nonexpert_read_bytes) / self.gpus
+        if self.experts and self.expert_parallel > 1:  # the step waits for the rank that touched the most experts
+            touched = self.moe_layers * self.expert_bytes * self.busiest_rank_experts(b) * self.expert_parallel / self.gpus
+        weights = self.nonexpert_read_bytes / rep + touched
         return weights + b * self.kv_seq_bytes(ctx) / self.kv_divisor
+
+    def busiest_rank_experts(self, batch: ArrayLike) -> np.ndarray:
+        """Expected distinct experts (per MoE layer) the busiest of the ``expert_parallel`` ranks touches in a decode
+        step of ``batch`` sequences: each rank holds E/ep whole experts, each touched with probability
+        1 − (1 − k/E)^B under uniform routing; the expected maximum over the ranks of these binomial counts
+        (treated as independent). Under tensor-parallel experts every GPU reads a slice of every touched expert and
+        no rank waits for another; under EP a small batch touches the ranks unevenly."""
+        from scipy.stats import binom
+
+        ep = int(self.expert_parallel)
+        n = int(round(self.experts / ep))
+        b = np.atleast_1d(np.maximum(np.asarray(batch, dtype=float), 1.0))
+        p = 1.0 - (1.0 - self.topk / self.experts) ** b
+        k = np.arange(n)[:, None]
+        out = np.sum(1.0 - binom.cdf(k, n, p[None, :]) ** ep, axis=0)
+        return out.reshape(np.shape(batch)) if np.ndim(batch) else out[0]
 
     def comm_bytes_per_gpu(self, tokens: ArrayLike) -> np.ndarray:
         """Bytes one GPU sends over the scale-up link for ``tokens`` tokens in one forward pass: two ring

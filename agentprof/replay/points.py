@@ -104,6 +104,8 @@ class Features:
     layers: np.ndarray
     g_dec: np.ndarray        # accelerators per decode instance
     g_pf: np.ndarray         # accelerators per prefill instance
+    dpa_dec: np.ndarray      # bool: the decode instance runs attention data-parallel (its collectives are all-to-alls)
+    dpa_pf: np.ndarray       # bool: the same for the prefill instance
     work: Work               # the serving equations' parameter-free work (:mod:`agentprof.replay.equations`)
     mtp: np.ndarray
     kv_bytes: np.ndarray     # bytes per KV element as deployed (kv_cache.toml)
@@ -187,6 +189,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     wk["osl"][:] = 1.0
     wk["n_chunks"][:] = 1.0
     layers, g_dec, g_pf, kvb = z.copy(), z.copy() + 1, z.copy() + 1, z.copy() + 2
+    dpa_dec, dpa_pf = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     disagg_a = np.zeros(n, dtype=bool)
     mtp_a = np.zeros(n, dtype=bool)
     draft_a = np.zeros(n)
@@ -227,8 +230,9 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         why.append("")
         covered[j] = True
         try:
-            dk = (hw, model.key, prec, gd, dpa_d, kv_b)
-            dec = dep_cache.get(dk) or dep_cache.setdefault(dk, Deployment(model, acc, prec, gd, dpa_d, kv_b))
+            ep_d = expert_ranks(_ep, gd)
+            dk = (hw, model.key, prec, gd, dpa_d, kv_b, ep_d)
+            dec = dep_cache.get(dk) or dep_cache.setdefault(dk, Deployment(model, acc, prec, gd, dpa_d, kv_b, ep_d))
             pk = (hw, model.key, prec, gp, dpa_p, kv_b)
             pre = dep_cache.get(pk) or dep_cache.setdefault(pk, Deployment(model, acc, prec, gp, dpa_p, kv_b))
         except CatalogError as e:
@@ -251,6 +255,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         layers[j] = dec.layers
         g_dec[j] = gd
         g_pf[j] = gp
+        dpa_dec[j], dpa_pf[j] = dpa_d, dpa_p
         kvb[j] = kv_b
         wk["conc"][j] = conc
         wk["wait_steps"][j] = wait_steps(fw, model.key, hw, b)[0]
@@ -282,7 +287,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         return df[c].cast(pl.Float64, strict=False).fill_null(float("nan")).to_numpy().astype(float)
 
     work = Work(disagg=disagg_a, **wk)
-    return Features(keys=keys, covered=covered, why=why, layers=layers, g_dec=g_dec, g_pf=g_pf, work=work,
+    return Features(keys=keys, covered=covered, why=why, layers=layers, g_dec=g_dec, g_pf=g_pf,
+                    dpa_dec=dpa_dec, dpa_pf=dpa_pf, work=work,
                     mtp=mtp_a, draft=draft_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
                     e2e=meas("median_e2el_s"))
 
@@ -294,11 +300,38 @@ def cat_files(cat: HardwareCatalog) -> tuple[str, ...]:
     return tuple(p for p in cat.files if Path(p).parent != CATALOG_DIR)
 
 
-def fixed_overhead(layers: ArrayLike, tau: ArrayLike, kappa: ArrayLike, gpus: ArrayLike) -> np.ndarray:
-    """Fixed per-step overhead ``layers·tau·(1 + kappa·log2 g)``: per-layer launches and scheduling whose
-    collective latency grows with the fan-out (the number of accelerators a step's collectives span)."""
+def fixed_overhead(layers: ArrayLike, tau: ArrayLike, kappa: ArrayLike, gpus: ArrayLike, dpa: ArrayLike = False) -> np.ndarray:
+    """Fixed per-step overhead ``layers·tau·(1 + kappa·fanout(g))``: per-layer launches and scheduling, plus the
+    collectives' latency, which grows with the accelerators they span as the collective's kind says
+    (:func:`fanout`: all-reduce under tensor parallelism, all-to-all under data-parallel attention)."""
+    return np.asarray(layers, dtype=float) * np.asarray(tau, dtype=float) * (1.0 + np.asarray(kappa, dtype=float) * fanout(gpus, dpa))
+
+
+TP_FANOUT_GROWTH = 0.2
+"""Growth of a tensor-parallel step's collective latency per doubling of its accelerators, relative to the latency
+it has at all (estimate, docs/DEVICE_MODEL.md §2.2): decode-sized all-reduces run one-shot inside the scale-up
+domain (every rank reads its peers' partial sums at once through the switch), so the cost is a synchronisation
+that appears once there are peers, growing slowly with their number (the 8-GPU collective 1.33x the 2-GPU one).
+Chosen on the group-level in-sample fit (one set of terms for every layout of a group: median TPOT error 4.0 %
+at 0.15-0.25, 5.0 % with the first model's pure log2 g), not on a held-out check."""
+
+
+def fanout(gpus: ArrayLike, dpa: ArrayLike = False) -> np.ndarray:
+    """How a step's collective latency grows with the accelerators ``gpus`` one instance spans, in units of the
+    fan-out term ``kappa`` (docs/DEVICE_MODEL.md §2.2). Tensor parallel (two all-reduces per layer, one-shot):
+    nothing on one GPU, then ``1 + c·log2 g`` (:data:`TP_FANOUT_GROWTH`). Data-parallel attention with expert
+    parallel MoE (an all-to-all dispatch and combine per MoE layer that waits for the slowest of ``g`` ranks):
+    ``log2 g``."""
     g = np.maximum(np.asarray(gpus, dtype=float), 1.0)
-    return np.asarray(layers, dtype=float) * np.asarray(tau, dtype=float) * (1.0 + np.asarray(kappa, dtype=float) * np.log2(g))
+    tp = np.where(g > 1.0, 1.0 + TP_FANOUT_GROWTH * np.log2(g), 0.0)
+    return np.where(np.asarray(dpa, dtype=bool), np.log2(g), tp)
+
+
+def expert_ranks(ep: int, gpus: int) -> int:
+    """Ranks the routed experts are split over as whole experts: the layout's EP degree when it divides the
+    instance's GPUs, else 1 (every GPU holds a slice of each expert)."""
+    e = max(min(int(ep), int(gpus)), 1)
+    return e if gpus % e == 0 else 1
 
 
 def predict_times(f: Features, theta: np.ndarray, attn_eff: float = 1.0) -> Times:
@@ -306,7 +339,8 @@ def predict_times(f: Features, theta: np.ndarray, attn_eff: float = 1.0) -> Time
     parameters ``theta`` (n × len(PARAMS), natural units) and the global attention efficiency."""
     tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf, handoff = (theta[:, i] for i in range(len(PARAMS)))
     acc = np.where(f.mtp, acc, 1.0)
-    return times(f.work, fixed_overhead(f.layers, tau, kappa, f.g_dec), fixed_overhead(f.layers, tau, kappa, f.g_pf),
+    return times(f.work, fixed_overhead(f.layers, tau, kappa, f.g_dec, f.dpa_dec),
+                 fixed_overhead(f.layers, tau, kappa, f.g_pf, f.dpa_pf),
                  mbu, mfu, t0, q, treq, acc, attn_eff, mfu_pf, handoff)
 
 

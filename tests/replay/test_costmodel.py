@@ -426,3 +426,41 @@ def test_an_mtp_step_verifies_the_recipes_draft_depth() -> None:
     f1 = point_features(rows, CAT)
     f1.work.cmp_s[0], f1.work.comm_s[0] = float(dep.decode_peak_s(b, ctx)), float(dep.comm_s(b))
     assert t.tpot[0] > predict_times(f1, theta).tpot[0]
+
+
+def test_fan_out_follows_the_collectives_kind() -> None:
+    # tensor parallel: two one-shot all-reduces per layer, a synchronisation that appears with the first peer and
+    # grows slowly; data-parallel attention: all-to-alls that wait for the slowest of g ranks, log2 g
+    from agentprof.replay.calibration import step_params
+    from agentprof.replay.points import TP_FANOUT_GROWTH, fanout, fixed_overhead
+
+    g = np.array([1.0, 2.0, 4.0, 8.0, 32.0])
+    tp, dpa = fanout(g), fanout(g, True)
+    assert tp[0] == dpa[0] == 0.0
+    np.testing.assert_allclose(tp[1:], 1.0 + TP_FANOUT_GROWTH * np.log2(g[1:]))
+    np.testing.assert_allclose(dpa, np.log2(g))
+    assert tp[1] - tp[0] > 2.0 * (tp[3] - tp[1])  # the first peer costs more than going from 2 to 8 GPUs
+    assert dpa[4] > tp[4]
+    # the replay's step parameters and the calibration's points use the same overhead
+    theta = np.array([20e-6, 1.0, 0.7, 0.33, 0.01, 1.0, 0.003, 1.0, 0.15, 3.0])
+    for gpus, d in ((1, False), (4, False), (8, True)):
+        want = float(fixed_overhead(61, 20e-6, 1.0, gpus, d))
+        assert step_params(theta, 61, gpus, dpa=d).t_fixed_s == pytest.approx(want, rel=1e-12)
+    assert step_params(theta, 61, 8).t_fixed_s < step_params(theta, 61, 8, dpa=True).t_fixed_s
+
+
+def test_expert_parallel_step_waits_for_the_busiest_rank() -> None:
+    # EP: each rank holds E/ep whole experts; a small batch touches them unevenly and the step waits for the rank
+    # that touched the most. Tensor-parallel experts (every GPU a slice of each) have no such wait.
+    tp = dep("deepseek-r1", "b200", "fp8", 8, kv_dtype_bytes=1.0)
+    ep = dep("deepseek-r1", "b200", "fp8", 8, kv_dtype_bytes=1.0, expert_parallel=8)
+    b = np.array([1.0, 4.0, 32.0, 512.0])
+    mean = ep.experts / 8 * (1.0 - (1.0 - ep.topk / ep.experts) ** b)
+    busiest = ep.busiest_rank_experts(b)
+    assert np.all(busiest >= mean) and np.all(busiest <= ep.experts / 8 + 1e-9)
+    assert busiest[1] > 1.4 * mean[1]  # B = 4: ~3.8 experts per rank on average, the busiest ~6
+    assert busiest[3] == pytest.approx(ep.experts / 8, rel=1e-3)  # a large batch touches every expert
+    ctx = 1000.0
+    extra = ep.decode_bytes_per_gpu(b, ctx) - tp.decode_bytes_per_gpu(b, ctx)
+    np.testing.assert_allclose(extra, ep.moe_layers * ep.expert_bytes * (busiest - mean), rtol=1e-9)
+    assert extra[1] > 0 and extra[3] / tp.decode_bytes_per_gpu(b[3], ctx) < 1e-3

@@ -30,7 +30,7 @@ from agentprof.replay.calibration import Fitted, borrowed_handoff, is_disaggrega
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.fidelity import METRICS, Check, check, summarize
 from agentprof.replay.points import MEM_UTIL as POINTS_MEM_UTIL
-from agentprof.replay.points import _layout, point_features
+from agentprof.replay.points import _layout, expert_ranks, point_features
 from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.scheduler import Engine, Options
 from agentprof.replay.serving.sessions import SessionPlan
@@ -171,11 +171,11 @@ def _pools_of_row(row: dict, key: Any, cat: HardwareCatalog, kv_b: float,
         dpa_d = True
     acc, model = cat.accelerators[key.hardware], cat.models[key.model]
 
-    def dep(g: int, dpa: bool) -> Deployment:
-        k = (key.hardware, key.model, key.precision, g, dpa, kv_b)
-        return deps.get(k) or deps.setdefault(k, Deployment(model, acc, key.precision, g, dpa, kv_b))
+    def dep(g: int, dpa: bool, e: int = 1) -> Deployment:
+        k = (key.hardware, key.model, key.precision, g, dpa, kv_b, e)
+        return deps.get(k) or deps.setdefault(k, Deployment(model, acc, key.precision, g, dpa, kv_b, e))
 
-    return dep(gp, dpa_p), npw, dep(gd, dpa_d), ndw
+    return dep(gp, dpa_p), npw, dep(gd, dpa_d, expert_ranks(ep, gd)), ndw
 
 
 def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None) -> Check:
@@ -204,8 +204,10 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             # equations take it: a configuration borrowing an aggregated sibling takes the disaggregated stacks'
             hand = (e.param("handoff") if is_disaggregated(e.attrs.get("framework", ""))
                     else borrowed_handoff(fitted, key))
-            pre_p = step_params(e.theta, pre.layers, pre.gpus, accept=1.0).with_(attn_eff=fitted.attn_eff)
-            dec_p = step_params(e.theta, dec.layers, dec.gpus, accept=None if f.mtp[j] else 1.0).with_(
+            pre_p = step_params(e.theta, pre.layers, pre.gpus, accept=1.0, dpa=pre.dp_attention).with_(
+                attn_eff=fitted.attn_eff)
+            dec_p = step_params(e.theta, dec.layers, dec.gpus, accept=None if f.mtp[j] else 1.0,
+                                dpa=dec.dp_attention).with_(
                 attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]) + hand,
                 draft_tokens=float(f.draft[j]))
             budget, _ = budgets.budget_tokens(key.framework)
@@ -223,15 +225,16 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
         dpa = bool(row.get("dp_attention") or False)
         g = int(f.g_dec[j])
         kv_b = float(f.kv_bytes[j])
+        ep = expert_ranks(_layout(row, False)[8], g)
         try:
-            dk = (key.hardware, key.model, key.precision, g, dpa, kv_b)
-            dep = deps.get(dk) or deps.setdefault(dk, Deployment(model, acc, key.precision, g, dpa, kv_b))
+            dk = (key.hardware, key.model, key.precision, g, dpa, kv_b, ep)
+            dep = deps.get(dk) or deps.setdefault(dk, Deployment(model, acc, key.precision, g, dpa, kv_b, ep))
         except CatalogError:
             continue
         e, _ = fitted.lookup(key, vendor.get(key.hardware, ""))
         # the terms as the fit used them: KV in the recipe's dtype, the points' memory fraction, the recipe's
         # scheduler interval before the first token
-        p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0).with_(
+        p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0, dpa=dpa).with_(
             attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]), draft_tokens=float(f.draft[j]))
         budget, _ = budgets.budget_tokens(key.framework)
         ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget,

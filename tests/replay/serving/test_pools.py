@@ -11,7 +11,7 @@ import pytest
 from agentprof.catalog.hardware import load_catalog
 from agentprof.replay.calibration import prior_theta, step_params
 from agentprof.replay.costmodel import Deployment
-from agentprof.replay.points import PARAMS, point_features, predict
+from agentprof.replay.points import PARAMS, expert_ranks, point_features, predict
 from agentprof.replay.serving.benchpoint import simulate_pools_point
 from agentprof.replay.serving.pools import transfer_bytes_per_gpu, transfer_link
 
@@ -37,7 +37,8 @@ def pools_of(row: dict, cat=CAT, th: np.ndarray | None = None):
     acc, model = cat.accelerators[row["hardware"]], cat.models["deepseek-r1"]
     gp, gd = int(f.g_pf[0]), int(f.g_dec[0])
     pre = Deployment(model, acc, row["precision"], gp, False, float(f.kv_bytes[0]))
-    dec = Deployment(model, acc, row["precision"], gd, False, float(f.kv_bytes[0]))
+    # the decode worker's experts split over its EP ranks as whole experts (a step waits for the busiest rank)
+    dec = Deployment(model, acc, row["precision"], gd, False, float(f.kv_bytes[0]), expert_ranks(row["decode_ep"], gd))
     pp = step_params(th, pre.layers, gp, accept=1.0).with_(attn_eff=ETA)
     # the first token leaves the decode worker after the recipe's interval and the fitted hand-off (decode steps)
     dp = step_params(th, dec.layers, gd, accept=1.0).with_(
