@@ -404,7 +404,8 @@ def test_an_mtp_step_verifies_the_recipes_draft_depth() -> None:
                                               pl.Series("osl", [1024, 8192]))
     f = point_features(rows, CAT)
     np.testing.assert_array_equal(f.draft, [3.0, 0.0])
-    dep = Deployment(CAT.models["deepseek-r1"], CAT.accelerators["gb200"], "fp4", 8, False, float(f.kv_bytes[0]))
+    dep = Deployment(CAT.models["deepseek-r1"], CAT.accelerators["gb200"], "fp4", 8, False, float(f.kv_bytes[0]),
+                     8)  # EP8 decode workers, as point_features builds them
     b = float(f.work.b_run[0])
     ctx = 0.9 * 1024 + 0.9 * 1024 / 2.0
     assert f.work.cmp_s[0] == pytest.approx(float(dep.decode_peak_s(4.0 * b, ctx)), rel=1e-9)
