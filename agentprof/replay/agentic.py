@@ -12,7 +12,7 @@ out of sample. Kimi K2.5 has no fixed-sequence calibration of its own: its per-s
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,14 +59,22 @@ def _params_entry(fitted: Fitted, cat: HardwareCatalog, hw: str, fw: str, model_
     return None
 
 
-def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog,
-                    attn_eff: float) -> Iterator[tuple[dict[str, Any], str, Deployment, StepParams, str]]:
+def accelerator_of(hw: str, cat: HardwareCatalog) -> str:
+    """The catalog's accelerator key for a row's ``hw`` (``b200-dgxc`` -> ``b200``)."""
+    hw = str(hw).lower()
+    return hw if hw in cat.accelerators else hw.split("-")[0]
+
+
+def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff: float,
+                    by_accelerator: Mapping[str, float] | None = None,
+                    ) -> Iterator[tuple[dict[str, Any], str, Deployment, StepParams, str]]:
     """Each AgentX row the catalog can place, with its hardware key, its deployment (KV in the dtype the
     framework deployed), the fitted step terms (with the frontend's tokenization time per prompt token the
-    catalog lists for the framework and model) and the calibration level they came from."""
+    catalog lists for the framework and model) and the calibration level they came from. Attention runs at
+    ``by_accelerator[hw]`` where given, else at ``attn_eff``."""
+    by_accelerator = by_accelerator or {}
     for r in df.iter_rows(named=True):
-        hw = str(r["hw"]).lower()
-        hw = hw if hw in cat.accelerators else hw.split("-")[0]
+        hw = accelerator_of(r["hw"], cat)
         m = find_model(str(r["model"])) or (cat.models.get("kimi-k2.5") if "kimi" in str(r["model"]).lower() else None)
         prec = str(r["precision"]).lower()
         if hw not in cat.accelerators or m is None or prec not in m.formats:
@@ -79,16 +87,21 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog,
         fw = str(r["framework"]).lower()
         dep = Deployment(m, cat.accelerators[hw], prec, tp, kv_dtype_bytes=kv_bytes(fw, m.key, hw)[0])
         p = step_params(entry.theta, dep.layers, tp, accept=1.0).with_(
-            attn_eff=attn_eff, t_tok_s=tokenize_s_per_token(fw, m.key)[0])
+            attn_eff=by_accelerator.get(hw, attn_eff), t_tok_s=tokenize_s_per_token(fw, m.key)[0])
         yield r, hw, dep, p, how
 
 
-def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff: float) -> pl.DataFrame:
+def fit_rows(df: pl.DataFrame) -> pl.DataFrame:
+    """The points the attention efficiency is fitted on: healthy (hit rate >= 0.9), concurrency <= 8, measured."""
+    return df.filter((pl.col("server_gpu_cache_hit_rate") >= HEALTHY_HIT) & (pl.col("conc") <= MAX_CONC)
+                     & pl.col("mean_ttft").is_not_null())
+
+
+def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff: float,
+                by_accelerator: Mapping[str, float] | None = None) -> pl.DataFrame:
     """Predicted mean TTFT and ITL for the healthy points (the server's measured hit rate sets the cached part)."""
     rows = []
-    healthy = df.filter((pl.col("server_gpu_cache_hit_rate") >= HEALTHY_HIT) & (pl.col("conc") <= MAX_CONC)
-                        & pl.col("mean_ttft").is_not_null())
-    for r, hw, dep, p, how in deployed_points(healthy, fitted, cat, attn_eff):
+    for r, hw, dep, p, how in deployed_points(fit_rows(df), fitted, cat, attn_eff, by_accelerator):
         inp, out = float(r["mean_input_tokens"]), float(r["mean_output_tokens_actual"])
         t = call_times(dep, p, np.array([inp]), np.array([r["server_gpu_cache_hit_rate"] * inp]), np.array([out]),
                        batch=int(r["conc"]))
@@ -141,3 +154,25 @@ def fit_attn_eff(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> tupl
     eta = math.exp((lo + hi) / 2)
     return eta, {"attn_eff": eta, "healthy_hit_rate_min": HEALTHY_HIT, "max_concurrency": MAX_CONC,
                  **summarize(predictions(df, fitted, cat, eta))}
+
+
+def fit_attn_eff_per_accelerator(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog
+                                 ) -> tuple[dict[str, float], dict[str, Any]]:
+    """The attention efficiency of each accelerator, fitted (:func:`fit_attn_eff`) on that accelerator's own
+    healthy concurrency <= 8 points only: the prefill attention kernels differ per accelerator (vLLM runs FlashAttention /
+    FlashInfer MLA on B200 and AITER's MLA on MI355X, the runs' server logs [S47], [S54]), so one pooled value is
+    the accelerator with the most points. Returns ``{accelerator: eta}`` and, per accelerator, the eta and its
+    number of fit points (``<hw>_attn_eff``, ``<hw>_attn_eff_points``)."""
+    rows = fit_rows(df)
+    keys = [accelerator_of(h, cat) for h in rows["hw"].to_list()]
+    etas: dict[str, float] = {}
+    info: dict[str, Any] = {}
+    for hw in sorted(set(keys)):
+        own = rows.filter(pl.Series([k == hw for k in keys]))
+        n = predictions(own, fitted, cat, 1.0).height
+        if not n:  # the catalog cannot place them: nothing to fit
+            continue
+        etas[hw] = fit_attn_eff(own, fitted, cat)[0]
+        info[f"{hw}_attn_eff"] = etas[hw]
+        info[f"{hw}_attn_eff_points"] = n
+    return etas, info

@@ -113,11 +113,26 @@ class Fitted:
     provenance: dict[str, Any]
     attn_eff: float = 1.0
     """Efficiency of prefill attention as a fraction of the BF16 peak (one global value, fitted on the long-prompt
-    agentic points, :mod:`agentprof.replay.agentic`); 1 when not fitted."""
+    agentic points, :mod:`agentprof.replay.agentic`); 1 when not fitted. It is the pooled value: the fixed-sequence
+    terms are fitted with it, and it is the fallback of an accelerator without agentic points of its own."""
     agentic: dict[str, Any] = field(default_factory=dict)
     level_errors: dict[str, dict[str, float]] = field(default_factory=dict)
     """Cross-validated error per calibration level (``fitted``, ``group``, ``unseen``): median and p90 APE of
     TTFT, TPOT and E2E, measured by :func:`agentprof.replay.fidelity.level_errors` when the fit was made."""
+    attn_eff_by_accelerator: dict[str, float] = field(default_factory=dict)
+    """Prefill-attention efficiency per accelerator, each fitted on that accelerator's own agentic points
+    (:func:`agentprof.replay.agentic.fit_attn_eff_per_accelerator`); an accelerator not listed takes ``attn_eff``."""
+
+    def attn_eff_for(self, hardware: str) -> float:
+        """The prefill-attention efficiency of ``hardware``: its own fitted value, else the pooled one."""
+        return float(self.attn_eff_by_accelerator.get(hardware, self.attn_eff))
+
+    def attn_eff_basis(self, hardware: str) -> str:
+        """Where :meth:`attn_eff_for` comes from, in words (for reports and notes)."""
+        if hardware in self.attn_eff_by_accelerator:
+            n = self.agentic.get(f"{hardware}_attn_eff_points")
+            return f"fitted on {hardware}'s own {n} AgentX points" if n else f"fitted on {hardware}'s own AgentX points"
+        return "pooled over all accelerators' AgentX points (none of its own)"
 
     def lookup(self, key: PointKey, vendor: str = "") -> tuple[FitEntry, str]:
         """The parameters for a configuration: its layout, else its group, else the nearest calibrated group
@@ -310,8 +325,16 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
     """Fit on a points CSV and attach the provenance (file, hash, date, method, points used).
 
     With ``agentic_points`` (the AgentX long-prompt points, when the file exists) the global prefill-attention
-    efficiency is fitted on them and the points are refitted with it, twice (it barely moves 1K-prompt fits)."""
-    from agentprof.replay.agentic import fit_attn_eff, load_agentic, predictions, summarize
+    efficiency is fitted on them and the points are refitted with it, twice (it barely moves 1K-prompt fits);
+    then each accelerator's own efficiency on its own points (``attn_eff_by_accelerator``; the pooled one stays the
+    fallback)."""
+    from agentprof.replay.agentic import (
+        fit_attn_eff,
+        fit_attn_eff_per_accelerator,
+        load_agentic,
+        predictions,
+        summarize,
+    )
     from agentprof.resources import shipped
 
     points = shipped(points)  # the defaults are repository paths; an installed wheel carries copies
@@ -325,9 +348,15 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
         for _ in range(2):
             eta, agentic = fit_attn_eff(adf, fitted, cat)
             fitted = fit(df, cat, eta)
+        # each accelerator's own eta on its own points, with the terms the pooled eta fitted (a 1K-token prompt's
+        # attention is ~3 % of its prefill, so the fixed-sequence fit keeps the pooled value)
+        by_acc, acc_info = fit_attn_eff_per_accelerator(adf, fitted, cat)
         # the stored errors describe the shipped fit: the points were refitted with eta after its search
-        agentic.update(summarize(predictions(adf, fitted, cat, eta)))
-        agentic = {"data_file": str(agentic_points), "data_sha256": file_sha256(agentic_points), **agentic}
+        agentic.update(summarize(predictions(adf, fitted, cat, eta, by_acc)))
+        agentic = {"data_file": str(agentic_points), "data_sha256": file_sha256(agentic_points), **agentic,
+                   "attn_eff_pooled": eta, **acc_info}
+        del agentic["attn_eff"]
+        fitted.attn_eff_by_accelerator = by_acc
     used = sum(e.points for e in fitted.entries["layout"].values())
     fitted.provenance = {
         "data_file": str(points), "data_sha256": file_sha256(points),
@@ -366,6 +395,10 @@ def to_toml(fitted: Fitted) -> str:
         lines.append(f"{k} = {_toml_value(v)}")
     lines += ["", "# efficiency of prefill attention as a fraction of the BF16 peak, fitted on [agentic]", "[global]",
               f"attn_eff = {_toml_value(float(fitted.attn_eff))}", f"attn_eff_basis = {_toml_value(ATTN_EFF_BASIS)}"]
+    if fitted.attn_eff_by_accelerator:
+        lines += ["", "# the same, fitted on each accelerator's own [agentic] points; others take global.attn_eff (pooled)",
+                  "[global.attn_eff_by_accelerator]"]
+        lines += [f"{k} = {_toml_value(float(v))}" for k, v in sorted(fitted.attn_eff_by_accelerator.items())]
     if fitted.agentic:
         lines += ["", "[agentic]"]
         for k, v in fitted.agentic.items():
@@ -423,9 +456,16 @@ def _parse_fitted(data: dict[str, Any], where: str) -> Fitted:
         raise CatalogError(f"{where}: global.attn_eff_basis: expected {ATTN_EFF_BASIS!r} (attn_eff as a fraction of the "
                            f"BF16 peak), got {glob.get('attn_eff_basis')!r}: the file predates that meaning; refit "
                            "with `agentprof devices fit`")
+    by_acc = glob.get("attn_eff_by_accelerator") or {}
+    if not isinstance(by_acc, dict):
+        raise CatalogError(f"{where}: global.attn_eff_by_accelerator must be a table")
+    for k, v in by_acc.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            raise CatalogError(f"{where}: global.attn_eff_by_accelerator.{k}: expected a positive number, got {v!r}")
     levels = {str(k): {kk: float(vv) for kk, vv in v.items() if isinstance(vv, (int, float))}
               for k, v in (data.get("levels") or {}).items() if isinstance(v, dict)}
-    return Fitted(entries, dict(prov), float(eff), dict(data.get("agentic") or {}), levels)
+    return Fitted(entries, dict(prov), float(eff), dict(data.get("agentic") or {}), levels,
+                  {str(k): float(v) for k, v in by_acc.items()})
 
 
 @lru_cache(maxsize=8)

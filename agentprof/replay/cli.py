@@ -325,11 +325,14 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
     path = write_with(target, lambda: write_fitted(fitted, target))
     summary = check(load_points(points), fitted, cat).summary()
     if as_json:
-        click.echo(json.dumps({"written": str(path), "provenance": fitted.provenance, "in_sample": summary},
-                              indent=2))
+        click.echo(json.dumps({"written": str(path), "provenance": fitted.provenance, "in_sample": summary,
+                               "attn_eff": {"pooled": fitted.attn_eff,
+                                            "by_accelerator": fitted.attn_eff_by_accelerator}}, indent=2))
         return
     click.echo(f"fitted {len(fitted.entries['layout'])} layouts in {len(fitted.entries['group'])} groups on "
                f"{fitted.provenance['points_used']} points; wrote {path}")
+    click.echo("prefill attention efficiency (fraction of the BF16 peak): pooled " f"{fitted.attn_eff:.3f}" + "".join(
+        f", {k} {v:.3f}" for k, v in sorted(fitted.attn_eff_by_accelerator.items())))
     _print_fidelity(summary, "in-sample")
 
 

@@ -112,3 +112,63 @@ def test_a_fitted_file_from_before_attention_had_its_own_efficiency_is_refused(t
     old.write_text(text.replace('attn_eff_basis = "bf16_peak"\n', ""))
     with pytest.raises(CatalogError, match=r"global\.attn_eff_basis.*refit"):
         load_fitted(str(old))
+
+
+def _own_points(df: pl.DataFrame, hw: str) -> pl.Series:
+    return df["hw"].str.to_lowercase().str.starts_with(hw)
+
+
+def test_attention_efficiency_per_accelerator_is_fitted_on_its_own_points_only() -> None:
+    # each accelerator's eta comes from its own healthy conc <= 8 points: scaling another accelerator's measured
+    # TTFT, or any point outside the fit set, leaves it unchanged; scaling its own moves it (slower -> lower eta)
+    import dataclasses
+
+    from agentprof.replay.agentic import fit_attn_eff_per_accelerator, fit_rows
+
+    fitted = dataclasses.replace(load_fitted(), attn_eff_by_accelerator={})
+    df = load_agentic(AGENTIC)
+    etas, info = fit_attn_eff_per_accelerator(df, fitted, CAT)
+    assert set(etas) == {"b200", "mi355x"}
+    rows = fit_rows(df)
+    for hw in etas:
+        assert info[f"{hw}_attn_eff_points"] == int(_own_points(rows, hw).sum()) > 0
+    # the shipped fitted.toml carries the same values (refit with `agentprof devices fit`)
+    shipped = load_fitted()
+    for hw, eta in etas.items():
+        assert shipped.attn_eff_for(hw) == pytest.approx(eta, rel=0.02)
+    in_fit = (pl.col("server_gpu_cache_hit_rate") >= 0.9) & (pl.col("conc") <= 8)
+    slow_mi = df.with_columns(pl.when(_own_points(df, "mi355x") & in_fit).then(pl.col("mean_ttft") * 2.0)
+                              .otherwise(pl.col("mean_ttft")).alias("mean_ttft"))
+    e2, _ = fit_attn_eff_per_accelerator(slow_mi, fitted, CAT)
+    assert e2["b200"] == pytest.approx(etas["b200"], rel=1e-9)
+    assert e2["mi355x"] < 0.8 * etas["mi355x"]
+    outside = df.with_columns(pl.when(in_fit).then(pl.col("mean_ttft")).otherwise(pl.col("mean_ttft") * 10.0)
+                              .alias("mean_ttft"))
+    e3, _ = fit_attn_eff_per_accelerator(outside, fitted, CAT)
+    assert e3 == pytest.approx(etas, rel=1e-9)
+
+
+def test_an_accelerator_without_agentx_points_takes_the_pooled_efficiency() -> None:
+    import dataclasses
+
+    from agentprof.replay.calibration import _parse_fitted, to_toml
+    from agentprof.replay.systems import resolve
+
+    base = load_fitted()
+    fitted = dataclasses.replace(base, attn_eff=0.08, attn_eff_by_accelerator={"b200": 0.2},
+                                 agentic={**base.agentic, "b200_attn_eff_points": 4})
+    assert fitted.attn_eff_for("b200") == 0.2 and fitted.attn_eff_for("h200") == 0.08
+    model = CAT.models["deepseek-r1"]
+    own = resolve(CAT.system("b200+x86"), model, CAT, fitted)
+    other = resolve(CAT.system("h200+x86"), model, CAT, fitted)
+    assert own.params.attn_eff == 0.2 and "b200's own 4 AgentX points" in own.calibration
+    assert other.params.attn_eff == 0.08 and "pooled" in other.calibration
+    # stored and read back; a non-positive value is refused with the key named
+    import tomllib
+
+    text = to_toml(fitted)
+    assert "[global.attn_eff_by_accelerator]" in text
+    back = _parse_fitted(tomllib.loads(text), "x.toml")
+    assert back.attn_eff_by_accelerator == {"b200": 0.2} and back.attn_eff == 0.08
+    with pytest.raises(CatalogError, match=r"attn_eff_by_accelerator\.b200"):
+        _parse_fitted(tomllib.loads(text.replace("b200 = 0.2", "b200 = -1")), "x.toml")

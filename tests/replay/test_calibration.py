@@ -182,7 +182,7 @@ def test_long_prompt_attention_efficiency_is_reproducible() -> None:
     stored = fitted.agentic
     adf = load_agentic(AGENTIC)
     healthy = adf.filter((pl.col("server_gpu_cache_hit_rate") >= 0.9) & (pl.col("conc") <= 8))
-    t = predictions(adf, fitted, CAT, fitted.attn_eff)
+    t = predictions(adf, fitted, CAT, fitted.attn_eff, fitted.attn_eff_by_accelerator)
     assert t.height == healthy.height == stored["points"]
     s = summarize(t)
     assert s["median_ape_ttft"] == pytest.approx(stored["median_ape_ttft"], abs=0.02)
@@ -194,6 +194,10 @@ def test_long_prompt_attention_efficiency_is_reproducible() -> None:
     assert lone.height >= 4 and (lone["pred_ttft"] < lone["meas_ttft"]).all()
     assert summarize(t1)["median_ape_ttft"] > 1.4 * s["median_ape_ttft"]  # 1.48x since the GEMMs run at their formats' rates
     assert 0.05 < fitted.attn_eff < 1.0
+    # one efficiency per accelerator with AgentX points, and the pooled value beside it (the fallback)
+    assert set(fitted.attn_eff_by_accelerator) == {"b200", "mi355x"}
+    assert stored["attn_eff_pooled"] == pytest.approx(fitted.attn_eff)
+    assert all(0.02 < v < 1.0 for v in fitted.attn_eff_by_accelerator.values())
 
 
 def _disagg_rows(concs: tuple[int, ...] = (4, 16, 64, 256, 1024)) -> pl.DataFrame:

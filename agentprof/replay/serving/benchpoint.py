@@ -55,17 +55,23 @@ every user's context many times over."""
 
 
 def benchmark_plan(conc: int, isl: float, osl: float, per_client: int, shared_fraction: float = 0.0,
-                   spread: float = 0.2, users: int | None = None) -> SessionPlan:
+                   spread: float = 0.2, users: int | None = None, think_s: float = 0.0) -> SessionPlan:
     """``conc`` clients of ``per_client`` requests each, lengths spread uniformly over [(1 − spread) L, L];
     the first ``shared_fraction`` of every prompt is one prefix all requests share (a measured hit rate), or,
     with ``users``, one prefix per user (request ``j`` is user ``j % users``'s: its own conversation so far),
-    whose blocks the cache keeps or evicts like any others."""
+    whose blocks the cache keeps or evicts like any others. With ``think_s`` each client is one user who waits
+    between its calls (tools, thinking: uniform in [0, 2·think_s], mean ``think_s``) and whose calls share its
+    own prefix."""
     n = conc * per_client
     u = (np.arange(n) * 0.6180339887) % 1.0  # a low-discrepancy spread instead of random draws
     inp = np.round(isl * (1.0 - spread + spread * u))
     out = np.round(osl * (1.0 - spread + spread * ((u * 7.0) % 1.0)))
     start = np.arange(conc + 1, dtype=np.int64) * per_client
     z = np.zeros(n)
+    gap = z.copy()
+    if think_s > 0:  # each client's calls after its first wait a think time, uniform in [0, 2 think_s]
+        gap = 2.0 * think_s * ((np.arange(n) * 0.7548776662) % 1.0)
+        gap[start[:-1]] = 0.0
     offs = np.zeros(n + 1, dtype=np.int64)
     ids = np.zeros(0, dtype=np.int64)
     n_nodes = 0
@@ -78,12 +84,14 @@ def benchmark_plan(conc: int, isl: float, osl: float, per_client: int, shared_fr
         own = pos >= np.repeat(shared, blocks)
         top = int(shared.max()) if shared.size else 0
         k = max(users or 1, 1)
-        prefix = pos + top * (req % k if users else 0)  # the shared prefix, or the request's user's
+        # the shared prefix, or the request's user's: a client is one user when the clients think between calls
+        owner = req // per_client if think_s > 0 else req % k
+        prefix = pos + top * (owner if users else 0)
         ids = np.where(own, k * top + offs[:-1][req] + pos, prefix).astype(np.int64)  # unique suffix
         n_nodes = int(ids.max()) + 1 if ids.size else 0
     return SessionPlan(
         session_ids=[f"client-{i}" for i in range(conc)], start=start, head_s=np.zeros(conc), tail_s=np.zeros(conc),
-        recorded_s=np.ones(conc), gap_s=z.copy(), input_tokens=inp, output_tokens=np.maximum(out, 1.0),
+        recorded_s=np.ones(conc), gap_s=gap, input_tokens=inp, output_tokens=np.maximum(out, 1.0),
         fixed_s=np.full(n, np.nan), node_offsets=offs, node_ids=ids, block_size=64, n_nodes=n_nodes, span_ids=[str(i) for i in range(n)], trace_ids=["bench"] * n, models=[None] * n,
         cache_read=z.copy(), cache_write=z.copy(), reuse_tokens=z.copy())
 
@@ -92,12 +100,14 @@ def simulate_point(dep: Deployment, params: Any, conc: int, isl: float, osl: flo
                    shared_fraction: float = 0.0, spread: float = 0.2,
                    stat: Any = np.nanmedian, mem_util: float = MEM_UTIL, per_client: int | None = None,
                    warmup: int = WARMUP, rate_per_s: float | None = None, users: int | None = None,
-                   detail: dict | None = None, cpu_tokens: float = 0.0) -> tuple[float, float, float]:
+                   detail: dict | None = None, cpu_tokens: float = 0.0,
+                   think_s: float = 0.0) -> tuple[float, float, float]:
     """TTFT, TPOT and end-to-end latency (``stat``: median by default) of one benchmark point in the simulation:
     ``per_client`` requests per client (default: enough for ``MIN_REQUESTS``), the first ``warmup`` of each
     client left out. With ``rate_per_s`` the ``conc`` users do not send back to back: requests arrive as a
     Poisson process at that rate (users between calls: tools, thinking), at most ``conc`` in flight, and the
-    first ``conc`` requests (the fill) are left out. With ``users`` the ``shared_fraction`` prefix is each
+    first ``conc`` requests (the fill) are left out. ``think_s`` instead keeps the clients closed loops that wait
+    that long on average between calls (:func:`benchmark_plan`). With ``users`` the ``shared_fraction`` prefix is each
     user's own and starts cold (the cache decides what hits); ``cpu_tokens`` adds an LMCache-style CPU tier of
     that many tokens (its hits load over the host link); ``detail`` receives the simulated hit shares (``hit_share``:
     HBM, ``cpu_hit_share``: the CPU tier)."""
@@ -114,7 +124,7 @@ def simulate_point(dep: Deployment, params: Any, conc: int, isl: float, osl: flo
         keep = eng.req_call >= min(conc, n // 4)
     else:
         per_client = per_client or max(2, math.ceil(MIN_REQUESTS / conc))
-        plan = benchmark_plan(conc, isl, osl, per_client, shared_fraction, spread, users)
+        plan = benchmark_plan(conc, isl, osl, per_client, shared_fraction, spread, users, think_s)
         eng = Engine(plan, cost, Options(concurrency=conc, replicas=1, budget_tokens=budget, warm_ids=warm,
                                          cpu_blocks=cpu_tokens / 64)).run()
         keep = (eng.req_call % per_client) >= min(warmup, per_client - 1)
@@ -291,6 +301,37 @@ def simulate_cross_validate(df: pl.DataFrame, cat: HardwareCatalog | None = None
     return {"pooled": pooled, "folds": folds}
 
 
+AGENTX_BENCHMARK_S = 1800.0
+"""Every AgentX run's profiling window: ``aiperf profile ... --benchmark-duration 1800`` [S47 benchmark_command.txt];
+the run then waits 30 s for the requests in flight and cancels them (aiperf.log)."""
+COMPLETE_SHARE = 0.9
+"""A run whose successful requests span less than this share of :data:`AGENTX_BENCHMARK_S` stopped serving before its
+window ended (the B200 TP4 LMCache run at 16 users: 176 done by 9:24, then ``queue=0r/16w`` until the window closed and
+its 16 requests in flight were cancelled [S47 aiperf.log]); its means come from the part before the stall, without the
+stalled requests, so it is not checked. Complete runs span 1,708–1,830 s."""
+
+
+def truncated(df: pl.DataFrame) -> pl.Series:
+    """Per row: the run stopped completing requests well before its profiling window ended (:data:`COMPLETE_SHARE`)."""
+    return (df["duration_seconds"].fill_null(0.0) < COMPLETE_SHARE * AGENTX_BENCHMARK_S).alias("truncated")
+
+
+def workload_think_s(df: pl.DataFrame) -> float:
+    """The users' mean time between a reply and their next call (tool runs and thinking; the AgentX scenario caps idle
+    time at 10 s), from the healthy points at concurrency <= 8 — the ones the attention efficiency is fitted on, where
+    the server keeps up: each user's cycle ``conc · duration / requests`` less the mean end-to-end latency; the
+    median over those points (9.6 s on the shipped data; 6–18 s per point)."""
+    from agentprof.replay.agentic import HEALTHY_HIT, MAX_CONC
+
+    ok = df.filter(pl.col("mean_e2el").is_not_null() & (pl.col("num_requests_successful").fill_null(0) > 0)
+                   & (pl.col("server_gpu_cache_hit_rate") >= HEALTHY_HIT) & (pl.col("conc") <= MAX_CONC))
+    ok = ok.filter(~truncated(ok))
+    if not ok.height:
+        return 0.0
+    z = ok["conc"] * ok["duration_seconds"] / ok["num_requests_successful"] - ok["mean_e2el"]
+    return max(float(z.median()), 0.0)
+
+
 def workload_reuse(df: pl.DataFrame, max_conc: int = 2) -> float:
     """The AgentX traces' prefix reuse: the median measured server hit rate at concurrency <= ``max_conc``,
     where a few users' contexts fit any deployment's KV pool, so the hit rate is the workload's, not the
@@ -300,11 +341,16 @@ def workload_reuse(df: pl.DataFrame, max_conc: int = 2) -> float:
 
 
 def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None,
-                     prefixes: str = "measured", reuse: float | None = None) -> dict[str, Any]:
+                     prefixes: str = "measured", reuse: float | None = None, arrivals: str = "closed",
+                     think_s: float | None = None) -> dict[str, Any]:
     """The AgentX Kimi K2.5 trace-replay points through the simulation: ``conc`` users, the measured mean
-    prompt and output, requests arriving at the measured request rate (successful requests / duration: users
-    spend time on tools and thinking between calls) with at most ``conc`` in flight; mean TTFT and ITL against
-    the measured means, over every point with measurements and over the healthy slice (hit rate >= 0.9).
+    prompt and output; each user a closed loop that waits ``think_s`` on average between a reply and its next call
+    (default :func:`workload_think_s`), its first call left out as AIPerf's warm-up phase leaves it out [S47];
+    mean TTFT and ITL against the measured means, over every complete run with measurements (runs that stopped
+    serving before their window ended are listed with ``truncated`` and left out: :data:`COMPLETE_SHARE`) and over
+    the healthy slice (hit rate >= 0.9). ``arrivals="rate"`` is the earlier protocol: requests arriving at the
+    measured request rate (successful requests / duration) with at most ``conc`` in flight — a rate that is the
+    outcome of the server's speed, not an input to it.
 
     ``prefixes``: ``measured`` puts the point's measured server hit rate in as one shared cached prefix;
     ``private`` gives each user its own prefix of the workload's reuse (:func:`workload_reuse`), starting cold,
@@ -314,7 +360,9 @@ def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | No
     ``reuse`` overrides :func:`workload_reuse` (for a subset of the rows that lacks the low-concurrency ones)."""
     if prefixes not in ("measured", "private"):
         raise ValueError(f"prefixes: expected 'measured' or 'private', got {prefixes!r}")
-    private = prefixes == "private"
+    if arrivals not in ("closed", "rate"):
+        raise ValueError(f"arrivals: expected 'closed' or 'rate', got {arrivals!r}")
+    private, closed = prefixes == "private", arrivals == "closed"
     from agentprof.replay.agentic import HEALTHY_HIT, deployed_points
 
     cat = cat or load_catalog()
@@ -322,7 +370,8 @@ def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | No
     rows = []
     measured = df.filter(pl.col("mean_ttft").is_not_null() & pl.col("mean_itl").is_not_null())
     reuse = workload_reuse(df) if reuse is None else reuse
-    for r, hw, dep, p, how in deployed_points(measured, fitted, cat, fitted.attn_eff):
+    think = workload_think_s(df) if think_s is None else think_s
+    for r, hw, dep, p, how in deployed_points(measured, fitted, cat, fitted.attn_eff, fitted.attn_eff_by_accelerator):
         hit = float(r["server_gpu_cache_hit_rate"] or 0.0)
         # LMCache runs: their CPU hits are not reported, so each user keeps its own prefix of the workload's reuse
         # in the recipe's CPU tier as well, and the simulated tiers decide what hits where
@@ -333,16 +382,18 @@ def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | No
             hit = reuse
         budget, _ = budgets.budget_tokens(str(r["framework"]).lower())
         rate, det = None, {}
-        if r.get("num_requests_successful") and r.get("duration_seconds"):
+        if not closed and r.get("num_requests_successful") and r.get("duration_seconds"):
             rate = float(r["num_requests_successful"]) / float(r["duration_seconds"])
         ttft, itl, _ = simulate_point(dep, p, int(r["conc"]), float(r["mean_input_tokens"]),
                                       float(r["mean_output_tokens_actual"]), budget, shared_fraction=hit,
                                       spread=0.0, stat=np.nanmean, rate_per_s=rate,
-                                      users=int(r["conc"]) if own else None, detail=det, cpu_tokens=cpu_tokens)
+                                      users=int(r["conc"]) if own else None, detail=det, cpu_tokens=cpu_tokens,
+                                      think_s=think if closed else 0.0)
         rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(r["conc"]),
                      "hit_rate": float(r["server_gpu_cache_hit_rate"] or 0.0), "sim_hit": det.get("hit_share"),
                      "sim_cpu_hit": det.get("cpu_hit_share"),
                      "offloading": str(r.get("offloading")), "calibration": how,
+                     "truncated": float(r.get("duration_seconds") or 0.0) < COMPLETE_SHARE * AGENTX_BENCHMARK_S,
                      "meas_ttft": r["mean_ttft"], "pred_ttft": ttft, "meas_itl": r["mean_itl"], "pred_itl": itl})
     t = pl.DataFrame(rows)
     if not t.height:
@@ -354,7 +405,9 @@ def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | No
         return {"points": g.height, "median_ape_ttft": float(g["a_ttft"].median()) if g.height else None,
                 "median_ape_itl": float(g["a_itl"].median()) if g.height else None}
 
-    healthy = t.filter(pl.col("hit_rate") >= HEALTHY_HIT)
-    return {**stats(t), "prefixes": prefixes, "workload_reuse": reuse,
+    full = t.filter(~pl.col("truncated"))
+    healthy = full.filter(pl.col("hit_rate") >= HEALTHY_HIT)
+    return {**stats(full), "prefixes": prefixes, "arrivals": arrivals, "workload_reuse": reuse,
+            "think_s": think if closed else None, "truncated": t.height - full.height,
             "healthy": stats(healthy), "healthy_conc_le_8": stats(healthy.filter(pl.col("conc") <= 8)),
-            "by_hardware": {str(k[0]): stats(g) for k, g in t.group_by("hardware")}, "table": t.to_dicts()}
+            "by_hardware": {str(k[0]): stats(g) for k, g in full.group_by("hardware")}, "table": t.to_dicts()}
