@@ -58,6 +58,10 @@ class StepParams:
     """Compute efficiency of prefill (batched prompts); ``mfu`` when None."""
     wait_steps: float = 0.0
     """Decode steps a new request waits for the scheduler (recipe's polling / streaming interval / 2)."""
+    draft_tokens: float = 0.0
+    """Tokens each sequence drafts per decode step with MTP, as the recipe set them (``catalog/draft_depth.toml``;
+    0 where not listed): the step verifies them with the sequence's own token, so its FLOPs and collectives carry
+    1 + draft_tokens tokens per sequence; ``accept`` stays the tokens it keeps."""
     t_tok_s: float = 0.0
     """Seconds per prompt token the frontend spends before the scheduler sees a request (tokenizing the whole
     prompt on the host; ``catalog/scheduling.toml [tokenize]``, 0 where not listed): part of the request overhead."""
@@ -349,13 +353,15 @@ def decode_step_parts(dep: Deployment, p: StepParams, batch: ArrayLike, ctx: Arr
     one after another (attention reads KV, then the GEMMs), as in the serving equations
     (:func:`agentprof.replay.equations.times`, the form the free terms were fitted in). ``prefill_rate``
     prefills of ``prefill_new`` tokens after ``prefill_cached`` ride each step (chunked prefill in aggregated
-    serving): their FLOPs add to the step's compute."""
+    serving): their FLOPs add to the step's compute. With MTP the step's FLOPs and collectives carry each
+    sequence's ``p.draft_tokens`` drafted tokens too; its bytes (weights, each sequence's KV) are read once."""
     b = np.asarray(batch, dtype=float)
+    tok = b * (1.0 + p.draft_tokens)
     rate = np.asarray(prefill_rate, dtype=float)
     bw_s = dep.decode_bytes_per_gpu(b, ctx) / (p.mbu * dep.accel.hbm_bw)
     pf = np.where(rate > 0, dep.prefill_peak_s(prefill_new, prefill_cached, p.attn_rel), 0.0)
-    cmp_s = dep.decode_peak_s(b, ctx) / p.mfu + rate * pf / p.prefill_mfu
-    over = p.t_fixed_s + dep.comm_s(np.maximum(b, 1.0)) + rate * p.t_req_s
+    cmp_s = dep.decode_peak_s(tok, ctx) / p.mfu + rate * pf / p.prefill_mfu
+    over = p.t_fixed_s + dep.comm_s(np.maximum(tok, 1.0)) + rate * p.t_req_s
     return {"overhead": over + 0.0 * bw_s, "bandwidth": bw_s + 0.0 * cmp_s, "compute": cmp_s + 0.0 * bw_s}
 
 

@@ -10,7 +10,9 @@ overlaps bandwidth (``max``), not adds to it; a new request's prefill rides one 
 the KV capacity wait until the running batch drains. Disaggregated serving: decode workers without
 prefill, a prefill pool of ``n_prefill`` workers that batches prompts (a closed loop bounds it), and the KV
 transfer between the pools over the scale-up link, then the hand-off: the decode engine takes the request in on
-its own iterations, so its first token waits a number of decode steps (``handoff``), not a fixed time.
+its own iterations, so its first token waits a number of decode steps (``handoff``), not a fixed time; clients
+beyond the decode slots (KV capacity, the recipe's max batch) and a saturated prefill pool are two bottlenecks of
+one closed loop, and the first token waits for the slower of the two.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class Work:
     """Parameter-free per-call (or per-point) quantities; seconds at 100 % efficiency, per accelerator."""
 
     b_run: np.ndarray       # running decode batch per instance (after the KV capacity)
-    over: np.ndarray        # clients beyond the capacity / capacity (> 0: they queue for KV space)
+    over: np.ndarray        # clients beyond the capacity / capacity (> 0: they queue for KV space or decode slots)
     osl: np.ndarray         # output tokens (mean)
     n_chunks: np.ndarray    # prefill steps of the new tokens (chunked prefill)
     comm_s: np.ndarray      # decode step collectives over the scale-up link
@@ -165,15 +167,19 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
                          RHO_MAX_AGG)
     q_agg = q * rho_agg / (1.0 - rho_agg) * s_alone
     tpot, q_dis, hand, ttft_dis_core, sat = _disagg_cycle(w, t_step, accept, s_alone, work, t0, q, handoff)
-    sat_extra = np.maximum(sat - ttft_dis_core, 0.0)
+    decode = (w.osl - 1.0) * tpot
+    # clients beyond the decode slots (KV capacity, the recipe's max batch) wait for a running sequence to
+    # finish (closed loop, Little's law); a saturated prefill pool bounds the request rate on its own: the
+    # first token waits for whichever of the two bottlenecks is slower, not for both in turn
+    over_dis = w.over * (ttft_dis_core + w.load_s + decode)
+    sat_extra = np.maximum(sat - ttft_dis_core - over_dis, 0.0)
     queue_pf = np.where(dis, q_dis + sat_extra + hand, wait_step + q_agg)
     ride_cmp = np.where(dis, pf_cmp, mix_cmp)
     ride_bw = np.where(dis, pf_mem, mix_bw)
     ride = np.maximum(ride_cmp, ride_bw)
     ttft_core = t0 + w.load_s + np.where(dis, w.xfer_s, 0.0) + pf_over + ride + queue_pf
-    decode = (w.osl - 1.0) * tpot
     # clients beyond the KV capacity wait for the running batch to drain (closed loop)
-    over_q = w.over * (ttft_core + decode)
+    over_q = np.where(dis, over_dis, w.over * (ttft_core + decode))
     ttft = ttft_core + over_q
     e2e = ttft + decode
     n_dec = (w.osl - 1.0) / accept

@@ -17,6 +17,8 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog import CatalogError, find_model
+from agentprof.catalog.decodeslots import decode_slots
+from agentprof.catalog.draftdepth import draft_depth
 from agentprof.catalog.hardware import HardwareCatalog
 from agentprof.catalog.kvcache import engine, kv_bytes, wait_steps
 from agentprof.catalog.serving import load_serving
@@ -110,6 +112,7 @@ class Features:
     ttft: np.ndarray         # measured (NaN when absent)
     tpot: np.ndarray
     e2e: np.ndarray
+    draft: np.ndarray        # MTP tokens drafted per sequence and step (draft_depth.toml; 0 unlisted)
 
     def subset(self, sel: np.ndarray) -> Features:
         """The points selected by a boolean mask or an index array."""
@@ -189,6 +192,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     dpa_dec, dpa_pf = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     disagg_a = np.zeros(n, dtype=bool)
     mtp_a = np.zeros(n, dtype=bool)
+    draft_a = np.zeros(n)
     covered = np.zeros(n, dtype=bool)
     keys: list[PointKey | None] = []
     why: list[str] = []
@@ -243,6 +247,10 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         ctx = isl_m + osl_m / 2.0
         # a batch drains (sequences finish and free their KV): capacity at the mean context
         cap = max(float(dec.max_batch(ctx, MEM_UTIL)), 1.0)
+        if disagg:  # the recipe's decode slots (max batch size x ranks x workers), where the catalog lists them
+            slots, _ = decode_slots(fw, model.key, hw, spec, layout, float(row["isl"]), float(row["osl"]))
+            if slots is not None:
+                cap = min(cap, max(slots / ndw, 1.0))
         b_run = max(min(b, cap), 1.0)
         layers[j] = dec.layers
         g_dec[j] = gd
@@ -256,12 +264,15 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["osl"][j] = osl_m
         chunks = float(prefill_chunks(isl_m, budgets.budget_tokens(fw)[0]))  # the framework's token budget
         wk["n_chunks"][j] = chunks
-        wk["comm_s"][j] = float(dec.comm_s(b_run))
+        # MTP: the step verifies each sequence's drafted tokens too (the recipe's depth, where the catalog lists it)
+        depth = draft_depth(fw, model.key, hw, spec, layout, float(row["isl"]), float(row["osl"]))[0]
+        draft_a[j] = depth
+        wk["comm_s"][j] = float(dec.comm_s(b_run * (1.0 + depth)))
         wk["comm_pf_s"][j] = float(pre.comm_s(isl_m)) / chunks
         wk["bw_s"][j] = float(dec.decode_bytes_per_gpu(b_run, ctx)) / acc.hbm_bw
-        wk["cmp_s"][j] = float(dec.decode_peak_s(b_run, ctx))
+        wk["cmp_s"][j] = float(dec.decode_peak_s(b_run * (1.0 + depth), ctx))
         if disagg:  # the step per sequence, for the decode batch the clients queued for prefill leave (Work)
-            wk["bw_seq_s"][j], wk["cmp_seq_s"][j], wk["comm_seq_s"][j] = _per_sequence(dec, b_run, ctx)
+            wk["bw_seq_s"][j], wk["cmp_seq_s"][j], wk["comm_seq_s"][j] = _per_sequence(dec, b_run, ctx, 1.0 + depth)
         wk["pf_gemm_s"][j] = pre.prefill_gemm_peak_s_per_token * isl_m / gp
         wk["pf_attn_s"][j] = float(pre.prefill_peak_s(isl_m, 0.0)) - wk["pf_gemm_s"][j]
         wk["pf_mem_s"][j] = float(prefill_bytes_per_gpu(pre, isl_m, 0.0)) / acc.hbm_bw
@@ -280,19 +291,20 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     work = Work(disagg=disagg_a, **wk)
     return Features(keys=keys, covered=covered, why=why, layers=layers, g_dec=g_dec, g_pf=g_pf,
                     dpa_dec=dpa_dec, dpa_pf=dpa_pf, work=work,
-                    mtp=mtp_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
+                    mtp=mtp_a, draft=draft_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
                     e2e=meas("median_e2el_s"))
 
 
-def _per_sequence(dec: Deployment, b_run: float, ctx: float) -> tuple[float, float, float]:
+def _per_sequence(dec: Deployment, b_run: float, ctx: float, tokens: float = 1.0) -> tuple[float, float, float]:
     """What one sequence adds to a decode step near ``b_run``: bytes / HBM bandwidth (its KV, and the MoE experts
     a larger batch touches: the secant over the lower half of the batch), FLOPs / peak and collectives (both
-    proportional to the batch)."""
+    proportional to the batch; ``tokens`` per sequence when the step verifies MTP drafts, bytes read once)."""
     bw = float(dec.kv_seq_bytes(ctx)) / dec.kv_divisor
     lo = max(b_run / 2.0, 1.0)
     if b_run > lo:
         bw = float(dec.decode_bytes_per_gpu(b_run, ctx) - dec.decode_bytes_per_gpu(lo, ctx)) / (b_run - lo)
-    return bw / dec.accel.hbm_bw, float(dec.decode_peak_s(1.0, ctx)), float(dec.comm_s(b_run)) / b_run
+    return (bw / dec.accel.hbm_bw, float(dec.decode_peak_s(tokens, ctx)),
+            float(dec.comm_s(b_run * tokens)) / b_run)
 
 
 def cat_files(cat: HardwareCatalog) -> tuple[str, ...]:

@@ -254,7 +254,7 @@ def test_disaggregated_hand_off_is_decode_steps_of_the_deployment() -> None:
     rows = [{"hardware": "gb200", "framework": "dynamo-trt", "model": "deepseek-r1", "precision": "fp4", "isl": 1024,
              "osl": 1024, "conc": c, "disagg": True, "prefill_num_workers": 1, "num_prefill_gpu": 4, "prefill_tp": 4,
              "decode_num_workers": 4, "num_decode_gpu": 32, "decode_tp": 8, "decode_ep": 8, "spec_decoding": spec}
-            for c in (4, 64, 512) for spec in ("none", "mtp")]
+            for c in (4, 64, 128) for spec in ("none", "mtp")]  # within the recipe's decode slots (128 with MTP)
     rows += [{"hardware": "b200", "framework": "sglang", "model": "deepseek-r1", "precision": "fp4", "isl": 1024,
               "osl": 1024, "conc": 64, "tp": 8, "ep": 8, "disagg": False, "spec_decoding": "none"}]
     little = point_features(pl.DataFrame(rows), CAT)
@@ -274,6 +274,52 @@ def test_disaggregated_hand_off_is_decode_steps_of_the_deployment() -> None:
     np.testing.assert_allclose((t1.parts["queueing"] - t0.parts["queueing"])[dis], 20.0 * step[dis], rtol=1e-9)
     assert t1.ttft[~dis] == pytest.approx(t0.ttft[~dis])
     np.testing.assert_allclose(sum(t1.parts.values()), t1.e2e, rtol=1e-12)
+
+
+def _slots_rows(concs: tuple[int, ...]) -> pl.DataFrame:
+    # GB200 Dynamo-TRT DeepSeek R1 without MTP, 4 decode workers of 8 GPUs: 4 x 128 slots in its recipe (S55)
+    return pl.DataFrame([{"hardware": "gb200", "framework": "dynamo-trt", "model": "deepseek-r1", "precision": "fp4",
+                          "isl": 1024, "osl": 1024, "conc": c, "disagg": True, "prefill_num_workers": 1,
+                          "num_prefill_gpu": 4, "prefill_tp": 4, "decode_num_workers": 4, "num_decode_gpu": 32,
+                          "decode_tp": 8, "decode_ep": 8, "spec_decoding": "none"} for c in concs])
+
+
+def test_clients_beyond_the_recipes_decode_slots_wait_for_one() -> None:
+    from agentprof.replay.points import predict_times
+
+    concs = (256, 512, 564, 768, 1024)
+    f = point_features(_slots_rows(concs), CAT)
+    # the running batch stops at the slots (128 per worker), the rest queue: over = clients / slots - 1
+    np.testing.assert_allclose(f.work.b_run, [64, 128, 128, 128, 128])
+    np.testing.assert_allclose(f.work.over, [0, 0, 564 / 512 - 1, 0.5, 1.0])
+    theta = np.tile(theta_of(P, 61), (len(f), 1))
+    t = predict_times(f, theta)
+    assert np.all(np.diff(t.ttft) > 0)
+    # Little's law in the closed loop: a client beyond the slots waits for `over` whole cycles of a running one
+    f0 = point_features(_slots_rows(concs), CAT)
+    f0.work.over[:] = 0.0
+    t0 = predict_times(f0, theta)
+    # (a running client's cycle: its first token and its decode, t0.e2e)
+    np.testing.assert_allclose(t.ttft, t0.ttft + f.work.over * t0.e2e, rtol=1e-9)
+    np.testing.assert_allclose(t.tpot, t0.tpot)
+    np.testing.assert_allclose(sum(t.parts.values()), t.e2e, rtol=1e-12)
+
+
+def test_full_decode_slots_and_a_saturated_prefill_pool_bind_as_the_slower() -> None:
+    # two bottlenecks of one closed loop: the request rate is the smaller of what the decode slots and what the
+    # prefill pool serve, so the first token waits for the slower one, not for one and then the other
+    from agentprof.replay.points import predict_times
+
+    theta = np.tile(theta_of(P, 61), (3, 1))
+    f = point_features(_slots_rows((564, 564, 564)), CAT)
+    over = f.work.over.copy()
+    f.work.n_prefill[:] = [1e6, 1e-3, 1e-3]  # 0: pool never saturated; 1, 2: one that is
+    f.work.over[:] = [over[0], 0.0, over[2]]  # 0, 2: slots full; 1: none
+    t = predict_times(f, theta)
+    slot_bound, pool_bound, both = t.ttft
+    assert pool_bound > slot_bound > 0.0
+    assert both == pytest.approx(max(slot_bound, pool_bound), rel=1e-9)
+    np.testing.assert_allclose(sum(t.parts.values()), t.e2e, rtol=1e-12)
 
 
 def test_waiting_for_sums_to_the_call_time() -> None:
@@ -351,6 +397,41 @@ def test_long_context_attention_runs_at_its_own_efficiency_not_the_gemms() -> No
         assert float(prefill_parts(d, p, 8192, 80_000)["compute"]) == pytest.approx(gemm / mfu_pf + attn / 0.1)
         riding = float(prefill_chunk_s(d, p, 8192, 80_000, 0.0, True)) - float(d.comm_s(8192))
         assert riding == pytest.approx(gemm / mfu_pf + attn / 0.1)
+
+
+def test_an_mtp_step_verifies_the_recipes_draft_depth() -> None:
+    # GB200 Dynamo-TRT DeepSeek R1 with MTP3 (tep8 x 4 workers, S55): a decode step's FLOPs and collectives carry
+    # 1 + 3 tokens per sequence, its bytes (weights, each sequence's KV) are read once; an unlisted MTP deployment
+    # (the same layout on 8K outputs) counts one token
+    from agentprof.replay.costmodel import decode_step_parts
+
+    rows = _slots_rows((16, 16)).with_columns(pl.Series("spec_decoding", ["mtp", "mtp"]),
+                                              pl.Series("osl", [1024, 8192]))
+    f = point_features(rows, CAT)
+    np.testing.assert_array_equal(f.draft, [3.0, 0.0])
+    dep = Deployment(CAT.models["deepseek-r1"], CAT.accelerators["gb200"], "fp4", 8, False, float(f.kv_bytes[0]),
+                     8)  # EP8 decode workers, as point_features builds them
+    b = float(f.work.b_run[0])
+    ctx = 0.9 * 1024 + 0.9 * 1024 / 2.0
+    assert f.work.cmp_s[0] == pytest.approx(float(dep.decode_peak_s(4.0 * b, ctx)), rel=1e-9)
+    assert f.work.comm_s[0] == pytest.approx(float(dep.comm_s(4.0 * b)), rel=1e-9)
+    assert f.work.bw_s[0] == pytest.approx(float(dep.decode_bytes_per_gpu(b, ctx)) / dep.accel.hbm_bw, rel=1e-9)
+    # the simulation's step (StepParams.draft_tokens) prices the same terms
+    one = decode_step_parts(dep, P, b, ctx)
+    mtp = decode_step_parts(dep, P.with_(draft_tokens=3.0), b, ctx)
+    assert float(mtp["compute"]) == pytest.approx(float(dep.decode_peak_s(4.0 * b, ctx)) / P.mfu, rel=1e-9)
+    assert float(mtp["compute"]) == pytest.approx(4.0 * float(one["compute"]), rel=1e-9)
+    assert float(mtp["overhead"]) - float(one["overhead"]) == pytest.approx(
+        float(dep.comm_s(4.0 * b) - dep.comm_s(b)), rel=1e-9)
+    assert float(mtp["bandwidth"]) == float(one["bandwidth"])
+    # and the fitted acceptance still divides the step into tokens: more verification work, slower TPOT
+    from agentprof.replay.points import predict_times
+
+    theta = np.tile(theta_of(P.with_(accept=2.0), 61), (2, 1))
+    t = predict_times(f, theta)
+    f1 = point_features(rows, CAT)
+    f1.work.cmp_s[0], f1.work.comm_s[0] = float(dep.decode_peak_s(b, ctx)), float(dep.comm_s(b))
+    assert t.tpot[0] > predict_times(f1, theta).tpot[0]
 
 
 def test_fan_out_follows_the_collectives_kind() -> None:

@@ -5,7 +5,8 @@ uniform in [0.8 L, L] as the benchmark draws them, no prefix reuse). Each point 
 and step costs as agent sessions; its median TTFT, TPOT and end-to-end latency replace the analytic formulas'
 queueing and interference terms. Disaggregated points run on their pools
 (:mod:`agentprof.replay.serving.pools`): the row's prefill and decode workers, the prompt's KV handed over the
-link the layout implies; the largest (15,000 clients) run whole. A point with more clients than
+link the layout implies, each decode worker running at most the recipe's decode slots where the catalog lists
+them (``decode_slots.toml``); the largest (15,000 clients) run whole. A point with more clients than
 :data:`SLICE_CLIENTS` would run as one of ``copies`` identical slices (each simulated request stands for
 ``copies`` synchronized ones: batches, chunks and KV scale by it), which bounds the event count; the
 synchronized copies batch into the same prefill steps, so an unsaturated prefill pool's TTFT comes out high
@@ -21,6 +22,7 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog import CatalogError
+from agentprof.catalog.decodeslots import decode_slots
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.catalog.kvcache import engine
 from agentprof.catalog.serving import load_serving
@@ -148,15 +150,16 @@ def simulate_pools_point(pre: Deployment, pre_p: Any, dec: Deployment, dec_p: An
                          conc: int, isl: float, osl: float, budget: float, mem_util: float = MEM_UTIL,
                          per_client: int = BENCH_PROMPTS_PER_CLIENT, spread: float = 0.2,
                          link_bw: float | None = None, stat: Any = np.nanmedian, most: int = SLICE_CLIENTS,
-                         detail: dict | None = None) -> tuple[float, float, float]:
+                         detail: dict | None = None, decode_slots: float | None = None) -> tuple[float, float, float]:
     """TTFT, TPOT and end-to-end latency (``stat``) of a disaggregated benchmark point: ``conc`` closed-loop
     clients, ``n_prefill`` prefill workers of ``pre`` and ``n_decode`` decode workers of ``dec`` with their own
     free terms, the KV handed over the layout's link (``link_bw`` bytes/s per accelerator overrides it).
+    ``decode_slots``: sequences all decode workers run at once (the recipe's; None: their KV pool bounds them).
     ``detail`` receives the engine result, the pools and the slicing."""
     sim, copies = slices(conc, most)
     pcost = StepCost(pre, pre_p, mem_util, 64e9, 25e9, copies=copies)
     dcost = StepCost(dec, dec_p, mem_util, 64e9, 25e9, copies=copies)
-    pools = Pools.of(pcost, dcost, n_prefill, n_decode, link_bw)
+    pools = Pools.of(pcost, dcost, n_prefill, n_decode, link_bw, decode_slots)
     plan = benchmark_plan(sim, isl, osl, per_client, spread=spread)
     eng = Engine(plan, dcost, Options(concurrency=sim, replicas=1, budget_tokens=budget / copies), pools).run()
     if detail is not None:
@@ -215,11 +218,15 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
                 attn_eff=fitted.attn_eff)
             dec_p = step_params(e.theta, dec.layers, dec.gpus, accept=None if f.mtp[j] else 1.0,
                                 dpa=dec.dp_attention).with_(
-                attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]) + hand)
+                attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]) + hand,
+                draft_tokens=float(f.draft[j]))
             budget, _ = budgets.budget_tokens(key.framework)
+            # the recipe's decode slots, as the equations bound the running batch (point_features)
+            slots, _ = decode_slots(key.framework, key.model, key.hardware, key.spec, key.layout,
+                                    float(row["isl"]), float(row["osl"]))
             ttft, tpot, e2e = simulate_pools_point(pre, pre_p, dec, dec_p, npw, ndw, int(row["conc"]),
                                                    float(row["isl"]), float(row["osl"]), budget,
-                                                   mem_util=POINTS_MEM_UTIL)
+                                                   mem_util=POINTS_MEM_UTIL, decode_slots=slots)
             pred["ttft"][j], pred["tpot"][j], pred["e2e"][j] = ttft, tpot, e2e
             simulated[j] = True
             continue
@@ -238,7 +245,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
         # the terms as the fit used them: KV in the recipe's dtype, the points' memory fraction, the recipe's
         # scheduler interval before the first token
         p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0, dpa=dpa).with_(
-            attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]))
+            attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]), draft_tokens=float(f.draft[j]))
         budget, _ = budgets.budget_tokens(key.framework)
         ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget,
                                          mem_util=POINTS_MEM_UTIL, per_client=BENCH_PROMPTS_PER_CLIENT, warmup=0)

@@ -13,10 +13,16 @@ TTFT but size the prefill pool's throughput by its prompts' compute or KV traffi
 (:func:`agentprof.replay.equations.times`, ``W``); the prefill workers' steps are priced without it. For the same reason a prefill step that batches several
 prompts exposes one prompt's share of the collectives, the rest overlapping the other prompts' compute (as
 two-batch overlap does); a prompt alone pays all of them, as in the equations' single-request TTFT.
+
+A decode worker runs at most its recipe's decode slots at once (``decode_slots.toml``, the engine's max batch
+size x attention ranks: :func:`agentprof.catalog.decodeslots.decode_slots`), as the serving equations bound its
+running batch (docs/DEVICE_MODEL.md §2.2): handed-off requests beyond them wait in the worker's queue, their
+first token with them.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from agentprof.replay.costmodel import Deployment
@@ -50,12 +56,16 @@ class Pools:
     link: str
     link_bw: float
     t_req_s: float = 0.0
+    max_running: float = math.inf
+    """Requests one decode worker runs at once (admitted, first token pending or decoding), in simulated
+    requests: the recipe's decode slots over the workers and the copies each request stands for."""
 
     @classmethod
     def of(cls, prefill: StepCost, decode: StepCost, n_prefill: int, n_decode: int,
-           link_bw: float | None = None) -> Pools:
+           link_bw: float | None = None, decode_slots: float | None = None) -> Pools:
         """Pools over the link the layout implies (:func:`transfer_link`), or ``link_bw`` bytes/s when given.
-        ``prefill``'s per-prefill overhead moves to the hand-off (its steps are priced without it)."""
+        ``prefill``'s per-prefill overhead moves to the hand-off (its steps are priced without it).
+        ``decode_slots``: sequences all decode workers run at once (None: bounded by their KV pool only)."""
         name, bw = transfer_link(prefill.dep, decode.dep)
         if link_bw is not None:
             name, bw = "given", link_bw
@@ -64,7 +74,9 @@ class Pools:
                          prefill.copies)
         steps.pool_tokens = prefill.pool_tokens
         steps.overlap_comm = True
-        return cls(steps, max(int(n_prefill), 1), max(int(n_decode), 1), decode.dep, name, bw, t_req)
+        n_dec = max(int(n_decode), 1)
+        most = math.inf if decode_slots is None else max(float(decode_slots) / n_dec / decode.copies, 1.0)
+        return cls(steps, max(int(n_prefill), 1), n_dec, decode.dep, name, bw, t_req, most)
 
     def handoff_s(self, tokens: float) -> float:
         """From a finished prefill to the decode pool: the per-prefill overhead and the KV transfer."""

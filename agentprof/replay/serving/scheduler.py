@@ -12,7 +12,8 @@ Disaggregated serving (:class:`agentprof.replay.serving.pools.Pools`): the first
 (the router sends calls to them; they batch prompts under the token budget and keep the prefix cache), the rest
 decode workers. A finished prefill frees its prefill KV and moves to a decode worker after the KV transfer over
 the link between the pools; the decode worker admits it when its KV fits and emits the first token after the
-recipe's scheduler interval, then decodes it with continuous batching.
+recipe's scheduler interval, then decodes it with continuous batching; a decode worker runs at most its
+recipe's decode slots (``Pools.max_running``), the rest wait in its queue.
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ class Replica:
     n_dec: int = 0
     sum_base: float = 0.0
     kv_first: float = 0.0
+    peak_running: int = 0  # most requests a decode worker held at once (its decode slots bound it)
 
 
 @dataclass
@@ -150,6 +152,9 @@ class EngineResult:
     the summed waits, for Little's law on each queue."""
     handoff_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     """Per request: the KV transfer from the prefill to the decode pool (0 when aggregated)."""
+    peak_running: list[int] = field(default_factory=list)
+    """Per replica: the most requests a decode worker ran at once (first token pending or decoding; 0 for
+    the others)."""
 
 
 class Engine:
@@ -384,6 +389,7 @@ class Engine:
         rep.kv_first += r.need
         rep.prompt_blocks += r.prompt_blocks
         rep.running.append(r)
+        rep.peak_running = max(rep.peak_running, len(rep.running))
         r.state, r.timer = FIRST, when
         self.seq += 1
         r.hkey = self.seq
@@ -496,8 +502,12 @@ class Engine:
             rep.kv_used = self._kv_decode(rep)
         # a prefill worker batches from its queue what one step's token budget holds (the rest waits there)
         pf_left = (sum(x.todo - x.done_pf for x in rep.running) if rep.role == "prefill" else -math.inf)
+        # a decode worker runs at most its recipe's decode slots (the rest wait in its queue)
+        slots = self.pools.max_running if rep.role == "decode" and self.pools is not None else math.inf
         while rep.queue:
             r = rep.queue[0]
+            if len(rep.running) >= slots:
+                break
             fits = rep.kv_used + r.need <= pool
             if not fits and rep.running:
                 break
@@ -809,4 +819,4 @@ class Engine:
             evicted_blocks={"hbm": sum(t.evicted for t in self.cache.hbm), "cpu": self.cache.cpu.evicted,
                             "disk": self.cache.disk.evicted},
             roles=[rep.role for rep in self.reps], queue_by_role=by_role,
-            handoff_s=np.array([r.hand_s for r in d]))
+            handoff_s=np.array([r.hand_s for r in d]), peak_running=[rep.peak_running for rep in self.reps])

@@ -253,3 +253,65 @@ def test_past_the_prefill_knee_the_simulation_decodes_the_equations_batch() -> N
     assert ttft == pytest.approx(float(want.ttft[0]), rel=0.15)
     assert float(want.decode_batch[0]) < 0.5 * 1024
     assert float(predict_times(held, th, ETA).tpot[0]) > 1.5 * tpot
+
+
+def test_decode_workers_run_at_most_their_slots_and_the_rest_wait_for_their_first_token() -> None:
+    # 64 clients on one decode worker of 16 slots: the running batch never exceeds them, the others queue at
+    # the decode worker (not in its KV pool), so TTFT grows and TPOT falls against the KV-bound run
+    (ttft0, tpot0, e2e0), free = _gpt_pools(64)
+    (ttft1, tpot1, _), capped = _gpt_pools(64, decode_slots=16)
+    dec = capped["engine"].roles.index("decode")
+    assert capped["pools"].max_running == 16
+    assert capped["engine"].peak_running[dec] == 16
+    assert free["engine"].peak_running[dec] > 16  # the KV pool alone would have run more
+    q = capped["engine"].queue_by_role["decode"]
+    assert q["wait_s"] / q["entries"] > 10 * free["engine"].queue_by_role["decode"]["wait_s"] / q["entries"]
+    assert ttft1 > 2.0 * ttft0 and tpot1 < tpot0
+    # slots at or above the clients change nothing
+    same, det = _gpt_pools(64, decode_slots=64)
+    assert same == pytest.approx((ttft0, tpot0, e2e0), rel=1e-9)
+    assert det["engine"].peak_running[dec] <= 64
+
+
+def test_slots_are_shared_over_decode_workers_and_copies() -> None:
+    from agentprof.replay.serving.pools import Pools
+    from agentprof.replay.serving.stepcost import StepCost
+
+    _, pre, pp, dec, dp = pools_of(ROW)
+    pools = Pools.of(StepCost(pre, pp, 0.9, 64e9, 25e9), StepCost(dec, dp, 0.9, 64e9, 25e9, copies=2.0), 1, 4,
+                     decode_slots=128)
+    assert pools.max_running == 16.0  # 128 slots over 4 workers, each simulated request standing for two
+    assert Pools.of(StepCost(pre, pp, 0.9, 64e9, 25e9), StepCost(dec, dp, 0.9, 64e9, 25e9), 1, 4).max_running \
+        == float("inf")
+
+
+def test_devices_check_runs_listed_rows_within_the_recipes_decode_slots_and_draft_depth(points, monkeypatch) -> None:
+    # GB200 Dynamo-TRT DeepSeek MTP, 4 decode workers x 32 slots, 144 clients: devices check --simulate hands
+    # the row's catalog slots to the pools; no decode worker ever runs more than 32, and the 16 clients beyond
+    # the slots wait at the decode workers
+    from agentprof.catalog.decodeslots import decode_slots
+    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.serving import benchpoint
+
+    row = points.filter(pl.col("disagg").fill_null(False) & (pl.col("conc") == 144)
+                        & (pl.col("spec_decoding") == "mtp")).head(1)
+    assert row.height == 1
+    seen: list[dict] = []
+    real = benchpoint.simulate_pools_point
+
+    def spy(*a, **kw):
+        det: dict = {}
+        out = real(*a, **kw, detail=det)
+        seen.append({"slots": kw.get("decode_slots"), "draft": a[3].draft_tokens, **det})
+        return out
+
+    monkeypatch.setattr(benchpoint, "simulate_pools_point", spy)
+    benchpoint.simulate_check(row, load_fitted())
+    assert len(seen) == 1
+    want, _ = decode_slots("dynamo-trt", "deepseek-r1", "gb200", "mtp", "p1x4-d4x8-tp8ep8", 1024, 1024)
+    assert seen[0]["slots"] == want == 128
+    assert seen[0]["draft"] == 3.0  # its decode steps verify the recipe's MTP3 drafts (draft_depth.toml)
+    eng = seen[0]["engine"]
+    peaks = [p for p, role in zip(eng.peak_running, eng.roles, strict=True) if role == "decode"]
+    assert len(peaks) == 4 and max(peaks) <= 32 and sum(peaks) == 128
+    assert eng.queue_by_role["decode"]["wait_s"] > 0
