@@ -113,6 +113,7 @@ class Features:
     tpot: np.ndarray
     e2e: np.ndarray
     draft: np.ndarray        # MTP tokens drafted per sequence and step (draft_depth.toml; 0 unlisted)
+    slots: np.ndarray        # the recipe's decode slots, all decode workers (decode_slots.toml; NaN unlisted)
 
     def subset(self, sel: np.ndarray) -> Features:
         """The points selected by a boolean mask or an index array."""
@@ -193,6 +194,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     disagg_a = np.zeros(n, dtype=bool)
     mtp_a = np.zeros(n, dtype=bool)
     draft_a = np.zeros(n)
+    slots_a = np.full(n, np.nan)
     covered = np.zeros(n, dtype=bool)
     keys: list[PointKey | None] = []
     why: list[str] = []
@@ -250,6 +252,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         if disagg:  # the recipe's decode slots (max batch size x ranks x workers), where the catalog lists them
             slots, _ = decode_slots(fw, model.key, hw, spec, layout, float(row["isl"]), float(row["osl"]))
             if slots is not None:
+                slots_a[j] = slots
                 cap = min(cap, max(slots / ndw, 1.0))
         b_run = max(min(b, cap), 1.0)
         layers[j] = dec.layers
@@ -291,7 +294,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     work = Work(disagg=disagg_a, **wk)
     return Features(keys=keys, covered=covered, why=why, layers=layers, g_dec=g_dec, g_pf=g_pf,
                     dpa_dec=dpa_dec, dpa_pf=dpa_pf, work=work,
-                    mtp=mtp_a, draft=draft_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
+                    mtp=mtp_a, draft=draft_a, slots=slots_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
                     e2e=meas("median_e2el_s"))
 
 

@@ -22,7 +22,6 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog import CatalogError
-from agentprof.catalog.decodeslots import decode_slots
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.catalog.kvcache import engine
 from agentprof.catalog.serving import load_serving
@@ -222,8 +221,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
                 draft_tokens=float(f.draft[j]))
             budget, _ = budgets.budget_tokens(key.framework)
             # the recipe's decode slots, as the equations bound the running batch (point_features)
-            slots, _ = decode_slots(key.framework, key.model, key.hardware, key.spec, key.layout,
-                                    float(row["isl"]), float(row["osl"]))
+            slots = None if np.isnan(f.slots[j]) else float(f.slots[j])
             ttft, tpot, e2e = simulate_pools_point(pre, pre_p, dec, dec_p, npw, ndw, int(row["conc"]),
                                                    float(row["isl"]), float(row["osl"]), budget,
                                                    mem_util=POINTS_MEM_UTIL, decode_slots=slots)
