@@ -39,6 +39,7 @@ class Resolved:
     level_error: dict[str, float] = field(default_factory=dict)
     """The error measured for that level by cross-validation (median APE per metric, fitted.toml [levels])."""
     kv_source: str = ""
+    fitted: Fitted | None = field(default=None, repr=False, compare=False)
 
     @property
     def host_link_bw(self) -> float:
@@ -50,7 +51,7 @@ class Resolved:
 
     def describe(self) -> dict[str, object]:
         return {"system": self.system.key, "model": self.model.key, "precision": self.precision,
-                "accelerators": self.dep.gpus, "framework": self.framework, "calibration": self.calibration,
+                "accelerators": self.dep.gpus, "dp_attention": self.dep.dp_attention, "framework": self.framework, "calibration": self.calibration,
                 "calibration_level": self.level, "level_error": self.level_error,
                 "kv_bytes_per_element": self.dep.kv_dtype_bytes, "kv_source": self.kv_source,
                 "t_fixed_ms": round(self.params.t_fixed_s * 1e3, 3), "mbu": round(self.params.mbu, 3),
@@ -96,7 +97,7 @@ def _vendor_hardware(fitted: Fitted, cat: HardwareCatalog, acc_key: str) -> list
 
 
 def _fitted_entry(fitted: Fitted, cat: HardwareCatalog, system: System, model: ModelSpec, precision: str,
-                  gpus: int) -> tuple[FitEntry | None, str, str, str]:
+                  gpus: int, dpa: bool = False) -> tuple[FitEntry | None, str, str, str]:
     """(entry, framework, description, level): the calibration a model on a system uses. Level ``fitted``: the
     exact layout was measured; ``group``: the same hardware, framework and model in other layouts (the step
     overhead and collectives are carried to this layout by the equations); ``unseen``: borrowed from another
@@ -128,38 +129,42 @@ def _fitted_entry(fitted: Fitted, cat: HardwareCatalog, system: System, model: M
             if hw != acc.key:
                 notes.append(f"{acc.key} borrows {hw}'s fitted software overheads (estimate)")
             tail = "; ".join(notes)
+            suffix = "-dpa" if dpa else ""
             same_tp = [e for k, e in fitted.entries["layout"].items()
-                       if re.fullmatch(re.escape(grp.key) + rf"/tp{gpus}-ep\d+", k)]
+                       if re.fullmatch(re.escape(grp.key) + rf"/tp{gpus}-ep\d+{suffix}", k)]
             exact = max(same_tp, key=lambda e: e.points) if same_tp else None
             if exact is not None and cand.key == model.key:
                 if not notes:
                     return exact, fw, f"fitted {exact.key} ({exact.points} points)", "fitted"
                 return exact, fw, f"fitted {exact.key} ({exact.points} points); {tail}", "unseen"
             level = "group" if not notes else "unseen"
-            return (grp, fw, f"fitted {grp.key} ({grp.points} points), carried to {gpus} accelerators by the "
+            what = "data-parallel attention on " if dpa else ""
+            return (grp, fw, f"fitted {grp.key} ({grp.points} points), carried to {what}{gpus} accelerators by the "
                     f"per-layer overhead and collectives" + (f"; {tail}" if tail else ""), level)
     return None, system.frameworks[0], "uncalibrated", "unseen"
 
 
 def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitted | None = None,
-            accept: float | None = None, gpus: int | None = None) -> Resolved:
+            accept: float | None = None, gpus: int | None = None, dp_attention: bool = False) -> Resolved:
     """The deployment and parameters for ``model`` on ``system`` (on ``gpus`` accelerators instead of the
-    system's choice when given); a clear error when it cannot run there."""
+    system's choice when given; with ``dp_attention`` the attention data-parallel over them, its weights replicated
+    on every rank and the step overhead's fan-out that of the all-to-all); a clear error when it cannot run there."""
     precision = _precision(system, model)
     gpus = gpus if gpus is not None else _gpus(system, model, precision)
     fitted = fitted if fitted is not None else load_fitted()
     if system.params:
         entry, fw, how, level = None, system.frameworks[0], f"declared estimates in systems.toml [{system.key}.params]", "unseen"
     else:
-        entry, fw, how, level = _fitted_entry(fitted, cat, system, model, precision, gpus)
+        entry, fw, how, level = _fitted_entry(fitted, cat, system, model, precision, gpus, dp_attention)
         if entry is None:
             raise CatalogError(f"no calibration for {system.key}: run `agentprof devices fit` or declare "
                                f"[systems.{system.key}.params]")
     kvb, kv_src = kv_bytes(fw, model.key, system.accelerator.key)
-    dep = Deployment(model, system.accelerator, precision, gpus, kv_dtype_bytes=kvb)
+    dep = Deployment(model, system.accelerator, precision, gpus, dp_attention, kv_dtype_bytes=kvb)
     if not dep.fits(system.mem_util):
+        what = " with its attention weights on every rank (data-parallel attention)" if dp_attention else ""
         raise CatalogError(f"{model.display} ({dep.weight_bytes / 1e9:.0f} GB in {precision}) does not fit on "
-                           f"{system.key} ({gpus} x {system.accelerator.hbm_bytes / 1e9:.0f} GB at "
+                           f"{system.key}{what} ({gpus} x {system.accelerator.hbm_bytes / 1e9:.0f} GB at "
                            f"{system.mem_util:.0%} usable)")
     scale = system.accelerator.fields.get("overhead_scale")
     acc_key = system.accelerator.key  # attention at this accelerator's own fitted efficiency, else the pooled one
@@ -179,7 +184,8 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
                             attn_eff=val("attn_eff", fitted.attn_eff_for(acc_key)), mfu_pf=pr["mfu_pf"].value if "mfu_pf" in pr else None)
     else:
         assert entry is not None
-        params = step_params(entry.theta, dep.layers, gpus, accept=1.0 if accept is None else accept)
+        params = step_params(entry.theta, dep.layers, gpus, accept=1.0 if accept is None else accept,
+                             dpa=dp_attention)
         params = params.with_(attn_eff=fitted.attn_eff_for(acc_key))
         how += f"; prefill attention at {params.attn_eff:.3f} of the BF16 peak, {fitted.attn_eff_basis(acc_key)}"
     if scale is not None:
@@ -187,5 +193,6 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
     if not system.params:
         params = params.with_(wait_steps=wait_steps(fw, entry.attrs.get("model", model.key) if entry else model.key,
                                                     entry.attrs.get("hardware") if entry else None)[0])
-    return Resolved(system, model, precision, dep, params, fw, how, level, fitted.level_errors.get(level, {}),
-                    kv_src)
+    out = Resolved(system, model, precision, dep, params, fw, how, level, fitted.level_errors.get(level, {}), kv_src)
+    out.fitted = fitted  # the calibration it came from (a re-resolution in another layout uses the same)
+    return out

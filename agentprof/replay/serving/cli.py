@@ -27,6 +27,10 @@ def serving_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--hash-scope", type=click.Choice(["global", "session"]), default="global",
                      show_default=True,
                      help="global: sessions sharing a prefix hit each other's blocks; session: private caches."),
+        click.option("--attention", type=click.Choice(["auto", "tp", "dp"]), default="auto", show_default=True,
+                     help="Attention layout of each instance: tp (tensor-parallel; an MLA latent KV is copied on "
+                          "every rank), dp (data-parallel attention ranks, each with its own sequences' KV; MoE "
+                          "shared), auto (dp for MLA models above one session where the framework runs it)."),
         click.option("--pools", metavar="pWxG-dWxG",
                      help="Serve disaggregated: W prefill workers of G accelerators, W decode workers of G (e.g. "
                           "p1x4-d1x4), the prompt's KV handed over the system's links."),
@@ -36,11 +40,11 @@ def serving_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def serving_config(concurrency: int, router: str, cap_wait: float | None, arrival_rate: float | None,
-                   cache_ttl: float | None, hash_scope: str, pools: str | None = None) -> Any:
+                   cache_ttl: float | None, hash_scope: str, pools: str | None = None, attention: str = "auto") -> Any:
     from agentprof.replay.serving import ServingConfig
 
     cfg = ServingConfig(concurrency=concurrency, router=router, cap_wait_s=cap_wait, arrival_rate_per_h=arrival_rate,
-                        ttl_s=cache_ttl, scope=hash_scope, disagg=pools)
+                        ttl_s=cache_ttl, scope=hash_scope, disagg=pools, attention=attention)
     cfg.check()
     return cfg
 
@@ -89,7 +93,7 @@ def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: s
 def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[str, ...], model: str | None,
                  cache_policy: str, max_concurrency: int, router: str, cap_wait: float | None,
                  arrival_rate: float | None, cache_ttl: float | None, hash_scope: str, catalogs: tuple[str, ...],
-                 as_json: bool, pools: str | None = None) -> None:
+                 as_json: bool, pools: str | None = None, attention: str = "auto") -> None:
     """How many agent sessions can each system serve within a latency SLO?
 
     Simulates the sessions of PATHS at growing concurrency (doubling, then bisecting) and reports the largest
@@ -108,7 +112,7 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
     from agentprof.replay.cli import _catalog
     from agentprof.replay.serving.capacity import capacity
 
-    cfg = serving_config(1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools)
+    cfg = serving_config(1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools, attention)
     policy = parse_policy(cache_policy)
     if policy.kind == "none":
         from agentprof.errors import AgentprofError

@@ -64,9 +64,11 @@ def provider_cost(plan: SessionPlan, eng: EngineResult, cat: ServingCatalog) -> 
 
 
 def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system: str, replicas: int,
-                 cat: ServingCatalog, open_loop: bool, gpu_scale: float = 1.0) -> dict[str, Any]:
+                 cat: ServingCatalog, open_loop: bool, gpu_scale: float = 1.0,
+                 utilization: float | None = None) -> dict[str, Any]:
     """``gpu_scale``: accelerators the deployment uses / the system's count (disaggregated pools sized apart
-    from the system): power and price scale with it."""
+    from the system): power and price scale with it. ``utilization``: the busy share when it is not the
+    replicas' mean (data-parallel attention ranks step together: an instance is busy while any rank is)."""
     ttft = eng.first_t - eng.issue_t
     multi = eng.out > 1.0
     tpot = np.where(multi, (eng.done_t - eng.first_t) / np.maximum(eng.out - 1.0, 1.0), np.nan)
@@ -80,6 +82,8 @@ def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system:
     mean_task = float(task[ok].mean()) if n_inst else float("nan")
     tph = active * 3600.0 / mean_task if n_inst and mean_task > 0 else None
     util = float(sum(eng.busy_s) / (makespan * replicas)) if makespan > 0 else 0.0
+    if utilization is not None:
+        util = float(utilization)
     inp = float(eng.inp.sum())
     hits = eng.hits.sum(axis=0)
     out_per_task = float(eng.out.sum()) / max(n_inst, 1)
@@ -148,4 +152,16 @@ def why(d: dict[str, Any]) -> str:
             f"p99 {ttft['p99'] or 0:.2f} s; server busy {d['utilization']:.0%} of the time; "
             f"{c.get('count', 0)} cold call(s) (under half the prompt cached, median "
             f"{c.get('median_prompt_tokens', 0):,.0f} tokens) have TTFT p99 {c.get('ttft_p99_cold_s') or 0:.2f} s, "
-            f"the warm ones {c.get('ttft_p99_warm_s') or 0:.2f} s.")
+            f"the warm ones {c.get('ttft_p99_warm_s') or 0:.2f} s." + _layout_text(d))
+
+
+def _layout_text(d: dict[str, Any]) -> str:
+    """The attention layout the simulation ran and why (empty when not recorded)."""
+    a = d.get("attention")
+    if not a:
+        return ""
+    pool = a.get("kv_pool_tokens_per_system")
+    kv = f"; KV pool {pool / 1e6:.2f}M tokens per system" if pool else ""
+    name = "data-parallel" if a["layout"] == "dp" else "tensor-parallel"
+    return f" Attention {name}{kv} ({a['reason']})."
+

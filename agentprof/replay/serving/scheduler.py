@@ -86,6 +86,9 @@ class Options:
     ramp_s: float = 0.0  # slot i starts its first session at i * ramp_s
     warm_ids: np.ndarray | None = None  # blocks already in every replica's HBM at the start (benchmarks)
     quiet_steps: bool = True  # False: every step is an event, each chunk priced alone (the reference for tests)
+    lockstep: int = 1
+    """Replicas per lockstep group: data-parallel attention ranks of one instance (consecutive replicas) whose
+    forward passes are aligned, so a rank's step never takes less than the step a sibling is running (1: none)."""
 
 
 @dataclass
@@ -119,6 +122,10 @@ class Replica:
     sum_base: float = 0.0
     kv_first: float = 0.0
     peak_running: int = 0  # most requests a decode worker held at once (its decode slots bound it)
+    # lockstep (data-parallel attention ranks): the end of the step this replica runs and its own per-step time
+    # (before any sibling's floor), which its siblings' steps wait for
+    step_end: float = -math.inf
+    own_step_s: float = 0.0
 
 
 @dataclass
@@ -155,6 +162,11 @@ class EngineResult:
     peak_running: list[int] = field(default_factory=list)
     """Per replica: the most requests a decode worker ran at once (first token pending or decoding; 0 for
     the others)."""
+    group_busy_s: list[float] = field(default_factory=list)
+    """Per lockstep group (data-parallel attention instance): the time any of its ranks ran a step (the others
+    run empty batches then); empty without lockstep."""
+    lockstep_wait_s: float = 0.0
+    """Step time added by the lockstep (ranks waiting for a sibling's longer step), summed over ranks."""
 
 
 class Engine:
@@ -197,6 +209,12 @@ class Engine:
         self.in_flight_last = 0.0
         self.peak_in_flight = 0
         self.quiet_ends = 0  # steps ended without an event (:meth:`_quiet_end`)
+        ls = max(int(opt.lockstep), 1)
+        self.lockstep = ls if pools is None else 1
+        n_groups = (len(self.reps) + ls - 1) // ls if self.lockstep > 1 else 0
+        self.group_busy = [0.0] * n_groups
+        self.group_until = [-math.inf] * n_groups
+        self.lockstep_wait = 0.0
 
     # --- bookkeeping -------------------------------------------------------------------------------------
     def _push(self, t: float, kind: int, a: object, b: object = None) -> None:
@@ -639,6 +657,8 @@ class Engine:
                     k2 = max(math.ceil(kk - 1e-9), 1)
                 k_steps = float(min(k1, k2))
             dt += k_steps * (alpha + beta * (ctx + acc * (k_steps - 1.0) / 2.0))
+        if self.lockstep > 1:
+            dt, k_steps = self._lockstep(k, now, dt, k_steps, bool(chunks), dec, pending)
         rep.busy = True
         rep.version += 1
         rep.step_dec, rep.step_pf, rep.step_k = dec, chunks, k_steps
@@ -650,6 +670,48 @@ class Engine:
             return True
         self._push(end, EV_STEP, k, rep.version)
         return False
+
+    def _lockstep(self, k: int, now: float, dt: float, k_steps: float, prefill: bool,
+                  dec: list[Req], pending: float = math.inf) -> tuple[float, float]:
+        """Align replica ``k``'s step with its lockstep siblings (data-parallel attention ranks of one instance):
+        each of its steps takes at least the own per-step time of the longest step a sibling is running (ranks meet
+        in the MoE layers' collectives every step; a rank without work runs an empty batch). A macro-step of pure
+        decode is cut where the floored steps reach the next event. Returns the step's (seconds, steps) and records
+        the replica's own per-step time and the instance's busy time."""
+        rep = self.reps[k]
+        own = dt / max(k_steps, 1.0)
+        gi = k // self.lockstep
+        lo = gi * self.lockstep
+        floor = 0.0
+        for j in range(lo, min(lo + self.lockstep, len(self.reps))):
+            sib = self.reps[j]
+            if j != k and sib.step_end > now + 1e-12 and sib.own_step_s > floor:
+                floor = sib.own_step_s
+        rep.own_step_s = own
+        if floor > own:
+            if not prefill and k_steps > 1.0:
+                horizon = min(self.heap[0][0] if self.heap else math.inf, pending, now + k_steps * floor) - now
+                k_steps = float(max(min(math.ceil(horizon / floor - 1e-9), int(k_steps)), 1))
+                # the rank's own steps grow with their context; each takes at least the floor
+                cost = rep.cost
+                b = len(dec)
+                ctx = sum(r.need for r in dec) / max(b, 1)
+                alpha, beta = cost.decode_linear(b, ctx)
+                acc = cost.accept
+                mine = k_steps * (alpha + beta * (ctx + acc * (k_steps - 1.0) / 2.0))
+                new = max(mine, k_steps * floor)
+                self.lockstep_wait += new - mine
+                dt = new
+            else:
+                self.lockstep_wait += k_steps * floor - dt
+                dt = k_steps * floor
+        end = now + dt
+        start = max(now, self.group_until[gi])
+        if end > start:
+            self.group_busy[gi] += end - start
+            self.group_until[gi] = end
+        rep.step_end = end
+        return dt, k_steps
 
     def _chunk_price(self, cost: StepCost, r: Req, chunk: tuple[float, float, float], decoding: int) -> float:
         """``cost.chunks_s([chunk], decoding)`` for a request's prefill chunk ``(tokens, context, share)``. A
@@ -819,4 +881,5 @@ class Engine:
             evicted_blocks={"hbm": sum(t.evicted for t in self.cache.hbm), "cpu": self.cache.cpu.evicted,
                             "disk": self.cache.disk.evicted},
             roles=[rep.role for rep in self.reps], queue_by_role=by_role,
-            handoff_s=np.array([r.hand_s for r in d]), peak_running=[rep.peak_running for rep in self.reps])
+            handoff_s=np.array([r.hand_s for r in d]), peak_running=[rep.peak_running for rep in self.reps],
+            group_busy_s=list(self.group_busy), lockstep_wait_s=self.lockstep_wait)

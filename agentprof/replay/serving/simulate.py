@@ -9,8 +9,18 @@ from typing import Any
 
 import numpy as np
 
+from agentprof.catalog import CatalogError
 from agentprof.catalog.serving import ServingCatalog, load_serving
 from agentprof.errors import AgentprofError
+from agentprof.replay.serving.dpattention import (
+    Capacity,
+    Layout,
+    RankStepCost,
+    check_mode,
+    choose,
+    dp_resolved,
+    rank_budget,
+)
 from agentprof.replay.serving.metrics import pcts, serving_dict, why
 from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.scheduler import ROUTERS, Engine, EngineResult, Options
@@ -38,6 +48,10 @@ class ServingConfig:
     """Disaggregated pools ``p{workers}x{gpus}-d{workers}x{gpus}`` (e.g. ``p1x4-d1x8``: one 4-GPU prefill
     worker, one 8-GPU decode worker of the system's accelerator), each sized and calibrated as the system's
     resolution does for that GPU count; None: the system's aggregated replicas."""
+    attention: str = "auto"
+    """Attention layout of the aggregated replicas: ``tp`` (tensor-parallel, the single-session replay's), ``dp``
+    (data-parallel attention ranks, :mod:`agentprof.replay.serving.dpattention`) or ``auto`` (dp when more than one
+    session shares an MLA model on a framework that runs it, tp otherwise)."""
     ramp_s: float | None = None
     """Seconds between the starts of the closed loop's first sessions; None: the mean recorded session time
     divided by the concurrency, so sessions start spread over their phases as in a steady state instead of
@@ -54,6 +68,7 @@ class ServingConfig:
             raise AgentprofError(f"--arrival-rate must be positive sessions/hour, got {self.arrival_rate_per_h}")
         if self.disagg is not None:
             pool_layout(self.disagg)
+        check_mode(self.attention)
 
 
 def pool_layout(text: str) -> tuple[int, int, int, int]:
@@ -91,6 +106,18 @@ def pools_for(r: Resolved, layout: str) -> tuple[Resolved, Pools, int]:
     return dec, pools, npw * gp + ndw * gd
 
 
+def _capacity(plan: SessionPlan, tp: Resolved, dp: Resolved, cfg: ServingConfig) -> Capacity:
+    """KV demand of ``cfg.concurrency`` sessions (each its mean prompt: the prefix it keeps between calls) and the
+    tokens each layout's system holds (HBM pools, plus the CPU and disk tiers)."""
+    inst = max(tp.system.count // max(tp.dep.gpus, 1), 1)
+    sim = np.isnan(plan.fixed_s)
+    mean_prompt = float(plan.input_tokens[sim].mean()) if sim.any() else 0.0
+    tiers = (cfg.cpu_bytes + cfg.disk_bytes) / max(tp.dep.kv_token_bytes, 1.0)
+    dp_pool = RankStepCost(dp).pool_tokens * dp.dep.gpus * inst
+    tp_pool = (math.inf if cfg.hbm_unbounded else StepCost.of(tp).pool_tokens * inst)
+    return Capacity(cfg.concurrency * mean_prompt, tp_pool, dp_pool, tiers)
+
+
 @dataclass
 class ServingRun:
     """One system's simulation: the engine's raw result, the ``serving`` object and per-call durations."""
@@ -106,12 +133,34 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     cfg.check()
     cat = cat or load_serving()
     pools, gpus = None, r.system.count
+    layout = choose(r, cfg.attention, cfg.concurrency, disagg=bool(cfg.disagg))
+    level_note = ""
     if cfg.disagg:
         r, pools, gpus = pools_for(r, cfg.disagg)
-    cost = StepCost.of(r)
-    replicas = (pools.n_prefill + pools.n_decode) if pools else max(r.system.count // max(r.dep.gpus, 1), 1)
+    if layout.mode == "dp":
+        try:
+            rd = dp_resolved(r)
+        except CatalogError as e:
+            if cfg.attention == "dp":
+                raise
+            layout = Layout("tp", 1, f"auto: tensor-parallel attention, data-parallel does not fit ({e})")
+        else:
+            if cfg.attention == "auto":  # weigh the sessions' KV against what each layout holds
+                layout = choose(r, "auto", cfg.concurrency, cap=_capacity(plan, r, rd, cfg))
+            if layout.mode == "dp":
+                r = rd
+                level_note = f"; parameters {r.level}: {r.calibration}"
+    instances = max(r.system.count // max(r.dep.gpus, 1), 1)
+    if layout.mode == "dp":
+        cost: StepCost = RankStepCost(r)
+        replicas = instances * layout.ranks
+    else:
+        cost = StepCost.of(r)
+        replicas = (pools.n_prefill + pools.n_decode) if pools else instances
     budget, budget_src = cat.budget_tokens(r.framework.split("-")[-1] if r.framework not in cat.budget
                                            else r.framework)
+    if layout.mode == "dp":
+        budget, budget_src = rank_budget(r.framework, budget, layout.ranks)
     per_block = cost.tier_token_bytes * plan.block_size
     ramp = cfg.ramp_s if cfg.ramp_s is not None else float(np.mean(plan.recorded_s)) / cfg.concurrency
     copies = max(math.ceil(cfg.concurrency / max(plan.n_sessions, 1)), 1)
@@ -120,10 +169,17 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
                   disk_blocks=cfg.disk_bytes / per_block if cfg.disk_bytes else 0.0,
                   hbm_blocks=math.inf if cfg.hbm_unbounded else (None if cfg.prefix_cache else 0.0), ttl_s=cfg.ttl_s,
                   arrival_rate_per_h=cfg.arrival_rate_per_h, seed=cfg.seed, copies=copies,
-                  ramp_s=ramp)
+                  ramp_s=ramp, lockstep=layout.ranks)
     eng = Engine(plan, cost, opt, pools).run()
+    # lockstep ranks: an instance is busy (every rank steps, the idle ones on empty batches) while any rank is
+    util = (sum(eng.group_busy_s) / (eng.makespan_s * len(eng.group_busy_s))
+            if eng.group_busy_s and eng.makespan_s > 0 else None)
     d = serving_dict(plan, eng, cfg.concurrency, r.system.key, replicas, cat, cfg.arrival_rate_per_h is not None,
-                     gpus / max(r.system.count, 1))
+                     gpus / max(r.system.count, 1), utilization=util)
+    d["attention"] = {**layout.describe(), "instances": instances, "kv_pool_tokens_per_system":
+                      cost.pool_tokens * replicas, "calibration": r.calibration, "calibration_level": r.level,
+                      "lockstep_wait_s": eng.lockstep_wait_s}
+    d["attention"]["reason"] += level_note
     if pools:
         d["pools"] = {"layout": cfg.disagg, "prefill_workers": pools.n_prefill,
                       "prefill_gpus": pools.prefill.dep.gpus, "decode_workers": pools.n_decode,

@@ -1,0 +1,181 @@
+"""Data-parallel attention in the serving simulation: its KV pool, hits, a cold prompt on one rank, the lockstep,
+the ``auto`` choice and what the outputs say (the shipped kv-cache-tester sessions as Kimi K2.5, an MLA model)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from agentprof.catalog import resolve_model
+from agentprof.catalog.hardware import load_catalog
+from agentprof.errors import AgentprofError
+from agentprof.replay.serving import ServingConfig, simulate
+from agentprof.replay.serving.dpattention import choose, dp_resolved
+from agentprof.replay.serving.sessions import SessionPlan
+from agentprof.replay.systems import resolve
+
+
+def sub_plan(plan: SessionPlan, sessions: list[int], calls: int | None = None) -> SessionPlan:
+    """The plan of a few of its sessions (each cut to its first ``calls`` calls): fast simulations."""
+    from dataclasses import replace
+
+    starts, per_call, offs, ids = [0], [], [0], []
+    tails = []
+    for s in sessions:
+        a, b = int(plan.start[s]), int(plan.start[s + 1])
+        if calls is not None:
+            b = min(b, a + calls)
+        per_call.extend(range(a, b))
+        starts.append(starts[-1] + (b - a))
+        tails.append(plan.tail_s[s])
+    for c in per_call:
+        blk = plan.node_ids[plan.node_offsets[c]:plan.node_offsets[c + 1]]
+        ids.append(blk)
+        offs.append(offs[-1] + blk.size)
+    pc = np.asarray(per_call, dtype=np.int64)
+    return replace(
+        plan, session_ids=[plan.session_ids[s] for s in sessions], start=np.asarray(starts, dtype=np.int64),
+        head_s=plan.head_s[sessions], tail_s=np.asarray(tails), recorded_s=plan.recorded_s[sessions],
+        gap_s=plan.gap_s[pc], input_tokens=plan.input_tokens[pc], output_tokens=plan.output_tokens[pc],
+        fixed_s=plan.fixed_s[pc], node_offsets=np.asarray(offs, dtype=np.int64),
+        node_ids=np.concatenate(ids) if ids else plan.node_ids[:0], span_ids=[plan.span_ids[c] for c in per_call],
+        trace_ids=[plan.trace_ids[c] for c in per_call], models=[plan.models[c] for c in per_call],
+        cache_read=plan.cache_read[pc], cache_write=plan.cache_write[pc], reuse_tokens=plan.reuse_tokens[pc],
+        notes=[])
+
+
+@pytest.fixture(scope="module")
+def few(plan):
+    # twelve of the longer sessions (not the two beyond Kimi's context window), their first six calls each, all
+    # started at once: together more KV than H200's tensor-parallel pool holds
+    mean_prompt = [float(plan.input_tokens[a:b].mean()) for a, b in zip(plan.start[:-1], plan.start[1:], strict=True)]
+    order = [int(i) for i in np.argsort(mean_prompt)[::-1]]
+    return sub_plan(plan, order[2:14], calls=6)
+
+
+def cfg(n: int, attention: str = "auto", **kw) -> ServingConfig:
+    return ServingConfig(concurrency=n, attention=attention, ramp_s=0.0, **kw)
+
+
+def test_dp_kv_pool_grows_by_the_ranks_less_the_replicated_weights(few, resolved) -> None:
+    r = resolved("h200+x86")
+    tp = simulate(few, r, cfg(12, "tp")).serving
+    dp = simulate(few, r, cfg(12, "dp")).serving
+    assert tp["attention"]["layout"] == "tp" and dp["attention"]["layout"] == "dp"
+    # from the catalog: usable HBM per GPU, the non-expert (attention, shared) weights replicated per rank under DP,
+    # the routed experts split over the g GPUs either way; the MLA latent once per TP instance, once per DP rank
+    dep, mu = r.dep, r.system.mem_util
+    g, hbm = dep.gpus, dep.accel.hbm_bytes * mu
+    free_tp = hbm - (dep.nonexpert_bytes + dep.routed_bytes) / g
+    free_dp = hbm - dep.nonexpert_bytes - dep.routed_bytes / g
+    assert tp["attention"]["kv_pool_tokens_per_system"] == pytest.approx(free_tp / dep.kv_token_bytes, rel=1e-9)
+    assert dp["attention"]["kv_pool_tokens_per_system"] == pytest.approx(g * free_dp / dep.kv_token_bytes, rel=1e-9)
+    ratio = dp["attention"]["kv_pool_tokens_per_system"] / tp["attention"]["kv_pool_tokens_per_system"]
+    share = dep.nonexpert_bytes * (g - 1) / g / free_tp  # the replicated weights' share of the TP pool
+    assert ratio == pytest.approx(g * (1.0 - share), rel=1e-9)
+    assert 3.0 < ratio < g
+    assert dp["replicas"] == g and dp["attention"]["ranks_per_instance"] == g
+    # the same calls ran; more of their prompts hit (each rank keeps its own sessions' prefixes)
+    assert dp["calls"] == tp["calls"]
+    assert dp["hit_share"]["hbm"] > tp["hit_share"]["hbm"] + 0.2
+    assert dp["ttft_s"]["p50"] < tp["ttft_s"]["p50"] / 3  # the recomputes TP's small pool forced are gone
+    # auto weighs the sessions' KV against both pools: here only DP holds it
+    auto = simulate(few, r, cfg(12)).serving
+    assert auto["attention"]["layout"] == "dp" and "holds" in auto["attention"]["reason"]
+
+
+def test_a_cold_long_prompt_waits_longer_on_one_rank(plan, resolved) -> None:
+    # one session's first call (cold, ~50K+ tokens): under DP its attention runs on one GPU, under TP on eight
+    s = int(np.argmax(plan.input_tokens[plan.start[:-1]]))
+    one = sub_plan(plan, [s], calls=1)
+    r = resolved("h200+x86")
+    tp = simulate(one, r, ServingConfig(concurrency=1, attention="tp"))
+    dp = simulate(one, r, ServingConfig(concurrency=1, attention="dp"))
+    t_tp = float(tp.engine.first_t[0] - tp.engine.issue_t[0])
+    t_dp = float(dp.engine.first_t[0] - dp.engine.issue_t[0])
+    assert one.input_tokens[0] > 30_000
+    assert t_dp > 2.0 * t_tp
+    # and no sibling rank stalled it: it ran alone
+    assert dp.serving["attention"]["lockstep_wait_s"] == 0.0
+
+
+def test_ranks_step_in_lockstep(few, resolved) -> None:
+    # a rank decoding next to a sibling's long prefill waits for the sibling's steps: the lockstep adds time
+    r = resolved("h200+x86")
+    run = simulate(few, r, cfg(12, "dp"))
+    a = run.serving["attention"]
+    assert a["lockstep_wait_s"] > 0
+    # the instance is busy while any rank steps: at least the busiest rank's share, at most all ranks' sum
+    busy = np.asarray(run.engine.busy_s)
+    horizon = run.engine.makespan_s
+    util = run.serving["utilization"]
+    assert busy.max() / horizon - 1e-9 <= util <= busy.sum() / horizon + 1e-9
+
+
+def test_auto_picks_tp_for_one_session_dp_above_for_mla_and_tp_for_gpt_oss(few, resolved) -> None:
+    cat = load_catalog()
+    r = resolved("h200+x86")
+    assert choose(r, "auto", 1).mode == "tp"
+    assert choose(r, "auto", 2).mode == "dp"  # without the sessions' KV to weigh: the MLA rule alone
+    gpt, _ = resolve_model("gpt-oss-120b")
+    rg = resolve(cat.system("h200+x86"), gpt, cat)
+    lay = choose(rg, "auto", 50)
+    assert lay.mode == "tp" and "MLA" not in lay.reason.split("so")[0] and "tensor-parallel" in lay.reason
+    # jalapeno's declared software is not known to run DP attention: tp unless asked
+    rj = resolved("jalapeno")
+    assert choose(rj, "auto", 50).mode == "tp" and choose(rj, "dp", 50).mode == "dp"
+    # concurrency 1 under auto is the single-session layout (the equivalence test relies on it)
+    d1 = simulate(few, r, cfg(1)).serving
+    assert d1["attention"]["layout"] == "tp" and d1["replicas"] == 1
+    # two sessions' KV fits H200's tensor-parallel pool: auto keeps TP (a prompt's attention on all GPUs, no lockstep)
+    d2 = simulate(few, r, cfg(2)).serving
+    assert d2["attention"]["layout"] == "tp" and "fits under tensor-parallel" in d2["attention"]["reason"]
+    d12 = simulate(few, r, cfg(12)).serving
+    assert d12["attention"]["layout"] == "dp" and "auto" in d12["attention"]["reason"]
+    assert d12["attention"]["calibration_level"] == dp_resolved(r).level
+    assert d12["attention"]["calibration_level"] in d12["attention"]["reason"]
+    # an LMCache CPU tier holds the sessions' prefixes under TP too: auto keeps TP
+    dcpu = simulate(few, r, cfg(12, cpu_bytes=2e12)).serving
+    assert dcpu["attention"]["layout"] == "tp" and "CPU/disk tiers" in dcpu["attention"]["reason"]
+
+
+def test_dp_resolution_keeps_the_calibration_and_prices_the_all_to_all(resolved) -> None:
+    r = resolved("h200+x86")
+    d = dp_resolved(r)
+    assert d.dep.dp_attention and not r.dep.dp_attention
+    assert d.framework == r.framework and d.level == r.level
+    assert "data-parallel attention" in d.calibration
+    # same fitted terms, the fan-out of the all-to-all (log2 g) instead of the one-shot all-reduce's
+    assert d.params.mbu == r.params.mbu and d.params.mfu == r.params.mfu
+    assert d.params.t_fixed_s != r.params.t_fixed_s
+    assert d.dep.weight_bytes_per_gpu > r.dep.weight_bytes_per_gpu
+
+
+def test_bad_attention_layout_is_one_clear_error(resolved) -> None:
+    with pytest.raises(AgentprofError, match="unknown attention layout"):
+        ServingConfig(attention="sp").check()
+    with pytest.raises(AgentprofError, match="aggregated"):
+        choose(resolved("gb200+grace"), "dp", 4, disagg=True)
+
+
+def test_json_and_terminal_state_the_layout(capsys) -> None:
+    from agentprof.cli import main
+
+    from .conftest import KVCT
+
+    def run(*extra: str) -> str:
+        try:
+            main(["replay", str(KVCT / "trace_0121.json"), "-s", "b200+x86", "--concurrency", "2", *extra])
+        except SystemExit as e:
+            assert not e.code
+        return capsys.readouterr().out
+
+    s = json.loads(run("--json", "--attention", "dp"))["systems"][0]["serving"]
+    assert s["attention"]["layout"] == "dp" and s["attention"]["ranks_per_instance"] == 8
+    assert "Attention data-parallel" in s["why"]
+    assert math.isfinite(s["attention"]["kv_pool_tokens_per_system"])
+    out = run("--attention", "tp")
+    assert "Attention tensor-parallel" in " ".join(out.split())
