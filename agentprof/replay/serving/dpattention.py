@@ -5,8 +5,8 @@ instance holds one GPU's worth of KV. Engines serving MLA models (DeepSeek, Kimi
 attention data-parallel instead: each rank holds its own sequences' KV and a replica of the attention
 (non-expert) weights, while the MoE layers stay shared by all ranks (tensor- or expert-parallel) and every
 forward pass is aligned across ranks — a rank without work runs an empty batch (SGLang ``--enable-dp-attention``
-[S57]; vLLM data-parallel attention [S58]; TensorRT-LLM ``enable_attention_dp``, whose DP ranks Dynamo's KV router
-targets one by one [S59]).
+[S-DPA1]; vLLM data-parallel attention [S-DPA2]; TensorRT-LLM ``enable_attention_dp``, whose DP ranks Dynamo's KV router
+targets one by one [S-DPA3]).
 
 The simulation runs each attention rank as a replica of the engine (its own queue, running batch, KV pool and
 HBM prefix cache; the router picks a rank, as SGLang's DP controller and Dynamo's DP-rank routing do), priced by
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
 ATTENTION_MODES = ("auto", "tp", "dp")
 DP_FRAMEWORKS = ("sglang", "vllm", "trt", "dynamo-sglang", "dynamo-trt")
-"""Serving frameworks that run data-parallel attention for MLA models: SGLang [S57], vLLM [S58], TensorRT-LLM and
-Dynamo on either [S59]. Others (ATOM, a system's declared software) run tensor-parallel attention under ``auto``."""
+"""Serving frameworks that run data-parallel attention for MLA models: SGLang [S-DPA1], vLLM [S-DPA2], TensorRT-LLM and
+Dynamo on either [S-DPA3]. Others (ATOM, a system's declared software) run tensor-parallel attention under ``auto``."""
 
 
 @dataclass(frozen=True)
@@ -130,11 +130,11 @@ def dp_resolved(r: Resolved, cat: HardwareCatalog | None = None) -> Resolved:
 
 def rank_budget(framework: str, budget: float, ranks: int) -> tuple[float, str]:
     """Prefill token budget of one data-parallel attention rank's step: SGLang divides ``--chunked-prefill-size``
-    by the DP size when DP attention is on (``server_args.py``, [S60]), so the instance's step holds the budget
-    over all ranks; a vLLM DP rank is an engine of its own with its own scheduler and budget [S58]; TensorRT-LLM
+    by the DP size when DP attention is on (``server_args.py``, [S-DPA4]), so the instance's step holds the budget
+    over all ranks; a vLLM DP rank is an engine of its own with its own scheduler and budget [S-DPA2]; TensorRT-LLM
     is taken as vLLM (estimate: its ``max_num_tokens`` is per rank's executor)."""
     if framework in ("sglang", "dynamo-sglang"):
-        return max(budget / max(ranks, 1), 1.0), f"{budget:.0f} / {ranks} ranks (SGLang divides the chunked-prefill size by the DP size under DP attention [S60])"
+        return max(budget / max(ranks, 1), 1.0), f"{budget:.0f} / {ranks} ranks (SGLang divides the chunked-prefill size by the DP size under DP attention [S-DPA4])"
     return budget, f"{budget:.0f} per rank (each DP rank schedules its own step; estimate for {framework})"
 
 
