@@ -250,8 +250,12 @@ def serving_view(sv: dict[str, Any]) -> RenderableType:
         if row.get("error"):
             t.add_row(row["system"], *["—"] * len(conc))
             continue
-        t.add_row(row["system"], *[f"{fmt_duration(a)} · {b:.1f}/h" if b else f"{fmt_duration(a)} · —"
-                                   for a, b in zip(row["ttft_p99_s"], row["tasks_per_hour"], strict=True)])
+        att = row.get("attention") or ["tp"] * len(conc)
+        t.add_row(row["system"], *[(f"{fmt_duration(a)} · {b:.1f}/h" if b else f"{fmt_duration(a)} · —")
+                                   + (" · DP" if lay == "dp" else "")
+                                   for a, b, lay in zip(row["ttft_p99_s"], row["tasks_per_hour"], att, strict=True)])
+    if any("dp" in (row.get("attention") or []) for row in sv["systems"]):
+        t.caption = "DP: data-parallel attention ranks (the sessions' MLA KV outgrows what tensor-parallel attention holds)"
     return t
 
 

@@ -43,7 +43,11 @@ def sweep(trace: Trace, systems: Sequence[str], concurrency: Sequence[int] = DEF
             "energy_wh_per_task": [d.get("energy_wh_per_task") for d in runs],
             "hit_share": [d["hit_share"]["total"] for d in runs],
             "calls_in_flight": [d["calls_in_flight_mean"] for d in runs],
-            "why": runs[-1]["why"] if runs else "",
+            "attention": [(d.get("attention") or {}).get("layout", "tp") for d in runs],
+            "why": (runs[-1]["why"] + " Attention layout by concurrency: "
+                    + ", ".join(f"{n} {(d.get('attention') or {}).get('layout', 'tp')}" for n, d in zip(conc, runs,
+                                                                                                       strict=True))
+                    + ".") if runs else "",
         })
         rows.append(row)
     cache = "HBM prefix cache" if not (base.cpu_bytes or base.disk_bytes) else \
