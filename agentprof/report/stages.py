@@ -63,7 +63,7 @@ def _stand_in(replay_result: Any) -> str | None:
 
 def run_stages(trace: Trace, systems: Sequence[str] = (), model: str | None = None, analysis: bool = True,
                cache: bool = True, replay: bool = True,
-               serving: Sequence[int] | None = None) -> StageResults:
+               serving: Sequence[int] | None = None, attention: str = "auto") -> StageResults:
     """Analyze; replay on ``systems`` (default :data:`DEFAULT_SYSTEMS`); sweep cache capacity for ``model``
     (default: the replay's stand-in for the traced model) — each as far as it can go. A system or model the
     caller named that the catalog rejects raises its :class:`AgentprofError`; any other failure becomes a
@@ -94,7 +94,7 @@ def run_stages(trace: Trace, systems: Sequence[str] = (), model: str | None = No
             out.notes["replay"] = _why(e)
     else:
         out.notes["replay"] = "not run (--no-replay)"
-    _serving_stage(out, trace, systems, model, replay, serving)
+    _serving_stage(out, trace, systems, model, replay, serving, attention)
     if cache:
         cache_model = model or _stand_in(out.replay)
         if cache_model is None:
@@ -121,7 +121,7 @@ def run_stages(trace: Trace, systems: Sequence[str] = (), model: str | None = No
 
 
 def _serving_stage(out: StageResults, trace: Trace, systems: Sequence[str], model: str | None, replay: bool,
-                   serving: Sequence[int] | None) -> None:
+                   serving: Sequence[int] | None, attention: str = "auto") -> None:
     """TTFT p99 and tasks/hour against concurrency per system (the serving panel), when it is affordable."""
     if not replay:
         out.notes["serving"] = "not run (--no-replay)"
@@ -139,7 +139,10 @@ def _serving_stage(out: StageResults, trace: Trace, systems: Sequence[str], mode
             out.notes["serving"] = (f"{n:,} sessions: the serving simulation is not run by default above "
                                     f"{SERVING_MAX_SESSIONS}; ask for it with --serving-concurrency 1,8,50")
             return
-        out.serving = sweep(trace, list(systems) or _default_systems(), serving or DEFAULT_CONCURRENCY, model)
+        from agentprof.replay.serving import ServingConfig
+
+        out.serving = sweep(trace, list(systems) or _default_systems(), serving or DEFAULT_CONCURRENCY, model,
+                            ServingConfig(attention=attention))
     except AgentprofError:
         if systems or model:
             raise

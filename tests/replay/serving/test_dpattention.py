@@ -179,3 +179,24 @@ def test_json_and_terminal_state_the_layout(capsys) -> None:
     assert math.isfinite(s["attention"]["kv_pool_tokens_per_system"])
     out = run("--attention", "tp")
     assert "Attention tensor-parallel" in " ".join(out.split())
+
+
+def test_report_sweep_and_terminal_panel_state_the_layout() -> None:
+    from rich.console import Console
+
+    from agentprof.importers import load_any
+    from agentprof.replay.serving.sweep import sweep
+    from agentprof.report.terminal import serving_view
+
+    from .conftest import KVCT
+
+    t = load_any(str(KVCT / "trace_0121.json"))
+    dp = sweep(t, ["b200+x86"], (1, 2), base=ServingConfig(attention="dp"))["systems"][0]
+    auto = sweep(t, ["b200+x86"], (1, 2))["systems"][0]
+    assert dp["attention"] == ["dp", "dp"] and "layout by concurrency: 1 dp, 2 dp" in dp["why"]
+    assert auto["attention"] == ["tp", "tp"] and "Attention tensor-parallel" in auto["why"]
+    con = Console(record=True, width=200)
+    con.print(serving_view({"concurrency": [1, 2], "sessions": 1, "model": "kimi-k2.5", "cache": "HBM",
+                            "systems": [dp]}))
+    text = con.export_text()
+    assert "· DP" in text and "data-parallel attention ranks" in text
