@@ -51,7 +51,8 @@ class ServingConfig:
     attention: str = "auto"
     """Attention layout of the aggregated replicas: ``tp`` (tensor-parallel, the single-session replay's), ``dp``
     (data-parallel attention ranks, :mod:`agentprof.replay.serving.dpattention`) or ``auto`` (dp when more than one
-    session shares an MLA model on a framework that runs it, tp otherwise)."""
+    session shares an MLA model on a framework that runs it and only DP's KV pool holds the sessions' prompts; tp
+    otherwise: :func:`agentprof.replay.serving.dpattention.choose`)."""
     ramp_s: float | None = None
     """Seconds between the starts of the closed loop's first sessions; None: the mean recorded session time
     divided by the concurrency, so sessions start spread over their phases as in a steady state instead of
@@ -176,8 +177,9 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
             if eng.group_busy_s and eng.makespan_s > 0 else None)
     d = serving_dict(plan, eng, cfg.concurrency, r.system.key, replicas, cat, cfg.arrival_rate_per_h is not None,
                      gpus / max(r.system.count, 1), utilization=util)
-    d["attention"] = {**layout.describe(), "instances": instances, "kv_pool_tokens_per_system":
-                      cost.pool_tokens * replicas, "calibration": r.calibration, "calibration_level": r.level,
+    d["attention"] = {**layout.describe(), "instances": instances,
+                      "kv_pool_tokens_per_system": None if pools else cost.pool_tokens * replicas,
+                      "calibration": r.calibration, "calibration_level": r.level,
                       "lockstep_wait_s": eng.lockstep_wait_s}
     d["attention"]["reason"] += level_note
     if pools:
