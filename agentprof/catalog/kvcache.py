@@ -97,3 +97,25 @@ def tokenize_s_per_token(framework: str, model: str) -> tuple[float, str]:
         if fw == eng and mk == model:
             return val, src
     return 0.0, "default: no per-token frontend time listed (fast tokenizers: microseconds per request)"
+
+
+@lru_cache(maxsize=1)
+def _collective_entries() -> tuple[tuple[str, str, str | None, float, str], ...]:
+    out = []
+    for i, e in enumerate(read_toml(SCHED_PATH).get("prefill_collectives", [])):
+        where = f"{SCHED_PATH}: prefill_collectives[{i}]"
+        val, src = _sourced(e, where, "exposed")
+        if val not in (0.0, 1.0):
+            raise CatalogError(f"{where}.exposed: expected 0 or 1, got {val:g}")
+        out.append((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), val, src))
+    return tuple(out)
+
+
+def prefill_collectives_exposed(framework: str, model: str, hardware: str | None = None) -> tuple[bool, str]:
+    """(whether a disaggregated prefill worker's per-prompt collectives add to its time per prompt, source): true
+    where the recipe runs its MoE all-to-all without overlapping it with other prompts' compute
+    (``scheduling.toml [prefill_collectives]``); unlisted deployments keep them hidden (docs/DEVICE_MODEL.md §2.2)."""
+    for fw, mk, hw, val, src in _collective_entries():
+        if fw == framework.lower() and mk == model and (hw is None or hw == hardware):
+            return bool(val), src
+    return False, "default: the batched prompts' collectives overlap other prompts' compute"
