@@ -21,7 +21,7 @@ import polars as pl
 
 from agentprof.catalog import find_model
 from agentprof.catalog.hardware import HardwareCatalog
-from agentprof.catalog.kvcache import kv_bytes, tokenize_s_per_token
+from agentprof.catalog.kvcache import block_host_s_per_token, kv_bytes, tokenize_s_per_token
 from agentprof.errors import TraceFormatError
 from agentprof.replay.calibration import Fitted, step_params
 from agentprof.replay.costmodel import Deployment, StepParams, call_times
@@ -70,7 +70,9 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
                     ) -> Iterator[tuple[dict[str, Any], str, Deployment, StepParams, str]]:
     """Each AgentX row the catalog can place, with its hardware key, its deployment (KV in the dtype the
     framework deployed), the fitted step terms (with the frontend's tokenization time per prompt token the
-    catalog lists for the framework and model) and the calibration level they came from. Attention runs at
+    catalog lists for the framework and model, and the engine's per-block host time over the row's mean prompt
+    added to the per-prefill overhead where the recipe runs small KV blocks: ``scheduling.toml [block_host]``)
+    and the calibration level they came from. Attention runs at
     ``by_accelerator[hw]`` where given, else at ``attn_eff``."""
     by_accelerator = by_accelerator or {}
     for r in df.iter_rows(named=True):
@@ -86,8 +88,11 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
         entry, how = got
         fw = str(r["framework"]).lower()
         dep = Deployment(m, cat.accelerators[hw], prec, tp, kv_dtype_bytes=kv_bytes(fw, m.key, hw)[0])
-        p = step_params(entry.theta, dep.layers, tp, accept=1.0).with_(
-            attn_eff=by_accelerator.get(hw, attn_eff), t_tok_s=tokenize_s_per_token(fw, m.key)[0])
+        p = step_params(entry.theta, dep.layers, tp, accept=1.0)
+        # the engine's per-block host work over the prompt's blocks holds up the loop like the per-prefill overhead
+        blocks_s = block_host_s_per_token(fw, m.key, hw)[0] * float(r["mean_input_tokens"] or 0.0)
+        p = p.with_(attn_eff=by_accelerator.get(hw, attn_eff), t_tok_s=tokenize_s_per_token(fw, m.key)[0],
+                    t_req_s=p.t_req_s + blocks_s)
         yield r, hw, dep, p, how
 
 
