@@ -119,3 +119,27 @@ def prefill_collectives_exposed(framework: str, model: str, hardware: str | None
         if fw == framework.lower() and mk == model and (hw is None or hw == hardware):
             return bool(val), src
     return False, "default: the batched prompts' collectives overlap other prompts' compute"
+
+
+@lru_cache(maxsize=1)
+def _block_host_entries() -> tuple[tuple[str, str, str, float, float, str], ...]:
+    out = []
+    for i, e in enumerate(read_toml(SCHED_PATH).get("block_host", [])):
+        where = f"{SCHED_PATH}: block_host[{i}]"
+        blk, bsrc = _sourced(e, where, "block_tokens")
+        val, src = _sourced(e, where, "s_per_block")
+        if blk < 1 or val < 0:
+            raise CatalogError(f"{where}: expected block_tokens >= 1 and s_per_block >= 0, got {blk:g} and {val:g}")
+        out.append((str(e["framework"]).lower(), str(e["model"]), str(e["hardware"]).lower(), val / blk,
+                    f"{val:g} s per block / {blk:g} token(s) per block; {src}; block size: {bsrc}"))
+    return tuple(out)
+
+
+def block_host_s_per_token(framework: str, model: str, hardware: str) -> tuple[float, str]:
+    """(seconds of engine host time per prompt token, source): the KV-cache manager's per-block work (prefix lookup,
+    allocation) over a prompt's blocks, where the recipe runs small blocks; 0 where nothing is listed."""
+    eng = engine(framework)
+    for fw, mk, hw, val, src in _block_host_entries():
+        if fw in (framework.lower(), eng) and mk == model and hw == hardware:
+            return val, src
+    return 0.0, "default: no per-block host time listed (blocks of 16-64 tokens: negligible)"
