@@ -17,12 +17,14 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog import CatalogError, find_model
+from agentprof.catalog.adpbalance import adp_balance
 from agentprof.catalog.decodeslots import decode_slots
 from agentprof.catalog.draftdepth import draft_depth
 from agentprof.catalog.hardware import HardwareCatalog
 from agentprof.catalog.kvcache import engine, kv_bytes, wait_steps
 from agentprof.catalog.serving import load_serving
 from agentprof.errors import AgentprofError, TraceFormatError
+from agentprof.replay.adpwait import adp_hold_iters
 from agentprof.replay.costmodel import ArrayLike, Deployment, prefill_bytes_per_gpu, prefill_chunks
 from agentprof.replay.equations import Times, Work, times
 
@@ -262,6 +264,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         kvb[j] = kv_b
         wk["conc"][j] = conc
         wk["wait_steps"][j] = wait_steps(fw, model.key, hw, b)[0]
+        if not disagg and dpa_d and ADP_BALANCE:
+            wk["wait_steps"][j] += adp_wait_steps(fw, model.key, hw, gd, conc, osl_m)
         wk["b_run"][j] = b_run
         wk["over"][j] = max(b / cap - 1.0, 0.0)
         wk["osl"][j] = osl_m
@@ -296,6 +300,25 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
                     dpa_dec=dpa_dec, dpa_pf=dpa_pf, work=work,
                     mtp=mtp_a, draft=draft_a, slots=slots_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
                     e2e=meas("median_e2el_s"))
+
+
+ADP_BALANCE = True
+"""Count TensorRT-LLM's attention-DP balance hold (:func:`adp_wait_steps`) in an aggregated attention-DP point's
+first token; False reproduces the model before it (for before/after measurements)."""
+
+
+def adp_wait_steps(framework: str, model: str, hardware: str, ranks: int, conc: float, osl: float) -> float:
+    """Decode steps a new request of an aggregated attention-DP deployment waits for the recipe's attention-DP
+    balance (:mod:`agentprof.catalog.adpbalance`; 0 where the recipe does not set it): the closed loop's
+    ``conc`` clients each start a request every ``osl`` steps plus the wait itself, so ``conc / (osl + wait)``
+    arrive per step (one fixed-point pass from ``conc / osl``; :func:`agentprof.replay.adpwait.adp_hold_iters`)."""
+    bal = adp_balance(framework, model, hardware)
+    if bal is None or ranks < 2:
+        return 0.0
+    hold = 0.0
+    for _ in range(2):
+        hold = adp_hold_iters(ranks, conc / max(osl + hold, 1.0), bal.timeout_iters, bal.batching_wait_iters)
+    return hold
 
 
 def _per_sequence(dec: Deployment, b_run: float, ctx: float, tokens: float = 1.0) -> tuple[float, float, float]:
