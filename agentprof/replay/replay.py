@@ -28,6 +28,7 @@ from agentprof.replay.cachepolicy import (
     parse_policy,
 )
 from agentprof.replay.calibration import Fitted, load_fitted
+from agentprof.replay.context import beyond_context, context_note
 from agentprof.replay.costmodel import call_times, disk_load_s, kv_load_s
 from agentprof.replay.equations import WAITING_FOR
 from agentprof.replay.orchestration import (
@@ -109,6 +110,9 @@ class ReplayResult:
     standins: dict[str, str]
     orchestration: dict[str, Any]
     notes: list[str]
+    beyond_context: list[dict[str, Any]] = field(default_factory=list)
+    """Per replayed model, the calls whose prompt and reply exceed its context window
+    (:mod:`agentprof.replay.context`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,6 +120,7 @@ class ReplayResult:
             "model_calls": self.model_calls, "replayed_calls": self.replayed_calls,
             "recorded": self.recorded.to_dict(), "systems": [s.to_dict() for s in self.systems],
             "standins": self.standins, "orchestration": self.orchestration, "notes": self.notes,
+            "beyond_context": self.beyond_context,
         }
 
     def _repr_html_(self) -> str:
@@ -300,6 +305,8 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     model_new = np.repeat(lay.old_dur[:, None], 2 * k + 2, axis=1)
     model_new[lay.category == MODEL, 2 * k + 1] = 0.0
     groups = {key: np.flatnonzero((model_arr == key) & replayable) for key in specs}
+    too_long = [d for key, sel in groups.items() if (d := beyond_context(specs[key], inp[sel], out[sel]))]
+    notes.extend(context_note(specs[d["model"]], d) for d in too_long)
     indexes: dict[str, tuple[PrefixIndex, np.ndarray, np.ndarray]] = {}
     if _indexes is not None:  # the band replays share the trace's prefix indexes (same trace, models, policy)
         indexes = _indexes
@@ -441,7 +448,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         calls=pl.concat(call_frames) if call_frames else pl.DataFrame(),
         cache_policy=policy.label, concurrency=concurrency, sessions=int(top.sum()),
         model_calls=int(calls.height), replayed_calls=int(replayable.sum()), standins=standins,
-        orchestration=orch, notes=notes)
+        orchestration=orch, notes=notes, beyond_context=too_long)
 
 
 def _serving_setup(trace: Trace, cfg: Any, groups: dict[str, np.ndarray], calls: pl.DataFrame,

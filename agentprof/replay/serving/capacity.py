@@ -12,9 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.errors import AgentprofError
+from agentprof.replay.context import beyond_context, context_note
 from agentprof.replay.serving.sessions import SessionPlan, build_plan
 from agentprof.replay.serving.simulate import ServingConfig, simulate
 from agentprof.trace.schema import Trace
@@ -136,7 +139,12 @@ def plan_for(trace: Trace, model: str | None, base: ServingConfig, cat: Hardware
     spec = next(m for m in resolved_models.values() if m.key == main)
     keep = {(t, s) for t, s, k in zip(calls.get_column("trace_id").to_list(), calls.get_column("span_id").to_list(),
                                       keys, strict=True) if k == main}
-    return build_plan(trace, base.cap_wait_s, base.scope, keep=keep), spec
+    plan = build_plan(trace, base.cap_wait_s, base.scope, keep=keep)
+    sim = np.isnan(plan.fixed_s)  # the calls the simulation prices
+    d = beyond_context(spec, plan.input_tokens[sim].astype(float), plan.output_tokens[sim].astype(float))
+    if d:
+        plan.notes.append(context_note(spec, d))
+    return plan, spec
 
 
 def capacity(trace: Trace, systems: Sequence[str], slos: Sequence[str], model: str | None = None,

@@ -1,0 +1,40 @@
+"""Calls that do not fit the replayed model's context window: counted and said, never hidden.
+
+A trace recorded on a 1M-token model (Claude Sonnet 4/4.5 with the long-context beta) can hold prompts that
+the open stand-in it is replayed as could not take at all (Kimi K2.5: 262,144 tokens). The equations still
+price such a call (attention grows with the square of the prompt), but that time rests on a model that
+could serve it; the replay says how many calls that is, so a what-if driven by them is read as such.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from agentprof.catalog import ModelSpec
+
+
+def beyond_context(spec: ModelSpec, inp: np.ndarray, out: np.ndarray) -> dict[str, Any] | None:
+    """Calls (prompt plus reply tokens, as arrays over the calls replayed as ``spec``) beyond ``spec``'s
+    context window: their count, the largest prompt, the window and its source; None when all fit or the
+    catalog states no window."""
+    field = spec.fields.get("context")
+    if field is None or not field.value or inp.size == 0:
+        return None
+    window = float(field.value)
+    need = np.nan_to_num(inp, nan=0.0) + np.nan_to_num(out, nan=0.0)
+    over = need > window
+    if not over.any():
+        return None
+    return {"model": spec.key, "calls": int(over.sum()), "of_calls": int(inp.size),
+            "max_prompt_tokens": int(np.nanmax(inp[over])), "context_tokens": int(window),
+            "context_source": field.source}
+
+
+def context_note(spec: ModelSpec, d: dict[str, Any]) -> str:
+    """The sentence the terminal, JSON and HTML notes carry for :func:`beyond_context`'s result."""
+    return (f"{d['calls']:,} of {d['of_calls']:,} call(s) replayed as {spec.display} need more than its "
+            f"{d['context_tokens']:,}-token context [{d['context_source']}] (prompts up to "
+            f"{d['max_prompt_tokens']:,} tokens): that model could not serve them; their times extrapolate the "
+            "same equations (attention grows with the square of the prompt) and rest on a model that could")
