@@ -97,3 +97,49 @@ def tokenize_s_per_token(framework: str, model: str) -> tuple[float, str]:
         if fw == eng and mk == model:
             return val, src
     return 0.0, "default: no per-token frontend time listed (fast tokenizers: microseconds per request)"
+
+
+@lru_cache(maxsize=1)
+def _collective_entries() -> tuple[tuple[str, str, str | None, float, str], ...]:
+    out = []
+    for i, e in enumerate(read_toml(SCHED_PATH).get("prefill_collectives", [])):
+        where = f"{SCHED_PATH}: prefill_collectives[{i}]"
+        val, src = _sourced(e, where, "exposed")
+        if val not in (0.0, 1.0):
+            raise CatalogError(f"{where}.exposed: expected 0 or 1, got {val:g}")
+        out.append((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), val, src))
+    return tuple(out)
+
+
+def prefill_collectives_exposed(framework: str, model: str, hardware: str | None = None) -> tuple[bool, str]:
+    """(whether a disaggregated prefill worker's per-prompt collectives add to its time per prompt, source): true
+    where the recipe runs its MoE all-to-all without overlapping it with other prompts' compute
+    (``scheduling.toml [prefill_collectives]``); unlisted deployments keep them hidden (docs/DEVICE_MODEL.md §2.2)."""
+    for fw, mk, hw, val, src in _collective_entries():
+        if fw == framework.lower() and mk == model and (hw is None or hw == hardware):
+            return bool(val), src
+    return False, "default: the batched prompts' collectives overlap other prompts' compute"
+
+
+@lru_cache(maxsize=1)
+def _block_host_entries() -> tuple[tuple[str, str, str, float, float, str], ...]:
+    out = []
+    for i, e in enumerate(read_toml(SCHED_PATH).get("block_host", [])):
+        where = f"{SCHED_PATH}: block_host[{i}]"
+        blk, bsrc = _sourced(e, where, "block_tokens")
+        val, src = _sourced(e, where, "s_per_block")
+        if blk < 1 or val < 0:
+            raise CatalogError(f"{where}: expected block_tokens >= 1 and s_per_block >= 0, got {blk:g} and {val:g}")
+        out.append((str(e["framework"]).lower(), str(e["model"]), str(e["hardware"]).lower(), val / blk,
+                    f"{val:g} s per block / {blk:g} token(s) per block; {src}; block size: {bsrc}"))
+    return tuple(out)
+
+
+def block_host_s_per_token(framework: str, model: str, hardware: str) -> tuple[float, str]:
+    """(seconds of engine host time per prompt token, source): the KV-cache manager's per-block work (prefix lookup,
+    allocation) over a prompt's blocks, where the recipe runs small blocks; 0 where nothing is listed."""
+    eng = engine(framework)
+    for fw, mk, hw, val, src in _block_host_entries():
+        if fw in (framework.lower(), eng) and mk == model and hw == hardware:
+            return val, src
+    return 0.0, "default: no per-block host time listed (blocks of 16-64 tokens: negligible)"

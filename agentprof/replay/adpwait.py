@@ -1,7 +1,7 @@
 """The mean number of engine iterations a new request's context phase is held by TensorRT-LLM's attention-DP
 balance (:mod:`agentprof.catalog.adpbalance`), for Poisson arrivals.
 
-The engine's rule (docs/SOURCES.md [S58]): while not every one of the ``g`` attention ranks has a context request
+The engine's rule (docs/SOURCES.md [S59]): while not every one of the ``g`` attention ranks has a context request
 waiting, a counter counts iterations and, when it reaches ``timeout`` (P), everything waiting is scheduled; once
 every rank has one (and every rank is decoding), the requests wait ``batching`` (B) more iterations, then all are
 scheduled together. New requests go to the ranks in turn, so every rank has one at the g-th arrival after a

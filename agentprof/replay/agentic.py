@@ -21,7 +21,7 @@ import polars as pl
 
 from agentprof.catalog import find_model
 from agentprof.catalog.hardware import HardwareCatalog
-from agentprof.catalog.kvcache import kv_bytes, tokenize_s_per_token
+from agentprof.catalog.kvcache import block_host_s_per_token, kv_bytes, tokenize_s_per_token
 from agentprof.errors import TraceFormatError
 from agentprof.replay.calibration import Fitted, step_params
 from agentprof.replay.costmodel import Deployment, StepParams, call_times
@@ -66,12 +66,15 @@ def accelerator_of(hw: str, cat: HardwareCatalog) -> str:
 
 
 def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff: float,
-                    by_accelerator: Mapping[str, float] | None = None,
+                    by_accelerator: Mapping[str, float] | None = None, block_host: bool = True,
                     ) -> Iterator[tuple[dict[str, Any], str, Deployment, StepParams, str]]:
     """Each AgentX row the catalog can place, with its hardware key, its deployment (KV in the dtype the
     framework deployed), the fitted step terms (with the frontend's tokenization time per prompt token the
-    catalog lists for the framework and model) and the calibration level they came from. Attention runs at
-    ``by_accelerator[hw]`` where given, else at ``attn_eff``."""
+    catalog lists for the framework and model, and the engine's per-block host time over the row's mean prompt
+    added to the per-prefill overhead where the recipe runs small KV blocks: ``scheduling.toml [block_host]``)
+    and the calibration level they came from. Attention runs at
+    ``by_accelerator[hw]`` where given, else at ``attn_eff``. ``block_host=False`` leaves the per-block host time
+    out (the pooled efficiency is fitted that way: :func:`fit_attn_eff`)."""
     by_accelerator = by_accelerator or {}
     for r in df.iter_rows(named=True):
         hw = accelerator_of(r["hw"], cat)
@@ -86,8 +89,12 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
         entry, how = got
         fw = str(r["framework"]).lower()
         dep = Deployment(m, cat.accelerators[hw], prec, tp, kv_dtype_bytes=kv_bytes(fw, m.key, hw)[0])
-        p = step_params(entry.theta, dep.layers, tp, accept=1.0).with_(
-            attn_eff=by_accelerator.get(hw, attn_eff), t_tok_s=tokenize_s_per_token(fw, m.key)[0])
+        p = step_params(entry.theta, dep.layers, tp, accept=1.0)
+        # the engine's per-block host work over the prompt's blocks holds up the loop like the per-prefill overhead
+        per_tok = block_host_s_per_token(fw, m.key, hw)[0] if block_host else 0.0
+        blocks_s = per_tok * float(r["mean_input_tokens"] or 0.0)
+        p = p.with_(attn_eff=by_accelerator.get(hw, attn_eff), t_tok_s=tokenize_s_per_token(fw, m.key)[0],
+                    t_req_s=p.t_req_s + blocks_s)
         yield r, hw, dep, p, how
 
 
@@ -98,10 +105,10 @@ def fit_rows(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff: float,
-                by_accelerator: Mapping[str, float] | None = None) -> pl.DataFrame:
+                by_accelerator: Mapping[str, float] | None = None, block_host: bool = True) -> pl.DataFrame:
     """Predicted mean TTFT and ITL for the healthy points (the server's measured hit rate sets the cached part)."""
     rows = []
-    for r, hw, dep, p, how in deployed_points(fit_rows(df), fitted, cat, attn_eff, by_accelerator):
+    for r, hw, dep, p, how in deployed_points(fit_rows(df), fitted, cat, attn_eff, by_accelerator, block_host):
         inp, out = float(r["mean_input_tokens"]), float(r["mean_output_tokens_actual"])
         t = call_times(dep, p, np.array([inp]), np.array([r["server_gpu_cache_hit_rate"] * inp]), np.array([out]),
                        batch=int(r["conc"]))
@@ -126,11 +133,14 @@ def summarize(t: pl.DataFrame) -> dict[str, Any]:
     return out
 
 
-def fit_attn_eff(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> tuple[float, dict[str, Any]]:
+def fit_attn_eff(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog,
+                 block_host: bool = True) -> tuple[float, dict[str, Any]]:
     """The attention efficiency that best predicts the healthy points' TTFT (least squares on log TTFT,
-    golden-section search over [0.02, 2]); returns it with the resulting errors."""
+    golden-section search over [0.02, 2]); returns it with the resulting errors. With ``block_host=False`` the
+    recipes' per-block host time (``scheduling.toml [block_host]``) is left out, so the efficiency absorbs it as
+    slower attention: the effective long-prompt rate the pooled fallback stands for."""
     def cost(log_eta: float) -> float:
-        t = predictions(df, fitted, cat, math.exp(log_eta))
+        t = predictions(df, fitted, cat, math.exp(log_eta), block_host=block_host)
         if not t.height:
             return 0.0
         r = np.log(t["pred_ttft"].to_numpy() / t["meas_ttft"].to_numpy())
@@ -153,7 +163,7 @@ def fit_attn_eff(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> tupl
             break
     eta = math.exp((lo + hi) / 2)
     return eta, {"attn_eff": eta, "healthy_hit_rate_min": HEALTHY_HIT, "max_concurrency": MAX_CONC,
-                 **summarize(predictions(df, fitted, cat, eta))}
+                 **summarize(predictions(df, fitted, cat, eta, block_host=block_host))}
 
 
 def fit_attn_eff_per_accelerator(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog

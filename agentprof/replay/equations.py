@@ -56,6 +56,9 @@ class Work:
     bw_seq_s: np.ndarray | None = None
     cmp_seq_s: np.ndarray | None = None
     comm_seq_s: np.ndarray | None = None
+    # a disaggregated prefill worker's per-prompt collectives that do not overlap other prompts' compute (the
+    # recipe runs its all-to-all without two-batch overlap: scheduling.toml [prefill_collectives]); None: none
+    pf_serial_s: np.ndarray | None = None
 
 
 @dataclass
@@ -140,6 +143,8 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     # ``mfu``), closed loop of conc clients over the pool
     pf_kv = w.pf_kv_s / mbu
     work = np.maximum(pf_cmp, pf_kv)
+    if w.pf_serial_s is not None:  # collectives the batched prompts do not hide behind each other's compute
+        work = work + w.pf_serial_s
 
     def decode_parts(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(per-step overhead and collectives, bytes, compute) of a decode step at batch ``b`` (``b_run``

@@ -21,7 +21,7 @@ from agentprof.catalog.adpbalance import adp_balance
 from agentprof.catalog.decodeslots import decode_slots
 from agentprof.catalog.draftdepth import draft_depth
 from agentprof.catalog.hardware import HardwareCatalog
-from agentprof.catalog.kvcache import engine, kv_bytes, wait_steps
+from agentprof.catalog.kvcache import engine, kv_bytes, prefill_collectives_exposed, wait_steps
 from agentprof.catalog.serving import load_serving
 from agentprof.errors import AgentprofError, TraceFormatError
 from agentprof.replay.adpwait import adp_hold_iters
@@ -126,7 +126,7 @@ class Features:
             if isinstance(v, list):
                 out[k] = [v[i] for i in idx]
             elif isinstance(v, Work):
-                out[k] = Work(**{kk: vv[idx] for kk, vv in v.__dict__.items()})
+                out[k] = Work(**{kk: None if vv is None else vv[idx] for kk, vv in v.__dict__.items()})
             else:
                 out[k] = v[idx]
         return Features(**out)
@@ -188,7 +188,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     z = np.zeros(n)
     wk = {k: z.copy() for k in ("b_run", "over", "osl", "n_chunks", "comm_s", "comm_pf_s", "bw_s", "cmp_s",
                                 "pf_gemm_s", "pf_attn_s", "pf_mem_s", "pf_kv_s", "conc", "n_prefill", "xfer_s", "load_s",
-                                "wait_steps", "bw_seq_s", "cmp_seq_s", "comm_seq_s")}
+                                "wait_steps", "bw_seq_s", "cmp_seq_s", "comm_seq_s", "pf_serial_s")}
     wk["n_prefill"][:] = 1.0
     wk["osl"][:] = 1.0
     wk["n_chunks"][:] = 1.0
@@ -288,6 +288,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["pf_mem_s"][j] = float(prefill_bytes_per_gpu(pre, isl_m, 0.0)) / acc.hbm_bw
         wk["pf_kv_s"][j] = float(pre.kv_seq_bytes(isl_m)) / pre.kv_divisor / acc.hbm_bw
         wk["n_prefill"][j] = npw
+        if disagg and prefill_collectives_exposed(fw, model.key, hw)[0]:  # the pool's prompts pay their all-to-all
+            wk["pf_serial_s"][j] = float(pre.comm_s(isl_m))
         # disaggregated: the prompt's KV moves from a prefill to a decode worker over the scale-up link
         wk["xfer_s"][j] = float(dec.kv_seq_bytes(isl_m)) / dec.kv_divisor / dec.scaleup_bw if disagg else 0.0
         disagg_a[j] = disagg

@@ -17,10 +17,10 @@ def test_the_b200_gpt_oss_recipe_entry_is_sourced_to_the_engine_defaults_and_the
     assert len(entries) >= 1
     for e in entries:
         for field in ("timeout_iters", "batching_wait_iters"):
-            assert "S58" in e[field]["source"] and "enable_balance" in e[field]["source"]
+            assert "S59" in e[field]["source"] and "enable_balance" in e[field]["source"]
     bal = adp_balance("trt", "gpt-oss-120b", "b200")
     assert bal is not None and (bal.timeout_iters, bal.batching_wait_iters) == (50, 10)
-    assert "S58" in bal.source
+    assert "S59" in bal.source
 
 
 def test_other_engines_models_and_hardware_do_not_hold_their_prefills() -> None:

@@ -14,7 +14,7 @@ from agentprof.replay.points import point_features
 
 
 def _engine_rule(g: int, lam: float, timeout: int, batching: int, iters: int, seed: int = 7) -> float:
-    """TensorRT-LLM's ``_balance_adp_requests`` iteration by iteration (docs/SOURCES.md S58): Poisson arrivals,
+    """TensorRT-LLM's ``_balance_adp_requests`` iteration by iteration (docs/SOURCES.md S59): Poisson arrivals,
     each to a rank without a waiting context request if any; every rank always decoding. Mean wait."""
     rng = np.random.default_rng(seed)
     waiting: list[list[int]] = [[] for _ in range(g)]

@@ -172,3 +172,76 @@ def test_an_accelerator_without_agentx_points_takes_the_pooled_efficiency() -> N
     assert back.attn_eff_by_accelerator == {"b200": 0.2} and back.attn_eff == 0.08
     with pytest.raises(CatalogError, match=r"attn_eff_by_accelerator\.b200"):
         _parse_fitted(tomllib.loads(text.replace("b200 = 0.2", "b200 = -1")), "x.toml")
+
+
+# the MI355X TP4 concurrency-1 run without offload [S47 profile_export.jsonl]: warm turns 5-11 and 13 as
+# (prompt tokens, new tokens since the previous prompt, time_to_first_token - (request_ack - request_start) in s)
+MI355X_WARM_TURNS = [(89_389, 885, 0.665), (89_981, 592, 0.6555), (90_668, 687, 0.666), (95_192, 4_524, 1.438),
+                     (101_132, 5_940, 1.479), (103_529, 2_397, 1.148), (103_764, 235, 0.730), (104_458, 578, 0.735)]
+
+
+def test_the_mi355x_per_block_host_time_is_the_records_regression() -> None:
+    # every MI355X AgentX server runs --block-size=1, so the KV manager walks one block per prompt token; the
+    # catalog's 6.5 us per block is the least-squares slope of the warm turns' engine time on the prompt length,
+    # with attention (new x prompt) as the other term
+    from agentprof.catalog.kvcache import block_host_s_per_token
+
+    per_tok, src = block_host_s_per_token("vllm", "kimi-k2.5", "mi355x")
+    assert "--block-size=1" in src and "S47" in src and "S58" in src
+    rows = np.array(MI355X_WARM_TURNS)
+    a = np.c_[rows[:, 0], rows[:, 1] * rows[:, 0]]
+    (b, c), *_ = np.linalg.lstsq(a, rows[:, 2], rcond=None)
+    assert per_tok == pytest.approx(b, rel=0.01)
+    assert np.abs(a @ (b, c) - rows[:, 2]).max() < 0.15
+    # the attention term is the kernels' rate: 64 heads x (192 + 128) dims x 2 FLOPs x 61 layers per new-token x
+    # prompt-token pair over four GPUs, at 0.1-0.2 of MI355X's BF16 peak
+    dep = Deployment(CAT.models["kimi-k2.5"], CAT.accelerators["mi355x"], "fp4", 4, kv_dtype_bytes=1)
+    eta = 64 * 640 * 61 / 4 / c / dep.attn_peak
+    assert 0.1 < eta < 0.2
+    # B200's recipe keeps vLLM's default blocks, and nothing else is listed
+    assert block_host_s_per_token("vllm", "kimi-k2.5", "b200")[0] == 0.0
+    assert block_host_s_per_token("sglang", "deepseek-r1", "mi355x")[0] == 0.0
+
+
+def test_the_block_host_time_is_a_per_prefill_overhead_on_mi355x_rows_only() -> None:
+    from agentprof.catalog.kvcache import block_host_s_per_token
+
+    df = load_agentic(AGENTIC)
+    fitted = load_fitted()
+    per_tok = block_host_s_per_token("vllm", "kimi-k2.5", "mi355x")[0]
+    on = list(deployed_points(df, fitted, CAT, 0.1))
+    off = list(deployed_points(df, fitted, CAT, 0.1, block_host=False))
+    assert len(on) == len(off) > 60
+    for (r, hw, _, p1, _), (_, _, _, p0, _) in zip(on, off, strict=True):
+        extra = per_tok * float(r["mean_input_tokens"]) if hw == "mi355x" else 0.0
+        assert p1.t_req_s - p0.t_req_s == pytest.approx(extra, abs=1e-12)
+    # paid once per request: a lone user's first token moves by exactly that time, in the equations and the
+    # simulation alike; the engine loop stalls with it, so a second user's decode steps stretch too
+    r, _, dep, p1, _ = next(x for x in on if x[1] == "mi355x")
+    p0 = next(x for x in off if x[1] == "mi355x")[3]
+    inp, extra = float(r["mean_input_tokens"]), per_tok * float(r["mean_input_tokens"])
+    assert extra > 0.4
+    d = call_times(dep, p1, np.array([inp]), np.array([0.95 * inp]), np.array([500.0])).ttft_s[0] \
+        - call_times(dep, p0, np.array([inp]), np.array([0.95 * inp]), np.array([500.0])).ttft_s[0]
+    assert d == pytest.approx(extra, rel=1e-6)
+    t0, _, _ = simulate_point(dep, p0, 1, inp, 500, 8192, shared_fraction=0.95, spread=0.0, per_client=3)
+    t1, _, _ = simulate_point(dep, p1, 1, inp, 500, 8192, shared_fraction=0.95, spread=0.0, per_client=3)
+    assert t1 - t0 == pytest.approx(extra, rel=1e-3)
+    _, i0, _ = simulate_point(dep, p0, 2, inp, 500, 8192, shared_fraction=0.95, spread=0.0, per_client=4)
+    _, i1, _ = simulate_point(dep, p1, 2, inp, 500, 8192, shared_fraction=0.95, spread=0.0, per_client=4)
+    assert i1 > i0
+
+
+def test_a_block_host_entry_without_a_source_is_one_clear_error(tmp_path: Path, monkeypatch) -> None:
+    from agentprof.catalog import kvcache
+
+    bad = tmp_path / "scheduling.toml"
+    bad.write_text('[[block_host]]\nframework = "vllm"\nmodel = "kimi-k2.5"\nhardware = "mi355x"\n'
+                   'block_tokens = { value = 1, source = "x" }\ns_per_block = 6e-6\n')
+    monkeypatch.setattr(kvcache, "SCHED_PATH", bad)
+    kvcache._block_host_entries.cache_clear()
+    try:
+        with pytest.raises(CatalogError, match=r"block_host\[0\]\.s_per_block"):
+            kvcache.block_host_s_per_token("vllm", "kimi-k2.5", "mi355x")
+    finally:
+        kvcache._block_host_entries.cache_clear()

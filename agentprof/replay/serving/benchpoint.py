@@ -149,16 +149,18 @@ def simulate_pools_point(pre: Deployment, pre_p: Any, dec: Deployment, dec_p: An
                          conc: int, isl: float, osl: float, budget: float, mem_util: float = MEM_UTIL,
                          per_client: int = BENCH_PROMPTS_PER_CLIENT, spread: float = 0.2,
                          link_bw: float | None = None, stat: Any = np.nanmedian, most: int = SLICE_CLIENTS,
-                         detail: dict | None = None, decode_slots: float | None = None) -> tuple[float, float, float]:
+                         detail: dict | None = None, decode_slots: float | None = None,
+                         overlap_comm: bool = True) -> tuple[float, float, float]:
     """TTFT, TPOT and end-to-end latency (``stat``) of a disaggregated benchmark point: ``conc`` closed-loop
     clients, ``n_prefill`` prefill workers of ``pre`` and ``n_decode`` decode workers of ``dec`` with their own
     free terms, the KV handed over the layout's link (``link_bw`` bytes/s per accelerator overrides it).
     ``decode_slots``: sequences all decode workers run at once (the recipe's; None: their KV pool bounds them).
+    ``overlap_comm``: False where the prefill workers' batched prompts each pay their collectives (:class:`Pools`).
     ``detail`` receives the engine result, the pools and the slicing."""
     sim, copies = slices(conc, most)
     pcost = StepCost(pre, pre_p, mem_util, 64e9, 25e9, copies=copies)
     dcost = StepCost(dec, dec_p, mem_util, 64e9, 25e9, copies=copies)
-    pools = Pools.of(pcost, dcost, n_prefill, n_decode, link_bw, decode_slots)
+    pools = Pools.of(pcost, dcost, n_prefill, n_decode, link_bw, decode_slots, overlap_comm)
     plan = benchmark_plan(sim, isl, osl, per_client, spread=spread)
     eng = Engine(plan, dcost, Options(concurrency=sim, replicas=1, budget_tokens=budget / copies), pools).run()
     if detail is not None:
@@ -224,7 +226,8 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             slots = None if np.isnan(f.slots[j]) else float(f.slots[j])
             ttft, tpot, e2e = simulate_pools_point(pre, pre_p, dec, dec_p, npw, ndw, int(row["conc"]),
                                                    float(row["isl"]), float(row["osl"]), budget,
-                                                   mem_util=POINTS_MEM_UTIL, decode_slots=slots)
+                                                   mem_util=POINTS_MEM_UTIL, decode_slots=slots,
+                                                   overlap_comm=not f.work.pf_serial_s[j] > 0)
             pred["ttft"][j], pred["tpot"][j], pred["e2e"][j] = ttft, tpot, e2e
             simulated[j] = True
             continue

@@ -62,10 +62,13 @@ class Pools:
 
     @classmethod
     def of(cls, prefill: StepCost, decode: StepCost, n_prefill: int, n_decode: int,
-           link_bw: float | None = None, decode_slots: float | None = None) -> Pools:
+           link_bw: float | None = None, decode_slots: float | None = None, overlap_comm: bool = True) -> Pools:
         """Pools over the link the layout implies (:func:`transfer_link`), or ``link_bw`` bytes/s when given.
         ``prefill``'s per-prefill overhead moves to the hand-off (its steps are priced without it).
-        ``decode_slots``: sequences all decode workers run at once (None: bounded by their KV pool only)."""
+        ``decode_slots``: sequences all decode workers run at once (None: bounded by their KV pool only).
+        ``overlap_comm``: a prefill step batching several prompts hides all but one prompt's collectives behind
+        the others' compute; False where the recipe runs its all-to-all without such overlap, so each prompt pays
+        its own (``scheduling.toml [prefill_collectives]``, as the equations' pool work ``W``)."""
         name, bw = transfer_link(prefill.dep, decode.dep)
         if link_bw is not None:
             name, bw = "given", link_bw
@@ -73,7 +76,7 @@ class Pools:
         steps = StepCost(prefill.dep, prefill.p.with_(t_req_s=0.0), 1.0, prefill.host_link_bw, prefill.disk_bw,
                          prefill.copies)
         steps.pool_tokens = prefill.pool_tokens
-        steps.overlap_comm = True
+        steps.overlap_comm = overlap_comm
         n_dec = max(int(n_decode), 1)
         most = math.inf if decode_slots is None else max(float(decode_slots) / n_dec / decode.copies, 1.0)
         return cls(steps, max(int(n_prefill), 1), n_dec, decode.dep, name, bw, t_req, most)
