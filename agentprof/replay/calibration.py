@@ -46,13 +46,20 @@ METHOD = ("hierarchical regularized least squares (Levenberg-Marquardt, scipy.op
 
 # prior means (natural units) and log-space widths for the top level
 PRIOR_MEAN = {"tau_s": 80e-6, "kappa": 0.05, "mbu": 0.75, "mfu": 0.35, "t0_s": 0.02, "q": 1.0, "t_req_s": 0.01,
-              "accept": 1.8, "mfu_pf": 0.2, "handoff": 3.0}
+              "accept": 1.8, "mfu_pf": 0.2, "handoff": 3.0, "a2a_ratio": 1.0}
 """``handoff`` (estimate): the fewest decode-engine iterations a disaggregated request's first token can wait for
 after its KV arrives: the transfer is noticed by a poll at a step boundary (half a step on average), the request
 joins the next batch (one step) and, under the overlap scheduler both SGLang and TRT-LLM run, its output is
 processed one step later; ≈ 3, with a wide prior (docs/DEVICE_MODEL.md §2.2)."""
+"""``a2a_ratio`` (estimate): the all-to-all's fan-out latency (data-parallel attention with expert-parallel MoE:
+dispatch and combine) relative to the tensor-parallel all-reduce's ``kappa``; 1 (one constant for both, the model
+before the split) with a log-sd of 1, fitted where a unit has points of the all-to-all kind, else the level
+above's (docs/DEVICE_MODEL.md §2.2)."""
 PRIOR_MEAN_AMD = {"mbu": 0.6}
-PRIOR_SD = np.array([0.8, 1.5, 1.0, 0.15, 1.5, 0.5, 1.5, 0.5, 0.3, 1.0])
+PRIOR_SD = np.array([0.8, 1.5, 1.0, 0.15, 1.5, 0.5, 1.5, 0.5, 0.3, 1.0, 1.0])
+SPLIT_A2A = True
+"""Fit the all-to-all's fan-out constant apart from the all-reduce's (``a2a_ratio``); False holds it at 1 (one
+``kappa`` for both kinds, the model before the split) for before/after measurements."""
 LEVEL_SD_SCALE = {"family": 1.0, "hardware": 1.0, "group": 1.0, "layout": 0.7}
 W_TPOT, W_TTFT, W_E2E = 1.0, 0.5, 0.5
 LEVELS = ("family", "hardware", "group", "layout")
@@ -60,16 +67,16 @@ LEVELS = ("family", "hardware", "group", "layout")
 
 def to_x(theta: np.ndarray) -> np.ndarray:
     """Natural parameters → unconstrained fit space (log, logit for efficiencies, log(a−1) for acceptance)."""
-    tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf, handoff = theta
+    tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf, handoff, a2a = theta
     return np.array([math.log(tau), math.log(kappa), math.log(mbu / (1 - mbu)), math.log(mfu / (1 - mfu)),
                      math.log(t0), math.log(q), math.log(treq), math.log(max(acc - 1.0, 1e-3)),
-                     math.log(mfu_pf / (1 - mfu_pf)), math.log(handoff)])
+                     math.log(mfu_pf / (1 - mfu_pf)), math.log(handoff), math.log(a2a)])
 
 
 def from_x(x: np.ndarray) -> np.ndarray:
     e = np.exp(np.clip(x, -40, 40))
     return np.array([e[0], e[1], 1 / (1 + 1 / e[2]), 1 / (1 + 1 / e[3]), e[4], e[5], e[6], 1.0 + e[7],
-                     1 / (1 + 1 / e[8]), e[9]])
+                     1 / (1 + 1 / e[8]), e[9], e[10]])
 
 
 def step_params(theta: np.ndarray, layers: float, gpus: int, accept: float | None = None,
@@ -78,7 +85,7 @@ def step_params(theta: np.ndarray, layers: float, gpus: int, accept: float | Non
     ``layers·tau·(1 + kappa·fanout(gpus, dpa))`` (:func:`agentprof.replay.points.fixed_overhead`); ``accept``
     overrides the fitted speculative acceptance (1 = off)."""
     t = dict(zip(PARAMS, (float(v) for v in theta), strict=True))
-    return StepParams(t_fixed_s=float(fixed_overhead(layers, t["tau_s"], t["kappa"], gpus, dpa)),
+    return StepParams(t_fixed_s=float(fixed_overhead(layers, t["tau_s"], t["kappa"], gpus, dpa, t["a2a_ratio"])),
                       mbu=t["mbu"], mfu=t["mfu"], t0_s=t["t0_s"], q=t["q"], t_req_s=t["t_req_s"],
                       accept=t["accept"] if accept is None else accept, mfu_pf=t["mfu_pf"])
 
@@ -217,13 +224,24 @@ def nearest_group(fitted: Fitted, key: PointKey) -> FitEntry | None:
     return best
 
 
-ACCEPT, HANDOFF = PARAMS.index("accept"), PARAMS.index("handoff")
+ACCEPT, HANDOFF, A2A = PARAMS.index("accept"), PARAMS.index("handoff"), PARAMS.index("a2a_ratio")
 
 
-def _fixed_terms(f: Features) -> list[int]:
+A2A_LEVELS = ("group", "layout")
+"""Levels whose fit informs ``a2a_ratio``: the all-to-all is the engine's own kernel (TRT-LLM's MNNVL all-to-all,
+SGLang's DeepEP or MORI dispatch), so a group fits it where it measured the kind, and a group that did not keeps 1
+(one constant for both kinds); fitted on the hardware level too, the hardware's compromise over its frameworks
+carried to groups without the kind and transferred worse (docs/DEVICE_MODEL.md §4)."""
+
+
+def _fixed_terms(f: Features, level: str = "group") -> list[int]:
     """Terms the points of a unit cannot inform, held at their prior: MTP acceptance without MTP points, the
-    disaggregated hand-off without disaggregated points."""
-    return ([] if f.mtp.any() else [ACCEPT]) + ([] if f.disagg.any() else [HANDOFF])
+    disaggregated hand-off without disaggregated points, the all-to-all's fan-out ratio without a multi-GPU
+    data-parallel-attention decode instance inside its scale-up domain (the decode step is what TPOT measures; a
+    prefill instance's shows only in TTFT, among larger terms; an instance that spans nodes, MI355X EP16, waits
+    for the scale-out network's latency too, which the ratio does not describe) or with :data:`SPLIT_A2A` off."""
+    a2a = SPLIT_A2A and level in A2A_LEVELS and bool((f.dpa_dec & (f.g_dec > 1) & f.in_domain).any())
+    return ([] if f.mtp.any() else [ACCEPT]) + ([] if f.disagg.any() else [HANDOFF]) + ([] if a2a else [A2A])
 
 
 def _residuals(f: Features, idx: np.ndarray, x: np.ndarray, mu: np.ndarray, sd: np.ndarray,
@@ -246,10 +264,11 @@ def _residuals(f: Features, idx: np.ndarray, x: np.ndarray, mu: np.ndarray, sd: 
     return np.concatenate(parts)
 
 
-def _fit_unit(f: Features, idx: np.ndarray, mu_theta: np.ndarray, sd: np.ndarray, attn_eff: float) -> np.ndarray:
+def _fit_unit(f: Features, idx: np.ndarray, mu_theta: np.ndarray, sd: np.ndarray, attn_eff: float,
+              level: str = "group") -> np.ndarray:
     mu = to_x(mu_theta)
     sub = f.subset(idx)
-    fixed = _fixed_terms(sub)
+    fixed = _fixed_terms(sub, level)
     x = least_squares(lambda x: _residuals(sub, np.arange(idx.size), x, mu, sd, fixed, attn_eff), mu.copy(),
                       method="lm").x
     x[fixed] = mu[fixed]
@@ -299,7 +318,7 @@ def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 
             else:
                 mu = entries["group"][k0.group].theta
             idx = np.array(ids)
-            theta = _fit_unit(f, idx, mu, sd, attn_eff)
+            theta = _fit_unit(f, idx, mu, sd, attn_eff, level)
             attrs = {"family": k0.family, "hardware": k0.hardware}
             if level in ("group", "layout"):
                 attrs.update(framework=k0.framework, model=k0.model, precision=k0.precision, spec=k0.spec)
@@ -392,7 +411,8 @@ def to_toml(fitted: Fitted) -> str:
              "# method); units: tau_s seconds per layer per decode step, t0_s / t_req_s seconds, mbu / mfu",
              "# fractions of peak bandwidth / compute, kappa growth of the step overhead per doubling of GPUs,",
              "# q prefill-queueing factor, accept tokens per step (speculative decoding; 1 = off), handoff",
-             "# decode steps of a disaggregated hand-off (an aggregated entry carries the level above's, unused).",
+             "# decode steps of a disaggregated hand-off (an aggregated entry carries the level above's, unused),",
+             "# a2a_ratio the all-to-all's fan-out constant relative to kappa (data-parallel attention).",
              "",
              "[provenance]"]
     for k, v in fitted.provenance.items():
@@ -445,7 +465,7 @@ def _parse_fitted(data: dict[str, Any], where: str) -> Fitted:
                 raise CatalogError(f"{where}: {level}.{name} must be a table")
             vals = []
             for p in PARAMS:
-                v = t.get(p, PRIOR_MEAN["handoff"] if p == "handoff" else None)  # files from before the term
+                v = t.get(p, PRIOR_MEAN[p] if p in ("handoff", "a2a_ratio") else None)  # files from before the term
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                     raise CatalogError(f"{where}: {level}.{name}.{p}: expected a positive number, got {v!r}")
                 vals.append(float(v))

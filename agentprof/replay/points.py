@@ -17,12 +17,14 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog import CatalogError, find_model
+from agentprof.catalog.adpbalance import adp_balance
 from agentprof.catalog.decodeslots import decode_slots
 from agentprof.catalog.draftdepth import draft_depth
 from agentprof.catalog.hardware import HardwareCatalog
 from agentprof.catalog.kvcache import engine, kv_bytes, prefill_collectives_exposed, wait_steps
 from agentprof.catalog.serving import load_serving
 from agentprof.errors import AgentprofError, TraceFormatError
+from agentprof.replay.adpwait import adp_hold_iters
 from agentprof.replay.costmodel import ArrayLike, Deployment, prefill_bytes_per_gpu, prefill_chunks
 from agentprof.replay.equations import Times, Work, times
 
@@ -32,7 +34,7 @@ MEASURED = ("median_ttft_s", "median_tpot_s", "median_e2el_s")
 LENGTH_MEAN_FRACTION = 0.9
 MEM_UTIL = 0.95  # measured deployments run: frameworks give KV what the weights leave (SGLang up to ~0.9-0.95)
 # fixed-width parameter vector of a configuration, natural units
-PARAMS = ("tau_s", "kappa", "mbu", "mfu", "t0_s", "q", "t_req_s", "accept", "mfu_pf", "handoff")
+PARAMS = ("tau_s", "kappa", "mbu", "mfu", "t0_s", "q", "t_req_s", "accept", "mfu_pf", "handoff", "a2a_ratio")
 
 
 def load_points(path: str | Path) -> pl.DataFrame:
@@ -114,6 +116,7 @@ class Features:
     e2e: np.ndarray
     draft: np.ndarray        # MTP tokens drafted per sequence and step (draft_depth.toml; 0 unlisted)
     slots: np.ndarray        # the recipe's decode slots, all decode workers (decode_slots.toml; NaN unlisted)
+    in_domain: np.ndarray    # bool: the decode instance fits its accelerator's scale-up domain
 
     def subset(self, sel: np.ndarray) -> Features:
         """The points selected by a boolean mask or an index array."""
@@ -195,6 +198,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     mtp_a = np.zeros(n, dtype=bool)
     draft_a = np.zeros(n)
     slots_a = np.full(n, np.nan)
+    in_dom = np.ones(n, dtype=bool)
     covered = np.zeros(n, dtype=bool)
     keys: list[PointKey | None] = []
     why: list[str] = []
@@ -256,12 +260,15 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
                 cap = min(cap, max(slots / ndw, 1.0))
         b_run = max(min(b, cap), 1.0)
         layers[j] = dec.layers
+        in_dom[j] = gd <= dec.scaleup_domain
         g_dec[j] = gd
         g_pf[j] = gp
         dpa_dec[j], dpa_pf[j] = dpa_d, dpa_p
         kvb[j] = kv_b
         wk["conc"][j] = conc
         wk["wait_steps"][j] = wait_steps(fw, model.key, hw, b)[0]
+        if not disagg and dpa_d and ADP_BALANCE:
+            wk["wait_steps"][j] += adp_wait_steps(fw, model.key, hw, gd, conc, osl_m)
         wk["b_run"][j] = b_run
         wk["over"][j] = max(b / cap - 1.0, 0.0)
         wk["osl"][j] = osl_m
@@ -296,8 +303,27 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     work = Work(disagg=disagg_a, **wk)
     return Features(keys=keys, covered=covered, why=why, layers=layers, g_dec=g_dec, g_pf=g_pf,
                     dpa_dec=dpa_dec, dpa_pf=dpa_pf, work=work,
-                    mtp=mtp_a, draft=draft_a, slots=slots_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
+                    mtp=mtp_a, draft=draft_a, slots=slots_a, in_domain=in_dom, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
                     e2e=meas("median_e2el_s"))
+
+
+ADP_BALANCE = True
+"""Count TensorRT-LLM's attention-DP balance hold (:func:`adp_wait_steps`) in an aggregated attention-DP point's
+first token; False reproduces the model before it (for before/after measurements)."""
+
+
+def adp_wait_steps(framework: str, model: str, hardware: str, ranks: int, conc: float, osl: float) -> float:
+    """Decode steps a new request of an aggregated attention-DP deployment waits for the recipe's attention-DP
+    balance (:mod:`agentprof.catalog.adpbalance`; 0 where the recipe does not set it): the closed loop's
+    ``conc`` clients each start a request every ``osl`` steps plus the wait itself, so ``conc / (osl + wait)``
+    arrive per step (one fixed-point pass from ``conc / osl``; :func:`agentprof.replay.adpwait.adp_hold_iters`)."""
+    bal = adp_balance(framework, model, hardware)
+    if bal is None or ranks < 2:
+        return 0.0
+    hold = 0.0
+    for _ in range(2):
+        hold = adp_hold_iters(ranks, conc / max(osl + hold, 1.0), bal.timeout_iters, bal.batching_wait_iters)
+    return hold
 
 
 def _per_sequence(dec: Deployment, b_run: float, ctx: float, tokens: float = 1.0) -> tuple[float, float, float]:
@@ -319,11 +345,16 @@ def cat_files(cat: HardwareCatalog) -> tuple[str, ...]:
     return tuple(p for p in cat.files if Path(p).parent != CATALOG_DIR)
 
 
-def fixed_overhead(layers: ArrayLike, tau: ArrayLike, kappa: ArrayLike, gpus: ArrayLike, dpa: ArrayLike = False) -> np.ndarray:
+def fixed_overhead(layers: ArrayLike, tau: ArrayLike, kappa: ArrayLike, gpus: ArrayLike, dpa: ArrayLike = False,
+                   a2a_ratio: ArrayLike = 1.0) -> np.ndarray:
     """Fixed per-step overhead ``layers·tau·(1 + kappa·fanout(g))``: per-layer launches and scheduling, plus the
     collectives' latency, which grows with the accelerators they span as the collective's kind says
-    (:func:`fanout`: all-reduce under tensor parallelism, all-to-all under data-parallel attention)."""
-    return np.asarray(layers, dtype=float) * np.asarray(tau, dtype=float) * (1.0 + np.asarray(kappa, dtype=float) * fanout(gpus, dpa))
+    (:func:`fanout`: all-reduce under tensor parallelism, all-to-all under data-parallel attention). The
+    all-to-all's latency per unit of fan-out is ``a2a_ratio`` times the all-reduce's (``kappa``): two collectives,
+    two constants (docs/DEVICE_MODEL.md §2.2)."""
+    dpa_a = np.asarray(dpa, dtype=bool)
+    k = np.asarray(kappa, dtype=float) * np.where(dpa_a, np.asarray(a2a_ratio, dtype=float), 1.0)
+    return np.asarray(layers, dtype=float) * np.asarray(tau, dtype=float) * (1.0 + k * fanout(gpus, dpa_a))
 
 
 TP_FANOUT_GROWTH = 0.2
@@ -356,10 +387,10 @@ def expert_ranks(ep: int, gpus: int) -> int:
 def predict_times(f: Features, theta: np.ndarray, attn_eff: float = 1.0) -> Times:
     """The serving equations (:func:`agentprof.replay.equations.times`) for each point with per-point
     parameters ``theta`` (n × len(PARAMS), natural units) and the global attention efficiency."""
-    tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf, handoff = (theta[:, i] for i in range(len(PARAMS)))
+    tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf, handoff, a2a = (theta[:, i] for i in range(len(PARAMS)))
     acc = np.where(f.mtp, acc, 1.0)
-    return times(f.work, fixed_overhead(f.layers, tau, kappa, f.g_dec, f.dpa_dec),
-                 fixed_overhead(f.layers, tau, kappa, f.g_pf, f.dpa_pf),
+    return times(f.work, fixed_overhead(f.layers, tau, kappa, f.g_dec, f.dpa_dec, a2a),
+                 fixed_overhead(f.layers, tau, kappa, f.g_pf, f.dpa_pf, a2a),
                  mbu, mfu, t0, q, treq, acc, attn_eff, mfu_pf, handoff)
 
 

@@ -32,7 +32,8 @@ def theta_of(p: StepParams, layers: float) -> np.ndarray:
     """The per-point parameter vector of :func:`points.predict` for declared/resolved step parameters."""
     vals = {"tau_s": p.t_fixed_s / layers, "kappa": 0.0, "mbu": p.mbu, "mfu": p.mfu, "t0_s": p.t0_s, "q": p.q,
             "t_req_s": p.t_req_s, "accept": p.accept, "mfu_pf": p.prefill_mfu,
-            "handoff": 0.0}  # decode steps of a disaggregated hand-off: declared systems are aggregated
+            "handoff": 0.0,  # decode steps of a disaggregated hand-off: declared systems are aggregated
+            "a2a_ratio": 1.0}
     return np.array([vals[k] for k in PARAMS])
 
 

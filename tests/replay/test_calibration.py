@@ -101,7 +101,7 @@ def test_fit_recovers_known_parameters() -> None:
              "osl": 1024, "conc": c, "tp": tp, "ep": 1, "dp_attention": False, "disagg": False}
             for isl in (1024, 4096) for c in (4, 8, 16, 32, 64) for tp in (1, 2, 4, 8)]
     df = pl.DataFrame(rows)
-    truth = np.array([70e-6, 0.05, 0.7, 0.3, 0.02, 1.0, 0.01, 1.0, 0.2, 3.0])
+    truth = np.array([70e-6, 0.05, 0.7, 0.3, 0.02, 1.0, 0.01, 1.0, 0.2, 3.0, 1.0])
     f = point_features(df, CAT)
     ttft, tpot, e2e = predict(f, np.tile(truth, (len(f), 1)))
     df = df.with_columns(pl.Series("median_ttft_s", ttft), pl.Series("median_tpot_s", tpot),
@@ -216,7 +216,7 @@ def test_fit_recovers_a_known_disaggregated_hand_off() -> None:
     from agentprof.replay.points import point_features, predict
 
     df = _disagg_rows()
-    truth = np.array([15e-6, 1.5, 0.7, 0.33, 0.01, 1.2, 0.003, 1.0, 0.15, 20.0])
+    truth = np.array([15e-6, 1.5, 0.7, 0.33, 0.01, 1.2, 0.003, 1.0, 0.15, 20.0, 1.0])
     f = point_features(df, CAT)
     ttft, tpot, e2e = predict(f, np.tile(truth, (len(f), 1)))
     df = df.with_columns(pl.Series("median_ttft_s", ttft), pl.Series("median_tpot_s", tpot),

@@ -448,7 +448,7 @@ def test_fan_out_follows_the_collectives_kind() -> None:
     assert tp[1] - tp[0] > 2.0 * (tp[3] - tp[1])  # the first peer costs more than going from 2 to 8 GPUs
     assert dpa[4] > tp[4]
     # the replay's step parameters and the calibration's points use the same overhead
-    theta = np.array([20e-6, 1.0, 0.7, 0.33, 0.01, 1.0, 0.003, 1.0, 0.15, 3.0])
+    theta = np.array([20e-6, 1.0, 0.7, 0.33, 0.01, 1.0, 0.003, 1.0, 0.15, 3.0, 1.0])
     for gpus, d in ((1, False), (4, False), (8, True)):
         want = float(fixed_overhead(61, 20e-6, 1.0, gpus, d))
         assert step_params(theta, 61, gpus, dpa=d).t_fixed_s == pytest.approx(want, rel=1e-12)
