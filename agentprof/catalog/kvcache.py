@@ -8,7 +8,9 @@ model's per-token KV elements times this element size; a framework not listed st
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
+from pathlib import Path
 
 from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
 
@@ -34,16 +36,26 @@ def _sourced(e: object, where: str, field: str) -> tuple[float, str]:
     return float(v["value"]), str(v["source"])
 
 
+def _rows(path: Path, table: str, field: str,
+          expect: Callable[[float], str | None] = lambda v: None) -> list[tuple[dict, str, float, str]]:
+    """The ``[[table]]`` entries of ``path`` as (entry, where, value of ``field``, source); ``expect(value)`` names
+    what was expected when the value is out of range (a clear error naming the entry), else ``None``."""
+    out = []
+    for i, e in enumerate(read_toml(path).get(table, [])):
+        where = f"{path}: {table}[{i}]"
+        val, src = _sourced(e, where, field)
+        wanted = expect(val)
+        if wanted:
+            raise CatalogError(f"{where}.{field}: expected {wanted}, got {val:g}")
+        out.append((e, where, val, src))
+    return out
+
+
 @lru_cache(maxsize=1)
 def _entries() -> tuple[tuple[str, str, str | None, float, str], ...]:
-    out = []
-    for i, e in enumerate(read_toml(KV_PATH).get("kv_cache", [])):
-        where = f"{KV_PATH}: kv_cache[{i}]"
-        val, src = _sourced(e, where, "bytes")
-        if not val > 0:
-            raise CatalogError(f"{where}.bytes: expected a positive number, got {val:g}")
-        out.append((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), val, src))
-    return tuple(out)
+    return tuple((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), val, src)
+                 for e, _, val, src in _rows(KV_PATH, "kv_cache", "bytes",
+                                             lambda v: None if v > 0 else "a positive number"))
 
 
 def kv_bytes(framework: str, model: str, hardware: str | None = None) -> tuple[float, str]:
@@ -60,12 +72,9 @@ SCHED_PATH = CATALOG_DIR / "scheduling.toml"
 
 @lru_cache(maxsize=1)
 def _wait_entries() -> tuple[tuple[str, str, str | None, float, float, str], ...]:
-    out = []
-    for i, e in enumerate(read_toml(SCHED_PATH).get("wait_steps", [])):
-        val, src = _sourced(e, f"{SCHED_PATH}: wait_steps[{i}]", "steps")
-        lo = e.get("conc_min", {"value": 0})
-        out.append((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), float(lo["value"]), val, src))
-    return tuple(out)
+    return tuple((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"),
+                  float(e.get("conc_min", {"value": 0})["value"]), val, src)
+                 for e, _, val, src in _rows(SCHED_PATH, "wait_steps", "steps"))
 
 
 def wait_steps(framework: str, model: str, hardware: str | None = None, conc: float = 1.0) -> tuple[float, str]:
@@ -79,14 +88,9 @@ def wait_steps(framework: str, model: str, hardware: str | None = None, conc: fl
 
 @lru_cache(maxsize=1)
 def _tokenize_entries() -> tuple[tuple[str, str, float, str], ...]:
-    out = []
-    for i, e in enumerate(read_toml(SCHED_PATH).get("tokenize", [])):
-        where = f"{SCHED_PATH}: tokenize[{i}]"
-        val, src = _sourced(e, where, "s_per_token")
-        if val < 0:
-            raise CatalogError(f"{where}.s_per_token: expected a non-negative number, got {val:g}")
-        out.append((str(e["framework"]).lower(), str(e["model"]), val, src))
-    return tuple(out)
+    return tuple((str(e["framework"]).lower(), str(e["model"]), val, src)
+                 for e, _, val, src in _rows(SCHED_PATH, "tokenize", "s_per_token",
+                                             lambda v: None if v >= 0 else "a non-negative number"))
 
 
 def tokenize_s_per_token(framework: str, model: str) -> tuple[float, str]:
@@ -101,14 +105,9 @@ def tokenize_s_per_token(framework: str, model: str) -> tuple[float, str]:
 
 @lru_cache(maxsize=1)
 def _collective_entries() -> tuple[tuple[str, str, str | None, float, str], ...]:
-    out = []
-    for i, e in enumerate(read_toml(SCHED_PATH).get("prefill_collectives", [])):
-        where = f"{SCHED_PATH}: prefill_collectives[{i}]"
-        val, src = _sourced(e, where, "exposed")
-        if val not in (0.0, 1.0):
-            raise CatalogError(f"{where}.exposed: expected 0 or 1, got {val:g}")
-        out.append((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), val, src))
-    return tuple(out)
+    return tuple((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), val, src)
+                 for e, _, val, src in _rows(SCHED_PATH, "prefill_collectives", "exposed",
+                                             lambda v: None if v in (0.0, 1.0) else "0 or 1"))
 
 
 def prefill_collectives_exposed(framework: str, model: str, hardware: str | None = None) -> tuple[bool, str]:
@@ -124,9 +123,7 @@ def prefill_collectives_exposed(framework: str, model: str, hardware: str | None
 @lru_cache(maxsize=1)
 def _block_host_entries() -> tuple[tuple[str, str, str, float, float, str], ...]:
     out = []
-    for i, e in enumerate(read_toml(SCHED_PATH).get("block_host", [])):
-        where = f"{SCHED_PATH}: block_host[{i}]"
-        blk, bsrc = _sourced(e, where, "block_tokens")
+    for e, where, blk, bsrc in _rows(SCHED_PATH, "block_host", "block_tokens"):
         val, src = _sourced(e, where, "s_per_block")
         if blk < 1 or val < 0:
             raise CatalogError(f"{where}: expected block_tokens >= 1 and s_per_block >= 0, got {blk:g} and {val:g}")
