@@ -74,7 +74,7 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
     added to the per-prefill overhead where the recipe runs small KV blocks: ``scheduling.toml [block_host]``)
     and the calibration level they came from. Attention runs at
     ``by_accelerator[hw]`` where given, else at ``attn_eff``. ``block_host=False`` leaves the per-block host time
-    out (the pooled efficiency is fitted that way: :func:`fit_attn_eff`)."""
+    out (the model before that term, for before/after comparisons)."""
     by_accelerator = by_accelerator or {}
     for r in df.iter_rows(named=True):
         hw = accelerator_of(r["hw"], cat)
@@ -105,10 +105,10 @@ def fit_rows(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff: float,
-                by_accelerator: Mapping[str, float] | None = None, block_host: bool = True) -> pl.DataFrame:
+                by_accelerator: Mapping[str, float] | None = None) -> pl.DataFrame:
     """Predicted mean TTFT and ITL for the healthy points (the server's measured hit rate sets the cached part)."""
     rows = []
-    for r, hw, dep, p, how in deployed_points(fit_rows(df), fitted, cat, attn_eff, by_accelerator, block_host):
+    for r, hw, dep, p, how in deployed_points(fit_rows(df), fitted, cat, attn_eff, by_accelerator):
         inp, out = float(r["mean_input_tokens"]), float(r["mean_output_tokens_actual"])
         t = call_times(dep, p, np.array([inp]), np.array([r["server_gpu_cache_hit_rate"] * inp]), np.array([out]),
                        batch=int(r["conc"]))
@@ -133,14 +133,13 @@ def summarize(t: pl.DataFrame) -> dict[str, Any]:
     return out
 
 
-def fit_attn_eff(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog,
-                 block_host: bool = True) -> tuple[float, dict[str, Any]]:
+def fit_attn_eff(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> tuple[float, dict[str, Any]]:
     """The attention efficiency that best predicts the healthy points' TTFT (least squares on log TTFT,
-    golden-section search over [0.02, 2]); returns it with the resulting errors. With ``block_host=False`` the
-    recipes' per-block host time (``scheduling.toml [block_host]``) is left out, so the efficiency absorbs it as
-    slower attention: the effective long-prompt rate the pooled fallback stands for."""
+    golden-section search over [0.02, 2]); returns it with the resulting errors (``points``: how many the
+    catalog could place). The recipes' per-block host time (``scheduling.toml [block_host]``) is its own term,
+    not absorbed as slower attention."""
     def cost(log_eta: float) -> float:
-        t = predictions(df, fitted, cat, math.exp(log_eta), block_host=block_host)
+        t = predictions(df, fitted, cat, math.exp(log_eta))
         if not t.height:
             return 0.0
         r = np.log(t["pred_ttft"].to_numpy() / t["meas_ttft"].to_numpy())
@@ -163,7 +162,7 @@ def fit_attn_eff(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog,
             break
     eta = math.exp((lo + hi) / 2)
     return eta, {"attn_eff": eta, "healthy_hit_rate_min": HEALTHY_HIT, "max_concurrency": MAX_CONC,
-                 **summarize(predictions(df, fitted, cat, eta, block_host=block_host))}
+                 **summarize(predictions(df, fitted, cat, eta))}
 
 
 def fit_attn_eff_per_accelerator(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog
@@ -179,10 +178,11 @@ def fit_attn_eff_per_accelerator(df: pl.DataFrame, fitted: Fitted, cat: Hardware
     info: dict[str, Any] = {}
     for hw in sorted(set(keys)):
         own = rows.filter(pl.Series([k == hw for k in keys]))
-        n = predictions(own, fitted, cat, 1.0).height
-        if not n:  # the catalog cannot place them: nothing to fit
+        eta, fit_info = fit_attn_eff(own, fitted, cat)
+        n = fit_info["points"]
+        if not n:  # the catalog cannot place them: nothing was fitted
             continue
-        etas[hw] = fit_attn_eff(own, fitted, cat)[0]
+        etas[hw] = eta
         info[f"{hw}_attn_eff"] = etas[hw]
         info[f"{hw}_attn_eff_points"] = n
     return etas, info

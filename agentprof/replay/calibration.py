@@ -369,7 +369,7 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
             # the pooled fallback (accelerators without AgentX points, and the fixed-sequence fits) with the recipes'
             # per-block host time separated as the per-accelerator fits below separate it: folded in, MI355X's
             # --block-size=1 host time made every other accelerator's attention slower (0.077 against 0.121)
-            eta, agentic = fit_attn_eff(adf, fitted, cat, block_host=True)
+            eta, agentic = fit_attn_eff(adf, fitted, cat)
             fitted = fit(df, cat, eta)
         # each accelerator's own eta on its own points, with the terms the pooled eta fitted (a 1K-token prompt's
         # attention is ~3 % of its prefill, so the fixed-sequence fit keeps the pooled value)

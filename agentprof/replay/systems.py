@@ -193,6 +193,6 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
     if not system.params:
         params = params.with_(wait_steps=wait_steps(fw, entry.attrs.get("model", model.key) if entry else model.key,
                                                     entry.attrs.get("hardware") if entry else None)[0])
-    out = Resolved(system, model, precision, dep, params, fw, how, level, fitted.level_errors.get(level, {}), kv_src)
-    out.fitted = fitted  # the calibration it came from (a re-resolution in another layout uses the same)
-    return out
+    # the calibration it came from travels along: a re-resolution in another layout uses the same
+    return Resolved(system, model, precision, dep, params, fw, how, level, fitted.level_errors.get(level, {}), kv_src,
+                    fitted=fitted)
