@@ -358,8 +358,8 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
     With ``agentic_points`` (the AgentX long-prompt points, when the file exists) the global prefill-attention
     efficiency is fitted on them and the points are refitted with it, twice (it barely moves 1K-prompt fits);
     then each accelerator's own efficiency on its own points (``attn_eff_by_accelerator``; the pooled one stays the
-    fallback), with the per-block host time its recipe lists (``scheduling.toml [block_host]``) separated; the pooled
-    one folds that time in."""
+    fallback), with the per-block host time its recipe lists (``scheduling.toml [block_host]``) separated, as in the
+    pooled one: that time is the recipe's (vLLM's ``--block-size=1``), not the accelerator's."""
     from agentprof.replay.agentic import (
         fit_attn_eff,
         fit_attn_eff_per_accelerator,
@@ -378,10 +378,10 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
     if agentic_points is not None and Path(agentic_points).is_file():
         adf = load_agentic(agentic_points)
         for _ in range(2):
-            # the pooled fallback (accelerators without AgentX points, and the fixed-sequence fits) is the effective
-            # long-prompt rate: the recipes' per-block host time is folded into it, not separated as the
-            # per-accelerator fits below separate it for their own recipes
-            eta, agentic = fit_attn_eff(adf, fitted, cat, block_host=False)
+            # the pooled fallback (accelerators without AgentX points, and the fixed-sequence fits) with the recipes'
+            # per-block host time separated as the per-accelerator fits below separate it: folded in, MI355X's
+            # --block-size=1 host time made every other accelerator's attention slower (0.077 against 0.121)
+            eta, agentic = fit_attn_eff(adf, fitted, cat, block_host=True)
             fitted = fit(df, cat, eta)
         # each accelerator's own eta on its own points, with the terms the pooled eta fitted (a 1K-token prompt's
         # attention is ~3 % of its prefill, so the fixed-sequence fit keeps the pooled value)
