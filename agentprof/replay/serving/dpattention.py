@@ -124,8 +124,12 @@ def dp_resolved(r: Resolved, cat: HardwareCatalog | None = None) -> Resolved:
     from agentprof.catalog.hardware import load_catalog
     from agentprof.replay.systems import resolve
 
+    from agentprof.replay.serving.kvdtype import carry_kv
+
     cat = cat or load_catalog()
-    return resolve(r.system, r.model, cat, r.fitted, accept=r.params.accept, gpus=r.dep.gpus, dp_attention=True)
+    # the KV dtype asked for (--kv-dtype) carries over
+    return carry_kv(resolve(r.system, r.model, cat, r.fitted, accept=r.params.accept, gpus=r.dep.gpus,
+                            dp_attention=True), r)
 
 
 def rank_budget(framework: str, budget: float, ranks: int) -> tuple[float, str]:

@@ -21,6 +21,7 @@ from agentprof.replay.serving.dpattention import (
     dp_resolved,
     rank_budget,
 )
+from agentprof.replay.serving.kvdtype import carry_kv, check_kv_dtype, with_kv_dtype
 from agentprof.replay.serving.metrics import pcts, serving_dict, why
 from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.scheduler import ROUTERS, Engine, EngineResult, Options
@@ -53,6 +54,12 @@ class ServingConfig:
     (data-parallel attention ranks, :mod:`agentprof.replay.serving.dpattention`) or ``auto`` (dp when more than one
     session shares an MLA model on a framework that runs it and only DP's KV pool holds the sessions' prompts; tp
     otherwise: :func:`agentprof.replay.serving.dpattention.choose`)."""
+    kv_dtype: str = "auto"
+    """KV-cache element type: ``auto`` (the catalog's as-deployed figure), ``bf16`` or ``fp8``
+    (:mod:`agentprof.replay.serving.kvdtype`)."""
+    levers: bool = True
+    """When the run is overloaded (calls wait longer for admission than they take), also simulate the deployment
+    levers that would change it (:mod:`agentprof.replay.serving.levers`) and report their figures."""
     ramp_s: float | None = None
     """Seconds between the starts of the closed loop's first sessions; None: the mean recorded session time
     divided by the concurrency, so sessions start spread over their phases as in a steady state instead of
@@ -70,6 +77,7 @@ class ServingConfig:
         if self.disagg is not None:
             pool_layout(self.disagg)
         check_mode(self.attention)
+        check_kv_dtype(self.kv_dtype)
 
 
 def pool_layout(text: str) -> tuple[int, int, int, int]:
@@ -95,8 +103,8 @@ def pools_for(r: Resolved, layout: str) -> tuple[Resolved, Pools, int]:
     npw, gp, ndw, gd = pool_layout(layout)
     cat = load_catalog()
     accept = r.params.accept
-    pre = resolve(r.system, r.model, cat, gpus=gp, accept=accept)
-    dec = resolve(r.system, r.model, cat, gpus=gd, accept=accept)
+    pre = carry_kv(resolve(r.system, r.model, cat, gpus=gp, accept=accept), r)
+    dec = carry_kv(resolve(r.system, r.model, cat, gpus=gd, accept=accept), r)
     # the decode engine's hand-off (decode steps before the first token), as the fitted disaggregated stacks
     # of this model on this engine take it (the prior where none was fitted)
     acc = r.system.accelerator
@@ -133,6 +141,7 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     """Simulate ``plan``'s sessions served by ``r`` at ``cfg.concurrency`` (see the package docstring)."""
     cfg.check()
     cat = cat or load_serving()
+    r = with_kv_dtype(r, cfg.kv_dtype)
     pools, gpus = None, r.system.count
     layout = choose(r, cfg.attention, cfg.concurrency, disagg=bool(cfg.disagg))
     level_note = ""
