@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from agentprof.catalog.serving import ServingCatalog
+from agentprof.replay.serving.levers import levers_text
 from agentprof.replay.serving.scheduler import EngineResult
 from agentprof.replay.serving.sessions import SessionPlan
 
@@ -152,7 +153,8 @@ def why(d: dict[str, Any]) -> str:
             f"p99 {ttft['p99'] or 0:.2f} s; server busy {d['utilization']:.0%} of the time; "
             f"{c.get('count', 0)} cold call(s) (under half the prompt cached, median "
             f"{c.get('median_prompt_tokens', 0):,.0f} tokens) have TTFT p99 {c.get('ttft_p99_cold_s') or 0:.2f} s, "
-            f"the warm ones {c.get('ttft_p99_warm_s') or 0:.2f} s." + _layout_text(d))
+            f"the warm ones {c.get('ttft_p99_warm_s') or 0:.2f} s." + _layout_text(d)
+            + (levers_text(d["levers"]) if d.get("levers") else ""))
 
 
 def _layout_text(d: dict[str, Any]) -> str:
@@ -161,7 +163,13 @@ def _layout_text(d: dict[str, Any]) -> str:
     if not a:
         return ""
     pool = a.get("kv_pool_tokens_per_system")
-    kv = f"; KV pool {pool / 1e6:.2f}M tokens per system" if pool else ""
+    dtype = f" of {a['kv_dtype']}" if a.get("kv_dtype") else ""
+    kv = f"; KV pool {pool / 1e6:.2f}M tokens{dtype} per system" if pool else ""
+    demand = a.get("kv_demand_tokens")
+    kv += f" against the sessions' ~{demand / 1e6:.2f}M" if pool and demand else ""
+    g = a.get("accelerators_per_instance")
+    size = f"; {a['instances']} instance(s) of {g} accelerators" if g else ""
     name = "data-parallel" if a["layout"] == "dp" else "tensor-parallel"
-    return f" Attention {name}{kv} ({a['reason']})."
+    inst = f" {a['instance_size']}." if a.get("instance_size") else ""
+    return f" Attention {name}{size}{kv} ({a['reason']}).{inst}"
 

@@ -16,16 +16,22 @@ from agentprof.replay.serving.dpattention import (
     Capacity,
     Layout,
     RankStepCost,
+    auto_reason,
     check_mode,
     choose,
+    compared,
     dp_resolved,
+    need_text,
+    pick_layout,
     rank_budget,
 )
-from agentprof.replay.serving.kvdtype import carry_kv, check_kv_dtype, with_kv_dtype
+from agentprof.replay.serving.kvdtype import carry_kv, check_kv_dtype, kv_dtype_name, with_kv_dtype
+from agentprof.replay.serving.levers import levers
 from agentprof.replay.serving.metrics import pcts, serving_dict, why
 from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.scheduler import ROUTERS, Engine, EngineResult, Options
 from agentprof.replay.serving.sessions import SessionPlan
+from agentprof.replay.serving.sizing import serving_gpus
 from agentprof.replay.serving.stepcost import StepCost
 from agentprof.replay.systems import Resolved
 
@@ -115,16 +121,20 @@ def pools_for(r: Resolved, layout: str) -> tuple[Resolved, Pools, int]:
     return dec, pools, npw * gp + ndw * gd
 
 
+def kv_demand(plan: SessionPlan, concurrency: int) -> float:
+    """Tokens of KV ``concurrency`` sessions keep between their calls: each its mean simulated prompt."""
+    sim = np.isnan(plan.fixed_s)
+    return concurrency * (float(plan.input_tokens[sim].mean()) if sim.any() else 0.0)
+
+
 def _capacity(plan: SessionPlan, tp: Resolved, dp: Resolved, cfg: ServingConfig) -> Capacity:
     """KV demand of ``cfg.concurrency`` sessions (each its mean prompt: the prefix it keeps between calls) and the
     tokens each layout's system holds (HBM pools, plus the CPU and disk tiers)."""
     inst = max(tp.system.count // max(tp.dep.gpus, 1), 1)
-    sim = np.isnan(plan.fixed_s)
-    mean_prompt = float(plan.input_tokens[sim].mean()) if sim.any() else 0.0
     tiers = (cfg.cpu_bytes + cfg.disk_bytes) / max(tp.dep.kv_token_bytes, 1.0)
     dp_pool = RankStepCost(dp).pool_tokens * dp.dep.gpus * inst
     tp_pool = (math.inf if cfg.hbm_unbounded else StepCost.of(tp).pool_tokens * inst)
-    return Capacity(cfg.concurrency * mean_prompt, tp_pool, dp_pool, tiers)
+    return Capacity(kv_demand(plan, cfg.concurrency), tp_pool, dp_pool, tiers)
 
 
 @dataclass
@@ -141,10 +151,18 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     """Simulate ``plan``'s sessions served by ``r`` at ``cfg.concurrency`` (see the package docstring)."""
     cfg.check()
     cat = cat or load_serving()
+    asked = r
     r = with_kv_dtype(r, cfg.kv_dtype)
     pools, gpus = None, r.system.count
+    size_note = ""
+    if not cfg.disagg:  # many sessions on a "fit" system: the instance size that holds the most KV
+        g, size_note = serving_gpus(r, cfg.concurrency)
+        if g != r.dep.gpus:
+            from agentprof.catalog.hardware import load_catalog
+            from agentprof.replay.systems import resolve
+
+            r = carry_kv(resolve(r.system, r.model, load_catalog(), r.fitted, accept=r.params.accept, gpus=g), r)
     layout = choose(r, cfg.attention, cfg.concurrency, disagg=bool(cfg.disagg))
-    level_note = ""
     if cfg.disagg:
         r, pools, gpus = pools_for(r, cfg.disagg)
     if layout.mode == "dp":
@@ -156,10 +174,43 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
             layout = Layout("tp", 1, f"auto: tensor-parallel attention, data-parallel does not fit ({e})")
         else:
             if cfg.attention == "auto":  # weigh the sessions' KV against what each layout holds
-                layout = choose(r, "auto", cfg.concurrency, cap=_capacity(plan, r, rd, cfg))
+                cap = _capacity(plan, r, rd, cfg)
+                layout = choose(r, "auto", cfg.concurrency, cap=cap)
+                if layout.mode == "dp":  # only DP's pool holds the KV: run both, keep what the sessions get
+                    run_dp = _run(plan, rd, layout, cfg, cat, None, gpus, size_note)
+                    tp = Layout("tp", 1, layout.reason)
+                    run_tp = _run(plan, r, tp, cfg, cat, None, gpus, size_note)
+                    best = pick_layout(run_tp.serving, run_dp.serving)
+                    run = run_dp if best == "dp" else run_tp
+                    a = run.serving["attention"]
+                    a["reason"] = auto_reason(need_text(cap, cfg.concurrency), run_tp.serving, run_dp.serving, best)
+                    a["compared"] = {k: compared(v.serving) for k, v in (("tp", run_tp), ("dp", run_dp))}
+                    if best == "dp":
+                        a["reason"] += f"; parameters {rd.level}: {rd.calibration}"
+                    return _finish(plan, asked, cfg, cat, run)
             if layout.mode == "dp":
                 r = rd
-                level_note = f"; parameters {r.level}: {r.calibration}"
+    run = _run(plan, r, layout, cfg, cat, pools, gpus, size_note)
+    if layout.mode == "dp":
+        run.serving["attention"]["reason"] += f"; parameters {r.level}: {r.calibration}"
+    return _finish(plan, asked, cfg, cat, run)
+
+
+def _finish(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCatalog, run: ServingRun) -> ServingRun:
+    """The levers that would change an overloaded run (each simulated from ``r`` as the caller resolved it), and
+    the ``why`` sentence over everything."""
+    d = run.serving
+    if cfg.levers and not cfg.disagg:
+        lv = levers(r, cfg, d, lambda c: simulate(plan, r, c, cat).serving)
+        if lv:
+            d["levers"] = lv
+    d["why"] = why(d)
+    return run
+
+
+def _run(plan: SessionPlan, r: Resolved, layout: Layout, cfg: ServingConfig, cat: ServingCatalog,
+         pools: Pools | None, gpus: int, size_note: str) -> ServingRun:
+    """One simulation of ``r`` in ``layout`` (``r`` already resolved for it)."""
     instances = max(r.system.count // max(r.dep.gpus, 1), 1)
     if layout.mode == "dp":
         cost: StepCost = RankStepCost(r)
@@ -186,11 +237,14 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
             if eng.group_busy_s and eng.makespan_s > 0 else None)
     d = serving_dict(plan, eng, cfg.concurrency, r.system.key, replicas, cat, cfg.arrival_rate_per_h is not None,
                      gpus / max(r.system.count, 1), utilization=util)
-    d["attention"] = {**layout.describe(), "instances": instances,
+    d["attention"] = {**layout.describe(), "instances": instances, "accelerators_per_instance": r.dep.gpus,
                       "kv_pool_tokens_per_system": None if pools else cost.pool_tokens * replicas,
+                      "kv_dtype": kv_dtype_name(r), "kv_bytes_per_token": r.dep.kv_token_bytes,
+                      "kv_source": r.kv_source, "kv_demand_tokens": kv_demand(plan, cfg.concurrency),
                       "calibration": r.calibration, "calibration_level": r.level,
                       "lockstep_wait_s": eng.lockstep_wait_s}
-    d["attention"]["reason"] += level_note
+    if size_note:
+        d["attention"]["instance_size"] = size_note
     if pools:
         d["pools"] = {"layout": cfg.disagg, "prefill_workers": pools.n_prefill,
                       "prefill_gpus": pools.prefill.dep.gpus, "decode_workers": pools.n_decode,
@@ -211,7 +265,6 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     d["host_link"] = {"key": r.system.link.key, "gb_s": r.system.link.bw.value / 1e9}
     d["router"] = cfg.router
     d["ramp_s"] = ramp
-    d["why"] = why(d)
     d["notes"] = notes
     # per plan call, its first instance's replayed duration (issue -> last token)
     call_s = np.full(plan.n_calls, np.nan)

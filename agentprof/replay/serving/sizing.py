@@ -1,0 +1,62 @@
+"""How many accelerators an instance spans when many sessions share a system, and how many instances would hold
+the sessions' KV.
+
+A ``tp = "fit"`` system (Jalapeño) resolves a model on the fewest accelerators that hold its weights: the
+single-session replay's latency layout. Many agent sessions are bound by the KV their contexts keep, not by
+one call's speed; under tensor-parallel attention an MLA latent is copied on every rank, so an instance holds
+one accelerator's free HBM of KV, ``HBM·mem_util − weights/g``, which grows with the instance's size ``g`` as the
+weights spread thinner, while the system holds ``count/g`` instances. Above one session the simulation takes the
+instance size (a power of two from the fewest that fit to the system's count) whose instances hold the most KV
+together, every accelerator of the system used either way; Kimi K2.5 on 8 Jalapeño chips: one instance of 8
+(1.71M tokens of BF16 KV) rather than two of 4 (1.31M). Docs: docs/DEVICE_MODEL.md §10.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentprof.replay.systems import Resolved
+
+
+def system_pool_tokens(r: Resolved, gpus: int) -> float:
+    """Tokens of KV the system's instances of ``gpus`` accelerators hold together under tensor-parallel
+    attention (0 when the weights do not fit)."""
+    from dataclasses import replace
+
+    dep = replace(r.dep, gpus=gpus, dp_attention=False)
+    free = dep.free_kv_bytes_per_gpu(r.system.mem_util)
+    if free <= 0:
+        return 0.0
+    per_gpu = dep.kv_token_bytes / dep.kv_divisor
+    return (r.system.count // gpus) * free / per_gpu
+
+
+def serving_gpus(r: Resolved, concurrency: int) -> tuple[int, str]:
+    """(accelerators per instance, why) for ``concurrency`` sessions: as resolved for one session or a
+    ``tp = "max"`` system; for a ``tp = "fit"`` system above one session the size whose instances hold the most
+    KV together."""
+    g0 = r.dep.gpus
+    if concurrency <= 1 or r.system.tp != "fit":
+        return g0, ""
+    sizes = []
+    g = g0
+    while g <= r.system.count:
+        sizes.append(g)
+        g *= 2
+    pools = {g: system_pool_tokens(r, g) for g in sizes}
+    best = max(sizes, key=lambda g: (pools[g], -g))
+    m = 1e6
+    text = ", ".join(f"{r.system.count // g} x {g}: {pools[g] / m:.2f}M" for g in sizes)
+    why = (f"{r.system.key} serves {concurrency} sessions as {r.system.count // best} instance(s) of {best} "
+           f"accelerators, the size whose instances hold the most KV together ({text} tokens; one session runs on "
+           f"the fewest that hold the weights, {g0})")
+    return best, why
+
+
+def instances_to_hold(demand_tokens: float, pool_per_instance: float) -> int | None:
+    """Instances whose HBM pools hold ``demand_tokens`` of KV (None when an instance holds none)."""
+    if pool_per_instance <= 0 or not math.isfinite(pool_per_instance):
+        return None
+    return max(math.ceil(demand_tokens / pool_per_instance), 1)
