@@ -142,7 +142,7 @@ def _serving_stage(out: StageResults, trace: Trace, systems: Sequence[str], mode
         from agentprof.replay.serving import ServingConfig
 
         out.serving = sweep(trace, list(systems) or _default_systems(), serving or DEFAULT_CONCURRENCY, model,
-                            ServingConfig(attention=attention))
+                            ServingConfig(attention=attention, levers=True))
     except AgentprofError:
         if systems or model:
             raise

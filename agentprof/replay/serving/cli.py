@@ -48,7 +48,8 @@ def serving_config(concurrency: int, router: str, cap_wait: float | None, arriva
     from agentprof.replay.serving import ServingConfig
 
     cfg = ServingConfig(concurrency=concurrency, router=router, cap_wait_s=cap_wait, arrival_rate_per_h=arrival_rate,
-                        ttl_s=cache_ttl, scope=hash_scope, disagg=pools, attention=attention, kv_dtype=kv_dtype)
+                        ttl_s=cache_ttl, scope=hash_scope, disagg=pools, attention=attention, kv_dtype=kv_dtype,
+                        levers=True)
     cfg.check()
     return cfg
 

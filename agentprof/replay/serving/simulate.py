@@ -63,9 +63,11 @@ class ServingConfig:
     kv_dtype: str = "auto"
     """KV-cache element type: ``auto`` (the catalog's as-deployed figure), ``bf16`` or ``fp8``
     (:mod:`agentprof.replay.serving.kvdtype`)."""
-    levers: bool = True
+    levers: bool = False
     """When the run is overloaded (calls wait longer for admission than they take), also simulate the deployment
-    levers that would change it (:mod:`agentprof.replay.serving.levers`) and report their figures."""
+    levers that would change it (:mod:`agentprof.replay.serving.levers`) and report their figures; on in
+    ``replay --concurrency`` and the report's serving panel (at its largest concurrency), off in the capacity
+    search and by default (each lever is one more simulation)."""
     ramp_s: float | None = None
     """Seconds between the starts of the closed loop's first sessions; None: the mean recorded session time
     divided by the concurrency, so sessions start spread over their phases as in a steady state instead of
@@ -156,7 +158,8 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     pools, gpus = None, r.system.count
     size_note = ""
     if not cfg.disagg:  # many sessions on a "fit" system: the instance size that holds the most KV
-        g, size_note = serving_gpus(r, cfg.concurrency)
+        g, size_note = serving_gpus(r, cfg.concurrency, 0.0 if cfg.hbm_unbounded else
+                                    kv_demand(plan, cfg.concurrency) - (cfg.cpu_bytes + cfg.disk_bytes) / r.dep.kv_token_bytes)
         if g != r.dep.gpus:
             from agentprof.catalog.hardware import load_catalog
             from agentprof.replay.systems import resolve

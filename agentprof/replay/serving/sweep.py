@@ -35,7 +35,9 @@ def sweep(trace: Trace, systems: Sequence[str], concurrency: Sequence[int] = DEF
             row["error"] = str(e)
             rows.append(row)
             continue
-        runs = [simulate(plan, r, ServingConfig(**{**base.__dict__, "concurrency": n})).serving for n in conc]
+        # the levers of an overloaded run are simulated at the largest concurrency only (the one the why names)
+        runs = [simulate(plan, r, ServingConfig(**{**base.__dict__, "concurrency": n,
+                                                   "levers": base.levers and n == conc[-1]})).serving for n in conc]
         row.update({
             "ttft_p50_s": [d["ttft_s"]["p50"] for d in runs], "ttft_p99_s": [d["ttft_s"]["p99"] for d in runs],
             "queue_p99_s": [d["queue_s"]["p99"] for d in runs],
