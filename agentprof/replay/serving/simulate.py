@@ -64,7 +64,7 @@ class ServingConfig:
     """KV-cache element type: ``auto`` (the catalog's as-deployed figure), ``bf16`` or ``fp8``
     (:mod:`agentprof.replay.serving.kvdtype`)."""
     levers: bool = False
-    """When the run is overloaded (calls wait longer for admission than they take), also simulate the deployment
+    """When the run is slow (TTFT p50 of 10 s or more), also simulate the deployment
     levers that would change it (:mod:`agentprof.replay.serving.levers`) and report their figures; on in
     ``replay --concurrency`` and the report's serving panel (at its largest concurrency), off in the capacity
     search and by default (each lever is one more simulation)."""
@@ -200,7 +200,7 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
 
 
 def _finish(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCatalog, run: ServingRun) -> ServingRun:
-    """The levers that would change an overloaded run (each simulated from ``r`` as the caller resolved it), and
+    """The levers that would change a slow run (each simulated from ``r`` as the caller resolved it), and
     the ``why`` sentence over everything."""
     d = run.serving
     if cfg.levers and not cfg.disagg:

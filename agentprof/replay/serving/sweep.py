@@ -35,7 +35,7 @@ def sweep(trace: Trace, systems: Sequence[str], concurrency: Sequence[int] = DEF
             row["error"] = str(e)
             rows.append(row)
             continue
-        # the levers of an overloaded run are simulated at the largest concurrency only (the one the why names)
+        # the levers of a slow run are simulated at the largest concurrency only (the one the why names)
         runs = [simulate(plan, r, ServingConfig(**{**base.__dict__, "concurrency": n,
                                                    "levers": base.levers and n == conc[-1]})).serving for n in conc]
         row.update({
