@@ -76,7 +76,8 @@ def choose(r: Resolved, mode: str, concurrency: int, disagg: bool = False, cap: 
     """The layout ``mode`` (``auto``, ``tp``, ``dp``) gives the model resolved on a system, with the reason.
     ``auto``: data-parallel when more than one session shares the system, the model's attention is MLA, the
     framework runs DP attention and (given ``cap``) the sessions' KV outgrows what tensor-parallel attention holds
-    while DP holds it; tensor-parallel otherwise. One session is the single-session replay's layout; when the
+    while DP holds it; tensor-parallel otherwise. In that one case the simulation then runs both layouts and keeps
+    the one whose sessions finish their tasks faster (:func:`pick_layout`). One session is the single-session replay's layout; when the
     KV fits either way tensor-parallel keeps a prompt's attention on all GPUs and no rank waits for another's
     (docs/DEVICE_MODEL.md §10: DP pays a long prompt's attention on one rank and the lockstep)."""
     check_mode(mode)

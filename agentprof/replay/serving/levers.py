@@ -9,7 +9,8 @@ the calls queue behind those recomputes (docs/DEVICE_MODEL.md §10). The levers 
 - ``--cache-policy lmcache:cpu=2TB`` (where there is no CPU tier): LMCache keeps evicted prefixes in host DRAM and
   loads them over the host link (the AgentX LMCache recipe holds 2,500 GB [S47]; 2 TB is an 8-GPU server's DRAM);
 - both together;
-- ``--attention dp`` where tensor-parallel attention was forced (``auto`` already weighs it);
+- ``--attention dp`` where tensor-parallel attention ran without ``auto`` weighing it: forced, or a framework not
+  known to run DP attention (Jalapeño's undisclosed software: the figure says what it would give if it did);
 - and, not simulated, how many instances would hold the sessions' KV in HBM at the run's KV dtype and at FP8.
 
 Each lever is one more simulation of the same sessions (without levers of its own), so only slow runs pay for
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentprof.catalog import CatalogError
 from agentprof.errors import AgentprofError
+from agentprof.replay.serving.dpattention import DP_FRAMEWORKS
 from agentprof.replay.serving.sizing import instances_to_hold
 
 if TYPE_CHECKING:
@@ -70,7 +72,9 @@ def levers(r: Resolved, cfg: ServingConfig, d: dict[str, Any],
         if bf16:
             tries.append(("--kv-dtype fp8 --cache-policy lmcache:cpu=2TB",
                           replace(cfg, kv_dtype="fp8", cpu_bytes=CPU_TIER_BYTES, levers=False)))
-    if cfg.attention == "tp" and r.model.attention == "mla" and r.dep.gpus > 1:
+    # DP attention where auto did not weigh it: TP forced, or a framework not known to run DP (Jalapeño's)
+    if (a.get("layout") == "tp" and r.model.attention == "mla" and int(a.get("accelerators_per_instance") or 1) > 1
+            and (cfg.attention == "tp" or r.framework not in DP_FRAMEWORKS)):
         tries.append(("--attention dp", replace(cfg, attention="dp", levers=False)))
     rows = []
     for flag, c in tries:
