@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
 from typing import Any
 
 import numpy as np
@@ -433,7 +434,9 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                 continue
             ends = replay(trace, [corner_system(system, "fast"), corner_system(system, "slow")], model=model,
                           cache_policy=policy, concurrency=concurrency, catalog=cat, cpu_bound=cpu_bound,
-                          recorded_host=recorded_host, fitted=fitted, bands=False, serving=serving,
+                          recorded_host=recorded_host, fitted=fitted, bands=False,
+                          # the band's corners re-time the calls; the levers are the central run's
+                          serving=dc_replace(serving, levers=False) if serving is not None else None,
                           _human_s=human_s, _indexes=indexes)
             if any(e.error for e in ends.systems):
                 continue
