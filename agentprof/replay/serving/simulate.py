@@ -57,9 +57,10 @@ class ServingConfig:
     resolution does for that GPU count; None: the system's aggregated replicas."""
     attention: str = "auto"
     """Attention layout of the aggregated replicas: ``tp`` (tensor-parallel, the single-session replay's), ``dp``
-    (data-parallel attention ranks, :mod:`agentprof.replay.serving.dpattention`) or ``auto`` (dp when more than one
-    session shares an MLA model on a framework that runs it and only DP's KV pool holds the sessions' prompts; tp
-    otherwise: :func:`agentprof.replay.serving.dpattention.choose`)."""
+    (data-parallel attention ranks, :mod:`agentprof.replay.serving.dpattention`) or ``auto`` (where more than one
+    session shares an MLA model on a framework that runs DP and only DP's KV pool holds the sessions' prompts, both
+    layouts simulated and the one whose sessions finish their tasks faster kept; tp otherwise:
+    :func:`agentprof.replay.serving.dpattention.choose`)."""
     kv_dtype: str = "auto"
     """KV-cache element type: ``auto`` (the catalog's as-deployed figure), ``bf16`` or ``fp8``
     (:mod:`agentprof.replay.serving.kvdtype`)."""
@@ -157,7 +158,7 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     r = with_kv_dtype(r, cfg.kv_dtype)
     pools, gpus = None, r.system.count
     size_note = ""
-    if not cfg.disagg:  # many sessions on a "fit" system: the instance size that holds the most KV
+    if not cfg.disagg:  # many sessions on a "fit" system: instances sized to the KV the tiers leave to HBM
         g, size_note = serving_gpus(r, cfg.concurrency, 0.0 if cfg.hbm_unbounded else
                                     kv_demand(plan, cfg.concurrency) - (cfg.cpu_bytes + cfg.disk_bytes) / r.dep.kv_token_bytes)
         if g != r.dep.gpus:
