@@ -30,7 +30,8 @@ def serving_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--attention", type=click.Choice(["auto", "tp", "dp"]), default="auto", show_default=True,
                      help="Attention layout of each instance: tp (tensor-parallel; an MLA latent KV is copied on "
                           "every rank), dp (data-parallel attention ranks, each with its own sequences' KV; MoE "
-                          "shared), auto (dp for MLA models above one session where the framework runs it)."),
+                          "shared), auto (TP where its pool holds the sessions' KV; where only DP's does, both simulated and "
+                          "the one whose sessions finish faster kept)."),
         click.option("--kv-dtype", type=click.Choice(["auto", "bf16", "fp8"]), default="auto", show_default=True,
                      help="KV-cache element type: auto (as the catalog's recipe deployed it: FP8 where a recipe sets "
                           "it, else BF16), bf16, or fp8 (half the bytes per token: twice the contexts in HBM)."),
