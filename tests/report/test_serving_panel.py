@@ -16,7 +16,7 @@ CONC = [1, 4, 16]
 
 @pytest.fixture(scope="module")
 def stages(kv_folder):
-    return run_stages(kv_folder, systems=SYSTEMS, cache=False, serving=CONC)
+    return run_stages(kv_folder, systems=SYSTEMS, cache=False, serving=CONC, serving_levers=True)
 
 
 @pytest.mark.browser
