@@ -14,7 +14,7 @@ the calls queue behind those recomputes (docs/DEVICE_MODEL.md §10). The levers 
 - and, not simulated, how many instances would hold the sessions' KV in HBM at the run's KV dtype and at FP8.
 
 Each lever is one more simulation of the same sessions (without levers of its own), so only slow runs pay for
-them. The figures are the ``levers`` list of the ``serving`` object; the ``why`` sentence names them.
+them, and only where asked (``replay --concurrency``; ``report --serving-levers``). The figures are the ``levers`` list of the ``serving`` object; the ``why`` sentence names them.
 """
 
 from __future__ import annotations

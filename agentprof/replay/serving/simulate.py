@@ -67,8 +67,8 @@ class ServingConfig:
     levers: bool = False
     """When the run is slow (TTFT p50 of 10 s or more), also simulate the deployment
     levers that would change it (:mod:`agentprof.replay.serving.levers`) and report their figures; on in
-    ``replay --concurrency`` and the report's serving panel (at its largest concurrency), off in the capacity
-    search and by default (each lever is one more simulation)."""
+    ``replay --concurrency`` and with ``report --serving-levers`` (at the panel's largest concurrency), off in the
+    capacity search and by default (each lever is one more simulation)."""
     ramp_s: float | None = None
     """Seconds between the starts of the closed loop's first sessions; None: the mean recorded session time
     divided by the concurrency, so sessions start spread over their phases as in a steady state instead of
