@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set everything up and run the whole test suite: .venv with the test and dask extras, a headless Chromium for the
 # HTML-report tests (Debian's package, when run as root and not yet installed), the side environments of two
-# cross-checks (lmcache; agentprof on the oldest OpenTelemetry SDK it supports), Arize Phoenix as a real OTLP
-# receiver, then ruff and pytest.
+# cross-checks (lmcache; agentprof on the oldest OpenTelemetry SDK it supports) and Arize Phoenix as a real OTLP
+# receiver (these three in the background, see below), then ruff and pytest.
 # Extra arguments go to pytest, e.g. scripts/test.sh -k capture
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,16 +12,30 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v a
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null) \
     || echo "warning: could not install chromium; browser tests will be skipped"
 fi
+# The three side environments build in the background while the suite runs (lmcache's torch download is the
+# longest step of a fresh machine's setup): each writes VENV.pending with its process id, and the tests that need
+# one (marker side_env, ordered last) wait for it there (tests/side_envs.py). Their output goes to VENV.setup.log.
+side_env() {  # VENV SCRIPT WHAT
+  local venv=$1 script=$2 what=$3
+  ( trap 'rm -f "$venv.pending"' EXIT
+    "$script" >"$venv.setup.log" 2>&1 \
+      || echo "warning: $what unavailable (see $venv.setup.log); its test will be skipped" >&2 ) &
+  echo $! >"$venv.pending"
+}
 if [ -x scripts/setup_lmcache.sh ] && [ "${AGENTPROF_SKIP_LMCACHE:-0}" != "1" ]; then
-  scripts/setup_lmcache.sh || echo "warning: lmcache environment unavailable; its cross-check test will be skipped"
+  side_env .venv-lmcache scripts/setup_lmcache.sh "lmcache environment"
 fi
 if [ "${AGENTPROF_SKIP_OTEL_OLDEST:-0}" != "1" ]; then
-  scripts/setup_otel_oldest.sh || echo "warning: oldest-OpenTelemetry environment unavailable; its test will be skipped"
+  side_env .venv-otel-oldest scripts/setup_otel_oldest.sh "oldest-OpenTelemetry environment"
 fi
 if [ "${AGENTPROF_SKIP_PHOENIX:-0}" != "1" ]; then
-  scripts/setup_phoenix.sh || echo "warning: Phoenix environment unavailable; its receiver test will be skipped"
+  side_env .venv-phoenix scripts/setup_phoenix.sh "Phoenix environment"
 fi
 .venv/bin/python -m ruff check agentprof tests scripts examples
 # two worker processes (the CI machine has 2 cores; AGENTPROF_TEST_WORKERS=0 runs in one process), whole files
 # per worker so module fixtures are built once
-exec .venv/bin/python -m pytest -q -n "${AGENTPROF_TEST_WORKERS:-2}" --dist loadfile "$@"
+rc=0
+.venv/bin/python -m pytest -q -n "${AGENTPROF_TEST_WORKERS:-2}" --dist loadfile "$@" || rc=$?
+wait  # a side setup the selected tests did not need still ends here
+rm -f .venv-lmcache.pending .venv-otel-oldest.pending .venv-phoenix.pending
+exit "$rc"

@@ -12,15 +12,17 @@ import pytest
 
 from agentprof.analysis.lmcache_keys import blake3_chunk_hashes, builtin_chunk_hashes, engine_key_string
 
+from ..side_envs import WAIT_S, side_env, wait_for
 from .analysis_helpers import ROOT
 
 VENV_PY = ROOT / ".venv-lmcache" / "bin" / "python"
 PROBE = ROOT / "scripts" / "lmcache_probe.py"
 
-pytestmark = pytest.mark.lmcache
+pytestmark = [pytest.mark.lmcache, side_env, pytest.mark.timeout(WAIT_S + 600)]
 
 
 def _lmcache_ok() -> str | None:
+    wait_for(VENV_PY.parents[1])
     if not VENV_PY.exists():
         return f"{VENV_PY} missing: run scripts/setup_lmcache.sh (needs ~2 GB and the package registry)"
     env = {**os.environ, "LMCACHE_TRACK_USAGE": "false", "DO_NOT_TRACK": "1"}

@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from ..side_envs import WAIT_S, side_env, wait_for
 from .capture_helpers import REPO
 
 VENV_PY = REPO / ".venv-otel-oldest" / "bin" / "python"
@@ -19,8 +20,11 @@ NOT_SDK_SPECIFIC = ("test_sigkill.py", "test_sigkill_model.py", "test_load.py", 
                     "test_sampler.py", "test_resource_faults.py", "test_phoenix.py", "test_frameworks.py",
                     "test_litellm.py", "test_other_instrumentors.py")
 
+pytestmark = [side_env, pytest.mark.timeout(WAIT_S + 900)]
+
 
 def test_capture_on_the_oldest_supported_sdk():
+    wait_for(VENV_PY.parents[1])
     if not VENV_PY.exists():
         pytest.skip(f"{VENV_PY} missing: run scripts/setup_otel_oldest.sh (needs the package registry)")
     probe = subprocess.run([str(VENV_PY), "-c", "import opentelemetry.sdk.version as v; print(v.__version__)"],

@@ -17,10 +17,11 @@ import pytest
 
 from agentprof.demo.model_server import ModelServer
 
+from ..side_envs import WAIT_S, side_env, wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
 PHOENIX = Path(os.environ.get("PHOENIX_VENV", ROOT / ".venv-phoenix")) / "bin" / "phoenix"
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not PHOENIX.exists(), reason="no Phoenix environment (scripts/setup_phoenix.sh)")]
+pytestmark = [pytest.mark.slow, side_env, pytest.mark.timeout(WAIT_S + 300)]
 
 AGENT = r"""
 import json, sys
@@ -54,6 +55,9 @@ def _get(url: str) -> dict:
 
 @pytest.fixture
 def phoenix(tmp_path):
+    wait_for(PHOENIX.parents[1])
+    if not PHOENIX.exists():
+        pytest.skip("no Phoenix environment (scripts/setup_phoenix.sh)")
     port, grpc = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PHOENIX_"))}
     env.update(PHOENIX_WORKING_DIR=str(tmp_path / "phoenix"), PHOENIX_PORT=str(port), PHOENIX_GRPC_PORT=str(grpc),

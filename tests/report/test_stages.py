@@ -11,9 +11,12 @@ from .report_support import make_trace, span, synthetic_session
 
 
 def test_defaults_replay_the_default_systems_and_size_the_cache_by_the_stand_in(big_session):
-    res = run_stages(big_session)
+    # one serving point: the default concurrency sweep (1, 4, 16, 50 copies of this long session, Kimi-sized on
+    # three systems) costs minutes of simulation; here the point is which systems every stage runs on
+    res = run_stages(big_session, serving=[1])
     assert res.analysis is not None and res.replay is not None
     assert [s.name for s in res.replay.systems] == list(DEFAULT_SYSTEMS)
+    assert [row["system"] for row in res.serving["systems"]] == list(DEFAULT_SYSTEMS)
     stand_in = res.replay.systems[0].deployments[0]["model"]
     assert res.cache_model == stand_in and len(res.cache) == 2
     assert "default systems" in res.notes["replay"] and stand_in in res.notes["cache"]
