@@ -31,7 +31,7 @@ def _default_name(paths: tuple[str, ...]) -> str:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="HTML file to write (default: reports/NAME.html).")
-@click.option("--system", "systems", multiple=True, metavar="S",
+@click.option("--system", "-s", "systems", multiple=True, metavar="S",
               help="Serving system for the device what-if (repeatable; `agentprof devices list`; default: "
                    "h200+x86, jalapeno, rubin+vera).")
 @click.option("--model", default=None, metavar="NAME",
