@@ -46,6 +46,8 @@ def sweep(trace: Trace, systems: Sequence[str], concurrency: Sequence[int] = DEF
             "hit_share": [d["hit_share"]["total"] for d in runs],
             "calls_in_flight": [d["calls_in_flight_mean"] for d in runs],
             "attention": [(d.get("attention") or {}).get("layout", "tp") for d in runs],
+            # the largest concurrency's levers when it was slow and they were asked for (the why line names them)
+            "levers": runs[-1].get("levers") if runs else None,
             "why": (runs[-1]["why"] + " Attention layout by concurrency: "
                     + ", ".join(f"{n} {(d.get('attention') or {}).get('layout', 'tp')}" for n, d in zip(conc, runs,
                                                                                                        strict=True))
