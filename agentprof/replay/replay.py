@@ -166,9 +166,7 @@ def _subset_blocks(cb: CallBlocks, rows: np.ndarray) -> CallBlocks:
 
 def _hbm_capacity_tokens(r: Resolved, concurrency: int) -> float:
     """Prefix-cache room of one client: HBM left after the weights, shared by the concurrent clients."""
-    free = max(r.dep.free_kv_bytes_per_gpu(r.system.mem_util), 0.0)
-    per_token_per_gpu = r.dep.kv_token_bytes / r.dep.kv_divisor
-    return free / max(per_token_per_gpu, 1e-9) / max(concurrency, 1)
+    return r.dep.kv_pool_tokens_per_gpu(r.system.mem_util) / max(concurrency, 1)
 
 
 def _lmcache_hits(trace: Trace, keys: pl.DataFrame, policy: CachePolicy, r: Resolved, concurrency: int,

@@ -28,11 +28,7 @@ def system_pool_tokens(r: Resolved, gpus: int) -> float:
     from dataclasses import replace
 
     dep = replace(r.dep, gpus=gpus, dp_attention=False)
-    free = dep.free_kv_bytes_per_gpu(r.system.mem_util)
-    if free <= 0:
-        return 0.0
-    per_gpu = dep.kv_token_bytes / dep.kv_divisor
-    return (r.system.count // gpus) * free / per_gpu
+    return (r.system.count // gpus) * dep.kv_pool_tokens_per_gpu(r.system.mem_util)
 
 
 def serving_gpus(r: Resolved, concurrency: int, demand: float = float("inf")) -> tuple[int, str]:
