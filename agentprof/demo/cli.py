@@ -18,7 +18,7 @@ from agentprof.outputs import unwritable_folder
               help="Folder for demo.html.")
 @click.option("--traces", "traces_dir", default="traces/", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the captured trace (demo-agent-<UTC time>.jsonl).")
-@click.option("--system", "systems", multiple=True, metavar="S",
+@click.option("--system", "-s", "systems", multiple=True, metavar="S",
               help="Serving system to replay both traces on (repeatable; `agentprof devices list`; default: "
                    "h200+x86, jalapeno, rubin+vera).")
 @click.option("--serve-on", default=DEFAULT_SYSTEM, show_default=True, metavar="SYSTEM",

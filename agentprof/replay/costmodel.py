@@ -198,6 +198,11 @@ class Deployment:
     def free_kv_bytes_per_gpu(self, mem_util: float) -> float:
         return self.accel.hbm_bytes * mem_util - self.weight_bytes_per_gpu
 
+    def kv_pool_tokens_per_gpu(self, mem_util: float) -> float:
+        """Tokens of KV one accelerator holds next to its weights (each token's per-accelerator share: an MLA
+        latent copied on every tensor-parallel rank, GQA heads split over them); 0 when the weights fill it."""
+        return max(self.free_kv_bytes_per_gpu(mem_util), 0.0) / max(self.kv_token_bytes / self.kv_divisor, 1e-9)
+
     def max_batch(self, ctx: ArrayLike, mem_util: float = 0.9) -> np.ndarray:
         """Most sequences of context ``ctx`` whose KV fits next to the weights (the running-batch cap)."""
         free = max(self.free_kv_bytes_per_gpu(mem_util), 0.0)

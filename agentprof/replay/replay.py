@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
 from typing import Any
 
 import numpy as np
@@ -165,9 +166,7 @@ def _subset_blocks(cb: CallBlocks, rows: np.ndarray) -> CallBlocks:
 
 def _hbm_capacity_tokens(r: Resolved, concurrency: int) -> float:
     """Prefix-cache room of one client: HBM left after the weights, shared by the concurrent clients."""
-    free = max(r.dep.free_kv_bytes_per_gpu(r.system.mem_util), 0.0)
-    per_token_per_gpu = r.dep.kv_token_bytes / r.dep.kv_divisor
-    return free / max(per_token_per_gpu, 1e-9) / max(concurrency, 1)
+    return r.dep.kv_pool_tokens_per_gpu(r.system.mem_util) / max(concurrency, 1)
 
 
 def _lmcache_hits(trace: Trace, keys: pl.DataFrame, policy: CachePolicy, r: Resolved, concurrency: int,
@@ -433,7 +432,9 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                 continue
             ends = replay(trace, [corner_system(system, "fast"), corner_system(system, "slow")], model=model,
                           cache_policy=policy, concurrency=concurrency, catalog=cat, cpu_bound=cpu_bound,
-                          recorded_host=recorded_host, fitted=fitted, bands=False, serving=serving,
+                          recorded_host=recorded_host, fitted=fitted, bands=False,
+                          # the band's corners re-time the calls; the levers are the central run's
+                          serving=dc_replace(serving, levers=False) if serving is not None else None,
                           _human_s=human_s, _indexes=indexes)
             if any(e.error for e in ends.systems):
                 continue

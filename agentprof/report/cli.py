@@ -31,7 +31,7 @@ def _default_name(paths: tuple[str, ...]) -> str:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="HTML file to write (default: reports/NAME.html).")
-@click.option("--system", "systems", multiple=True, metavar="S",
+@click.option("--system", "-s", "systems", multiple=True, metavar="S",
               help="Serving system for the device what-if (repeatable; `agentprof devices list`; default: "
                    "h200+x86, jalapeno, rubin+vera).")
 @click.option("--model", default=None, metavar="NAME",
@@ -47,6 +47,9 @@ def _default_name(paths: tuple[str, ...]) -> str:
                    "to 100 sessions).")
 @click.option("--attention", type=click.Choice(["auto", "tp", "dp"]), default="auto", show_default=True,
               help="Attention layout in the serving panel's simulations (see `agentprof replay --help`).")
+@click.option("--serving-levers", is_flag=True,
+              help="In the serving panel, simulate what would bring a slow system (TTFT p50 >= 10 s) to seconds: "
+                   "FP8 KV, a 2 TB CPU tier, both (one simulation each; `agentprof replay --concurrency` always does).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the report in the default browser.")
 @click.option("--diff", "as_diff", is_flag=True,
               help="Compare two sides instead: exactly two PATHS, BASE and NEW (each a file or folder of runs); "
@@ -55,7 +58,7 @@ def _default_name(paths: tuple[str, ...]) -> str:
 def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...], model: str | None,
            title: str | None, include_text: bool, no_analysis: bool, no_replay: bool, skip_bad_lines: bool,
            serving_concurrency: str | None, open_browser: bool, as_diff: bool, workers: int | None = None,
-           scheduler: str | None = None, attention: str = "auto") -> None:
+           scheduler: str | None = None, attention: str = "auto", serving_levers: bool = False) -> None:
     """Write one self-contained HTML report (opens offline, no network) for trace files or folders.
 
     \b
@@ -81,7 +84,7 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
     err = Console(stderr=True)
     with err.status("analyzing", spinner="dots") if err.is_terminal else _null():
         res = run_stages(trace, systems, model, analysis=not no_analysis, replay=not no_replay, serving=serving,
-                         attention=attention)
+                         attention=attention, serving_levers=serving_levers)
     if title is None:
         title = Path(paths[0]).name + (f" and {len(paths) - 1} more input{'s' if len(paths) > 2 else ''}"
                                        if len(paths) > 1 else "")

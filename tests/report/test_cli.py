@@ -36,7 +36,7 @@ def test_report_writes_one_file_and_summarizes(tmp_path, capsys):
 
 
 def test_report_rejects_an_unknown_system(tmp_path, capsys):
-    code, _, err = _run(["report", str(BIG_SESSION), "-o", str(tmp_path / "x.html"), "--system", "warp-drive"], capsys)
+    code, _, err = _run(["report", str(BIG_SESSION), "-o", str(tmp_path / "x.html"), "-s", "warp-drive"], capsys)
     assert code == 2 and err.startswith("error: unknown system 'warp-drive'")
     assert not (tmp_path / "x.html").exists()
 

@@ -16,7 +16,7 @@ CONC = [1, 4, 16]
 
 @pytest.fixture(scope="module")
 def stages(kv_folder):
-    return run_stages(kv_folder, systems=SYSTEMS, cache=False, serving=CONC)
+    return run_stages(kv_folder, systems=SYSTEMS, cache=False, serving=CONC, serving_levers=True)
 
 
 @pytest.mark.browser
@@ -35,7 +35,26 @@ def test_serving_panel_draws_both_charts(browser, kv_folder, stages, tmp_path):
     text = sec.inner_text()
     for name in SYSTEMS:
         assert name in text
-    assert "calls in flight" in sec.locator(".sv-why").inner_text()
+    why_text = " ".join(sec.locator(".sv-why").inner_text().split())
+    assert "calls in flight" in why_text
+    # H200 at 16 sessions is slow (TTFT p50 >= 10 s): the why names the levers, each simulated once, with the
+    # figures the payload holds
+    h200 = next(r for r in stages.serving["systems"] if r["system"] == "h200+x86")
+    assert h200["ttft_p50_s"][-1] >= 10.0 and "What would change it: --kv-dtype fp8: TTFT p50" in h200["why"]
+    lever = h200["why"].split("What would change it: ", 1)[1].split(";", 1)[0]
+    assert lever in why_text
+    # and as a table: one row per lever tried, in the payload's order, with its simulated TTFT p50
+    tried = h200["levers"]["tried"]
+    table = sec.locator("table.sv-levers")
+    assert table.count() == sum(1 for r in stages.serving["systems"] if (r.get("levers") or {}).get("tried"))
+    rows = table.first.locator("tbody tr")
+    assert "h200+x86 at 16 sessions" in table.first.locator("caption").inner_text()
+    assert rows.count() == len(tried)
+    assert [rows.nth(i).locator("td").first.inner_text() for i in range(len(tried))] == [t["flag"] for t in tried]
+    fp8 = next(i for i, t in enumerate(tried) if t["flag"] == "--kv-dtype fp8")
+    assert rows.nth(fp8).locator("td").nth(1).get_attribute("title") == f"{tried[fp8]['ttft_p50_s']:.3f} s"
+    hold = h200["levers"]["hold_kv"]
+    assert f"takes {hold['instances']} instance(s) of {hold['accelerators_per_instance']}" in table.first.locator("tfoot").inner_text()
     # the dots carry the numbers the payload holds
     sv = stages.serving
     first = sv["systems"][0]

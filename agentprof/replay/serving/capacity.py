@@ -80,7 +80,8 @@ def find_capacity(plan: SessionPlan, resolved: Any, slos: Sequence[tuple[str, st
 
     def run(n: int) -> dict[str, Any]:
         if n not in cache:
-            cfg = ServingConfig(**{**base.__dict__, "concurrency": n})
+            # the search compares latencies only: no lever simulations at each point
+            cfg = ServingConfig(**{**base.__dict__, "concurrency": n, "levers": False})
             cache[n] = simulate(plan, resolved, cfg).serving
             row.tried.append({"concurrency": n, **{f"{m}_{p}_s": _value(cache[n], m, p) for m, p, _ in slos},
                               "meets": meets(cache[n], slos)})

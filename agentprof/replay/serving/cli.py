@@ -30,7 +30,11 @@ def serving_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--attention", type=click.Choice(["auto", "tp", "dp"]), default="auto", show_default=True,
                      help="Attention layout of each instance: tp (tensor-parallel; an MLA latent KV is copied on "
                           "every rank), dp (data-parallel attention ranks, each with its own sequences' KV; MoE "
-                          "shared), auto (dp for MLA models above one session where the framework runs it)."),
+                          "shared), auto (TP where its pool holds the sessions' KV; where only DP's does, both simulated and "
+                          "the one whose sessions finish faster kept)."),
+        click.option("--kv-dtype", type=click.Choice(["auto", "bf16", "fp8"]), default="auto", show_default=True,
+                     help="KV-cache element type: auto (as the catalog's recipe deployed it: FP8 where a recipe sets "
+                          "it, else BF16), bf16, or fp8 (half the bytes per token: twice the contexts in HBM)."),
         click.option("--pools", metavar="pWxG-dWxG",
                      help="Serve disaggregated: W prefill workers of G accelerators, W decode workers of G (e.g. "
                           "p1x4-d1x4), the prompt's KV handed over the system's links."),
@@ -40,11 +44,13 @@ def serving_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def serving_config(concurrency: int, router: str, cap_wait: float | None, arrival_rate: float | None,
-                   cache_ttl: float | None, hash_scope: str, pools: str | None = None, attention: str = "auto") -> Any:
+                   cache_ttl: float | None, hash_scope: str, pools: str | None = None, attention: str = "auto",
+                   kv_dtype: str = "auto") -> Any:
     from agentprof.replay.serving import ServingConfig
 
     cfg = ServingConfig(concurrency=concurrency, router=router, cap_wait_s=cap_wait, arrival_rate_per_h=arrival_rate,
-                        ttl_s=cache_ttl, scope=hash_scope, disagg=pools, attention=attention)
+                        ttl_s=cache_ttl, scope=hash_scope, disagg=pools, attention=attention, kv_dtype=kv_dtype,
+                        levers=True)
     cfg.check()
     return cfg
 
@@ -93,7 +99,7 @@ def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: s
 def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[str, ...], model: str | None,
                  cache_policy: str, max_concurrency: int, router: str, cap_wait: float | None,
                  arrival_rate: float | None, cache_ttl: float | None, hash_scope: str, catalogs: tuple[str, ...],
-                 as_json: bool, pools: str | None = None, attention: str = "auto") -> None:
+                 as_json: bool, pools: str | None = None, attention: str = "auto", kv_dtype: str = "auto") -> None:
     """How many agent sessions can each system serve within a latency SLO?
 
     Simulates the sessions of PATHS at growing concurrency (doubling, then bisecting) and reports the largest
@@ -112,7 +118,7 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
     from agentprof.replay.cli import _catalog
     from agentprof.replay.serving.capacity import capacity
 
-    cfg = serving_config(1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools, attention)
+    cfg = serving_config(1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools, attention, kv_dtype)
     policy = parse_policy(cache_policy)
     if policy.kind == "none":
         from agentprof.errors import AgentprofError

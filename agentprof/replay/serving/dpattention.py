@@ -64,11 +64,20 @@ class Capacity:
     tiers: float = 0.0
 
 
+def need_text(cap: Capacity, concurrency: int) -> str:
+    """The sessions' KV against what each layout holds, in words."""
+    m = 1e6
+    return (f"{concurrency} sessions hold ~{cap.demand / m:.2f}M tokens of KV (their mean prompt each); "
+            f"tensor-parallel attention holds {cap.tp_pool / m:.2f}M per system, data-parallel {cap.dp_pool / m:.2f}M"
+            + (f", the CPU/disk tiers {cap.tiers / m:.2f}M more" if cap.tiers else ""))
+
+
 def choose(r: Resolved, mode: str, concurrency: int, disagg: bool = False, cap: Capacity | None = None) -> Layout:
     """The layout ``mode`` (``auto``, ``tp``, ``dp``) gives the model resolved on a system, with the reason.
     ``auto``: data-parallel when more than one session shares the system, the model's attention is MLA, the
     framework runs DP attention and (given ``cap``) the sessions' KV outgrows what tensor-parallel attention holds
-    while DP holds it; tensor-parallel otherwise. One session is the single-session replay's layout; when the
+    while DP holds it; tensor-parallel otherwise. In that one case the simulation then runs both layouts and keeps
+    the one whose sessions finish their tasks faster (:func:`pick_layout`). One session is the single-session replay's layout; when the
     KV fits either way tensor-parallel keeps a prompt's attention on all GPUs and no rank waits for another's
     (docs/DEVICE_MODEL.md §10: DP pays a long prompt's attention on one rank and the lockstep)."""
     check_mode(mode)
@@ -101,10 +110,7 @@ def choose(r: Resolved, mode: str, concurrency: int, disagg: bool = False, cap: 
                       "tensor-parallel (the MLA latent KV copied on every rank); --attention dp forces it")
     why = ""
     if cap is not None:
-        m = 1e6
-        need = (f"{concurrency} sessions hold ~{cap.demand / m:.2f}M tokens of KV (their mean prompt each); "
-                f"tensor-parallel attention holds {cap.tp_pool / m:.2f}M per system, data-parallel {cap.dp_pool / m:.2f}M"
-                + (f", the CPU/disk tiers {cap.tiers / m:.2f}M more" if cap.tiers else ""))
+        need = need_text(cap, concurrency)
         if cap.tp_pool + cap.tiers >= cap.demand:
             return Layout("tp", 1, f"auto: {need}: the KV fits under tensor-parallel attention, which keeps each "
                           "prompt's attention on all GPUs and no rank waiting for another's, so tensor-parallel")
@@ -118,14 +124,51 @@ def choose(r: Resolved, mode: str, concurrency: int, disagg: bool = False, cap: 
                   "high concurrency")
 
 
+def compared(serving: dict[str, object]) -> dict[str, object]:
+    """What ``auto`` compares of a layout's simulation: the sessions' task rate, TTFT and cache hits."""
+    ttft = serving["ttft_s"]
+    hits = serving["hit_share"]
+    a = serving.get("attention") or {}
+    return {"tasks_per_hour": serving.get("tasks_per_hour"), "ttft_p50_s": ttft["p50"], "ttft_p99_s": ttft["p99"],  # type: ignore[index]
+            "hit_share": hits["total"], "hit_share_hbm": hits["hbm"],  # type: ignore[index]
+            "kv_pool_tokens_per_system": a.get("kv_pool_tokens_per_system")}  # type: ignore[union-attr]
+
+
+def pick_layout(tp: dict[str, object], dp: dict[str, object]) -> str:
+    """``tp`` or ``dp``: the layout whose sessions finish their tasks faster (more tasks per hour: the closed loop's
+    active sessions over their mean task time, every call's queue, prefill, hits and decode in it); the lower
+    TTFT p50 where no task finished."""
+    a, b = tp.get("tasks_per_hour"), dp.get("tasks_per_hour")
+    if isinstance(a, float) and isinstance(b, float):
+        return "dp" if b > a else "tp"
+    ta, tb = (x["ttft_s"]["p50"] for x in (tp, dp))  # type: ignore[index]
+    return "dp" if tb is not None and (ta is None or tb < ta) else "tp"
+
+
+def auto_reason(facts: str, tp: dict[str, object], dp: dict[str, object], best: str) -> str:
+    """``auto``'s reason when it simulated both layouts: the KV rule's facts and what each layout gave."""
+    def one(name: str, d: dict[str, object]) -> str:
+        c = compared(d)
+        tph = c["tasks_per_hour"]
+        return (f"{name} {tph:.1f} tasks/h, TTFT p50 {c['ttft_p50_s'] or 0:.2f} s, {c['hit_share']:.0%} hits"
+                if isinstance(tph, float) else f"{name} no finished task, TTFT p50 {c['ttft_p50_s'] or 0:.2f} s")
+    name = "data-parallel" if best == "dp" else "tensor-parallel"
+    return (f"auto: {facts}: only data-parallel attention's pool holds the sessions' KV, so "
+            f"both layouts were simulated: {one('tensor-parallel', tp)}; {one('data-parallel', dp)}: {name}, "
+            "whose sessions finish their tasks faster")
+
+
 def dp_resolved(r: Resolved, cat: HardwareCatalog | None = None) -> Resolved:
     """The model on the same system and accelerators with data-parallel attention (calibration as resolved, the
     per-step overhead's fan-out that of the all-to-all); a clear error when the replicated weights do not fit."""
     from agentprof.catalog.hardware import load_catalog
+    from agentprof.replay.serving.kvdtype import carry_kv
     from agentprof.replay.systems import resolve
 
     cat = cat or load_catalog()
-    return resolve(r.system, r.model, cat, r.fitted, accept=r.params.accept, gpus=r.dep.gpus, dp_attention=True)
+    # the KV dtype asked for (--kv-dtype) carries over
+    return carry_kv(resolve(r.system, r.model, cat, r.fitted, accept=r.params.accept, gpus=r.dep.gpus,
+                            dp_attention=True), r)
 
 
 def rank_budget(framework: str, budget: float, ranks: int) -> tuple[float, str]:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from agentprof.catalog.serving import ServingCatalog
+from agentprof.replay.serving.levers import levers_text
 from agentprof.replay.serving.scheduler import EngineResult
 from agentprof.replay.serving.sessions import SessionPlan
 
@@ -103,6 +104,7 @@ def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system:
         "calls_in_flight_mean": eng.mean_in_flight, "calls_in_flight_peak": eng.peak_in_flight,
         "queue_wait_mean_s": wait_mean, "preemptions": eng.preemptions, "makespan_s": makespan,
         "evicted_blocks": eng.evicted_blocks, "cold_calls": cold_calls(eng),
+        "full_load": None if open_loop else full_load(eng, concurrency),
     }
     power = cat.power.get(system)
     if power and tph:
@@ -129,6 +131,33 @@ def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system:
     return d
 
 
+FULL_LOAD = 0.9
+"""A closed loop is at full load while at least this share of its slots hold a session: its sessions finish at
+different times (recorded lengths vary ~5x), so all N are active only briefly; 90 % keeps the plateau between
+the ramp and the drain."""
+
+
+def full_load(eng: EngineResult, concurrency: int) -> dict[str, Any] | None:
+    """TTFT of the calls issued while at least :data:`FULL_LOAD` of the closed loop's ``concurrency`` slots held a
+    session (after the ramp, before the drain): the steady state the run's percentiles mix with its ramp and
+    drain. None when no call was issued then."""
+    st, en = eng.sess_start, eng.sess_end
+    ok = np.isfinite(st)
+    if not ok.any():
+        return None
+    st, en = np.sort(st[ok]), np.sort(np.where(np.isfinite(en[ok]), en[ok], np.inf))
+    t = eng.issue_t
+    active = np.searchsorted(st, t, side="right") - np.searchsorted(en, t, side="right")
+    m = active >= FULL_LOAD * concurrency
+    if not m.any():
+        return None
+    ttft = eng.first_t - eng.issue_t
+    return {"min_active": FULL_LOAD * concurrency, "calls": int(m.sum()), "share": float(m.mean()),
+            "ttft_s": pcts(ttft[m]),
+            "queue_s": pcts(eng.queue_s[m]),
+            "hit_share": float(eng.hits[m].sum() / eng.inp[m].sum()) if eng.inp[m].sum() > 0 else 0.0}
+
+
 def cold_calls(eng: EngineResult) -> dict[str, Any]:
     """Calls that found less than half their prompt cached (session starts, evicted prefixes): their count
     and median prompt, and the TTFT p99 of the other (warm) calls."""
@@ -152,7 +181,19 @@ def why(d: dict[str, Any]) -> str:
             f"p99 {ttft['p99'] or 0:.2f} s; server busy {d['utilization']:.0%} of the time; "
             f"{c.get('count', 0)} cold call(s) (under half the prompt cached, median "
             f"{c.get('median_prompt_tokens', 0):,.0f} tokens) have TTFT p99 {c.get('ttft_p99_cold_s') or 0:.2f} s, "
-            f"the warm ones {c.get('ttft_p99_warm_s') or 0:.2f} s." + _layout_text(d))
+            f"the warm ones {c.get('ttft_p99_warm_s') or 0:.2f} s." + _full_text(d) + _layout_text(d)
+            + (levers_text(d["levers"]) if d.get("levers") else ""))
+
+
+def _full_text(d: dict[str, Any]) -> str:
+    """The steady state: TTFT while every slot held a session (empty when every call came then)."""
+    f = d.get("full_load")
+    if not f or f["share"] >= 0.999:
+        return ""
+    return (f" While {FULL_LOAD:.0%} or more of the {d['concurrency']} slots held a session ({f['share']:.0%} of the "
+            f"calls): TTFT p50 "
+            f"{f['ttft_s']['p50'] or 0:.2f} s, queue p50 {f['queue_s']['p50'] or 0:.2f} s, {f['hit_share']:.0%} hits;"
+            " the other calls came in the ramp or as sessions finished.")
 
 
 def _layout_text(d: dict[str, Any]) -> str:
@@ -161,7 +202,13 @@ def _layout_text(d: dict[str, Any]) -> str:
     if not a:
         return ""
     pool = a.get("kv_pool_tokens_per_system")
-    kv = f"; KV pool {pool / 1e6:.2f}M tokens per system" if pool else ""
+    dtype = f" of {a['kv_dtype']}" if a.get("kv_dtype") else ""
+    kv = f"; KV pool {pool / 1e6:.2f}M tokens{dtype} per system" if pool else ""
+    demand = a.get("kv_demand_tokens")
+    kv += f" against the sessions' ~{demand / 1e6:.2f}M" if pool and demand else ""
+    g = a.get("accelerators_per_instance")
+    size = f"; {a['instances']} instance(s) of {g} accelerators" if g else ""
     name = "data-parallel" if a["layout"] == "dp" else "tensor-parallel"
-    return f" Attention {name}{kv} ({a['reason']})."
+    inst = f" {a['instance_size']}." if a.get("instance_size") else ""
+    return f" Attention {name}{size}{kv} ({a['reason']}).{inst}"
 

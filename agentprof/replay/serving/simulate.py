@@ -16,15 +16,22 @@ from agentprof.replay.serving.dpattention import (
     Capacity,
     Layout,
     RankStepCost,
+    auto_reason,
     check_mode,
     choose,
+    compared,
     dp_resolved,
+    need_text,
+    pick_layout,
     rank_budget,
 )
+from agentprof.replay.serving.kvdtype import carry_kv, check_kv_dtype, kv_dtype_name, with_kv_dtype
+from agentprof.replay.serving.levers import levers
 from agentprof.replay.serving.metrics import pcts, serving_dict, why
 from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.scheduler import ROUTERS, Engine, EngineResult, Options
 from agentprof.replay.serving.sessions import SessionPlan
+from agentprof.replay.serving.sizing import serving_gpus
 from agentprof.replay.serving.stepcost import StepCost
 from agentprof.replay.systems import Resolved
 
@@ -50,9 +57,18 @@ class ServingConfig:
     resolution does for that GPU count; None: the system's aggregated replicas."""
     attention: str = "auto"
     """Attention layout of the aggregated replicas: ``tp`` (tensor-parallel, the single-session replay's), ``dp``
-    (data-parallel attention ranks, :mod:`agentprof.replay.serving.dpattention`) or ``auto`` (dp when more than one
-    session shares an MLA model on a framework that runs it and only DP's KV pool holds the sessions' prompts; tp
-    otherwise: :func:`agentprof.replay.serving.dpattention.choose`)."""
+    (data-parallel attention ranks, :mod:`agentprof.replay.serving.dpattention`) or ``auto`` (where more than one
+    session shares an MLA model on a framework that runs DP and only DP's KV pool holds the sessions' prompts, both
+    layouts simulated and the one whose sessions finish their tasks faster kept; tp otherwise:
+    :func:`agentprof.replay.serving.dpattention.choose`)."""
+    kv_dtype: str = "auto"
+    """KV-cache element type: ``auto`` (the catalog's as-deployed figure), ``bf16`` or ``fp8``
+    (:mod:`agentprof.replay.serving.kvdtype`)."""
+    levers: bool = False
+    """When the run is slow (TTFT p50 of 10 s or more), also simulate the deployment
+    levers that would change it (:mod:`agentprof.replay.serving.levers`) and report their figures; on in
+    ``replay --concurrency`` and with ``report --serving-levers`` (at the panel's largest concurrency), off in the
+    capacity search and by default (each lever is one more simulation)."""
     ramp_s: float | None = None
     """Seconds between the starts of the closed loop's first sessions; None: the mean recorded session time
     divided by the concurrency, so sessions start spread over their phases as in a steady state instead of
@@ -70,6 +86,7 @@ class ServingConfig:
         if self.disagg is not None:
             pool_layout(self.disagg)
         check_mode(self.attention)
+        check_kv_dtype(self.kv_dtype)
 
 
 def pool_layout(text: str) -> tuple[int, int, int, int]:
@@ -95,8 +112,8 @@ def pools_for(r: Resolved, layout: str) -> tuple[Resolved, Pools, int]:
     npw, gp, ndw, gd = pool_layout(layout)
     cat = load_catalog()
     accept = r.params.accept
-    pre = resolve(r.system, r.model, cat, gpus=gp, accept=accept)
-    dec = resolve(r.system, r.model, cat, gpus=gd, accept=accept)
+    pre = carry_kv(resolve(r.system, r.model, cat, gpus=gp, accept=accept), r)
+    dec = carry_kv(resolve(r.system, r.model, cat, gpus=gd, accept=accept), r)
     # the decode engine's hand-off (decode steps before the first token), as the fitted disaggregated stacks
     # of this model on this engine take it (the prior where none was fitted)
     acc = r.system.accelerator
@@ -107,16 +124,20 @@ def pools_for(r: Resolved, layout: str) -> tuple[Resolved, Pools, int]:
     return dec, pools, npw * gp + ndw * gd
 
 
+def kv_demand(plan: SessionPlan, concurrency: int) -> float:
+    """Tokens of KV ``concurrency`` sessions keep between their calls: each its mean simulated prompt."""
+    sim = np.isnan(plan.fixed_s)
+    return concurrency * (float(plan.input_tokens[sim].mean()) if sim.any() else 0.0)
+
+
 def _capacity(plan: SessionPlan, tp: Resolved, dp: Resolved, cfg: ServingConfig) -> Capacity:
     """KV demand of ``cfg.concurrency`` sessions (each its mean prompt: the prefix it keeps between calls) and the
     tokens each layout's system holds (HBM pools, plus the CPU and disk tiers)."""
     inst = max(tp.system.count // max(tp.dep.gpus, 1), 1)
-    sim = np.isnan(plan.fixed_s)
-    mean_prompt = float(plan.input_tokens[sim].mean()) if sim.any() else 0.0
     tiers = (cfg.cpu_bytes + cfg.disk_bytes) / max(tp.dep.kv_token_bytes, 1.0)
     dp_pool = RankStepCost(dp).pool_tokens * dp.dep.gpus * inst
     tp_pool = (math.inf if cfg.hbm_unbounded else StepCost.of(tp).pool_tokens * inst)
-    return Capacity(cfg.concurrency * mean_prompt, tp_pool, dp_pool, tiers)
+    return Capacity(kv_demand(plan, cfg.concurrency), tp_pool, dp_pool, tiers)
 
 
 @dataclass
@@ -133,9 +154,19 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     """Simulate ``plan``'s sessions served by ``r`` at ``cfg.concurrency`` (see the package docstring)."""
     cfg.check()
     cat = cat or load_serving()
+    asked = r
+    r = with_kv_dtype(r, cfg.kv_dtype)
     pools, gpus = None, r.system.count
+    size_note = ""
+    if not cfg.disagg:  # many sessions on a "fit" system: instances sized to the KV the tiers leave to HBM
+        g, size_note = serving_gpus(r, cfg.concurrency, 0.0 if cfg.hbm_unbounded else
+                                    kv_demand(plan, cfg.concurrency) - (cfg.cpu_bytes + cfg.disk_bytes) / r.dep.kv_token_bytes)
+        if g != r.dep.gpus:
+            from agentprof.catalog.hardware import load_catalog
+            from agentprof.replay.systems import resolve
+
+            r = carry_kv(resolve(r.system, r.model, load_catalog(), r.fitted, accept=r.params.accept, gpus=g), r)
     layout = choose(r, cfg.attention, cfg.concurrency, disagg=bool(cfg.disagg))
-    level_note = ""
     if cfg.disagg:
         r, pools, gpus = pools_for(r, cfg.disagg)
     if layout.mode == "dp":
@@ -147,10 +178,43 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
             layout = Layout("tp", 1, f"auto: tensor-parallel attention, data-parallel does not fit ({e})")
         else:
             if cfg.attention == "auto":  # weigh the sessions' KV against what each layout holds
-                layout = choose(r, "auto", cfg.concurrency, cap=_capacity(plan, r, rd, cfg))
+                cap = _capacity(plan, r, rd, cfg)
+                layout = choose(r, "auto", cfg.concurrency, cap=cap)
+                if layout.mode == "dp":  # only DP's pool holds the KV: run both, keep what the sessions get
+                    run_dp = _run(plan, rd, layout, cfg, cat, None, gpus, size_note)
+                    tp = Layout("tp", 1, layout.reason)
+                    run_tp = _run(plan, r, tp, cfg, cat, None, gpus, size_note)
+                    best = pick_layout(run_tp.serving, run_dp.serving)
+                    run = run_dp if best == "dp" else run_tp
+                    a = run.serving["attention"]
+                    a["reason"] = auto_reason(need_text(cap, cfg.concurrency), run_tp.serving, run_dp.serving, best)
+                    a["compared"] = {k: compared(v.serving) for k, v in (("tp", run_tp), ("dp", run_dp))}
+                    if best == "dp":
+                        a["reason"] += f"; parameters {rd.level}: {rd.calibration}"
+                    return _finish(plan, asked, cfg, cat, run)
             if layout.mode == "dp":
                 r = rd
-                level_note = f"; parameters {r.level}: {r.calibration}"
+    run = _run(plan, r, layout, cfg, cat, pools, gpus, size_note)
+    if layout.mode == "dp":
+        run.serving["attention"]["reason"] += f"; parameters {r.level}: {r.calibration}"
+    return _finish(plan, asked, cfg, cat, run)
+
+
+def _finish(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCatalog, run: ServingRun) -> ServingRun:
+    """The levers that would change a slow run (each simulated from ``r`` as the caller resolved it), and
+    the ``why`` sentence over everything."""
+    d = run.serving
+    if cfg.levers and not cfg.disagg:
+        lv = levers(r, cfg, d, lambda c: simulate(plan, r, c, cat).serving)
+        if lv:
+            d["levers"] = lv
+    d["why"] = why(d)
+    return run
+
+
+def _run(plan: SessionPlan, r: Resolved, layout: Layout, cfg: ServingConfig, cat: ServingCatalog,
+         pools: Pools | None, gpus: int, size_note: str) -> ServingRun:
+    """One simulation of ``r`` in ``layout`` (``r`` already resolved for it)."""
     instances = max(r.system.count // max(r.dep.gpus, 1), 1)
     if layout.mode == "dp":
         cost: StepCost = RankStepCost(r)
@@ -177,11 +241,14 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
             if eng.group_busy_s and eng.makespan_s > 0 else None)
     d = serving_dict(plan, eng, cfg.concurrency, r.system.key, replicas, cat, cfg.arrival_rate_per_h is not None,
                      gpus / max(r.system.count, 1), utilization=util)
-    d["attention"] = {**layout.describe(), "instances": instances,
+    d["attention"] = {**layout.describe(), "instances": instances, "accelerators_per_instance": r.dep.gpus,
                       "kv_pool_tokens_per_system": None if pools else cost.pool_tokens * replicas,
+                      "kv_dtype": kv_dtype_name(r), "kv_bytes_per_token": r.dep.kv_token_bytes,
+                      "kv_source": r.kv_source, "kv_demand_tokens": kv_demand(plan, cfg.concurrency),
                       "calibration": r.calibration, "calibration_level": r.level,
                       "lockstep_wait_s": eng.lockstep_wait_s}
-    d["attention"]["reason"] += level_note
+    if size_note:
+        d["attention"]["instance_size"] = size_note
     if pools:
         d["pools"] = {"layout": cfg.disagg, "prefill_workers": pools.n_prefill,
                       "prefill_gpus": pools.prefill.dep.gpus, "decode_workers": pools.n_decode,
@@ -202,7 +269,6 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     d["host_link"] = {"key": r.system.link.key, "gb_s": r.system.link.bw.value / 1e9}
     d["router"] = cfg.router
     d["ramp_s"] = ramp
-    d["why"] = why(d)
     d["notes"] = notes
     # per plan call, its first instance's replayed duration (issue -> last token)
     call_s = np.full(plan.n_calls, np.nan)

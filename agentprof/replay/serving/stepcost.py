@@ -50,8 +50,7 @@ class StepCost:
         self.t0_s = float(self.p.t0_s)
         self.accept = float(max(self.p.accept, 1e-9))
         self.wait_steps = float(getattr(self.p, "wait_steps", 0.0))
-        per_tok_gpu = self.dep.kv_token_bytes / self.dep.kv_divisor
-        self.pool_tokens = max(self.dep.free_kv_bytes_per_gpu(mem_util), 0.0) / max(per_tok_gpu, 1e-9) / self.copies
+        self.pool_tokens = self.dep.kv_pool_tokens_per_gpu(mem_util) / self.copies
         # bytes one token of KV takes in a CPU or disk tier: one logical copy (GQA heads sharded over the
         # ranks add up to it; an MLA latent is stored once, LMCache's save_only_first_rank)
         self.tier_token_bytes = float(self.dep.kv_token_bytes)

@@ -35,7 +35,9 @@ def sweep(trace: Trace, systems: Sequence[str], concurrency: Sequence[int] = DEF
             row["error"] = str(e)
             rows.append(row)
             continue
-        runs = [simulate(plan, r, ServingConfig(**{**base.__dict__, "concurrency": n})).serving for n in conc]
+        # the levers of a slow run are simulated at the largest concurrency only (the one the why names)
+        runs = [simulate(plan, r, ServingConfig(**{**base.__dict__, "concurrency": n,
+                                                   "levers": base.levers and n == conc[-1]})).serving for n in conc]
         row.update({
             "ttft_p50_s": [d["ttft_s"]["p50"] for d in runs], "ttft_p99_s": [d["ttft_s"]["p99"] for d in runs],
             "queue_p99_s": [d["queue_s"]["p99"] for d in runs],
@@ -44,6 +46,8 @@ def sweep(trace: Trace, systems: Sequence[str], concurrency: Sequence[int] = DEF
             "hit_share": [d["hit_share"]["total"] for d in runs],
             "calls_in_flight": [d["calls_in_flight_mean"] for d in runs],
             "attention": [(d.get("attention") or {}).get("layout", "tp") for d in runs],
+            # the largest concurrency's levers when it was slow and they were asked for (the why line names them)
+            "levers": runs[-1].get("levers") if runs else None,
             "why": (runs[-1]["why"] + " Attention layout by concurrency: "
                     + ", ".join(f"{n} {(d.get('attention') or {}).get('layout', 'tp')}" for n, d in zip(conc, runs,
                                                                                                        strict=True))

@@ -852,6 +852,29 @@
     sec.appendChild(h("table", { class: "t sv-table" }, [h("thead", null, head), h("tbody", null, body)]));
     var why = V.systems.filter(function (r) { return r.why; }).map(function (r) { return h("li", null, r.system + " at " + V.concurrency[V.concurrency.length - 1] + ": " + r.why); });
     if (why.length) sec.appendChild(h("div", { class: "callout sv-why" }, [h("h3", null, "Why"), h("ul", null, why)]));
+    // a slow system's deployment levers, each simulated on the same sessions (the why line's figures, as a table)
+    V.systems.forEach(function (r) {
+      var lv = r.levers;
+      if (!lv || !lv.tried || !lv.tried.length) return;
+      var n = V.concurrency[V.concurrency.length - 1];
+      var lhead = h("tr", null, ["lever", "TTFT p50", "TTFT p99", "hits HBM / CPU", "layout", "KV pool", "tasks / hour"].map(function (t, i) { return h("th", i ? { class: "r" } : null, t); }));
+      var lbody = lv.tried.map(function (t) {
+        if (t.error) return h("tr", null, [h("td", null, t.flag), h("td", { class: "muted", colspan: "6" }, "cannot run: " + t.error)]);
+        return h("tr", t.slow ? { class: "muted" } : null, [h("td", null, t.flag), h("td", { class: "r", title: isNum(t.ttft_p50_s) ? t.ttft_p50_s.toFixed(3) + " s" : null }, fmtDur(t.ttft_p50_s)),
+          h("td", { class: "r" }, fmtDur(t.ttft_p99_s)), h("td", { class: "r" }, fmtPct(t.hit_share_hbm, 0) + " / " + fmtPct(t.hit_share_cpu, 0)),
+          h("td", { class: "r" }, t.layout === "dp" ? "data-parallel" : "tensor-parallel"),
+          h("td", { class: "r" }, isNum(t.kv_pool_tokens_per_system) ? (t.kv_pool_tokens_per_system / 1e6).toFixed(2) + "M tokens" : "—"),
+          h("td", { class: "r" }, isNum(t.tasks_per_hour) ? t.tasks_per_hour.toFixed(1) : "—")]);
+      });
+      var cap = r.system + " at " + n + " sessions (TTFT p50 " + fmtDur(lv.ttft_p50_s) + ", " + fmtPct(lv.hit_share, 0) + " of prompt tokens cached): what would change it (grey: still 10 s or more)";
+      var hk = lv.hold_kv || {}, foot = [];
+      if (isNum(hk.instances)) {
+        foot.push(h("tr", null, [h("td", { colspan: "7", class: "muted" }, "Holding the sessions' " + (hk.kv_demand_tokens / 1e6).toFixed(2) + "M tokens of KV in HBM takes " +
+          hk.instances + " instance(s) of " + hk.accelerators_per_instance + " (" + hk.accelerators + " accelerators) at " + hk.kv_dtype +
+          (isNum(hk.instances_fp8) ? ", " + hk.instances_fp8 + " (" + hk.accelerators_fp8 + ") at fp8" : "") + " (arithmetic, not simulated).")]));
+      }
+      sec.appendChild(h("table", { class: "t sv-levers" }, [h("caption", null, cap), h("thead", null, lhead), h("tbody", null, lbody), h("tfoot", null, foot)]));
+    });
   }
 
   /* ---------- device what-if ---------- */

@@ -53,8 +53,9 @@ def test_replay_terminal_shows_the_serving_panel(capsys) -> None:
 
 
 def test_capacity_finds_the_largest_concurrency_meeting_the_slo(capsys) -> None:
+    # one attention layout (tensor-parallel: its simulations are the cheap ones) so the search alone is tested
     code, out, err = run(capsys, "capacity", str(KVCT), "-s", "b200+x86", "--slo", "ttft_p99=60s",
-                         "--max-concurrency", "64", "--json")
+                         "--max-concurrency", "64", "--attention", "tp", "--json")
     assert code == 0, err
     d = json.loads(out)
     row = d["systems"][0]

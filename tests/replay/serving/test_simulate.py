@@ -35,11 +35,12 @@ def test_concurrency_one_matches_single_session_replay(kvct, plan, resolved, sys
 def test_ttft_p99_and_queue_do_not_decrease_with_concurrency(plan, resolved, ramp_s) -> None:
     # the sessions start ramp_s apart at every concurrency, so only the concurrency changes between runs (the
     # default ramp, mean session time / concurrency, also moves every session's phase: a different sample path
-    # per concurrency, on which the mean wait once dipped 0.0405 -> 0.0390 s from 4 to 8 sessions)
+    # per concurrency, on which the mean wait once dipped 0.0405 -> 0.0390 s from 4 to 8 sessions); one attention
+    # layout throughout (auto may switch layouts between concurrencies, and a switch is not a queue's monotone)
     r = resolved("b200+x86")
     ttft, queue, wait = [], [], []
     for n in (1, 2, 4, 8, 16, 32):
-        d = simulate(plan, r, ServingConfig(concurrency=n, ramp_s=ramp_s)).serving
+        d = simulate(plan, r, ServingConfig(concurrency=n, ramp_s=ramp_s, attention="tp")).serving
         ttft.append(d["ttft_s"]["p99"])
         queue.append(d["queue_s"]["p99"])
         wait.append(d["queue_wait_mean_s"])
