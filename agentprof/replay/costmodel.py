@@ -31,19 +31,21 @@ DEFAULT_SCALEOUT_BW = 50e9
 the common build, hardware.md §2.1 [S2-spec])."""
 
 
-def one_shot_max_bytes(gpus: float) -> float:
-    """The largest all-reduce message (bytes) the engines' custom all-reduce sends one-shot: every rank reads each
+def one_shot_max_bytes(gpus: float, engine: str = "", hidden: float = 0.0) -> float:
+    """The largest all-reduce message (bytes) an engine's custom all-reduce sends one-shot: every rank reads each
     peer's whole message, (g − 1)·M per rank, where the two-shot kernel (reduce-scatter, all-gather) moves the ring's
-    2·(g − 1)/g·M. vLLM's dispatch [S-CUSTOMAR1]: always one-shot on 2 GPUs, below 512 KiB on up to 4, below 256 KiB on up to
-    8; above 8 GPUs NCCL (no one-shot). SGLang and AITER carry the same kernel; TRT-LLM's AUTO table [S-TRTAR1] sends decode
-    sizes one-shot too, up to larger messages — estimate: vLLM's thresholds for every engine."""
+    2·(g − 1)/g·M. vLLM's dispatch [S-CUSTOMAR1]: always one-shot on 2 GPUs, below 512 KiB on up to 4, below 256 KiB
+    on up to 8; above 8 GPUs NCCL (no one-shot); SGLang and AITER (ATOM) carry the same kernel. TRT-LLM's AUTO
+    strategy table [S-TRTAR1] (SM100, the all-reduce fused with the residual RMSNorm, TP 4 and 8) goes one-shot up to
+    2^20 elements of the hidden size's power-of-two bucket (512 tokens of hidden 2,048–4,095, 256 of 4,096–8,191)."""
     if gpus <= 2:
         return math.inf
-    if gpus <= 4:
-        return 512.0 * 1024
-    if gpus <= 8:
-        return 256.0 * 1024
-    return 0.0
+    if gpus > 8:
+        return 0.0
+    if engine == "trt" and hidden >= 1024:
+        bucket = 2.0 ** math.floor(math.log2(hidden))
+        return (2.0 ** 20 / bucket) * hidden * 2.0
+    return 512.0 * 1024 if gpus <= 4 else 256.0 * 1024
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,9 @@ class Deployment:
     kv_dtype_bytes: float = 2.0
     expert_parallel: int = 1
     """Ranks the routed experts are split over as whole experts (EP); 1: every GPU holds a slice of each."""
+    engine: str = ""
+    """The serving engine (``trt``, ``sglang``, ``vllm``, ``atom``; :func:`agentprof.catalog.kvcache.engine`), for
+    its all-reduce's one-shot size (:func:`one_shot_max_bytes`); empty: vLLM's."""
     # derived in __post_init__
     moe_layers: float = field(init=False)
     experts: float = field(init=False)
@@ -327,7 +332,7 @@ class Deployment:
             return layers * (t / g) * k * hidden * 3.0 * (g - 1.0) / g
         msg = t * hidden * 2.0  # one all-reduce's BF16 message
         return self.layers * 2.0 * (2.0 * (g - 1.0) / g * msg
-                                    + (g - 1.0) * (1.0 - 2.0 / g) * np.minimum(msg, one_shot_max_bytes(g)))
+                                    + (g - 1.0) * (1.0 - 2.0 / g) * np.minimum(msg, one_shot_max_bytes(g, self.engine, hidden)))
 
     def comm_s(self, tokens: ArrayLike) -> np.ndarray:
         """Seconds of :meth:`comm_bytes_per_gpu` over the accelerator's links (per direction): the scale-up link

@@ -488,6 +488,11 @@ def test_decode_all_reduces_move_one_shot_bytes_below_the_engines_threshold() ->
         assert np.allclose(per[big], 2 * (g - 1) / g * msg[big] + (g - 1) * (1 - 2 / g) * limit)
         assert np.all(np.diff(per) > 0)
         assert per[small][-1] > 2 * (g - 1) / g * msg[small][-1] * (g / 2 - 0.01)  # g/2 times the ring's bytes
+    # TRT-LLM's AUTO table sends 512 tokens of a 2,048-4,095 hidden size one-shot on 4 and 8 GPUs, vLLM's 256 KiB fewer
+    trt = dep(gpus=8, engine="trt").comm_bytes_per_gpu(tokens) / (2 * layers)
+    assert np.allclose(trt[:512], 7 * msg[:512])
+    assert np.allclose(trt[512:], 2 * 7 / 8 * msg[512:] + 7 * 0.75 * 512 * hidden * 2)
+    assert np.all(trt >= dep(gpus=8).comm_bytes_per_gpu(tokens) / (2 * layers))
     # beyond 8 GPUs the engines use NCCL: the ring's bytes
     wide = Deployment(CAT.models["gpt-oss-120b"], CAT.accelerators["gb200"], "fp4", 16).comm_bytes_per_gpu(tokens)
     assert np.allclose(wide / (2 * layers), 2 * 15 / 16 * msg)
