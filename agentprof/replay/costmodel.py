@@ -31,13 +31,15 @@ DEFAULT_SCALEOUT_BW = 50e9
 the common build, hardware.md §2.1 [S2-spec])."""
 
 
-def one_shot_max_bytes(gpus: float, engine: str = "", hidden: float = 0.0) -> float:
+def one_shot_max_bytes(gpus: float, engine: str = "", hidden: float = 0.0, vendor: str = "") -> float:
     """The largest all-reduce message (bytes) an engine's custom all-reduce sends one-shot: every rank reads each
     peer's whole message, (g − 1)·M per rank, where the two-shot kernel (reduce-scatter, all-gather) moves the ring's
     2·(g − 1)/g·M. vLLM's dispatch [S-CUSTOMAR1]: always one-shot on 2 GPUs, below 512 KiB on up to 4, below 256 KiB
-    on up to 8; above 8 GPUs NCCL (no one-shot); SGLang and AITER (ATOM) carry the same kernel. TRT-LLM's AUTO
-    strategy table [S-TRTAR1] (SM100, the all-reduce fused with the residual RMSNorm, TP 4 and 8) goes one-shot up to
-    2^20 elements of the hidden size's power-of-two bucket (512 tokens of hidden 2,048–4,095, 256 of 4,096–8,191)."""
+    on up to 8; above 8 GPUs NCCL (no one-shot); SGLang carries the same kernel on NVIDIA. On AMD the engines run
+    AITER's all-reduce [S-AITERAR1], whose default kernel goes one-shot below 160 KiB on up to 4 GPUs and 80 KiB on up
+    to 8. TRT-LLM's AUTO strategy table [S-TRTAR1] (SM100, the all-reduce fused with the residual RMSNorm, TP 4 and 8)
+    goes one-shot up to 2^20 elements of the hidden size's power-of-two bucket (512 tokens of hidden 2,048–4,095, 256
+    of 4,096–8,191)."""
     if gpus <= 2:
         return math.inf
     if gpus > 8:
@@ -45,6 +47,8 @@ def one_shot_max_bytes(gpus: float, engine: str = "", hidden: float = 0.0) -> fl
     if engine == "trt" and hidden >= 1024:
         bucket = 2.0 ** math.floor(math.log2(hidden))
         return (2.0 ** 20 / bucket) * hidden * 2.0
+    if vendor == "amd":
+        return 160.0 * 1024 if gpus <= 4 else 80.0 * 1024
     return 512.0 * 1024 if gpus <= 4 else 256.0 * 1024
 
 
@@ -331,8 +335,8 @@ class Deployment:
             layers = self.moe_layers if self.experts else self.layers
             return layers * (t / g) * k * hidden * 3.0 * (g - 1.0) / g
         msg = t * hidden * 2.0  # one all-reduce's BF16 message
-        return self.layers * 2.0 * (2.0 * (g - 1.0) / g * msg
-                                    + (g - 1.0) * (1.0 - 2.0 / g) * np.minimum(msg, one_shot_max_bytes(g, self.engine, hidden)))
+        one_shot = one_shot_max_bytes(g, self.engine, hidden, self.accel.vendor)
+        return self.layers * 2.0 * (2.0 * (g - 1.0) / g * msg + (g - 1.0) * (1.0 - 2.0 / g) * np.minimum(msg, one_shot))
 
     def comm_s(self, tokens: ArrayLike) -> np.ndarray:
         """Seconds of :meth:`comm_bytes_per_gpu` over the accelerator's links (per direction): the scale-up link

@@ -493,6 +493,11 @@ def test_decode_all_reduces_move_one_shot_bytes_below_the_engines_threshold() ->
     assert np.allclose(trt[:512], 7 * msg[:512])
     assert np.allclose(trt[512:], 2 * 7 / 8 * msg[512:] + 7 * 0.75 * 512 * hidden * 2)
     assert np.all(trt >= dep(gpus=8).comm_bytes_per_gpu(tokens) / (2 * layers))
+    # AMD's engines run AITER's all-reduce: one-shot below 80 KiB on 8 GPUs (160 KiB on 4)
+    amd = dep(acc="mi355x", gpus=8).comm_bytes_per_gpu(tokens) / (2 * layers)
+    lim = 80 * 1024 / (hidden * 2)
+    assert np.allclose(amd[tokens < lim], 7 * msg[tokens < lim])
+    assert np.allclose(amd[tokens > lim], 2 * 7 / 8 * msg[tokens > lim] + 7 * 0.75 * 80 * 1024)
     # beyond 8 GPUs the engines use NCCL: the ring's bytes
     wide = Deployment(CAT.models["gpt-oss-120b"], CAT.accelerators["gb200"], "fp4", 16).comm_bytes_per_gpu(tokens)
     assert np.allclose(wide / (2 * layers), 2 * 15 / 16 * msg)
