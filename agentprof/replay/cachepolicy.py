@@ -1,5 +1,7 @@
 """Which prompt tokens a serving system finds cached, per model call, under a cache policy.
 
+- ``auto`` (the default): ``prefix`` for one session; in the serving simulation, the tiers of each system's
+  agentic deployment (:mod:`agentprof.replay.serving.deployment`).
 - ``none``: nothing is cached; every call prefills its whole prompt.
 - ``prefix``: an HBM prefix cache (vLLM/SGLang automatic prefix caching). A call reuses the longest prefix of
   its prompt blocks that some earlier call already computed, while it still fits: the capacity is the HBM left
@@ -28,7 +30,7 @@ from agentprof.errors import AgentprofError
 
 @dataclass(frozen=True)
 class CachePolicy:
-    """A parsed ``--cache-policy``: kind ``none``, ``prefix`` or ``lmcache`` with tier sizes in bytes."""
+    """A parsed ``--cache-policy``: kind ``auto``, ``none``, ``prefix`` or ``lmcache`` with tier sizes in bytes."""
 
     kind: str
     cpu_bytes: float = 0.0
@@ -45,9 +47,9 @@ class CachePolicy:
 
 
 def parse_policy(text: str) -> CachePolicy:
-    """``none`` | ``prefix`` | ``lmcache:cpu=SIZE[,disk=SIZE]`` (sizes as ``200GiB``, ``1TB``)."""
+    """``auto`` | ``none`` | ``prefix`` | ``lmcache:cpu=SIZE[,disk=SIZE]`` (sizes as ``200GiB``, ``1TB``)."""
     t = text.strip().lower()
-    if t in ("none", "prefix"):
+    if t in ("auto", "none", "prefix"):
         return CachePolicy(t)
     if t.startswith("lmcache"):
         rest = t[len("lmcache"):].lstrip(":")
@@ -61,7 +63,7 @@ def parse_policy(text: str) -> CachePolicy:
         if "cpu" not in sizes:
             raise AgentprofError(f"cache policy {text!r}: lmcache needs a CPU tier size, e.g. lmcache:cpu=200GiB")
         return CachePolicy("lmcache", sizes["cpu"], sizes.get("disk", 0.0))
-    raise AgentprofError(f"unknown cache policy {text!r}: expected none, prefix or lmcache:cpu=SIZE[,disk=SIZE]")
+    raise AgentprofError(f"unknown cache policy {text!r}: expected auto, none, prefix or lmcache:cpu=SIZE[,disk=SIZE]")
 
 
 @dataclass

@@ -212,7 +212,7 @@ def _model_for(name: str | None, override: str | None, extra: tuple[str, ...]) -
 
 
 def replay(trace: Trace, systems: Sequence[str | System], model: str | None = None,
-           cache_policy: str | CachePolicy = "prefix", concurrency: int = 1,
+           cache_policy: str | CachePolicy = "auto", concurrency: int = 1,
            catalog: HardwareCatalog | None = None, cpu_bound: dict[str, float] | None = None,
            recorded_host: str = DEFAULT_RECORDED_HOST, fitted: Fitted | None = None,
            bands: bool = True, serving: Any = None, *, _human_s: float | None = None,
@@ -242,11 +242,19 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         from agentprof.replay.serving import ServingConfig
 
         serving = ServingConfig(concurrency=concurrency)
+    label = policy.label
     if serving is not None:
         concurrency = serving.concurrency
         serving.prefix_cache = policy.kind != "none"
+        if policy.kind != "auto":  # given explicitly: the deployment's CPU tier is not added
+            serving.cache_from_deployment = False
+        elif serving.deployment == "agentic":
+            label = "auto: each system's agentic deployment (systems[].serving.deployment)"
         if policy.kind == "lmcache" and not (serving.cpu_bytes or serving.disk_bytes):
             serving.cpu_bytes, serving.disk_bytes = policy.cpu_bytes, policy.disk_bytes
+    asked_policy = policy  # the band replays ask for the same
+    if policy.kind == "auto":  # one session's replay: the HBM prefix cache
+        policy = CachePolicy("prefix")
     spans = trace.spans
     lay = prepare(spans)
     notes: list[str] = []
@@ -431,7 +439,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
             if row.error or not moved:
                 continue
             ends = replay(trace, [corner_system(system, "fast"), corner_system(system, "slow")], model=model,
-                          cache_policy=policy, concurrency=concurrency, catalog=cat, cpu_bound=cpu_bound,
+                          cache_policy=asked_policy, concurrency=concurrency, catalog=cat, cpu_bound=cpu_bound,
                           recorded_host=recorded_host, fitted=fitted, bands=False,
                           # the band's corners re-time the calls; the levers are the central run's
                           serving=dc_replace(serving, levers=False) if serving is not None else None,
@@ -447,7 +455,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     return ReplayResult(
         recorded=recorded, systems=rows,
         calls=pl.concat(call_frames) if call_frames else pl.DataFrame(),
-        cache_policy=policy.label, concurrency=concurrency, sessions=int(top.sum()),
+        cache_policy=label, concurrency=concurrency, sessions=int(top.sum()),
         model_calls=int(calls.height), replayed_calls=int(replayable.sum()), standins=standins,
         orchestration=orch, notes=notes, beyond_context=too_long)
 
