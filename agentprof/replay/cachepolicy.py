@@ -185,3 +185,19 @@ def cached_tokens(index: PrefixIndex, policy: CachePolicy, hbm_capacity_tokens: 
     hbm = np.minimum(hbm_blocks * bs, limit)
     hbm = np.where(index.has, hbm, np.minimum(index.reads, limit))
     return CacheHits(hbm, zero.copy(), zero.copy(), notes + index.no_hash_note())
+
+
+def cached_tokens_tiered(index: PrefixIndex, hbm_capacity_tokens: float, cpu_capacity_tokens: float,
+                         input_tokens: np.ndarray) -> CacheHits:
+    """Cached tokens per call with the HBM prefix cache backed by a CPU tier that keeps every block written (as
+    LMCache stores each computed chunk): both LRU, so a call's leading run found in the larger tier contains the one
+    found in HBM (LRU stacks are inclusive), the CPU tier serves the difference. Exact from the same stack
+    distances as :func:`cached_tokens`."""
+    hbm = cached_tokens(index, CachePolicy("prefix"), hbm_capacity_tokens, input_tokens)
+    total = cached_tokens(index, CachePolicy("prefix"), max(cpu_capacity_tokens, hbm_capacity_tokens), input_tokens)
+    cpu = np.maximum(total.hbm - hbm.hbm, 0.0)
+    notes = [n for n in hbm.notes if "LRU evictions" not in n]
+    if any("LRU evictions" in n for n in hbm.notes):
+        notes.insert(0, f"the HBM prefix cache holds {hbm_capacity_tokens:,.0f} tokens per client, less than a "
+                        "conversation's working set: evicted blocks are served from the CPU tier while it holds them")
+    return CacheHits(hbm.hbm, cpu, np.zeros_like(cpu), notes)

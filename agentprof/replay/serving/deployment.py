@@ -65,10 +65,10 @@ class Deployment:
         return self.cpu_bytes_per_instance * max(instances, 1)
 
 
-def deployment_for(r: Resolved, cfg: ServingConfig) -> Deployment:
-    """The deployment ``cfg`` asks for, for ``r``'s model on ``r``'s system."""
-    check_deployment(cfg.deployment)
-    if cfg.deployment == "benchmark":
+def deployment_for(r: Resolved, name: str) -> Deployment:
+    """The deployment ``name`` (``agentic`` or ``benchmark``) for ``r``'s model on ``r``'s system."""
+    check_deployment(name)
+    if name == "benchmark":
         return Deployment("benchmark", "none", "the catalog's as-benchmarked settings: HBM prefix cache only, KV as "
                                                "the benchmark recipes stored it, the system's HBM share")
     cat = load_agentic()
@@ -102,6 +102,27 @@ def with_mem_util(r: Resolved, dep: Deployment) -> Resolved:
     return replace(r, system=replace(r.system, mem_util=dep.mem_util))
 
 
+def deployed(r: Resolved, dep: Deployment, kv_dtype: str = "auto") -> Resolved:
+    """``r`` as ``dep`` deploys it: its HBM share and (unless ``kv_dtype`` asks for one) its KV dtype."""
+    from agentprof.replay.serving.kvdtype import with_kv_dtype
+
+    r = with_mem_util(r, dep)
+    kv = kv_dtype if kv_dtype != "auto" else dep.kv_dtype
+    r = with_kv_dtype(r, kv)
+    if kv_dtype == "auto" and kv != "auto":
+        r = replace(r, kv_source=f"{kv} as the agentic deployment stores it: {dep.kv_source}")
+    return r
+
+
+def summary(dep: Deployment, r: Resolved, cpu_bytes: float) -> dict[str, Any]:
+    """What a replay took from the deployment for ``r`` (``deployments[].deployment`` in the replay JSON; the
+    simulation's ``serving.deployment`` adds where each part came from)."""
+    from agentprof.replay.serving.kvdtype import kv_dtype_name
+
+    return {"name": dep.name, "level": dep.level, "source": dep.source, "cpu_tier_bytes": cpu_bytes,
+            "kv_dtype": kv_dtype_name(r), "mem_util": r.system.mem_util, "not_applied": list(dep.not_applied)}
+
+
 def takes_cache(cfg: ServingConfig) -> bool:
     """Whether the CPU tier comes from the deployment: asked for (no explicit ``--cache-policy``), none given, and
     a prefix cache that can evict."""
@@ -109,14 +130,12 @@ def takes_cache(cfg: ServingConfig) -> bool:
             and cfg.prefix_cache and not cfg.hbm_unbounded)
 
 
-def describe(dep: Deployment, cfg: ServingConfig, r: Resolved, cpu_bytes: float, kv_dtype: str,
-             from_deployment: bool) -> dict[str, Any]:
-    """The ``serving.deployment`` object: what was taken, from where, and what was not."""
-    return {"name": dep.name, "level": dep.level, "source": dep.source,
-            "cpu_tier_bytes": cpu_bytes, "cpu_tier_from": ("deployment: " + dep.cpu_source) if from_deployment
-            else ("--cache-policy" if cpu_bytes or not cfg.cache_from_deployment else "none"),
-            "kv_dtype": kv_dtype, "kv_dtype_from": ("deployment: " + dep.kv_source) if dep.kv_dtype != "auto"
-            and cfg.kv_dtype == "auto" else ("--kv-dtype" if cfg.kv_dtype != "auto" else "catalog (as benchmarked)"),
-            "mem_util": r.system.mem_util, "mem_util_from": ("deployment: " + dep.mem_util_source)
-            if dep.mem_util is not None else "catalog",
-            "not_applied": list(dep.not_applied)}
+def describe(dep: Deployment, cfg: ServingConfig, r: Resolved, cpu_bytes: float, from_deployment: bool) -> dict[str, Any]:
+    """The ``serving.deployment`` object: :func:`summary` and where each part came from."""
+    d = summary(dep, r, cpu_bytes)
+    d["cpu_tier_from"] = (("deployment: " + dep.cpu_source) if from_deployment
+                          else "--cache-policy" if cpu_bytes or not cfg.cache_from_deployment else "none")
+    d["kv_dtype_from"] = (("deployment: " + dep.kv_source) if dep.kv_dtype != "auto" and cfg.kv_dtype == "auto"
+                          else "--kv-dtype" if cfg.kv_dtype != "auto" else "catalog (as benchmarked)")
+    d["mem_util_from"] = ("deployment: " + dep.mem_util_source) if dep.mem_util is not None else "catalog"
+    return d

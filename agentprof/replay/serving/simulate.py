@@ -14,10 +14,10 @@ from agentprof.catalog.serving import ServingCatalog, load_serving
 from agentprof.errors import AgentprofError
 from agentprof.replay.serving.deployment import (
     check_deployment,
+    deployed,
     deployment_for,
     describe,
     takes_cache,
-    with_mem_util,
 )
 from agentprof.replay.serving.dpattention import (
     Capacity,
@@ -32,7 +32,7 @@ from agentprof.replay.serving.dpattention import (
     pick_layout,
     rank_budget,
 )
-from agentprof.replay.serving.kvdtype import carry_kv, check_kv_dtype, kv_dtype_name, with_kv_dtype
+from agentprof.replay.serving.kvdtype import carry_kv, check_kv_dtype, kv_dtype_name
 from agentprof.replay.serving.levers import levers
 from agentprof.replay.serving.metrics import pcts, serving_dict, why
 from agentprof.replay.serving.pools import Pools
@@ -169,14 +169,11 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     """Simulate ``plan``'s sessions served by ``r`` at ``cfg.concurrency`` (see the package docstring)."""
     cfg.check()
     cat = cat or load_serving()
-    asked = r
-    dep = deployment_for(r, cfg)
-    r = with_mem_util(r, dep)
+    asked, given = r, cfg
+    dep = deployment_for(r, cfg.deployment)
     from_dep = takes_cache(cfg)
     kv = cfg.kv_dtype if cfg.kv_dtype != "auto" else dep.kv_dtype
-    r = with_kv_dtype(r, kv)
-    if cfg.kv_dtype == "auto" and kv != "auto":
-        r = replace(r, kv_source=f"{kv} as the agentic deployment stores it: {dep.kv_source}")
+    r = deployed(r, dep, cfg.kv_dtype)
     pools, gpus = None, r.system.count
     size_note = ""
     if not cfg.disagg:  # many sessions on a "fit" system: instances sized to the KV the tiers leave to HBM
@@ -194,7 +191,7 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
         cfg = replace(cfg, cpu_bytes=dep.cpu_bytes(max(r.system.count // max(r.dep.gpus, 1), 1)),
                       cache_from_deployment=False)
     cfg = replace(cfg, kv_dtype=kv)
-    dinfo = describe(dep, cfg, r, cfg.cpu_bytes, kv_dtype_name(r), from_dep)
+    dinfo = describe(dep, given, r, cfg.cpu_bytes, from_dep)
     layout = choose(r, cfg.attention, cfg.concurrency, disagg=bool(cfg.disagg))
     if cfg.disagg:
         r, pools, gpus = pools_for(r, cfg.disagg)

@@ -65,6 +65,7 @@ def test_the_deployment_supplies_the_cache_unless_a_policy_or_benchmark_is_asked
     _, b200p = serving("--cache-policy", "prefix")
     assert b200p["deployment"]["cpu_tier_bytes"] == 0 and b200p["hit_share"]["cpu"] == 0.0
     assert b200p["deployment"]["kv_dtype"] == "fp8" and b200p["deployment"]["mem_util"] == 0.95
+    assert b200p["deployment"]["cpu_tier_from"] == "--cache-policy"
     # --deployment benchmark: none of it
     _, b200b = serving("--deployment", "benchmark")
     dep = b200b["deployment"]

@@ -12,16 +12,23 @@ from agentprof.replay import replay
 from agentprof.replay.serving import ServingConfig, simulate
 
 
+@pytest.mark.parametrize("deployment", ["agentic", "benchmark"])
 @pytest.mark.parametrize("system", ["h200+x86", "jalapeno"])
-def test_concurrency_one_matches_single_session_replay(kvct, plan, resolved, system) -> None:
-    # jalapeno runs Kimi K2.5 on 4 of its 8 chips: two replicas, a small HBM pool (evictions happen)
-    rep = replay(kvct, [system])
+def test_concurrency_one_matches_single_session_replay(kvct, plan, resolved, system, deployment) -> None:
+    # jalapeno runs Kimi K2.5 on 4 of its 8 chips: two replicas, a small HBM pool (evictions happen: with the
+    # agentic deployment's CPU tier they are served from it, in both); h200 under its recipe: 85 % of HBM
+    rep = replay(kvct, [system], deployment=deployment)
     per = rep.calls.group_by("session_id").agg(pl.col("replayed_s").sum(), pl.col("recorded_s").sum())
     want = dict(zip(per["session_id"].to_list(),
                     zip(per["replayed_s"].to_list(), per["recorded_s"].to_list(), strict=True), strict=True))
-    # the single-session replay's cache is the HBM prefix cache: the same deployment (the agentic one adds a CPU
-    # tier, which serves a long session on a small instance, e.g. one of Jalapeño's 4-chip ones)
-    run = simulate(plan, resolved(system), ServingConfig(concurrency=1, deployment="benchmark"))
+    run = simulate(plan, resolved(system), ServingConfig(concurrency=1, deployment=deployment))
+    assert rep.systems[0].deployments[0]["deployment"]["name"] == run.serving["deployment"]["name"] == deployment
+    assert rep.systems[0].deployments[0]["deployment"]["cpu_tier_bytes"] == run.serving["deployment"]["cpu_tier_bytes"]
+    # the longest sessions outgrow a 4-chip Jalapeño instance's HBM, and H200's at the recipe's 85 %: the tier
+    # serves their evicted blocks in both (recomputed without one)
+    cpu_hits = rep.systems[0].cache["cpu_hit_tokens"]
+    assert (cpu_hits > 0) == (deployment == "agentic")
+    assert (run.engine.hits[:, 1].sum() > 0) == (cpu_hits > 0)
     task = run.engine.sess_end - run.engine.sess_start
     assert task.size == plan.n_sessions == 19
     for i, sid in enumerate(plan.session_ids):
@@ -100,6 +107,8 @@ def test_fifty_real_sessions_get_ttft_in_seconds_and_the_why(plan, resolved) -> 
     assert dep["name"] == "agentic" and dep["level"] == "recipe" and "S61" in dep["source"]
     assert dep["cpu_tier_bytes"] == 1000 * 2**30 and dep["kv_dtype"] == "fp8" and dep["mem_util"] == 0.95
     assert agentic["attention"]["kv_dtype"] == "fp8" and "agentic deployment" in agentic["attention"]["kv_source"]
+    assert dep["kv_dtype_from"].startswith("deployment: S61") and dep["mem_util_from"].startswith("deployment: S61")
+    assert dep["cpu_tier_from"].startswith("deployment: 500 GiB per worker x 2 worker(s) of 4")
     assert any("speculative" in x for x in dep["not_applied"])
     # FP8 at 95 % of HBM holds more of the sessions' prefixes in HBM than BF16 at 90 %: fewer CPU loads
     assert agentic["kv_pool_tokens"] > 2 * tiered["kv_pool_tokens"]
