@@ -81,6 +81,13 @@ def deployment_for(r: Resolved, name: str) -> Deployment:
                           cpu_bytes_per_instance=d.value * GIB, cpu_source=d.source,
                           not_applied=("speculative decoding (no recipe; none is assumed)",))
     workers = max(r.system.count // int(rec.accelerators_per_worker.value), 1)
+    skipped = [f"speculative decoding: {rec.speculative} (its acceptance on agent traffic is not measured, and "
+               "systems without a recipe would be compared without it)"]
+    if int(rec.accelerators_per_worker.value) != r.dep.gpus:
+        skipped.append(f"the recipe's workers of {rec.accelerators_per_worker.value:g} accelerators (the simulation "
+                       f"keeps the catalog's {r.dep.gpus})")
+    if r.framework.split("-")[-1] != rec.framework:
+        skipped.append(f"the recipe's framework ({rec.framework}; the catalog's calibration is {r.framework}'s)")
     return Deployment(
         "agentic", "recipe", rec.source, cpu_bytes_fixed=rec.cpu_tier_gib_per_worker.value * GIB * workers,
         cpu_source=(f"{rec.cpu_tier_gib_per_worker.value:g} GiB per worker x {workers} worker(s) of "
@@ -88,11 +95,7 @@ def deployment_for(r: Resolved, name: str) -> Deployment:
                     f"{rec.cpu_tier_gib_per_worker.source}"),
         kv_dtype=rec.kv_dtype, kv_source=rec.kv_dtype_source, mem_util=rec.mem_util.value,
         mem_util_source=rec.mem_util.source,
-        not_applied=(f"speculative decoding: {rec.speculative} (its acceptance on agent traffic is not measured, "
-                     "and systems without a recipe would be compared without it)",
-                     f"the recipe's workers of {rec.accelerators_per_worker.value:g} accelerators (the simulation "
-                     "keeps the catalog's layout)",
-                     f"the recipe's framework ({rec.framework}) where the catalog resolves another"))
+        not_applied=tuple(skipped))
 
 
 def with_mem_util(r: Resolved, dep: Deployment) -> Resolved:

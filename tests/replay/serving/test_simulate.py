@@ -109,7 +109,8 @@ def test_fifty_real_sessions_get_ttft_in_seconds_and_the_why(plan, resolved) -> 
     assert agentic["attention"]["kv_dtype"] == "fp8" and "agentic deployment" in agentic["attention"]["kv_source"]
     assert dep["kv_dtype_from"].startswith("deployment: S61") and dep["mem_util_from"].startswith("deployment: S61")
     assert dep["cpu_tier_from"].startswith("deployment: 500 GiB per worker x 2 worker(s) of 4")
-    assert any("speculative" in x for x in dep["not_applied"])
+    skipped = " ".join(dep["not_applied"])
+    assert "speculative decoding" in skipped and "workers of 4 accelerators" in skipped  # the catalog runs TP8
     # FP8 at 95 % of HBM holds more of the sessions' prefixes in HBM than BF16 at 90 %: fewer CPU loads
     assert agentic["kv_pool_tokens"] > 2 * tiered["kv_pool_tokens"]
     assert agentic["hit_share"]["hbm"] > tiered["hit_share"]["hbm"]
