@@ -51,7 +51,7 @@ def _default_name(paths: tuple[str, ...]) -> str:
               help="In the serving panel, simulate what would bring a slow system (TTFT p50 >= 10 s) to seconds: "
                    "FP8 KV, a 2 TB CPU tier, both (one simulation each; `agentprof replay --concurrency` always does).")
 @click.option("--deployment", type=click.Choice(["agentic", "benchmark"]), default="agentic", show_default=True,
-              help="The serving panel's deployment (see `agentprof replay --help`).")
+              help="How each system is deployed in the replay and serving panels (see `agentprof replay --help`).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the report in the default browser.")
 @click.option("--diff", "as_diff", is_flag=True,
               help="Compare two sides instead: exactly two PATHS, BASE and NEW (each a file or folder of runs); "

@@ -68,8 +68,8 @@ def run_stages(trace: Trace, systems: Sequence[str] = (), model: str | None = No
     """Analyze; replay on ``systems`` (default :data:`DEFAULT_SYSTEMS`); sweep cache capacity for ``model``
     (default: the replay's stand-in for the traced model) — each as far as it can go. ``serving_levers``: simulate
     the levers of a slow system at the serving sweep's largest concurrency (:mod:`agentprof.replay.serving.levers`:
-    one simulation each, 30-50 s more on a long session, so asked for); ``deployment``: the serving panel's
-    (:mod:`agentprof.replay.serving.deployment`). A system or model the
+    one simulation each, 30-50 s more on a long session, so asked for); ``deployment``: the replay's and the
+    serving panel's (:mod:`agentprof.replay.serving.deployment`). A system or model the
     caller named that the catalog rejects raises its :class:`AgentprofError`; any other failure becomes a
     note and an empty panel."""
     out = StageResults()
@@ -87,7 +87,7 @@ def run_stages(trace: Trace, systems: Sequence[str] = (), model: str | None = No
         try:
             from agentprof.replay import replay as run_replay
 
-            out.replay = run_replay(trace, chosen, model=model)
+            out.replay = run_replay(trace, chosen, model=model, deployment=deployment)
             if not systems:
                 out.notes["replay"] = f"default systems ({', '.join(chosen)}); choose others with --system"
         except AgentprofError:

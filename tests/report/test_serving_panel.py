@@ -40,6 +40,7 @@ def test_serving_panel_draws_both_charts(browser, kv_folder, stages, tmp_path):
     why_text = " ".join(sec.locator(".sv-why").inner_text().split())
     assert "calls in flight" in why_text and "Deployment: benchmark settings" in why_text
     assert "(benchmark deployment)" in stages.serving["cache"] and stages.serving["cache"] in text
+    assert {d["deployment"]["name"] for s in stages.replay.systems for d in s.deployments} == {"benchmark"}
     # H200 at 16 sessions is slow (TTFT p50 >= 10 s): the why names the levers, each simulated once, with the
     # figures the payload holds
     h200 = next(r for r in stages.serving["systems"] if r["system"] == "h200+x86")
