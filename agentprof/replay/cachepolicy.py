@@ -1,5 +1,7 @@
 """Which prompt tokens a serving system finds cached, per model call, under a cache policy.
 
+- ``auto`` (the default): ``prefix`` for one session; in the serving simulation, the tiers of each system's
+  agentic deployment (:mod:`agentprof.replay.serving.deployment`).
 - ``none``: nothing is cached; every call prefills its whole prompt.
 - ``prefix``: an HBM prefix cache (vLLM/SGLang automatic prefix caching). A call reuses the longest prefix of
   its prompt blocks that some earlier call already computed, while it still fits: the capacity is the HBM left
@@ -28,7 +30,7 @@ from agentprof.errors import AgentprofError
 
 @dataclass(frozen=True)
 class CachePolicy:
-    """A parsed ``--cache-policy``: kind ``none``, ``prefix`` or ``lmcache`` with tier sizes in bytes."""
+    """A parsed ``--cache-policy``: kind ``auto``, ``none``, ``prefix`` or ``lmcache`` with tier sizes in bytes."""
 
     kind: str
     cpu_bytes: float = 0.0
@@ -45,9 +47,9 @@ class CachePolicy:
 
 
 def parse_policy(text: str) -> CachePolicy:
-    """``none`` | ``prefix`` | ``lmcache:cpu=SIZE[,disk=SIZE]`` (sizes as ``200GiB``, ``1TB``)."""
+    """``auto`` | ``none`` | ``prefix`` | ``lmcache:cpu=SIZE[,disk=SIZE]`` (sizes as ``200GiB``, ``1TB``)."""
     t = text.strip().lower()
-    if t in ("none", "prefix"):
+    if t in ("auto", "none", "prefix"):
         return CachePolicy(t)
     if t.startswith("lmcache"):
         rest = t[len("lmcache"):].lstrip(":")
@@ -61,7 +63,7 @@ def parse_policy(text: str) -> CachePolicy:
         if "cpu" not in sizes:
             raise AgentprofError(f"cache policy {text!r}: lmcache needs a CPU tier size, e.g. lmcache:cpu=200GiB")
         return CachePolicy("lmcache", sizes["cpu"], sizes.get("disk", 0.0))
-    raise AgentprofError(f"unknown cache policy {text!r}: expected none, prefix or lmcache:cpu=SIZE[,disk=SIZE]")
+    raise AgentprofError(f"unknown cache policy {text!r}: expected auto, none, prefix or lmcache:cpu=SIZE[,disk=SIZE]")
 
 
 @dataclass
@@ -183,3 +185,19 @@ def cached_tokens(index: PrefixIndex, policy: CachePolicy, hbm_capacity_tokens: 
     hbm = np.minimum(hbm_blocks * bs, limit)
     hbm = np.where(index.has, hbm, np.minimum(index.reads, limit))
     return CacheHits(hbm, zero.copy(), zero.copy(), notes + index.no_hash_note())
+
+
+def cached_tokens_tiered(index: PrefixIndex, hbm_capacity_tokens: float, cpu_capacity_tokens: float,
+                         input_tokens: np.ndarray) -> CacheHits:
+    """Cached tokens per call with the HBM prefix cache backed by a CPU tier that keeps every block written (as
+    LMCache stores each computed chunk): both LRU, so a call's leading run found in the larger tier contains the one
+    found in HBM (LRU stacks are inclusive), the CPU tier serves the difference. Exact from the same stack
+    distances as :func:`cached_tokens`."""
+    hbm = cached_tokens(index, CachePolicy("prefix"), hbm_capacity_tokens, input_tokens)
+    total = cached_tokens(index, CachePolicy("prefix"), max(cpu_capacity_tokens, hbm_capacity_tokens), input_tokens)
+    cpu = np.maximum(total.hbm - hbm.hbm, 0.0)
+    notes = [n for n in hbm.notes if "LRU evictions" not in n]
+    if any("LRU evictions" in n for n in hbm.notes):
+        notes.insert(0, f"the HBM prefix cache holds {hbm_capacity_tokens:,.0f} tokens per client, less than a "
+                        "conversation's working set: evicted blocks are served from the CPU tier while it holds them")
+    return CacheHits(hbm.hbm, cpu, np.zeros_like(cpu), notes)

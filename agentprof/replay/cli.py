@@ -50,8 +50,9 @@ def _cpu_map(values: tuple[str, ...], path: str | None) -> dict[str, float]:
               help="Serving system to replay on (repeatable; see `agentprof devices list`).")
 @click.option("--model", help="Replay every call through this catalog model (default: each call's own model, "
                               "closed models through their open stand-in).")
-@click.option("--cache-policy", default="prefix", show_default=True,
-              help="none | prefix (HBM prefix cache) | lmcache:cpu=SIZE[,disk=SIZE]")
+@click.option("--cache-policy", default="auto", show_default=True,
+              help="auto (HBM prefix cache; with --concurrency each system's agentic deployment, see --deployment) | "
+                   "none | prefix (HBM prefix cache only) | lmcache:cpu=SIZE[,disk=SIZE]")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None,
               help="Agent sessions active at once on each system: runs the multi-session serving simulation "
                    "(shared KV cache, continuous batching) and adds a serving panel.")
@@ -72,7 +73,7 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
            catalogs: tuple[str, ...], fitted: str | None, router: str, cap_wait: float | None,
            arrival_rate: float | None, cache_ttl: float | None, hash_scope: str, as_json: bool,
            workers: int | None = None, scheduler: str | None = None, pools: str | None = None,
-           attention: str = "auto", kv_dtype: str = "auto") -> None:
+           attention: str = "auto", kv_dtype: str = "auto", deployment: str = "agentic") -> None:
     """Replay traces on serving systems: how much faster does the whole task get, not just the model calls?
 
     Every model call is re-timed by the calibrated device model, CPU-bound orchestration scales with the
@@ -94,12 +95,13 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
     cpu = _cpu_map(cpu_bound, cpu_bound_file)
     simulate = concurrency is not None or any(v is not None for v in (cap_wait, arrival_rate, cache_ttl, pools))
     serving = serving_config(concurrency or 1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools,
-                             attention, kv_dtype) \
+                             attention, kv_dtype, deployment) \
         if simulate else None
     trace = load(paths, workers, scheduler)  # the prefix cache couples sessions: only the import is distributed
     res = run(trace, list(systems), model=model, cache_policy=cache_policy, concurrency=concurrency or 1,
               catalog=cat, cpu_bound=cpu, recorded_host=recorded_host,
-              fitted=load_fitted(fitted) if fitted else None, serving=serving)
+              fitted=load_fitted(fitted) if fitted else None, serving=serving, deployment=deployment,
+              kv_dtype=kv_dtype)
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2, default=str))
         return

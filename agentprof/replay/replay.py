@@ -26,6 +26,7 @@ from agentprof.replay.cachepolicy import (
     CachePolicy,
     PrefixIndex,
     cached_tokens,
+    cached_tokens_tiered,
     parse_policy,
 )
 from agentprof.replay.calibration import Fitted, load_fitted
@@ -212,10 +213,11 @@ def _model_for(name: str | None, override: str | None, extra: tuple[str, ...]) -
 
 
 def replay(trace: Trace, systems: Sequence[str | System], model: str | None = None,
-           cache_policy: str | CachePolicy = "prefix", concurrency: int = 1,
+           cache_policy: str | CachePolicy = "auto", concurrency: int = 1,
            catalog: HardwareCatalog | None = None, cpu_bound: dict[str, float] | None = None,
            recorded_host: str = DEFAULT_RECORDED_HOST, fitted: Fitted | None = None,
-           bands: bool = True, serving: Any = None, *, _human_s: float | None = None,
+           bands: bool = True, serving: Any = None, deployment: str = "agentic", kv_dtype: str = "auto", *,
+           _human_s: float | None = None,
            _indexes: dict[str, tuple[PrefixIndex, np.ndarray, np.ndarray]] | None = None) -> ReplayResult:
     """Replay ``trace`` on each of ``systems`` (see the module docstring); the first system is the baseline
     for ``speedup_vs_first``. ``cpu_bound`` maps tool names to their CPU-bound fraction. With ``bands``, a
@@ -224,7 +226,14 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
 
     ``concurrency`` > 1 (or a :class:`agentprof.replay.serving.ServingConfig` as ``serving``) runs the
     multi-session serving simulation: ``concurrency`` sessions share each system, calls are re-timed by it and
-    each system row gets a ``serving`` object (:mod:`agentprof.replay.serving`)."""
+    each system row gets a ``serving`` object (:mod:`agentprof.replay.serving`).
+
+    ``deployment`` (``agentic``: each system as its validated agentic recipe deploys the model, else an estimate
+    from those recipes; ``benchmark``: the catalog's benchmark settings) and ``kv_dtype`` apply to the one-session
+    replay and the simulation alike (a ``serving`` config brings its own): the HBM share and KV dtype always, the
+    CPU tier where ``cache_policy`` is ``auto`` (:mod:`agentprof.replay.serving.deployment`)."""
+    from agentprof.replay.serving.deployment import deployed, deployment_for, summary
+
     trace = as_trace(trace)  # also the span table agentprof.trace.load returns
     cat = catalog or load_catalog()
     extra = tuple(p for p in cat.files if not p.endswith(("accelerators.toml", "hosts.toml", "systems.toml")))
@@ -242,11 +251,20 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         from agentprof.replay.serving import ServingConfig
 
         serving = ServingConfig(concurrency=concurrency)
+    label = policy.label
     if serving is not None:
         concurrency = serving.concurrency
+        deployment, kv_dtype = serving.deployment, serving.kv_dtype
         serving.prefix_cache = policy.kind != "none"
+        if policy.kind != "auto":  # given explicitly: the deployment's CPU tier is not added
+            serving.cache_from_deployment = False
         if policy.kind == "lmcache" and not (serving.cpu_bytes or serving.disk_bytes):
             serving.cpu_bytes, serving.disk_bytes = policy.cpu_bytes, policy.disk_bytes
+    if policy.kind == "auto" and deployment == "agentic":
+        label = "auto: each system's agentic deployment (systems[].deployments[].deployment)"
+    asked_policy = policy  # the band replays ask for the same
+    if policy.kind == "auto":  # one session's replay: the HBM prefix cache
+        policy = CachePolicy("prefix")
     spans = trace.spans
     lay = prepare(spans)
     notes: list[str] = []
@@ -351,8 +369,12 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                 sel = groups[key]
                 if not sel.size:
                     continue
-                r = resolve(system, spec, cat, fitted)
-                row.deployments.append(r.describe())
+                r0 = resolve(system, spec, cat, fitted)
+                dep = deployment_for(r0, deployment)
+                r = deployed(r0, dep, kv_dtype)
+                tier = (dep.cpu_bytes(max(system.count // max(r.dep.gpus, 1), 1))
+                        if asked_policy.kind == "auto" and dep.name == "agentic" else 0.0)
+                row.deployments.append({**r.describe(), "deployment": summary(dep, r, tier)})
                 if policy.kind == "none" or (sim is not None and key == sim[0] and policy.kind == "lmcache"):
                     zero = np.zeros(sel.size)
                     hits = CacheHits(zero, zero.copy(), zero.copy())
@@ -361,18 +383,22 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                                          r, 1, inp[sel])
                 else:
                     index, at, order = indexes[key]
-                    got = cached_tokens(index, policy, _hbm_capacity_tokens(r, 1), inp[order])
+                    if tier:  # the deployment's CPU tier behind the HBM prefix cache
+                        got = cached_tokens_tiered(index, _hbm_capacity_tokens(r, 1), tier / r.dep.kv_token_bytes,
+                                                   inp[order])
+                    else:
+                        got = cached_tokens(index, policy, _hbm_capacity_tokens(r, 1), inp[order])
                     hits = CacheHits(*(np.zeros(sel.size) for _ in range(3)), got.notes)
                     for name in ("hbm", "cpu", "disk"):
                         getattr(hits, name)[at] = getattr(got, name)
                 notes.extend(f"{system.key}: {x}" for x in hits.notes if f"{system.key}: {x}" not in notes)
                 load = kv_load_s(r.dep, hits.cpu, r.host_link_bw) + disk_load_s(r.dep, hits.disk, r.disk_bw)
-                t = call_times(r.dep, r.params, inp[sel], hits.total, out[sel], 1, load, system.mem_util)
+                t = call_times(r.dep, r.params, inp[sel], hits.total, out[sel], 1, load, r.system.mem_util)
                 new_call[sel] = t.total_s
                 for k_w in WAITING_FOR:
                     wait_call[k_w][sel] = t.waiting_for[k_w]
                 if sim is not None and key == sim[0]:
-                    _apply_serving(row, sim, r, new_call)
+                    _apply_serving(row, sim, r0, new_call)  # the simulation deploys it itself
                     # what the shared server adds (or saves) against the call alone counts as queueing
                     wait_call["queueing"][sel] += new_call[sel] - t.total_s
                 cache_tot["input_tokens"] += float(inp[sel].sum())
@@ -431,8 +457,9 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
             if row.error or not moved:
                 continue
             ends = replay(trace, [corner_system(system, "fast"), corner_system(system, "slow")], model=model,
-                          cache_policy=policy, concurrency=concurrency, catalog=cat, cpu_bound=cpu_bound,
-                          recorded_host=recorded_host, fitted=fitted, bands=False,
+                          cache_policy=asked_policy, concurrency=concurrency, catalog=cat, cpu_bound=cpu_bound,
+                          recorded_host=recorded_host, fitted=fitted, bands=False, deployment=deployment,
+                          kv_dtype=kv_dtype,
                           # the band's corners re-time the calls; the levers are the central run's
                           serving=dc_replace(serving, levers=False) if serving is not None else None,
                           _human_s=human_s, _indexes=indexes)
@@ -447,7 +474,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     return ReplayResult(
         recorded=recorded, systems=rows,
         calls=pl.concat(call_frames) if call_frames else pl.DataFrame(),
-        cache_policy=policy.label, concurrency=concurrency, sessions=int(top.sum()),
+        cache_policy=label, concurrency=concurrency, sessions=int(top.sum()),
         model_calls=int(calls.height), replayed_calls=int(replayable.sum()), standins=standins,
         orchestration=orch, notes=notes, beyond_context=too_long)
 

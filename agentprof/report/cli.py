@@ -50,6 +50,8 @@ def _default_name(paths: tuple[str, ...]) -> str:
 @click.option("--serving-levers", is_flag=True,
               help="In the serving panel, simulate what would bring a slow system (TTFT p50 >= 10 s) to seconds: "
                    "FP8 KV, a 2 TB CPU tier, both (one simulation each; `agentprof replay --concurrency` always does).")
+@click.option("--deployment", type=click.Choice(["agentic", "benchmark"]), default="agentic", show_default=True,
+              help="How each system is deployed in the replay and serving panels (see `agentprof replay --help`).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the report in the default browser.")
 @click.option("--diff", "as_diff", is_flag=True,
               help="Compare two sides instead: exactly two PATHS, BASE and NEW (each a file or folder of runs); "
@@ -58,7 +60,8 @@ def _default_name(paths: tuple[str, ...]) -> str:
 def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...], model: str | None,
            title: str | None, include_text: bool, no_analysis: bool, no_replay: bool, skip_bad_lines: bool,
            serving_concurrency: str | None, open_browser: bool, as_diff: bool, workers: int | None = None,
-           scheduler: str | None = None, attention: str = "auto", serving_levers: bool = False) -> None:
+           scheduler: str | None = None, attention: str = "auto", serving_levers: bool = False,
+           deployment: str = "agentic") -> None:
     """Write one self-contained HTML report (opens offline, no network) for trace files or folders.
 
     \b
@@ -84,7 +87,7 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
     err = Console(stderr=True)
     with err.status("analyzing", spinner="dots") if err.is_terminal else _null():
         res = run_stages(trace, systems, model, analysis=not no_analysis, replay=not no_replay, serving=serving,
-                         attention=attention, serving_levers=serving_levers)
+                         attention=attention, serving_levers=serving_levers, deployment=deployment)
     if title is None:
         title = Path(paths[0]).name + (f" and {len(paths) - 1} more input{'s' if len(paths) > 2 else ''}"
                                        if len(paths) > 1 else "")

@@ -35,6 +35,12 @@ def serving_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--kv-dtype", type=click.Choice(["auto", "bf16", "fp8"]), default="auto", show_default=True,
                      help="KV-cache element type: auto (as the catalog's recipe deployed it: FP8 where a recipe sets "
                           "it, else BF16), bf16, or fp8 (half the bytes per token: twice the contexts in HBM)."),
+        click.option("--deployment", type=click.Choice(["agentic", "benchmark"]), default="agentic",
+                     show_default=True,
+                     help="agentic: each system as an agentic deployment runs it (its validated recipe's LMCache CPU "
+                          "tier, KV dtype and HBM share; else the recipes' CPU tier per instance, an estimate); "
+                          "benchmark: the catalog's benchmark settings, HBM only. --cache-policy and --kv-dtype "
+                          "override their parts."),
         click.option("--pools", metavar="pWxG-dWxG",
                      help="Serve disaggregated: W prefill workers of G accelerators, W decode workers of G (e.g. "
                           "p1x4-d1x4), the prompt's KV handed over the system's links."),
@@ -45,12 +51,12 @@ def serving_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def serving_config(concurrency: int, router: str, cap_wait: float | None, arrival_rate: float | None,
                    cache_ttl: float | None, hash_scope: str, pools: str | None = None, attention: str = "auto",
-                   kv_dtype: str = "auto") -> Any:
+                   kv_dtype: str = "auto", deployment: str = "agentic") -> Any:
     from agentprof.replay.serving import ServingConfig
 
     cfg = ServingConfig(concurrency=concurrency, router=router, cap_wait_s=cap_wait, arrival_rate_per_h=arrival_rate,
                         ttl_s=cache_ttl, scope=hash_scope, disagg=pools, attention=attention, kv_dtype=kv_dtype,
-                        levers=True)
+                        deployment=deployment, levers=True)
     cfg.check()
     return cfg
 
@@ -89,8 +95,9 @@ def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: s
 @click.option("--slo", "slos", multiple=True, required=True, metavar="METRIC_PCT=VALUE",
               help="Latency bound, e.g. ttft_p99=5s, tpot_p99=50ms, queue_p90=1s (repeatable; all must hold).")
 @click.option("--model", help="Serve every call as this catalog model (default: the recorded one or its stand-in).")
-@click.option("--cache-policy", default="prefix", show_default=True,
-              help="prefix (HBM prefix cache) | lmcache:cpu=SIZE[,disk=SIZE] (adds CPU and disk tiers)")
+@click.option("--cache-policy", default="auto", show_default=True,
+              help="auto (each system's agentic deployment, see --deployment) | prefix (HBM prefix cache only) | "
+                   "lmcache:cpu=SIZE[,disk=SIZE] (adds CPU and disk tiers)")
 @click.option("--max-concurrency", type=click.IntRange(min=1), default=1024, show_default=True,
               help="Largest concurrency to try.")
 @serving_options
@@ -99,7 +106,8 @@ def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: s
 def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[str, ...], model: str | None,
                  cache_policy: str, max_concurrency: int, router: str, cap_wait: float | None,
                  arrival_rate: float | None, cache_ttl: float | None, hash_scope: str, catalogs: tuple[str, ...],
-                 as_json: bool, pools: str | None = None, attention: str = "auto", kv_dtype: str = "auto") -> None:
+                 as_json: bool, pools: str | None = None, attention: str = "auto", kv_dtype: str = "auto",
+                 deployment: str = "agentic") -> None:
     """How many agent sessions can each system serve within a latency SLO?
 
     Simulates the sessions of PATHS at growing concurrency (doubling, then bisecting) and reports the largest
@@ -118,12 +126,14 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
     from agentprof.replay.cli import _catalog
     from agentprof.replay.serving.capacity import capacity
 
-    cfg = serving_config(1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools, attention, kv_dtype)
+    cfg = serving_config(1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools, attention, kv_dtype,
+                         deployment)
     policy = parse_policy(cache_policy)
+    cfg.cache_from_deployment = policy.kind == "auto"
     if policy.kind == "none":
         from agentprof.errors import AgentprofError
 
-        raise AgentprofError("capacity needs a cache policy: prefix or lmcache:cpu=SIZE[,disk=SIZE]")
+        raise AgentprofError("capacity needs a cache policy: auto, prefix or lmcache:cpu=SIZE[,disk=SIZE]")
     if policy.kind == "lmcache":
         cfg.cpu_bytes, cfg.disk_bytes = policy.cpu_bytes, policy.disk_bytes
     cat = _catalog(catalogs)

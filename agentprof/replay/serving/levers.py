@@ -6,7 +6,7 @@ the calls queue behind those recomputes (docs/DEVICE_MODEL.md §10). The levers 
 
 - ``--kv-dtype fp8`` (where the KV is stored in BF16): half the bytes per token, twice the contexts in HBM
   (:mod:`agentprof.replay.serving.kvdtype`);
-- ``--cache-policy lmcache:cpu=2TB`` (where there is no CPU tier): LMCache keeps evicted prefixes in host DRAM and
+- ``--cache-policy lmcache:cpu=2TB`` (where the CPU tier is smaller or there is none): LMCache keeps evicted prefixes in host DRAM and
   loads them over the host link (the AgentX LMCache recipe holds 2,500 GB [S47]; 2 TB is an 8-GPU server's DRAM);
 - both together;
 - ``--attention dp`` where tensor-parallel attention ran without ``auto`` weighing it: forced, or a framework not
@@ -67,7 +67,7 @@ def levers(r: Resolved, cfg: ServingConfig, d: dict[str, Any],
     bf16 = a.get("kv_dtype") == "bf16"
     if bf16:
         tries.append(("--kv-dtype fp8", replace(cfg, kv_dtype="fp8", levers=False)))
-    if not cfg.cpu_bytes:
+    if cfg.cpu_bytes < CPU_TIER_BYTES:  # none, or the deployment's smaller one
         tries.append(("--cache-policy lmcache:cpu=2TB", replace(cfg, cpu_bytes=CPU_TIER_BYTES, levers=False)))
         if bf16:
             tries.append(("--kv-dtype fp8 --cache-policy lmcache:cpu=2TB",

@@ -182,7 +182,7 @@ def why(d: dict[str, Any]) -> str:
             f"{c.get('count', 0)} cold call(s) (under half the prompt cached, median "
             f"{c.get('median_prompt_tokens', 0):,.0f} tokens) have TTFT p99 {c.get('ttft_p99_cold_s') or 0:.2f} s, "
             f"the warm ones {c.get('ttft_p99_warm_s') or 0:.2f} s." + _full_text(d) + _layout_text(d)
-            + (levers_text(d["levers"]) if d.get("levers") else ""))
+            + deployment_text(d) + (levers_text(d["levers"]) if d.get("levers") else ""))
 
 
 def _full_text(d: dict[str, Any]) -> str:
@@ -194,6 +194,22 @@ def _full_text(d: dict[str, Any]) -> str:
             f"calls): TTFT p50 "
             f"{f['ttft_s']['p50'] or 0:.2f} s, queue p50 {f['queue_s']['p50'] or 0:.2f} s, {f['hit_share']:.0%} hits;"
             " the other calls came in the ramp or as sessions finished.")
+
+
+def deployment_text(d: dict[str, Any]) -> str:
+    """The deployment the simulation ran (empty when not recorded): where its CPU tier, KV dtype and HBM share
+    come from, and what it did not take."""
+    dep = d.get("deployment")
+    if not dep:
+        return ""
+    if dep["name"] == "benchmark":
+        return " Deployment: benchmark settings (HBM prefix cache only unless --cache-policy adds tiers)."
+    what = "the validated agentic recipe" if dep["level"] == "recipe" else "an estimate from the agentic recipes"
+    cpu = dep["cpu_tier_bytes"]
+    tier = f"LMCache CPU tier {cpu / 2**30:,.0f} GiB" if cpu else "no CPU tier"
+    skip = f"; not taken: {'; '.join(dep['not_applied'])}" if dep.get("not_applied") else ""
+    return (f" Deployment: agentic, {what} ({dep['source']}): {tier}, {dep['kv_dtype']} KV, "
+            f"{dep['mem_util']:.0%} of HBM{skip}.")
 
 
 def _layout_text(d: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -12,6 +12,13 @@ import numpy as np
 from agentprof.catalog import CatalogError
 from agentprof.catalog.serving import ServingCatalog, load_serving
 from agentprof.errors import AgentprofError
+from agentprof.replay.serving.deployment import (
+    check_deployment,
+    deployed,
+    deployment_for,
+    describe,
+    takes_cache,
+)
 from agentprof.replay.serving.dpattention import (
     Capacity,
     Layout,
@@ -25,7 +32,7 @@ from agentprof.replay.serving.dpattention import (
     pick_layout,
     rank_budget,
 )
-from agentprof.replay.serving.kvdtype import carry_kv, check_kv_dtype, kv_dtype_name, with_kv_dtype
+from agentprof.replay.serving.kvdtype import carry_kv, check_kv_dtype, kv_dtype_name
 from agentprof.replay.serving.levers import levers
 from agentprof.replay.serving.metrics import pcts, serving_dict, why
 from agentprof.replay.serving.pools import Pools
@@ -69,6 +76,13 @@ class ServingConfig:
     levers that would change it (:mod:`agentprof.replay.serving.levers`) and report their figures; on in
     ``replay --concurrency`` and with ``report --serving-levers`` (at the panel's largest concurrency), off in the
     capacity search and by default (each lever is one more simulation)."""
+    deployment: str = "agentic"
+    """``agentic`` (the CPU tier, KV dtype and HBM share of the system's validated agentic recipe, else the recipes'
+    CPU tier as an estimate) or ``benchmark`` (the catalog's as-benchmarked settings, HBM only):
+    :mod:`agentprof.replay.serving.deployment`."""
+    cache_from_deployment: bool = True
+    """False when the cache tiers were given explicitly (``--cache-policy``, even ``prefix``): the deployment's CPU
+    tier is then not added."""
     ramp_s: float | None = None
     """Seconds between the starts of the closed loop's first sessions; None: the mean recorded session time
     divided by the concurrency, so sessions start spread over their phases as in a steady state instead of
@@ -87,6 +101,7 @@ class ServingConfig:
             pool_layout(self.disagg)
         check_mode(self.attention)
         check_kv_dtype(self.kv_dtype)
+        check_deployment(self.deployment)
 
 
 def pool_layout(text: str) -> tuple[int, int, int, int]:
@@ -154,18 +169,29 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     """Simulate ``plan``'s sessions served by ``r`` at ``cfg.concurrency`` (see the package docstring)."""
     cfg.check()
     cat = cat or load_serving()
-    asked = r
-    r = with_kv_dtype(r, cfg.kv_dtype)
+    asked, given = r, cfg
+    dep = deployment_for(r, cfg.deployment)
+    from_dep = takes_cache(cfg)
+    kv = cfg.kv_dtype if cfg.kv_dtype != "auto" else dep.kv_dtype
+    r = deployed(r, dep, cfg.kv_dtype)
     pools, gpus = None, r.system.count
     size_note = ""
     if not cfg.disagg:  # many sessions on a "fit" system: instances sized to the KV the tiers leave to HBM
+        fixed = (dep.cpu_bytes_fixed or 0.0) if from_dep else cfg.cpu_bytes + cfg.disk_bytes
+        per_inst = dep.cpu_bytes_per_instance if from_dep and dep.cpu_bytes_fixed is None else 0.0
+        kvb = r.dep.kv_token_bytes
         g, size_note = serving_gpus(r, cfg.concurrency, 0.0 if cfg.hbm_unbounded else
-                                    kv_demand(plan, cfg.concurrency) - (cfg.cpu_bytes + cfg.disk_bytes) / r.dep.kv_token_bytes)
+                                    kv_demand(plan, cfg.concurrency) - fixed / kvb, per_inst / kvb)
         if g != r.dep.gpus:
             from agentprof.catalog.hardware import load_catalog
             from agentprof.replay.systems import resolve
 
             r = carry_kv(resolve(r.system, r.model, load_catalog(), r.fitted, accept=r.params.accept, gpus=g), r)
+    if from_dep:
+        cfg = replace(cfg, cpu_bytes=dep.cpu_bytes(max(r.system.count // max(r.dep.gpus, 1), 1)),
+                      cache_from_deployment=False)
+    cfg = replace(cfg, kv_dtype=kv)
+    dinfo = describe(dep, given, r, cfg.cpu_bytes, from_dep)
     layout = choose(r, cfg.attention, cfg.concurrency, disagg=bool(cfg.disagg))
     if cfg.disagg:
         r, pools, gpus = pools_for(r, cfg.disagg)
@@ -191,19 +217,21 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
                     a["compared"] = {k: compared(v.serving) for k, v in (("tp", run_tp), ("dp", run_dp))}
                     if best == "dp":
                         a["reason"] += f"; parameters {rd.level}: {rd.calibration}"
-                    return _finish(plan, asked, cfg, cat, run)
+                    return _finish(plan, asked, cfg, cat, run, dinfo)
             if layout.mode == "dp":
                 r = rd
     run = _run(plan, r, layout, cfg, cat, pools, gpus, size_note)
     if layout.mode == "dp":
         run.serving["attention"]["reason"] += f"; parameters {r.level}: {r.calibration}"
-    return _finish(plan, asked, cfg, cat, run)
+    return _finish(plan, asked, cfg, cat, run, dinfo)
 
 
-def _finish(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCatalog, run: ServingRun) -> ServingRun:
-    """The levers that would change a slow run (each simulated from ``r`` as the caller resolved it), and
-    the ``why`` sentence over everything."""
+def _finish(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCatalog, run: ServingRun,
+            deployment: dict[str, Any]) -> ServingRun:
+    """The deployment it ran, the levers that would change a slow run (each simulated from ``r`` as the caller
+    resolved it, on ``cfg`` as the deployment resolved it), and the ``why`` sentence over everything."""
     d = run.serving
+    d["deployment"] = deployment
     if cfg.levers and not cfg.disagg:
         lv = levers(r, cfg, d, lambda c: simulate(plan, r, c, cat).serving)
         if lv:

@@ -31,10 +31,12 @@ def system_pool_tokens(r: Resolved, gpus: int) -> float:
     return (r.system.count // gpus) * dep.kv_pool_tokens_per_gpu(r.system.mem_util)
 
 
-def serving_gpus(r: Resolved, concurrency: int, demand: float = float("inf")) -> tuple[int, str]:
+def serving_gpus(r: Resolved, concurrency: int, demand: float = float("inf"),
+                 tier_per_instance: float = 0.0) -> tuple[int, str]:
     """(accelerators per instance, why) for ``concurrency`` sessions keeping ``demand`` tokens of KV: as resolved
     for one session or a ``tp = "max"`` system; for a ``tp = "fit"`` system above one session the smallest size
-    whose instances hold ``demand`` together, else the one whose instances hold the most."""
+    whose instances hold ``demand`` together (with ``tier_per_instance`` tokens of lower tiers each), else the one
+    whose instances hold the most."""
     g0 = r.dep.gpus
     if concurrency <= 1 or r.system.tp != "fit":
         return g0, ""
@@ -43,7 +45,7 @@ def serving_gpus(r: Resolved, concurrency: int, demand: float = float("inf")) ->
     while g <= r.system.count:
         sizes.append(g)
         g *= 2
-    pools = {g: system_pool_tokens(r, g) for g in sizes}
+    pools = {g: system_pool_tokens(r, g) + tier_per_instance * (r.system.count // g) for g in sizes}
     holds = [g for g in sizes if pools[g] >= demand]
     best = holds[0] if holds else max(sizes, key=lambda g: (pools[g], -g))
     if best == g0:
@@ -52,7 +54,8 @@ def serving_gpus(r: Resolved, concurrency: int, demand: float = float("inf")) ->
     text = ", ".join(f"{r.system.count // g} x {g}: {pools[g] / m:.2f}M" for g in sizes)
     what = "the smallest whose instances hold it" if holds else "none holds it; the size whose instances hold the most"
     why = (f"{r.system.key} serves {concurrency} sessions (~{demand / m:.2f}M tokens of KV) as "
-           f"{r.system.count // best} instance(s) of {best} accelerators, {what} ({text} tokens; one session runs on "
+           f"{r.system.count // best} instance(s) of {best} accelerators, {what} ({text} tokens"
+           f"{' in HBM and the CPU tier' if tier_per_instance else ''}; one session runs on "
            f"the fewest that hold the weights, {g0})")
     return best, why
 

@@ -46,6 +46,8 @@ def sweep(trace: Trace, systems: Sequence[str], concurrency: Sequence[int] = DEF
             "hit_share": [d["hit_share"]["total"] for d in runs],
             "calls_in_flight": [d["calls_in_flight_mean"] for d in runs],
             "attention": [(d.get("attention") or {}).get("layout", "tp") for d in runs],
+            # the largest concurrency's deployment (the CPU tier of an estimate grows with the instances)
+            "deployment": runs[-1].get("deployment") if runs else None,
             # the largest concurrency's levers when it was slow and they were asked for (the why line names them)
             "levers": runs[-1].get("levers") if runs else None,
             "why": (runs[-1]["why"] + " Attention layout by concurrency: "
@@ -54,7 +56,27 @@ def sweep(trace: Trace, systems: Sequence[str], concurrency: Sequence[int] = DEF
                     + ".") if runs else "",
         })
         rows.append(row)
-    cache = "HBM prefix cache" if not (base.cpu_bytes or base.disk_bytes) else \
-        f"HBM + CPU {base.cpu_bytes / 1e12:g} TB" + (f" + disk {base.disk_bytes / 1e12:g} TB" if base.disk_bytes else "")
+    cache = _cache_text(base, rows)
     return {"concurrency": conc, "model": spec.key, "sessions": plan.n_sessions, "cache": cache, "systems": rows,
             "notes": plan.notes}
+
+
+def _cache_text(base: ServingConfig, rows: list[dict[str, Any]]) -> str:
+    """The cache tiers the panel ran: given explicitly, or each system's deployment (the largest concurrency's)."""
+    if base.cpu_bytes or base.disk_bytes or not base.cache_from_deployment or not base.prefix_cache:
+        if not (base.cpu_bytes or base.disk_bytes):
+            return "HBM prefix cache"
+        return f"HBM + CPU {base.cpu_bytes / 1e12:g} TB" + (f" + disk {base.disk_bytes / 1e12:g} TB"
+                                                          if base.disk_bytes else "")
+    if base.deployment == "benchmark":
+        return "HBM prefix cache (benchmark deployment)"
+    parts = []
+    for row in rows:
+        dep = row.get("deployment")
+        if not dep:
+            continue
+        how = "recipe" if dep["level"] == "recipe" else "estimate"
+        cpu = dep["cpu_tier_bytes"]
+        parts.append(f"{row['system']} HBM + CPU {cpu / 2**30:,.0f} GiB, {dep['kv_dtype']} KV ({how})" if cpu
+                     else f"{row['system']} HBM only ({how})")
+    return "each system's agentic deployment: " + "; ".join(parts) if parts else "HBM prefix cache"

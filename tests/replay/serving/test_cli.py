@@ -36,6 +36,41 @@ def test_replay_concurrency_json_has_a_serving_object_per_system(capsys) -> None
         assert s["cache"]["hit_share"] == pytest.approx(sv["hit_share"]["total"])
     h200, rubin = (s["serving"] for s in d["systems"])
     assert h200["host_link"]["key"] == "pcie5-x16" and rubin["host_link"]["key"] == "nvlink-c2c-vera"
+    # the explicit tier replaces the deployment's; H200 keeps the rest of its agentic recipe (85 % of HBM)
+    assert d["cache_policy"].startswith("lmcache")
+    for sv in (h200, rubin):
+        assert sv["deployment"]["cpu_tier_bytes"] == 1e12 and sv["deployment"]["cpu_tier_from"] == "--cache-policy"
+    assert h200["deployment"]["level"] == "recipe" and h200["deployment"]["mem_util"] == 0.85
+    assert rubin["deployment"]["level"] == "estimate" and rubin["deployment"]["mem_util"] == 0.9
+
+
+def test_the_deployment_supplies_the_cache_unless_a_policy_or_benchmark_is_asked(capsys) -> None:
+    def serving(*extra: str) -> list[dict]:
+        code, out, err = run(capsys, "replay", str(KVCT), "-s", "jalapeno", "-s", "b200+x86", "--concurrency", "2",
+                             *extra, "--json")
+        assert code == 0, err
+        d = json.loads(out)
+        return [s["serving"] | {"_policy": d["cache_policy"]} for s in d["systems"]]
+
+    jal, b200 = serving()
+    assert jal["_policy"].startswith("auto: each system's agentic deployment")
+    # no recipe for Jalapeño: the recipes' 500 GiB per serving instance, an estimate with its range
+    inst = jal["attention"]["instances"]
+    assert jal["deployment"]["level"] == "estimate" and jal["deployment"]["cpu_tier_bytes"] == 500 * 2**30 * inst
+    assert jal["deployment"]["cpu_tier_from"].startswith("deployment: estimate") and "2,500" in \
+        jal["deployment"]["cpu_tier_from"]
+    assert b200["deployment"]["cpu_tier_bytes"] == 1000 * 2**30 and b200["attention"]["kv_dtype"] == "fp8"
+    assert "Deployment: agentic" in b200["why"] and "LMCache CPU tier 1,000 GiB" in b200["why"]
+    # --cache-policy prefix: HBM only, the recipe's KV dtype and HBM share kept
+    _, b200p = serving("--cache-policy", "prefix")
+    assert b200p["deployment"]["cpu_tier_bytes"] == 0 and b200p["hit_share"]["cpu"] == 0.0
+    assert b200p["deployment"]["kv_dtype"] == "fp8" and b200p["deployment"]["mem_util"] == 0.95
+    assert b200p["deployment"]["cpu_tier_from"] == "--cache-policy"
+    # --deployment benchmark: none of it
+    _, b200b = serving("--deployment", "benchmark")
+    dep = b200b["deployment"]
+    assert dep["name"] == "benchmark" and dep["cpu_tier_bytes"] == 0 and dep["mem_util"] == 0.9
+    assert b200b["attention"]["kv_dtype"] == "bf16" and b200b["kv_pool_tokens"] < b200p["kv_pool_tokens"] / 2
 
 
 def test_cache_policy_none_turns_the_prefix_cache_off(capsys) -> None:

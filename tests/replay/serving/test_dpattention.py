@@ -57,6 +57,9 @@ def few(plan):
 
 
 def cfg(n: int, attention: str = "auto", **kw) -> ServingConfig:
+    # the layout logic on the benchmark deployment (HBM only unless a test adds a tier): the agentic one's CPU
+    # tier holds the sessions' KV under TP, so auto would never weigh DP here
+    kw.setdefault("deployment", "benchmark")
     return ServingConfig(concurrency=n, attention=attention, ramp_s=0.0, **kw)
 
 

@@ -12,14 +12,23 @@ from agentprof.replay import replay
 from agentprof.replay.serving import ServingConfig, simulate
 
 
+@pytest.mark.parametrize("deployment", ["agentic", "benchmark"])
 @pytest.mark.parametrize("system", ["h200+x86", "jalapeno"])
-def test_concurrency_one_matches_single_session_replay(kvct, plan, resolved, system) -> None:
-    # jalapeno runs Kimi K2.5 on 4 of its 8 chips: two replicas, a small HBM pool (evictions happen)
-    rep = replay(kvct, [system])
+def test_concurrency_one_matches_single_session_replay(kvct, plan, resolved, system, deployment) -> None:
+    # jalapeno runs Kimi K2.5 on 4 of its 8 chips: two replicas, a small HBM pool (evictions happen: with the
+    # agentic deployment's CPU tier they are served from it, in both); h200 under its recipe: 85 % of HBM
+    rep = replay(kvct, [system], deployment=deployment)
     per = rep.calls.group_by("session_id").agg(pl.col("replayed_s").sum(), pl.col("recorded_s").sum())
     want = dict(zip(per["session_id"].to_list(),
                     zip(per["replayed_s"].to_list(), per["recorded_s"].to_list(), strict=True), strict=True))
-    run = simulate(plan, resolved(system), ServingConfig(concurrency=1))
+    run = simulate(plan, resolved(system), ServingConfig(concurrency=1, deployment=deployment))
+    assert rep.systems[0].deployments[0]["deployment"]["name"] == run.serving["deployment"]["name"] == deployment
+    assert rep.systems[0].deployments[0]["deployment"]["cpu_tier_bytes"] == run.serving["deployment"]["cpu_tier_bytes"]
+    # the longest sessions outgrow a 4-chip Jalapeño instance's HBM, and H200's at the recipe's 85 %: the tier
+    # serves their evicted blocks in both (recomputed without one)
+    cpu_hits = rep.systems[0].cache["cpu_hit_tokens"]
+    assert (cpu_hits > 0) == (deployment == "agentic")
+    assert (run.engine.hits[:, 1].sum() > 0) == (cpu_hits > 0)
     task = run.engine.sess_end - run.engine.sess_start
     assert task.size == plan.n_sessions == 19
     for i, sid in enumerate(plan.session_ids):
@@ -80,8 +89,8 @@ def test_fifty_real_sessions_get_ttft_in_seconds_and_the_why(plan, resolved) -> 
     # every rank); data-parallel attention ranks can (auto picks them), and so can an LMCache CPU tier (auto
     # then keeps TP: no prompt's attention on one rank, no lockstep)
     r = resolved("b200+x86")
-    hbm_only = simulate(plan, r, ServingConfig(concurrency=50)).serving
-    tiered = simulate(plan, r, ServingConfig(concurrency=50, cpu_bytes=2e12)).serving
+    hbm_only = simulate(plan, r, ServingConfig(concurrency=50, deployment="benchmark")).serving
+    tiered = simulate(plan, r, ServingConfig(concurrency=50, cpu_bytes=2e12, deployment="benchmark")).serving
     assert hbm_only["attention"]["layout"] == "dp" and tiered["attention"]["layout"] == "tp"
     assert hbm_only["ttft_s"]["p50"] < 5.0 and hbm_only["hit_share"]["hbm"] > 0.9
     assert tiered["ttft_s"]["p50"] < 5.0
@@ -91,10 +100,25 @@ def test_fifty_real_sessions_get_ttft_in_seconds_and_the_why(plan, resolved) -> 
     for needle in ("calls in flight", "CPU", "queue p99", "cold call"):
         assert needle in why
     assert tiered["sessions"] == 50 and any("cycled" in n for n in tiered["notes"])
+    # the default: B200 as the validated agentic recipe deploys Kimi (S61: FP8 KV, 95 % of HBM, 500 GiB of
+    # LMCache CPU tier per 4-GPU worker, so 1,000 GiB on 8 GPUs), stated with its source and what it leaves out
+    agentic = simulate(plan, r, ServingConfig(concurrency=50)).serving
+    dep = agentic["deployment"]
+    assert dep["name"] == "agentic" and dep["level"] == "recipe" and "S61" in dep["source"]
+    assert dep["cpu_tier_bytes"] == 1000 * 2**30 and dep["kv_dtype"] == "fp8" and dep["mem_util"] == 0.95
+    assert agentic["attention"]["kv_dtype"] == "fp8" and "agentic deployment" in agentic["attention"]["kv_source"]
+    assert dep["kv_dtype_from"].startswith("deployment: S61") and dep["mem_util_from"].startswith("deployment: S61")
+    assert dep["cpu_tier_from"].startswith("deployment: 500 GiB per worker x 2 worker(s) of 4")
+    skipped = " ".join(dep["not_applied"])
+    assert "speculative decoding" in skipped and "workers of 4 accelerators" in skipped  # the catalog runs TP8
+    # FP8 at 95 % of HBM holds more of the sessions' prefixes in HBM than BF16 at 90 %: fewer CPU loads
+    assert agentic["kv_pool_tokens"] > 2 * tiered["kv_pool_tokens"]
+    assert agentic["hit_share"]["hbm"] > tiered["hit_share"]["hbm"]
+    assert agentic["ttft_s"]["p50"] < 5.0 and "Deployment: agentic, the validated agentic recipe" in agentic["why"]
 
 
 def test_nvlink_c2c_loads_cpu_hits_faster_than_pcie(plan, resolved) -> None:
-    cfg = ServingConfig(concurrency=50, cpu_bytes=2e12)
+    cfg = ServingConfig(concurrency=50, cpu_bytes=2e12, deployment="benchmark")  # BF16 KV: the tier serves hits
     pcie = simulate(plan, resolved("b200+x86"), cfg)
     c2c = simulate(plan, resolved("b200+x86", link="nvlink-c2c-vera"), cfg)
     assert c2c.serving["host_link"]["gb_s"] > 4 * pcie.serving["host_link"]["gb_s"]
