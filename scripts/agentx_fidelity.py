@@ -12,9 +12,14 @@ About 15 s a revision.
 With ``--eta-per-accelerator`` one more row for this checkout: the attention efficiency searched on each accelerator's
 own healthy conc <= 8 points (``agentic.fit_attn_eff``) with this checkout's fitted terms — what ``devices fit`` now
 ships in ``[global.attn_eff_by_accelerator]``, so the row reproduces the shipped one. ``--eta X`` adds a row with η
-fixed at X on every accelerator (a sensitivity, not a fit).
+fixed at X on every accelerator (a sensitivity, not a fit). ``--jitter`` adds, for this checkout and each
+``--baseline``, the median TTFT / ITL of the complete runs with every η scaled by 1 + k/1000, k = −5…5: the simulated
+closed loops are chaotic in their parameters (a step 0.1 % longer reorders arrivals), so the median moves by a few
+tenths of a point from nothing physical; a change to it smaller than that band is not resolved (docs/DEVICE_MODEL.md
+§4, `lolo5`). About 11 × 8 s a revision.
 
-    python scripts/agentx_fidelity.py [--baseline REV ...] [--eta-per-accelerator] [--eta X] [--points] [AGENTIC.csv]
+    python scripts/agentx_fidelity.py [--baseline REV ...] [--eta-per-accelerator] [--eta X] [--jitter] [--points]
+                                      [AGENTIC.csv]
 """
 
 from __future__ import annotations
@@ -62,11 +67,31 @@ for hw, sub in sorted(groups):
 print(json.dumps({"attn_eff": etas, "table": table}))
 """
 
+_CHILD_JITTER = r"""
+import dataclasses, json, sys
+from agentprof.catalog.hardware import load_catalog
+from agentprof.replay.agentic import load_agentic
+from agentprof.replay.calibration import load_fitted
+from agentprof.replay.serving.benchpoint import simulate_agentic
+df, f, cat = load_agentic(sys.argv[1]), load_fitted(), load_catalog()
+by = getattr(f, "attn_eff_by_accelerator", None) or {}
+out = []
+for k in range(-5, 6):
+    s = 1.0 + k / 1000.0
+    g = dataclasses.replace(f, attn_eff=f.attn_eff * s, **({"attn_eff_by_accelerator": {a: v * s for a, v in by.items()}}
+                                                           if hasattr(f, "attn_eff_by_accelerator") else {}))
+    out.append(simulate_agentic(df, g, cat)["table"])
+print(json.dumps({"tables": out}))
+"""
 
-def run(tree: Path, agentic: str, eta: float | None = None) -> dict[str, Any]:
+
+def run(tree: Path, agentic: str, eta: float | None = None, jitter: bool = False) -> dict[str, Any]:
     """The simulated AgentX table of the code in ``tree`` (a subprocess, so each revision imports its own code);
-    with ``eta`` this checkout's table with η per accelerator (0) or fixed (> 0)."""
+    with ``eta`` this checkout's table with η per accelerator (0) or fixed (> 0); with ``jitter`` the 11 tables
+    with η scaled by 1 + k/1000 (``tables``)."""
     code, args = (_CHILD, []) if eta is None else (_CHILD_ETA, [str(eta)])
+    if jitter:
+        code, args = _CHILD_JITTER, []
     out = subprocess.run([sys.executable, "-c", code, str(ROOT / agentic), *args], cwd=tree, capture_output=True,
                          text=True, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -123,6 +148,8 @@ def main(argv: list[str]) -> None:
             if not a.startswith("--") and (i == 0 or argv[i - 1] not in ("--baseline", "--eta"))]
     agentic = rest[0] if rest else AGENTIC
     results = {}
+    jitter = "--jitter" in argv
+    bands: dict[str, dict[str, Any]] = {}
     for rev in baselines:
         with tempfile.TemporaryDirectory() as d:
             wt = Path(d) / "base"
@@ -130,9 +157,13 @@ def main(argv: list[str]) -> None:
                            capture_output=True)
             try:
                 results[f"at {rev}"] = run(wt, agentic)
+                if jitter:
+                    bands[f"at {rev}"] = run(wt, agentic, jitter=True)
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=ROOT, capture_output=True)
     results["after (this checkout)"] = run(ROOT, agentic)
+    if jitter:
+        bands["after (this checkout)"] = run(ROOT, agentic, jitter=True)
     if "--eta-per-accelerator" in argv:
         results["η per accelerator (experiment)"] = run(ROOT, agentic, 0.0)
     for x in etas:
@@ -147,6 +178,16 @@ def main(argv: list[str]) -> None:
         eta = res["attn_eff"]
         eta = ", ".join(f"{k} {v:.3f}" for k, v in eta.items()) if isinstance(eta, dict) else f"{eta:.3f}"
         print(f"| {label}, η {eta} | " + " | ".join(cells) + " |")
+    if bands:
+        import numpy as np
+
+        print("\n| η × (1 + k/1000), k = −5…5 | TTFT median APE: mean ± sd (min–max) | runs ≤ 20 % | ITL: mean (max) |")
+        print("|---|---|---|---|")
+        for label, res in bands.items():
+            med = np.array([slices(t, cut)["all complete runs"][:2] for t in res["tables"]], dtype=float)
+            tt, it = 100 * med[:, 0], 100 * med[:, 1]
+            print(f"| {label} | {tt.mean():.2f} ± {tt.std(ddof=1):.2f} % ({tt.min():.1f}–{tt.max():.1f} %) | "
+                  f"{int((tt <= 20.0).sum())} of {tt.size} | {it.mean():.2f} % ({it.max():.1f} %) |")
     if points:
         print("\n| hw | tp | conc | offload | hit | sim HBM / CPU hit | TTFT meas → pred | ITL meas → pred |")
         print("|---|---|---|---|---|---|---|---|")

@@ -21,7 +21,7 @@ import polars as pl
 
 from agentprof.catalog import find_model
 from agentprof.catalog.hardware import HardwareCatalog
-from agentprof.catalog.kvcache import block_host_s_per_token, kv_bytes, tokenize_s_per_token
+from agentprof.catalog.kvcache import block_host_s_per_token, engine, kv_bytes, tokenize_s_per_token
 from agentprof.errors import TraceFormatError
 from agentprof.replay.calibration import Fitted, step_params
 from agentprof.replay.costmodel import Deployment, StepParams, call_times
@@ -88,7 +88,8 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
             continue
         entry, how = got
         fw = str(r["framework"]).lower()
-        dep = Deployment(m, cat.accelerators[hw], prec, tp, kv_dtype_bytes=kv_bytes(fw, m.key, hw)[0])
+        dep = Deployment(m, cat.accelerators[hw], prec, tp, kv_dtype_bytes=kv_bytes(fw, m.key, hw)[0],
+                         engine=engine(fw))
         p = step_params(entry.theta, dep.layers, tp, accept=1.0)
         # the engine's per-block host work over the prompt's blocks holds up the loop like the per-prefill overhead
         per_tok = block_host_s_per_token(fw, m.key, hw)[0] if block_host else 0.0

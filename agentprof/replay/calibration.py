@@ -227,11 +227,21 @@ def nearest_group(fitted: Fitted, key: PointKey) -> FitEntry | None:
 ACCEPT, HANDOFF, A2A = PARAMS.index("accept"), PARAMS.index("handoff"), PARAMS.index("a2a_ratio")
 
 
-A2A_LEVELS = ("group", "layout")
+A2A_LEVELS = ("hardware", "group", "layout")
 """Levels whose fit informs ``a2a_ratio``: the all-to-all is the engine's own kernel (TRT-LLM's MNNVL all-to-all,
 SGLang's DeepEP or MORI dispatch), so a group fits it where it measured the kind, and a group that did not keeps 1
-(one constant for both kinds); fitted on the hardware level too, the hardware's compromise over its frameworks
-carried to groups without the kind and transferred worse (docs/DEVICE_MODEL.md §4)."""
+(one constant for both kinds; it does not take the hardware's ratio, a compromise over the hardware's frameworks
+that transferred worse). The hardware level fits it too, so that the hardware's ``kappa`` — every group's prior —
+is the all-reduce's: held at 1 there, GB200's and MI355X's ``kappa`` were set by their mostly attention-DP
+layouts' all-to-all, and a group's unidentified all-reduce inherited it (docs/DEVICE_MODEL.md §4, 2026-12-02
+`lolo3`)."""
+
+
+def _without_a2a_ratio(mu: np.ndarray) -> np.ndarray:
+    """``mu`` (natural units) with the all-to-all ratio at its prior 1: the prior of a group without the kind."""
+    out = mu.copy()
+    out[A2A] = PRIOR_MEAN["a2a_ratio"]
+    return out
 
 
 def _fixed_terms(f: Features, level: str = "group") -> list[int]:
@@ -318,6 +328,8 @@ def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 
             else:
                 mu = entries["group"][k0.group].theta
             idx = np.array(ids)
+            if level == "group" and A2A in _fixed_terms(f.subset(idx), level):
+                mu = _without_a2a_ratio(mu)  # no all-to-all measured: one constant for both kinds, as before
             theta = _fit_unit(f, idx, mu, sd, attn_eff, level)
             attrs = {"family": k0.family, "hardware": k0.hardware}
             if level in ("group", "layout"):

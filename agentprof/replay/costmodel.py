@@ -31,6 +31,27 @@ DEFAULT_SCALEOUT_BW = 50e9
 the common build, hardware.md §2.1 [S2-spec])."""
 
 
+def one_shot_max_bytes(gpus: float, engine: str = "", hidden: float = 0.0, vendor: str = "") -> float:
+    """The largest all-reduce message (bytes) an engine's custom all-reduce sends one-shot: every rank reads each
+    peer's whole message, (g − 1)·M per rank, where the two-shot kernel (reduce-scatter, all-gather) moves the ring's
+    2·(g − 1)/g·M. vLLM's dispatch [S-CUSTOMAR1]: always one-shot on 2 GPUs, below 512 KiB on up to 4, below 256 KiB
+    on up to 8; above 8 GPUs NCCL (no one-shot); SGLang carries the same kernel on NVIDIA. On AMD the engines run
+    AITER's all-reduce [S-AITERAR1], whose default kernel goes one-shot below 160 KiB on up to 4 GPUs and 80 KiB on up
+    to 8. TRT-LLM's AUTO strategy table [S-TRTAR1] (SM100, the all-reduce fused with the residual RMSNorm, TP 4 and 8)
+    goes one-shot up to 2^20 elements of the hidden size's power-of-two bucket (512 tokens of hidden 2,048–4,095, 256
+    of 4,096–8,191)."""
+    if gpus <= 2:
+        return math.inf
+    if gpus > 8:
+        return 0.0
+    if engine == "trt" and hidden >= 1024:
+        bucket = 2.0 ** math.floor(math.log2(hidden))
+        return (2.0 ** 20 / bucket) * hidden * 2.0
+    if vendor == "amd":
+        return 160.0 * 1024 if gpus <= 4 else 80.0 * 1024
+    return 512.0 * 1024 if gpus <= 4 else 256.0 * 1024
+
+
 @dataclass(frozen=True)
 class StepParams:
     """The free terms of one serving configuration (fitted or declared).
@@ -98,6 +119,9 @@ class Deployment:
     kv_dtype_bytes: float = 2.0
     expert_parallel: int = 1
     """Ranks the routed experts are split over as whole experts (EP); 1: every GPU holds a slice of each."""
+    engine: str = ""
+    """The serving engine (``trt``, ``sglang``, ``vllm``, ``atom``; :func:`agentprof.catalog.kvcache.engine`), for
+    its all-reduce's one-shot size (:func:`one_shot_max_bytes`); empty: vLLM's."""
     # derived in __post_init__
     moe_layers: float = field(init=False)
     experts: float = field(init=False)
@@ -293,8 +317,12 @@ class Deployment:
         return out.reshape(np.shape(batch)) if np.ndim(batch) else out[0]
 
     def comm_bytes_per_gpu(self, tokens: ArrayLike) -> np.ndarray:
-        """Bytes one GPU sends over the scale-up link for ``tokens`` tokens in one forward pass: two ring
-        all-reduces of the BF16 activations per layer under tensor parallelism (2·(g−1)/g of the data each);
+        """Bytes one GPU sends over the scale-up link for ``tokens`` tokens in one forward pass: two all-reduces of
+        the BF16 activations per layer under tensor parallelism, a ring's 2·(g−1)/g of the message M each plus, up to
+        the engines' one-shot size (:func:`one_shot_max_bytes`), (g−1)·(1 − 2/g)·M more: a one-shot all-reduce moves
+        (g−1)·M; above that size the two-shot kernel moves the ring's bytes and pays the one-shot excess at the
+        threshold as its second stage's latency (the engine switches where the two cost the same), so the time
+        grows with M without a step;
         with data-parallel attention the MoE layers' all-to-all dispatch (FP8) and combine (BF16) of each
         rank's tokens to its top-k experts instead (hardware.md §5.2, t_comm)."""
         t = np.asarray(tokens, dtype=float)
@@ -306,7 +334,9 @@ class Deployment:
             k = self.topk if self.experts else 1.0
             layers = self.moe_layers if self.experts else self.layers
             return layers * (t / g) * k * hidden * 3.0 * (g - 1.0) / g
-        return self.layers * 2.0 * 2.0 * (g - 1.0) / g * t * hidden * 2.0
+        msg = t * hidden * 2.0  # one all-reduce's BF16 message
+        one_shot = one_shot_max_bytes(g, self.engine, hidden, self.accel.vendor)
+        return self.layers * 2.0 * (2.0 * (g - 1.0) / g * msg + (g - 1.0) * (1.0 - 2.0 / g) * np.minimum(msg, one_shot))
 
     def comm_s(self, tokens: ArrayLike) -> np.ndarray:
         """Seconds of :meth:`comm_bytes_per_gpu` over the accelerator's links (per direction): the scale-up link

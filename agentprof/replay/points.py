@@ -237,10 +237,11 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         covered[j] = True
         try:
             ep_d = expert_ranks(_ep, gd)
-            dk = (hw, model.key, prec, gd, dpa_d, kv_b, ep_d)
-            dec = dep_cache.get(dk) or dep_cache.setdefault(dk, Deployment(model, acc, prec, gd, dpa_d, kv_b, ep_d))
-            pk = (hw, model.key, prec, gp, dpa_p, kv_b)
-            pre = dep_cache.get(pk) or dep_cache.setdefault(pk, Deployment(model, acc, prec, gp, dpa_p, kv_b))
+            eng = engine(fw)
+            dk = (hw, model.key, prec, gd, dpa_d, kv_b, ep_d, eng)
+            dec = dep_cache.get(dk) or dep_cache.setdefault(dk, Deployment(model, acc, prec, gd, dpa_d, kv_b, ep_d, eng))
+            pk = (hw, model.key, prec, gp, dpa_p, kv_b, eng)
+            pre = dep_cache.get(pk) or dep_cache.setdefault(pk, Deployment(model, acc, prec, gp, dpa_p, kv_b, 1, eng))
         except CatalogError as e:
             keys[-1] = None
             why[-1] = str(e)

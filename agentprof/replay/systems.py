@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from agentprof.catalog import CatalogError, ModelSpec
 from agentprof.catalog.hardware import HardwareCatalog, System
-from agentprof.catalog.kvcache import kv_bytes, wait_steps
+from agentprof.catalog.kvcache import engine, kv_bytes, wait_steps
 from agentprof.replay.calibration import FitEntry, Fitted, load_fitted, step_params
 from agentprof.replay.costmodel import Deployment, StepParams, ceil_pow2
 
@@ -160,7 +160,7 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
             raise CatalogError(f"no calibration for {system.key}: run `agentprof devices fit` or declare "
                                f"[systems.{system.key}.params]")
     kvb, kv_src = kv_bytes(fw, model.key, system.accelerator.key)
-    dep = Deployment(model, system.accelerator, precision, gpus, dp_attention, kv_dtype_bytes=kvb)
+    dep = Deployment(model, system.accelerator, precision, gpus, dp_attention, kv_dtype_bytes=kvb, engine=engine(fw))
     if not dep.fits(system.mem_util):
         what = " with its attention weights on every rank (data-parallel attention)" if dp_attention else ""
         raise CatalogError(f"{model.display} ({dep.weight_bytes / 1e9:.0f} GB in {precision}) does not fit on "

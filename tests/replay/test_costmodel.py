@@ -470,3 +470,34 @@ def test_expert_parallel_step_waits_for_the_busiest_rank() -> None:
     extra = ep.decode_bytes_per_gpu(b, ctx) - tp.decode_bytes_per_gpu(b, ctx)
     np.testing.assert_allclose(extra, ep.moe_layers * ep.expert_bytes * (busiest - mean), rtol=1e-9)
     assert extra[1] > 0 and extra[3] / tp.decode_bytes_per_gpu(b[3], ctx) < 1e-3
+
+
+def test_decode_all_reduces_move_one_shot_bytes_below_the_engines_threshold() -> None:
+    # a one-shot all-reduce reads every peer's whole message, (g - 1)·M per rank, against the ring's 2·(g - 1)/g·M;
+    # above the one-shot size the two-shot kernel moves the ring's bytes plus the excess at the threshold, so the
+    # volume grows with the message and has no step where the engine switches kernels
+    hidden, layers = CAT.models["gpt-oss-120b"].get("hidden"), CAT.models["gpt-oss-120b"].get("layers")
+    tokens = np.arange(1.0, 2049.0)
+    msg = tokens * hidden * 2.0
+    two = dep(gpus=2).comm_bytes_per_gpu(tokens) / (2 * layers)
+    assert np.allclose(two, msg)  # 2 GPUs: one-shot and ring move the same
+    for g, limit in ((4, 512 * 1024), (8, 256 * 1024)):
+        per = dep(gpus=g).comm_bytes_per_gpu(tokens) / (2 * layers)
+        small, big = msg < limit, msg > limit
+        assert np.allclose(per[small], (g - 1) * msg[small])
+        assert np.allclose(per[big], 2 * (g - 1) / g * msg[big] + (g - 1) * (1 - 2 / g) * limit)
+        assert np.all(np.diff(per) > 0)
+        assert per[small][-1] > 2 * (g - 1) / g * msg[small][-1] * (g / 2 - 0.01)  # g/2 times the ring's bytes
+    # TRT-LLM's AUTO table sends 512 tokens of a 2,048-4,095 hidden size one-shot on 4 and 8 GPUs, vLLM's 256 KiB fewer
+    trt = dep(gpus=8, engine="trt").comm_bytes_per_gpu(tokens) / (2 * layers)
+    assert np.allclose(trt[:512], 7 * msg[:512])
+    assert np.allclose(trt[512:], 2 * 7 / 8 * msg[512:] + 7 * 0.75 * 512 * hidden * 2)
+    assert np.all(trt >= dep(gpus=8).comm_bytes_per_gpu(tokens) / (2 * layers))
+    # AMD's engines run AITER's all-reduce: one-shot below 80 KiB on 8 GPUs (160 KiB on 4)
+    amd = dep(acc="mi355x", gpus=8).comm_bytes_per_gpu(tokens) / (2 * layers)
+    lim = 80 * 1024 / (hidden * 2)
+    assert np.allclose(amd[tokens < lim], 7 * msg[tokens < lim])
+    assert np.allclose(amd[tokens > lim], 2 * 7 / 8 * msg[tokens > lim] + 7 * 0.75 * 80 * 1024)
+    # beyond 8 GPUs the engines use NCCL: the ring's bytes
+    wide = Deployment(CAT.models["gpt-oss-120b"], CAT.accelerators["gb200"], "fp4", 16).comm_bytes_per_gpu(tokens)
+    assert np.allclose(wide / (2 * layers), 2 * 15 / 16 * msg)

@@ -181,10 +181,11 @@ def _pools_of_row(row: dict, key: Any, cat: HardwareCatalog, kv_b: float,
             and float(row["conc"]) / ndw >= 256):
         dpa_d = True
     acc, model = cat.accelerators[key.hardware], cat.models[key.model]
+    eng = engine(key.framework)
 
     def dep(g: int, dpa: bool, e: int = 1) -> Deployment:
-        k = (key.hardware, key.model, key.precision, g, dpa, kv_b, e)
-        return deps.get(k) or deps.setdefault(k, Deployment(model, acc, key.precision, g, dpa, kv_b, e))
+        k = (key.hardware, key.model, key.precision, g, dpa, kv_b, e, eng)
+        return deps.get(k) or deps.setdefault(k, Deployment(model, acc, key.precision, g, dpa, kv_b, e, eng))
 
     return dep(gp, dpa_p), npw, dep(gd, dpa_d, expert_ranks(ep, gd)), ndw
 
@@ -238,8 +239,9 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
         kv_b = float(f.kv_bytes[j])
         ep = expert_ranks(_layout(row, False)[8], g)
         try:
-            dk = (key.hardware, key.model, key.precision, g, dpa, kv_b, ep)
-            dep = deps.get(dk) or deps.setdefault(dk, Deployment(model, acc, key.precision, g, dpa, kv_b, ep))
+            eng = engine(key.framework)
+            dk = (key.hardware, key.model, key.precision, g, dpa, kv_b, ep, eng)
+            dep = deps.get(dk) or deps.setdefault(dk, Deployment(model, acc, key.precision, g, dpa, kv_b, ep, eng))
         except CatalogError:
             continue
         e, _ = fitted.lookup(key, vendor.get(key.hardware, ""))

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from agentprof.catalog.hardware import load_catalog
+from agentprof.catalog.kvcache import engine
 from agentprof.replay.calibration import prior_theta, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.points import PARAMS, expert_ranks, point_features, predict, predict_times
@@ -36,9 +37,11 @@ def pools_of(row: dict, cat=CAT, th: np.ndarray | None = None):
     f = point_features(pl.DataFrame([row]), cat)
     acc, model = cat.accelerators[row["hardware"]], cat.models["deepseek-r1"]
     gp, gd = int(f.g_pf[0]), int(f.g_dec[0])
-    pre = Deployment(model, acc, row["precision"], gp, False, float(f.kv_bytes[0]))
+    eng = engine(row["framework"])  # the engine's one-shot all-reduce size
+    pre = Deployment(model, acc, row["precision"], gp, False, float(f.kv_bytes[0]), engine=eng)
     # the decode worker's experts split over its EP ranks as whole experts (a step waits for the busiest rank)
-    dec = Deployment(model, acc, row["precision"], gd, False, float(f.kv_bytes[0]), expert_ranks(row["decode_ep"], gd))
+    dec = Deployment(model, acc, row["precision"], gd, False, float(f.kv_bytes[0]), expert_ranks(row["decode_ep"], gd),
+                     eng)
     pp = step_params(th, pre.layers, gp, accept=1.0).with_(attn_eff=ETA)
     # the first token leaves the decode worker after the recipe's interval and the fitted hand-off (decode steps)
     dp = step_params(th, dec.layers, gd, accept=1.0).with_(
