@@ -163,27 +163,33 @@ class PrefixIndex:
         return [f"{k} call(s) have no prompt block hashes: their cached prefix is the provider's reported cache reads"]
 
 
+def _prefix_tokens(index: PrefixIndex, capacity_tokens: float, input_tokens: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Leading cached tokens per call with an LRU cache of ``capacity_tokens`` (calls without hashes: the provider's
+    reported reads), at most ``input − 1``; and whether the cache evicts."""
+    bs = float(index.cb.block_size)
+    blocks, evicting = index.leading_hits(max(capacity_tokens / bs, 0.0))
+    limit = np.maximum(np.asarray(input_tokens, dtype=float) - 1.0, 0.0)
+    return np.where(index.has, np.minimum(blocks * bs, limit), np.minimum(index.reads, limit)), evicting
+
+
+def _evict_note(capacity_tokens: float, index: PrefixIndex, what: str) -> str:
+    room = max(capacity_tokens / index.cb.block_size, 0.0) * index.cb.block_size
+    return (f"the HBM prefix cache holds {room:,.0f} tokens per client, less than a conversation's working set: "
+            + what)
+
+
 def cached_tokens(index: PrefixIndex, policy: CachePolicy, hbm_capacity_tokens: float,
                   input_tokens: np.ndarray) -> CacheHits:
     """Cached tokens per call under ``none`` or ``prefix`` (HBM only); ``hbm_capacity_tokens`` is the
     prefix-cache room of one client. For ``lmcache`` use :func:`tiered_tokens`.
 
     At most ``input − 1`` tokens are cached (the last prompt token is always computed)."""
-    cb = index.cb
-    n = cb.calls.height
+    n = index.cb.calls.height
     zero = np.zeros(n)
     if policy.kind == "none" or n == 0:
         return CacheHits(zero.copy(), zero.copy(), zero.copy())
-    notes: list[str] = []
-    bs = float(cb.block_size)
-    cap_hbm = max(hbm_capacity_tokens / bs, 0.0)
-    hbm_blocks, evicting = index.leading_hits(cap_hbm)
-    if evicting:
-        notes.append(f"the HBM prefix cache holds {cap_hbm * bs:,.0f} tokens per client, less than a "
-                     "conversation's working set: LRU evictions apply")
-    limit = np.maximum(np.asarray(input_tokens, dtype=float) - 1.0, 0.0)
-    hbm = np.minimum(hbm_blocks * bs, limit)
-    hbm = np.where(index.has, hbm, np.minimum(index.reads, limit))
+    hbm, evicting = _prefix_tokens(index, hbm_capacity_tokens, input_tokens)
+    notes = [_evict_note(hbm_capacity_tokens, index, "LRU evictions apply")] if evicting else []
     return CacheHits(hbm, zero.copy(), zero.copy(), notes + index.no_hash_note())
 
 
@@ -193,11 +199,10 @@ def cached_tokens_tiered(index: PrefixIndex, hbm_capacity_tokens: float, cpu_cap
     LMCache stores each computed chunk): both LRU, so a call's leading run found in the larger tier contains the one
     found in HBM (LRU stacks are inclusive), the CPU tier serves the difference. Exact from the same stack
     distances as :func:`cached_tokens`."""
-    hbm = cached_tokens(index, CachePolicy("prefix"), hbm_capacity_tokens, input_tokens)
-    total = cached_tokens(index, CachePolicy("prefix"), max(cpu_capacity_tokens, hbm_capacity_tokens), input_tokens)
-    cpu = np.maximum(total.hbm - hbm.hbm, 0.0)
-    notes = [n for n in hbm.notes if "LRU evictions" not in n]
-    if any("LRU evictions" in n for n in hbm.notes):
-        notes.insert(0, f"the HBM prefix cache holds {hbm_capacity_tokens:,.0f} tokens per client, less than a "
-                        "conversation's working set: evicted blocks are served from the CPU tier while it holds them")
-    return CacheHits(hbm.hbm, cpu, np.zeros_like(cpu), notes)
+    if index.cb.calls.height == 0:
+        return cached_tokens(index, CachePolicy("prefix"), hbm_capacity_tokens, input_tokens)
+    hbm, evicting = _prefix_tokens(index, hbm_capacity_tokens, input_tokens)
+    total, _ = _prefix_tokens(index, max(cpu_capacity_tokens, hbm_capacity_tokens), input_tokens)
+    notes = ([_evict_note(hbm_capacity_tokens, index, "evicted blocks are served from the CPU tier while it holds "
+                                                      "them")] if evicting else [])
+    return CacheHits(hbm, np.maximum(total - hbm, 0.0), np.zeros_like(hbm), notes + index.no_hash_note())

@@ -372,8 +372,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                 r0 = resolve(system, spec, cat, fitted)
                 dep = deployment_for(r0, deployment)
                 r = deployed(r0, dep, kv_dtype)
-                tier = (dep.cpu_bytes(max(system.count // max(r.dep.gpus, 1), 1))
-                        if asked_policy.kind == "auto" and dep.name == "agentic" else 0.0)
+                tier = dep.cpu_bytes(r.instances) if asked_policy.kind == "auto" else 0.0
                 row.deployments.append({**r.describe(), "deployment": summary(dep, r, tier)})
                 if policy.kind == "none" or (sim is not None and key == sim[0] and policy.kind == "lmcache"):
                     zero = np.zeros(sel.size)

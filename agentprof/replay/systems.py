@@ -42,6 +42,11 @@ class Resolved:
     fitted: Fitted | None = field(default=None, repr=False, compare=False)
 
     @property
+    def instances(self) -> int:
+        """Serving instances the system holds at this deployment's accelerators per instance (at least one)."""
+        return max(self.system.count // max(self.dep.gpus, 1), 1)
+
+    @property
     def host_link_bw(self) -> float:
         return self.system.link.bw.value
 

@@ -58,6 +58,10 @@ class Deployment:
     mem_util_source: str = ""
     not_applied: tuple[str, ...] = field(default_factory=tuple)
 
+    def kv_for(self, asked: str) -> str:
+        """The KV dtype stored when ``asked`` (``--kv-dtype``) is given: it, unless ``auto`` (then the deployment's)."""
+        return asked if asked != "auto" else self.kv_dtype
+
     def cpu_bytes(self, instances: int) -> float:
         """The CPU tier of the system when it serves as ``instances`` instances."""
         if self.cpu_bytes_fixed is not None:
@@ -110,7 +114,7 @@ def deployed(r: Resolved, dep: Deployment, kv_dtype: str = "auto") -> Resolved:
     from agentprof.replay.serving.kvdtype import with_kv_dtype
 
     r = with_mem_util(r, dep)
-    kv = kv_dtype if kv_dtype != "auto" else dep.kv_dtype
+    kv = dep.kv_for(kv_dtype)
     r = with_kv_dtype(r, kv)
     if kv_dtype == "auto" and kv != "auto":
         r = replace(r, kv_source=f"{kv} as the agentic deployment stores it: {dep.kv_source}")

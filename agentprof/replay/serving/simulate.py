@@ -148,7 +148,7 @@ def kv_demand(plan: SessionPlan, concurrency: int) -> float:
 def _capacity(plan: SessionPlan, tp: Resolved, dp: Resolved, cfg: ServingConfig) -> Capacity:
     """KV demand of ``cfg.concurrency`` sessions (each its mean prompt: the prefix it keeps between calls) and the
     tokens each layout's system holds (HBM pools, plus the CPU and disk tiers)."""
-    inst = max(tp.system.count // max(tp.dep.gpus, 1), 1)
+    inst = tp.instances
     tiers = (cfg.cpu_bytes + cfg.disk_bytes) / max(tp.dep.kv_token_bytes, 1.0)
     dp_pool = RankStepCost(dp).pool_tokens * dp.dep.gpus * inst
     tp_pool = (math.inf if cfg.hbm_unbounded else StepCost.of(tp).pool_tokens * inst)
@@ -172,7 +172,7 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     asked, given = r, cfg
     dep = deployment_for(r, cfg.deployment)
     from_dep = takes_cache(cfg)
-    kv = cfg.kv_dtype if cfg.kv_dtype != "auto" else dep.kv_dtype
+    kv = dep.kv_for(cfg.kv_dtype)
     r = deployed(r, dep, cfg.kv_dtype)
     pools, gpus = None, r.system.count
     size_note = ""
@@ -188,7 +188,7 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
 
             r = carry_kv(resolve(r.system, r.model, load_catalog(), r.fitted, accept=r.params.accept, gpus=g), r)
     if from_dep:
-        cfg = replace(cfg, cpu_bytes=dep.cpu_bytes(max(r.system.count // max(r.dep.gpus, 1), 1)),
+        cfg = replace(cfg, cpu_bytes=dep.cpu_bytes(r.instances),
                       cache_from_deployment=False)
     cfg = replace(cfg, kv_dtype=kv)
     dinfo = describe(dep, given, r, cfg.cpu_bytes, from_dep)
@@ -243,7 +243,7 @@ def _finish(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCata
 def _run(plan: SessionPlan, r: Resolved, layout: Layout, cfg: ServingConfig, cat: ServingCatalog,
          pools: Pools | None, gpus: int, size_note: str) -> ServingRun:
     """One simulation of ``r`` in ``layout`` (``r`` already resolved for it)."""
-    instances = max(r.system.count // max(r.dep.gpus, 1), 1)
+    instances = r.instances
     if layout.mode == "dp":
         cost: StepCost = RankStepCost(r)
         replicas = instances * layout.ranks
