@@ -62,6 +62,9 @@ def load_points(path: str | Path) -> pl.DataFrame:
                 line = int(bad["_i"][0]) + 2
                 raise TraceFormatError(p, line, f"column {c!r}: expected a number, got {bad[c][0]!r}")
             df = df.with_columns(pl.col(c).cast(pl.Float64, strict=False))
+    for c in FLAGS:
+        if c in df.columns and df.schema[c] != pl.Boolean:
+            df = _flag_column(df, c, p)
     for c in ("isl", "osl", "conc"):
         bad = df.with_row_index("_i").filter(pl.col(c).is_null() | (pl.col(c) <= 0))
         if bad.height:
@@ -69,6 +72,23 @@ def load_points(path: str | Path) -> pl.DataFrame:
     if "quality_flag" in df.columns:
         df = df.filter(pl.col("quality_flag").is_null() | (pl.col("quality_flag") == "ok"))
     return df
+
+
+FLAGS = ("disagg", "dp_attention", "is_multinode")
+"""Yes/no columns of a points CSV: read as booleans whatever the writer spelled them."""
+_TRUE, _FALSE = {"true", "t", "yes", "y", "1", "1.0"}, {"false", "f", "no", "n", "0", "0.0", ""}
+
+
+def _flag_column(df: pl.DataFrame, c: str, path: str) -> pl.DataFrame:
+    """``c`` as booleans: true/false, yes/no, 1/0 in any case (empty = false); anything else is an error naming
+    the line. Without this a column polars reads as text makes every non-empty value, even "False", true."""
+    text = df[c].cast(pl.String).str.strip_chars().str.to_lowercase()
+    bad = [i for i, v in enumerate(text.to_list()) if v is not None and v not in _TRUE | _FALSE]
+    if bad:
+        raise TraceFormatError(path, bad[0] + 2, f"column {c!r}: expected true/false (or yes/no, 1/0), "
+                                                 f"got {df[c][bad[0]]!r}")
+    return df.with_columns(pl.Series(c, [None if v is None else v in _TRUE for v in text.to_list()],
+                                     dtype=pl.Boolean))
 
 
 def _col(df: pl.DataFrame, name: str, default: object = None) -> list:

@@ -155,6 +155,26 @@ def test_bad_points_files_name_file_and_line(tmp_path: Path) -> None:
     assert f"{f}:3:" in str(e.value) and "'osl'" in str(e.value)
 
 
+def test_yes_no_columns_read_as_booleans_whatever_the_spelling(tmp_path: Path, points: pl.DataFrame) -> None:
+    """A disaggregated flag written as text (a column polars reads as strings) is a boolean, not a non-empty string
+    that is always true: the same aggregated point predicts the same with 'no', '0' or 'False'; a word that is
+    neither is an error naming the line."""
+    row = points.filter(~pl.col("disagg") & (pl.col("hardware") == "h200")).head(1)
+    preds = []
+    for spelling in ("False", "no", "0", "FALSE "):
+        f = tmp_path / "p.csv"
+        row.with_columns(pl.lit(spelling).alias("disagg"), pl.lit("n/a").alias("notes")).write_csv(f)
+        df = load_points(f)
+        assert df.schema["disagg"] == pl.Boolean and df["disagg"].to_list() == [False]
+        preds.append(check(df, load_fitted(), CAT).table["pred_tpot"][0])
+    assert preds[0] == pytest.approx(check(row, load_fitted(), CAT).table["pred_tpot"][0])
+    assert max(preds) == min(preds)
+    f.write_text(f.read_text().replace("FALSE ", "maybe"))
+    with pytest.raises(TraceFormatError) as e:
+        load_points(f)
+    assert f"{f}:2:" in str(e.value) and "'disagg'" in str(e.value) and "maybe" in str(e.value)
+
+
 def test_check_cli_json(tmp_path: Path) -> None:
     rows = _raw_rows()
     f = tmp_path / "pts.csv"
