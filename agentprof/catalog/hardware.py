@@ -194,6 +194,9 @@ class System:
     """Declared per-step terms (systems no measurement covers): t_layer_s (fixed step overhead per layer) with
     fanout_kappa (its growth per doubling of chips) or a flat t_fixed_s, mbu, mfu, mfu_pf, t0_s, t_req_s, q,
     mtp_accept, attn_eff."""
+    corner: str | None = None
+    """``fast`` or ``slow`` when every ranged estimate is at that end (:func:`agentprof.replay.bands.corner_system`):
+    estimates read outside the catalog (the agentic deployment's CPU tier) take the same end."""
 
 
 @dataclass

@@ -61,4 +61,4 @@ def corner_system(system: System, corner: Corner, moved: list[str] | None = None
     if link.bw.value != system.link.bw.value:
         mv.append(f"{system.link.key}.bw")
     params = _fields(system.params, corner, mv, f"{system.key}.params")
-    return replace(system, accelerator=acc, host=host, link=link, params=params)
+    return replace(system, accelerator=acc, host=host, link=link, params=params, corner=corner)

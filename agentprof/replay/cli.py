@@ -113,6 +113,7 @@ def _print_replay(res: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from agentprof.replay.replay import ESTIMATED_TIER
     from agentprof.report.safe_text import markup
 
     console = Console()
@@ -165,11 +166,16 @@ def _print_replay(res: Any) -> None:
         if s.band:
             b = s.band
             lo, hi = sorted(b["speedup_vs_recorded"]) if all(b["speedup_vs_recorded"]) else (None, None)
-            console.print(f"[yellow]{markup(s.name)}: band from the catalog ranges[/yellow] task time "
+            src = "the catalog ranges" + (" and the deployment's estimated CPU tier" if ESTIMATED_TIER in b["ranged"]
+                                          else "")
+            ttft = b.get("serving_ttft_p50_s") or []
+            served = (f", {res.concurrency} sessions' first token p50 {fmt_duration(min(ttft))}–"
+                      f"{fmt_duration(max(ttft))}" if len(ttft) == 2 and all(x is not None for x in ttft) else "")
+            console.print(f"[yellow]{markup(s.name)}: band from {src}[/yellow] task time "
                           f"{fmt_duration(min(b['e2e_s']))}–{fmt_duration(max(b['e2e_s']))}, model calls "
                           f"{fmt_duration(min(b['model_calls_s']))}–{fmt_duration(max(b['model_calls_s']))}, "
                           "task speed-up "
-                          f"{fmt_x(lo)}–{fmt_x(hi)} (ranged: {', '.join(b['ranged'])})")
+                          f"{fmt_x(lo)}–{fmt_x(hi)}{served} (ranged: {', '.join(b['ranged'])})")
     for note in res.standins.values():
         console.print(f"[yellow]stand-in[/yellow] {markup(note, 1000)}")
     o = res.orchestration

@@ -49,6 +49,19 @@ from agentprof.trace.schema import Trace
 DEFAULT_RECORDED_HOST = "xeon-8480c"
 
 
+ESTIMATED_TIER = "agentic.default.cpu_tier_gib_per_instance"
+"""The band's name for the agentic deployment's estimated CPU tier (systems no recipe covers), which its corners
+take at the estimate's range ends (HBM only … 2,500 GiB per instance; catalog/agentic.toml)."""
+
+
+def serving_band(ends: list[dict[str, Any]]) -> dict[str, list[float | None]]:
+    """The serving simulation's headline figures at a band's fast and slow corners: first-token p50 and p99, and
+    tasks per hour (``serving_ttft_p50_s`` …, as ``band`` lists them)."""
+    return {"serving_ttft_p50_s": [e["ttft_s"]["p50"] for e in ends],
+            "serving_ttft_p99_s": [e["ttft_s"]["p99"] for e in ends],
+            "serving_tasks_per_hour": [e.get("tasks_per_hour") for e in ends]}
+
+
 @dataclass
 class SystemRow:
     """Replayed totals for one system (or the recorded run)."""
@@ -81,7 +94,9 @@ class SystemRow:
     queueing; the parts sum to ``model_calls_s``."""
     band: dict[str, Any] = field(default_factory=dict)
     """For systems resting on ranged estimates: ``e2e_s``, ``model_calls_s`` and ``speedup_vs_recorded`` at the
-    fast and slow ends of the catalog ranges, and ``ranged`` (which numbers moved)."""
+    fast and slow ends of the catalog ranges (and of the agentic deployment's estimated CPU tier), with a serving
+    simulation its ``serving_ttft_p50_s``, ``serving_ttft_p99_s`` and ``serving_tasks_per_hour`` there too, and
+    ``ranged`` (which numbers moved)."""
     error: str | None = None
 
     @property
@@ -453,6 +468,9 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     if bands:
         for row, system in zip(rows, sys_objs, strict=True):
             moved = ranged(system)
+            if deployment == "agentic" and asked_policy.kind == "auto" and any(
+                    (d.get("deployment") or {}).get("level") == "estimate" for d in row.deployments):
+                moved.append(ESTIMATED_TIER)  # the corners take the estimate's range ends (serving.deployment)
             if row.error or not moved:
                 continue
             ends = replay(trace, [corner_system(system, "fast"), corner_system(system, "slow")], model=model,
@@ -467,6 +485,8 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
             row.band = {"ranged": moved, **{k: [getattr(e, k) for e in ends.systems]
                                             for k in ("e2e_s", "model_calls_s", "speedup_vs_recorded",
                                                       "speedup_vs_recorded_active")}}
+            if row.serving is not None and all(e.serving is not None for e in ends.systems):
+                row.band.update(serving_band([e.serving for e in ends.systems]))  # type: ignore[misc]
     parallel = _parallel_sessions(lay)
     if parallel:
         notes.append(f"{parallel} session(s) run spans in parallel: their recorded critical path is kept")

@@ -52,6 +52,9 @@ def _default_name(paths: tuple[str, ...]) -> str:
                    "FP8 KV, a 2 TB CPU tier, both (one simulation each; `agentprof replay --concurrency` always does).")
 @click.option("--deployment", type=click.Choice(["agentic", "benchmark"]), default="agentic", show_default=True,
               help="How each system is deployed in the replay and serving panels (see `agentprof replay --help`).")
+@click.option("--no-serving-bands", is_flag=True,
+              help="Skip the serving panel's bands (each system resting on estimates is simulated twice more at the "
+                   "largest concurrency, at the ranges' fast and slow ends).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the report in the default browser.")
 @click.option("--diff", "as_diff", is_flag=True,
               help="Compare two sides instead: exactly two PATHS, BASE and NEW (each a file or folder of runs); "
@@ -61,7 +64,7 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
            title: str | None, include_text: bool, no_analysis: bool, no_replay: bool, skip_bad_lines: bool,
            serving_concurrency: str | None, open_browser: bool, as_diff: bool, workers: int | None = None,
            scheduler: str | None = None, attention: str = "auto", serving_levers: bool = False,
-           deployment: str = "agentic") -> None:
+           deployment: str = "agentic", no_serving_bands: bool = False) -> None:
     """Write one self-contained HTML report (opens offline, no network) for trace files or folders.
 
     \b
@@ -87,7 +90,8 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
     err = Console(stderr=True)
     with err.status("analyzing", spinner="dots") if err.is_terminal else _null():
         res = run_stages(trace, systems, model, analysis=not no_analysis, replay=not no_replay, serving=serving,
-                         attention=attention, serving_levers=serving_levers, deployment=deployment)
+                         attention=attention, serving_levers=serving_levers, deployment=deployment,
+                         serving_bands=not no_serving_bands)
     if title is None:
         title = Path(paths[0]).name + (f" and {len(paths) - 1} more input{'s' if len(paths) > 2 else ''}"
                                        if len(paths) > 1 else "")

@@ -64,12 +64,14 @@ def _stand_in(replay_result: Any) -> str | None:
 def run_stages(trace: Trace, systems: Sequence[str] = (), model: str | None = None, analysis: bool = True,
                cache: bool = True, replay: bool = True,
                serving: Sequence[int] | None = None, attention: str = "auto",
-               serving_levers: bool = False, deployment: str = "agentic") -> StageResults:
+               serving_levers: bool = False, deployment: str = "agentic", serving_bands: bool = True) -> StageResults:
     """Analyze; replay on ``systems`` (default :data:`DEFAULT_SYSTEMS`); sweep cache capacity for ``model``
     (default: the replay's stand-in for the traced model) — each as far as it can go. ``serving_levers``: simulate
     the levers of a slow system at the serving sweep's largest concurrency (:mod:`agentprof.replay.serving.levers`:
     one simulation each, 30-50 s more on a long session, so asked for); ``deployment``: the replay's and the
-    serving panel's (:mod:`agentprof.replay.serving.deployment`). A system or model the
+    serving panel's (:mod:`agentprof.replay.serving.deployment`); ``serving_bands``: the serving panel's band for
+    systems resting on estimates (two more simulations each at the largest concurrency, about as long as the
+    central ones together). A system or model the
     caller named that the catalog rejects raises its :class:`AgentprofError`; any other failure becomes a
     note and an empty panel."""
     out = StageResults()
@@ -98,7 +100,7 @@ def run_stages(trace: Trace, systems: Sequence[str] = (), model: str | None = No
             out.notes["replay"] = _why(e)
     else:
         out.notes["replay"] = "not run (--no-replay)"
-    _serving_stage(out, trace, systems, model, replay, serving, attention, serving_levers, deployment)
+    _serving_stage(out, trace, systems, model, replay, serving, attention, serving_levers, deployment, serving_bands)
     if cache:
         cache_model = model or _stand_in(out.replay)
         if cache_model is None:
@@ -126,7 +128,7 @@ def run_stages(trace: Trace, systems: Sequence[str] = (), model: str | None = No
 
 def _serving_stage(out: StageResults, trace: Trace, systems: Sequence[str], model: str | None, replay: bool,
                    serving: Sequence[int] | None, attention: str = "auto", levers: bool = False,
-                   deployment: str = "agentic") -> None:
+                   deployment: str = "agentic", bands: bool = True) -> None:
     """TTFT p99 and tasks/hour against concurrency per system (the serving panel), when it is affordable."""
     if not replay:
         out.notes["serving"] = "not run (--no-replay)"
@@ -147,7 +149,7 @@ def _serving_stage(out: StageResults, trace: Trace, systems: Sequence[str], mode
         from agentprof.replay.serving import ServingConfig
 
         out.serving = sweep(trace, list(systems) or _default_systems(), serving or DEFAULT_CONCURRENCY, model,
-                            ServingConfig(attention=attention, levers=levers, deployment=deployment))
+                            ServingConfig(attention=attention, levers=levers, deployment=deployment), bands=bands)
     except AgentprofError:
         if systems or model:
             raise

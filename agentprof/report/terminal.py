@@ -254,8 +254,19 @@ def serving_view(sv: dict[str, Any]) -> RenderableType:
         t.add_row(row["system"], *[(f"{fmt_duration(a)} · {b:.1f}/h" if b else f"{fmt_duration(a)} · —")
                                    + (" · DP" if lay == "dp" else "")
                                    for a, b, lay in zip(row["ttft_p99_s"], row["tasks_per_hour"], att, strict=True)])
+    notes = []
     if any("dp" in (row.get("attention") or []) for row in sv["systems"]):
-        t.caption = "DP: data-parallel attention ranks (the sessions' MLA KV outgrows what tensor-parallel attention holds)"
+        notes.append("DP: data-parallel attention ranks (the sessions' MLA KV outgrows what tensor-parallel attention "
+                     "holds)")
+    for row in sv["systems"]:
+        b = row.get("band") or {}
+        p99, tph = b.get("serving_ttft_p99_s") or [], b.get("serving_tasks_per_hour") or []
+        if len(p99) == 2 and all(v is not None for v in p99):
+            notes.append(f"{row['system']} band at {b['concurrency']} (every ranged estimate at its fast / slow end): "
+                         f"TTFT p99 {fmt_duration(min(p99))}–{fmt_duration(max(p99))}"
+                         + (f", tasks/hour {min(tph):.1f}–{max(tph):.1f}" if len(tph) == 2 and None not in tph else ""))
+    if notes:
+        t.caption = "\n".join(notes)
     return t
 
 

@@ -225,3 +225,37 @@ def test_band_ends_equal_a_fresh_replay_of_each_corner(kvct_result, kvct) -> Non
         assert row.band["e2e_s"][end] == pytest.approx(fresh.e2e_s, rel=1e-12)
         assert row.band["speedup_vs_recorded_active"][end] == pytest.approx(fresh.speedup_vs_recorded_active,
                                                                             rel=1e-12)
+
+
+def test_the_band_takes_the_estimated_cpu_tier_to_its_range_ends(kvct) -> None:
+    """Under the agentic deployment a system no recipe covers gets the estimated CPU tier (500 GiB per instance,
+    range HBM only … 2,500 GiB): the band's corners take those ends (listed in ``ranged``), and each end equals
+    a replay of that corner on its own; a recipe system's tier is the recipe's whatever the corner."""
+    from agentprof.catalog.hardware import load_catalog
+    from agentprof.replay.bands import corner_system
+    from agentprof.replay.replay import ESTIMATED_TIER
+    from agentprof.replay.serving.deployment import GIB, deployment_for
+    from agentprof.replay.systems import resolve
+
+    cat = load_catalog()
+    kimi = cat.models["kimi-k2.5"]
+    jal = cat.system("jalapeno")
+    tiers = {c: deployment_for(resolve(corner_system(jal, c) if c else jal, kimi, cat), "agentic")
+             for c in (None, "fast", "slow")}
+    assert [tiers[c].cpu_bytes_per_instance / GIB for c in (None, "fast", "slow")] == [500, 2500, 0]
+    assert "the band's slow end of 0–2500 GiB" in tiers["slow"].cpu_source
+    b200 = cat.system("b200+x86")
+    assert deployment_for(resolve(corner_system(b200, "slow"), kimi, cat), "agentic").cpu_bytes(1) == \
+        deployment_for(resolve(b200, kimi, cat), "agentic").cpu_bytes(1)
+
+    row = replay(kvct, ["jalapeno"]).systems[0]  # cache auto: the agentic deployment's tier
+    assert ESTIMATED_TIER in row.band["ranged"]
+    for end, corner in enumerate(("fast", "slow")):
+        fresh = replay(kvct, [corner_system(jal, corner)], bands=False).systems[0]
+        assert row.band["model_calls_s"][end] == pytest.approx(fresh.model_calls_s, rel=1e-12)
+        tier = fresh.deployments[0]["deployment"]["cpu_tier_bytes"]
+        assert tier == (2500 * GIB * 2 if corner == "fast" else 0.0)  # two 4-chip instances on 8 chips
+    # without a tier, the slow corner recomputes what the tier served: slower than the same corner with 500 GiB
+    assert row.band["model_calls_s"][1] > replay(kvct, [corner_system(jal, "slow")], bands=False,
+                                                 cache_policy="lmcache:cpu=1000GiB").systems[0].model_calls_s
+    assert ESTIMATED_TIER not in replay(kvct, ["jalapeno"], deployment="benchmark").systems[0].band["ranged"]

@@ -24,10 +24,12 @@ def test_no_chart_element_leaves_its_plot(tmp_path, browser, calls):
     trace = synthetic_session(turns=calls, subagent=False)
     # the serving panel's chart at 1,000 calls from three concurrencies instead of the default four: fifty copies
     # of a session growing to 500K-token contexts take most of a minute to simulate and draw nothing new
+    # (and without the band's two more simulations, which the smaller sessions draw)
     serving = [1, 4, 16] if calls >= 1000 else None
-    staged = run_stages(trace, systems=["h200+x86", "jalapeno"], model="gpt-oss-120b", serving=serving)
+    staged = run_stages(trace, systems=["h200+x86", "jalapeno"], model="gpt-oss-120b", serving=serving,
+                        serving_bands=calls < 1000)
     path = write_report(tmp_path / f"r{calls}.html", trace, staged.analysis, staged.replay, staged.cache,
-                        notes=staged.notes, cache_model=staged.cache_model)
+                        notes=staged.notes, cache_model=staged.cache_model, serving=staged.serving)
     opened = browser.open(path, width=1280)
     drawn = opened.page.evaluate("() => document.querySelectorAll('section svg rect').length")
     assert drawn > calls  # the charts were drawn (bars, segments), and:

@@ -25,7 +25,7 @@ def _run(argv, capsys) -> tuple[int, str, str]:
 def test_report_writes_one_file_and_summarizes(tmp_path, capsys):
     out = tmp_path / "reports" / "cc.html"
     code, stdout, _ = _run(["report", str(BIG_SESSION), str(BIG_SESSION_SUBAGENTS), "-o", str(out),
-                            "--system", "jalapeno", "--model", "gpt-oss-120b"], capsys)
+                            "--system", "jalapeno", "--model", "gpt-oss-120b", "--no-serving-bands"], capsys)
     assert code == 0 and out.exists()
     assert "wrote" in stdout and "Where the time went" in stdout
     page = out.read_text()
@@ -70,3 +70,20 @@ def test_export_unwritable_output_is_a_clear_error(tmp_path, capsys, fmt):
     blocker.write_text("x")
     code, _, err = _run(["export", str(KV_FOLDER / "trace_0121.json"), "--to", fmt, "-o", str(blocker / "out")], capsys)
     assert code == 2 and err.startswith("error: ") and "cannot write" in err
+
+
+def test_no_serving_bands_leaves_the_serving_panel_without_bands(tmp_path, capsys):
+    """The serving panel's bands are on by default; --no-serving-bands skips their simulations, and nothing else."""
+    out = tmp_path / "cc.html"
+    code, _, _ = _run(["report", str(BIG_SESSION), "-o", str(out), "--system", "jalapeno", "--model", "gpt-oss-120b",
+                       "--serving-concurrency", "1,2", "--no-serving-bands", "--no-analysis"], capsys)
+    assert code == 0
+    data = json.loads(out.read_text().split('type="application/json">', 1)[1].split("</script>", 1)[0])
+    row = data["serving"]["systems"][0]
+    assert row["system"] == "jalapeno" and "band" not in row and len(row["ttft_p99_s"]) == 2
+    out2 = tmp_path / "cc2.html"
+    code, _, _ = _run(["report", str(BIG_SESSION), "-o", str(out2), "--system", "jalapeno", "--model", "gpt-oss-120b",
+                       "--serving-concurrency", "1,2", "--no-analysis"], capsys)
+    data2 = json.loads(out2.read_text().split('type="application/json">', 1)[1].split("</script>", 1)[0])
+    row2 = data2["serving"]["systems"][0]
+    assert row2["band"]["concurrency"] == 2 and row2["ttft_p99_s"] == row["ttft_p99_s"]

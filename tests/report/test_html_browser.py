@@ -146,7 +146,8 @@ def test_missing_pieces_are_explained_on_the_page(browser, tmp_path):
 @pytest.mark.parametrize("which", ["big_session", "kv_folder"])
 def test_report_with_every_stage(which, request, browser, tmp_path):
     trace = request.getfixturevalue(which)
-    res = run_stages(trace, systems=["h200+x86", "jalapeno", "rubin+vera"], model="gpt-oss-120b")
+    res = run_stages(trace, systems=["h200+x86", "jalapeno", "rubin+vera"], model="gpt-oss-120b",
+                     serving_bands=False)  # the serving panel is test_serving_panel's
     a = res.analysis.to_dict()
     path = write_report(tmp_path / f"{which}-full.html", trace, res.analysis, res.replay, res.cache,
                         cache_model=res.cache_model)
@@ -172,7 +173,7 @@ def test_report_with_every_stage(which, request, browser, tmp_path):
 
 def test_whatif_draws_what_model_calls_wait_for(kv_folder, browser, tmp_path):
     systems = ["h200+x86", "jalapeno"]
-    res = run_stages(kv_folder, systems=systems, model="gpt-oss-120b")
+    res = run_stages(kv_folder, systems=systems, model="gpt-oss-120b", serving_bands=False)
     rows = {s["name"]: s for s in res.replay.to_dict()["systems"]}
     path = write_report(tmp_path / "wait.html", kv_folder, res.analysis, res.replay, res.cache,
                         cache_model=res.cache_model)

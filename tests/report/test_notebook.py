@@ -13,7 +13,7 @@ from .test_html import evil_trace
 
 
 def test_analysis_and_replay_show_themselves(big_session):
-    res = run_stages(big_session, systems=["jalapeno"], model="gpt-oss-120b")
+    res = run_stages(big_session, systems=["jalapeno"], model="gpt-oss-120b", serving_bands=False)
     a_html = res.analysis._repr_html_()
     d = res.analysis.to_dict()
     assert "<svg" in a_html and "<script" not in a_html

@@ -12,7 +12,7 @@ from agentprof.report.stages import run_stages
 
 @pytest.fixture(scope="module")
 def staged(big_session):
-    return run_stages(big_session, systems=["h200+x86", "jalapeno"], model="gpt-oss-120b")
+    return run_stages(big_session, systems=["h200+x86", "jalapeno"], model="gpt-oss-120b", serving_bands=False)
 
 
 def test_redundancy_series_follow_the_per_call_table(staged):

@@ -65,6 +65,24 @@ def test_serving_panel_draws_both_charts(browser, kv_folder, stages, tmp_path):
     title = sec.locator(".sv-tph circle.sv-dot").first.locator("title").text_content()
     assert title.startswith(f"{first['system']} at 1: tasks / hour")
     assert f"{first['tasks_per_hour'][0]:.1f}" in title
+    # Rubin rests on ranged estimates: its band at the largest concurrency, fast end no slower than the slow one,
+    # drawn as one dashed bar per chart and listed; H200 (catalogued without ranges) has none
+    rubin = next(r for r in sv["systems"] if r["system"] == "rubin+vera")
+    band = rubin["band"]
+    assert band["concurrency"] == CONC[-1] and "rubin.hbm_bw" in band["ranged"]
+    assert "agentic.default.cpu_tier_gib_per_instance" not in band["ranged"]  # the benchmark deployment has no tier
+    assert band["serving_ttft_p50_s"][0] <= band["serving_ttft_p50_s"][1]
+    assert band["serving_tasks_per_hour"][0] >= band["serving_tasks_per_hour"][1]
+    assert h200.get("band") is None
+    assert sec.locator(".sv-ttft line.sv-band").count() == 1 and sec.locator(".sv-tph line.sv-band").count() == 1
+    item = " ".join(sec.locator(".sv-bands li").inner_text().split())
+    assert item.startswith(f"rubin+vera at {CONC[-1]} sessions: TTFT p50") and "rubin.hbm_bw" in item
+    bar = sec.locator(".sv-tph line.sv-band").locator("title").text_content()
+    def chart_fmt(v: float) -> str:  # the tasks/hour axis's format
+        return f"{v:.0f}" if v >= 10 else f"{v:.1f}"
+
+    assert bar.endswith(f"{chart_fmt(min(band['serving_tasks_per_hour']))} – "
+                        f"{chart_fmt(max(band['serving_tasks_per_hour']))}")
     sec.screenshot(path=str(tmp_path / "serving.png"))
     o.page.close()
 
@@ -91,3 +109,7 @@ def test_terminal_serving_view(kv_folder, stages, capsys):
     for name in SYSTEMS:
         assert name in out
     assert f"{stages.serving['systems'][0]['tasks_per_hour'][0]:.1f}/h" in out
+    # the band, the same numbers as the page's (one name, one number)
+    band = next(r for r in stages.serving["systems"] if r["system"] == "rubin+vera")["band"]
+    tph = band["serving_tasks_per_hour"]
+    assert f"rubin+vera band at {CONC[-1]}" in out and f"tasks/hour {min(tph):.1f}–{max(tph):.1f}" in out

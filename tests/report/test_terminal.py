@@ -27,7 +27,7 @@ def _text(renderable) -> str:
 
 @pytest.fixture(scope="module")
 def staged(big_session):
-    return run_stages(big_session, systems=["h200+x86", "jalapeno"], model="gpt-oss-120b")
+    return run_stages(big_session, systems=["h200+x86", "jalapeno"], model="gpt-oss-120b", serving_bands=False)
 
 
 def test_analysis_view_shows_the_split_the_distributions_and_the_misses(staged):

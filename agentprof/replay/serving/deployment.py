@@ -9,7 +9,8 @@ both the 8-GPU H200 and the 4-GPU B200 worker, and store FP8 KV on B200 [S61] (`
 - where a recipe covers the accelerator and model (``level = "recipe"``): its CPU tier for the recipe's workers on
   the system's accelerators, its KV dtype and its HBM share (``--gpu-memory-utilization``);
 - elsewhere (``level = "estimate"``): the recipes' 500 GiB CPU tier per serving instance, the KV dtype and HBM
-  share as catalogued; the estimate's range runs from HBM only to the AgentX runs' 2,500 GB [S47].
+  share as catalogued; the estimate's range runs from HBM only to the AgentX runs' 2,500 GB [S47], and a band's
+  corners (:mod:`agentprof.replay.bands`, ``System.corner``) take its ends: HBM only at the slow one.
 
 An explicit ``--cache-policy`` or ``--kv-dtype`` replaces that part. Not taken from the recipes, and said so in the
 output: their speculative decoding (its acceptance on agent traffic is not measured, and a system without a
@@ -79,10 +80,16 @@ def deployment_for(r: Resolved, name: str) -> Deployment:
     rec = cat.recipe(r.system.accelerator.key, r.model.key)
     if rec is None:
         d = cat.default_cpu_gib_per_instance
+        gib, at = d.value, ""
+        if r.system.corner is not None:  # a band's corner: the estimate's range end (more tier is faster)
+            lo = d.low if d.low is not None else d.value
+            hi = d.high if d.high is not None else d.value
+            gib = hi if r.system.corner == "fast" else lo
+            at = f" (the band's {r.system.corner} end of {lo:g}–{hi:g} GiB)"
         return Deployment("agentic", "estimate",
                           f"no agentic recipe for {r.model.key} on {r.system.accelerator.key}: the recipes' CPU tier "
                           "per serving instance, KV dtype and HBM share as catalogued",
-                          cpu_bytes_per_instance=d.value * GIB, cpu_source=d.source,
+                          cpu_bytes_per_instance=gib * GIB, cpu_source=d.source + at,
                           not_applied=("speculative decoding (no recipe; none is assumed)",))
     workers = max(r.system.count // int(rec.accelerators_per_worker.value), 1)
     skipped = [f"speculative decoding: {rec.speculative} (its acceptance on agent traffic is not measured, and "

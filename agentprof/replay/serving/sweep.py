@@ -16,8 +16,10 @@ DEFAULT_CONCURRENCY = (1, 4, 16, 50)
 
 def sweep(trace: Trace, systems: Sequence[str], concurrency: Sequence[int] = DEFAULT_CONCURRENCY,
           model: str | None = None, base: ServingConfig | None = None,
-          catalog: HardwareCatalog | None = None) -> dict[str, Any]:
-    """Simulate each system at each concurrency; per system the serving figures as columns."""
+          catalog: HardwareCatalog | None = None, bands: bool = True) -> dict[str, Any]:
+    """Simulate each system at each concurrency; per system the serving figures as columns. With ``bands``, a
+    system resting on ranged estimates (catalog ranges, the agentic deployment's estimated CPU tier) is simulated
+    twice more at the largest concurrency, at the ranges' fast and slow ends: its ``band``."""
     from agentprof.replay.calibration import load_fitted
     from agentprof.replay.systems import resolve
 
@@ -55,10 +57,35 @@ def sweep(trace: Trace, systems: Sequence[str], concurrency: Sequence[int] = DEF
                                                                                                        strict=True))
                     + ".") if runs else "",
         })
+        if bands and runs:
+            row["band"] = _band(plan, cat.system(key), spec, cat, fitted, base, conc[-1], runs[-1])
         rows.append(row)
     cache = _cache_text(base, rows)
     return {"concurrency": conc, "model": spec.key, "sessions": plan.n_sessions, "cache": cache, "systems": rows,
             "notes": plan.notes}
+
+
+def _band(plan: Any, system: Any, spec: Any, cat: HardwareCatalog, fitted: Any, base: ServingConfig, n: int,
+          central: dict[str, Any]) -> dict[str, Any] | None:
+    """TTFT p50 / p99 and tasks per hour at ``n`` sessions with every ranged estimate at its fast and at its slow
+    end ([fast, slow], as the replay's ``band``), and which numbers moved; None when nothing is ranged."""
+    from agentprof.replay.bands import corner_system, ranged
+    from agentprof.replay.replay import ESTIMATED_TIER, serving_band
+    from agentprof.replay.systems import resolve
+
+    moved = ranged(system)
+    dep = central.get("deployment") or {}
+    if dep.get("level") == "estimate" and str(dep.get("cpu_tier_from", "")).startswith("deployment"):
+        moved.append(ESTIMATED_TIER)
+    if not moved:
+        return None
+    cfg = ServingConfig(**{**base.__dict__, "concurrency": n, "levers": False})
+    try:
+        ends = [simulate(plan, resolve(corner_system(system, c), spec, cat, fitted), cfg).serving
+                for c in ("fast", "slow")]
+    except CatalogError:
+        return None
+    return {"ranged": moved, "concurrency": n, **serving_band(ends)}
 
 
 def _cache_text(base: ServingConfig, rows: list[dict[str, Any]]) -> str:

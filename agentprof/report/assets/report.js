@@ -793,10 +793,19 @@
 
 
   /* ---------- serving: many sessions on one system ---------- */
+  var SV_BAND = { ttft_p99_s: "serving_ttft_p99_s", tasks_per_hour: "serving_tasks_per_hour" };
+  function svBand(r, key) {  // [low, high] of a system's band for this series at the largest concurrency, or null
+    var b = r.band && r.band[SV_BAND[key]];
+    if (!b || !isNum(b[0]) || !isNum(b[1])) return null;
+    return [Math.min(b[0], b[1]), Math.max(b[0], b[1])];
+  }
   function servingChart(V, key, label, logY, fmt) {
     var f = chartFrame(480, 260, { l: 76, r: 14, t: 12, b: 42 });
     var conc = V.concurrency, vals = [];
-    V.systems.forEach(function (r) { (r[key] || []).forEach(function (v) { if (isNum(v) && (!logY || v > 0)) vals.push(v); }); });
+    V.systems.forEach(function (r) {
+      (r[key] || []).forEach(function (v) { if (isNum(v) && (!logY || v > 0)) vals.push(v); });
+      (svBand(r, key) || []).forEach(function (v) { if (!logY || v > 0) vals.push(v); });
+    });
     if (!vals.length) return null;
     var lo = Math.min.apply(null, vals), hi = Math.max.apply(null, vals);
     var cx0 = Math.log(conc[0]), cx1 = Math.log(conc[conc.length - 1]);
@@ -826,6 +835,15 @@
         titled(dot, r.system + " at " + n + ": " + label + " " + fmt(v));
         f.svg.appendChild(dot);
       });
+      // the band at the largest concurrency: every ranged estimate at its fast and at its slow end
+      var bd = svBand(r, key), bn = r.band && r.band.concurrency;
+      if (bd && isNum(bn) && (!logY || bd[0] > 0)) {
+        var bx = f.m.l + x(bn) - 5 - 5 * i;  // left of the last dots, inside the plot
+        var bar = s("line", { x1: bx, x2: bx, y1: f.m.t + y(bd[0]), y2: f.m.t + y(bd[1]), stroke: col, "stroke-width": 2,
+                              "stroke-dasharray": "3 2", class: "sv-band" });
+        titled(bar, r.system + " at " + bn + ", band (every ranged estimate at its fast / slow end): " + label + " " + fmt(bd[0]) + " – " + fmt(bd[1]));
+        f.svg.appendChild(bar);
+      }
     });
     return f.svg;
   }
@@ -850,6 +868,16 @@
       })));
     });
     sec.appendChild(h("table", { class: "t sv-table" }, [h("thead", null, head), h("tbody", null, body)]));
+    var bands = V.systems.filter(function (r) { return r.band && r.band.ranged; }).map(function (r) {
+      var b = r.band, lo = function (k) { return Math.min(b[k][0], b[k][1]); }, hi = function (k) { return Math.max(b[k][0], b[k][1]); };
+      var ok = function (k) { return b[k] && isNum(b[k][0]) && isNum(b[k][1]); };
+      return h("li", null, r.system + " at " + b.concurrency + " sessions: TTFT p50 " + (ok("serving_ttft_p50_s") ? fmtDur(lo("serving_ttft_p50_s")) + " – " + fmtDur(hi("serving_ttft_p50_s")) : "—") +
+        ", p99 " + (ok("serving_ttft_p99_s") ? fmtDur(lo("serving_ttft_p99_s")) + " – " + fmtDur(hi("serving_ttft_p99_s")) : "—") +
+        ", tasks/hour " + (ok("serving_tasks_per_hour") ? lo("serving_tasks_per_hour").toFixed(1) + " – " + hi("serving_tasks_per_hour").toFixed(1) : "—") +
+        " (ranged: " + b.ranged.join(", ") + ")");
+    });
+    if (bands.length) sec.appendChild(h("div", { class: "callout sv-bands" }, [h("h3", null, "Bands"), h("p", { class: "hint" },
+      "Systems resting on estimates, simulated again with every ranged estimate at its fast and at its slow end (dashed bars in the charts)."), h("ul", null, bands)]));
     var why = V.systems.filter(function (r) { return r.why; }).map(function (r) { return h("li", null, r.system + " at " + V.concurrency[V.concurrency.length - 1] + ": " + r.why); });
     if (why.length) sec.appendChild(h("div", { class: "callout sv-why" }, [h("h3", null, "Why"), h("ul", null, why)]));
     // a slow system's deployment levers, each simulated on the same sessions (the why line's figures, as a table)

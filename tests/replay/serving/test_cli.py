@@ -50,9 +50,16 @@ def test_the_deployment_supplies_the_cache_unless_a_policy_or_benchmark_is_asked
                              *extra, "--json")
         assert code == 0, err
         d = json.loads(out)
-        return [s["serving"] | {"_policy": d["cache_policy"]} for s in d["systems"]]
+        return [s["serving"] | {"_policy": d["cache_policy"], "_band": s.get("band") or {}} for s in d["systems"]]
 
     jal, b200 = serving()
+    # Jalapeño's band moves the estimated tier too, and carries the simulation's figures at both corners
+    band = jal["_band"]
+    assert "agentic.default.cpu_tier_gib_per_instance" in band["ranged"]
+    fast, slow = band["serving_ttft_p50_s"]
+    assert fast <= jal["ttft_s"]["p50"] <= slow and fast < slow
+    assert band["serving_tasks_per_hour"][0] >= band["serving_tasks_per_hour"][1]
+    assert "agentic.default.cpu_tier_gib_per_instance" not in b200["_band"].get("ranged", [])  # the recipe's tier
     assert jal["_policy"].startswith("auto: each system's agentic deployment")
     # no recipe for Jalapeño: the recipes' 500 GiB per serving instance, an estimate with its range
     inst = jal["attention"]["instances"]
