@@ -151,6 +151,7 @@ def test_captured_run_with_known_sleeps(tmp_path):
         client = openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "warm up"}])  # not profiled
         with agentprof.profile("timing", out=tmp_path) as run:
+            t_body = time.perf_counter()
             sleep("glue", 0.2)
             timed("sdk", call_model)
             with agentprof.span("model", "chat local-model"):
@@ -163,6 +164,8 @@ def test_captured_run_with_known_sleeps(tmp_path):
             with agentprof.span("wait", "approval", attributes={"agentprof.wait.reason": "permission"}):
                 sleep("wait", 0.25)
             sleep("glue", 0.1)
+            # what no stopwatch covers: the code between the phases (span set-up, a loaded machine's preemption)
+            between = time.perf_counter() - t_body - sum(watch.values())
     trace = run.load()
     a = analyze(trace)
     t = a.time
@@ -182,8 +185,11 @@ def test_captured_run_with_known_sleeps(tmp_path):
                 "tool_s": watch["tool"] + watch["parallel"] - tool_gap,
                 "parse_s": watch["parse"], "wait_s": watch["wait"],
                 "orchestration_s": watch["glue"] + tool_gap + sdk_gap}
+    assert 0 <= between < 0.1, between
     for k, v in expected.items():
-        assert getattr(t, k) == pytest.approx(v, rel=0.02), (k, getattr(t, k), v)
+        # the time between the stopwatches is outside every phase: orchestration, or a span's own set-up
+        slack = max(0.02 * v, between + 0.002) if k == "orchestration_s" else 0.02 * v
+        assert getattr(t, k) == pytest.approx(v, abs=slack), (k, getattr(t, k), v, between)
     assert t.wall_s == pytest.approx(sum(expected.values()), rel=0.02)
     assert t.wait_by_reason == {"approval": pytest.approx(watch["wait"], rel=0.02)}
     assert ttft <= t.model_ttft_s <= watch["sdk"]  # the streamed call's first chunk

@@ -57,6 +57,8 @@ class CapacityRow:
     first_failing: dict[str, Any] | None = None
     tried: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    band: dict[str, Any] | None = None
+    """With every ranged estimate at its fast / slow end: ``concurrency`` [fast, slow] and ``ranged``."""
 
     def to_dict(self) -> dict[str, Any]:
         s = self.serving or {}
@@ -65,7 +67,7 @@ class CapacityRow:
                 "tasks_per_hour_per_kw": s.get("tasks_per_hour_per_kw"),
                 "energy_wh_per_task": s.get("energy_wh_per_task"), "cost_per_task": cost or None,
                 "serving": self.serving, "first_failing": self.first_failing, "tried": self.tried,
-                **({"error": self.error} if self.error else {})}
+                **({"band": self.band} if self.band else {}), **({"error": self.error} if self.error else {})}
 
 
 def _slo_text(slos: Sequence[tuple[str, str, float]]) -> str:
@@ -150,8 +152,10 @@ def plan_for(trace: Trace, model: str | None, base: ServingConfig, cat: Hardware
 
 def capacity(trace: Trace, systems: Sequence[str], slos: Sequence[str], model: str | None = None,
              base: ServingConfig | None = None, catalog: HardwareCatalog | None = None, fitted: Any = None,
-             max_concurrency: int = 1024) -> dict[str, Any]:
-    """``agentprof capacity``: per system, the largest concurrency meeting ``slos`` and what it serves."""
+             max_concurrency: int = 1024, bands: bool = True) -> dict[str, Any]:
+    """``agentprof capacity``: per system, the largest concurrency meeting ``slos`` and what it serves. With
+    ``bands``, a system resting on ranged estimates (catalog ranges, the agentic deployment's estimated CPU tier)
+    is searched twice more with every range at its fast and at its slow end: its ``band``."""
     from agentprof.replay.calibration import load_fitted
     from agentprof.replay.systems import resolve
 
@@ -175,9 +179,42 @@ def capacity(trace: Trace, systems: Sequence[str], slos: Sequence[str], model: s
         except CatalogError as e:
             rows.append(CapacityRow(system.key, error=str(e)))
             continue
-        rows.append(find_capacity(plan, r, parsed, base, max_concurrency))
+        row = find_capacity(plan, r, parsed, base, max_concurrency)
+        if bands:  # also where one session misses: the fast end may meet it
+            row.band = _band(plan, system, spec, cat, fitted, parsed, base, max_concurrency, r)
+        rows.append(row)
     if all(r.error for r in rows):
-        raise AgentprofError("; ".join(f"{r.system}: {r.error}" for r in rows))
+        def fast_end(r: CapacityRow) -> str:
+            n = r.band["concurrency"][0] if r.band else 0
+            return f" (with every ranged estimate at its fast end: up to {n} session(s))" if n else ""
+
+        raise AgentprofError("; ".join(f"{r.system}: {r.error}{fast_end(r)}" for r in rows))
     return {"slo": [{"metric": m, "percentile": p, "bound_s": b} for m, p, b in parsed], "model": spec.key,
             "sessions": plan.n_sessions, "calls": plan.n_calls, "max_concurrency": max_concurrency,
             "systems": [r.to_dict() for r in rows], "notes": plan.notes}
+
+
+def _band(plan: SessionPlan, system: Any, spec: Any, cat: HardwareCatalog, fitted: Any,
+          slos: Sequence[tuple[str, str, float]], base: ServingConfig, max_concurrency: int,
+          resolved: Any) -> dict[str, Any] | None:
+    """The capacity with every ranged estimate at its fast and at its slow end (``concurrency``: [fast, slow];
+    0 where even one session misses the SLO), and which numbers moved; None when nothing is ranged."""
+    from agentprof.replay.bands import corner_system, ranged
+    from agentprof.replay.replay import ESTIMATED_TIER
+    from agentprof.replay.serving.deployment import deployment_for, takes_cache
+    from agentprof.replay.systems import resolve
+
+    moved = ranged(system)
+    if takes_cache(base) and deployment_for(resolved, base.deployment).level == "estimate":
+        moved.append(ESTIMATED_TIER)
+    if not moved:
+        return None
+    ends = []
+    for corner in ("fast", "slow"):
+        try:
+            got = find_capacity(plan, resolve(corner_system(system, corner), spec, cat, fitted), slos, base,
+                                max_concurrency)
+        except CatalogError:
+            return None
+        ends.append(got.concurrency or 0)
+    return {"ranged": moved, "concurrency": ends}

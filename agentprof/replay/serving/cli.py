@@ -103,11 +103,14 @@ def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: s
 @serving_options
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.option("--no-bands", is_flag=True,
+              help="Skip the bands (a system resting on estimates is searched twice more, every ranged estimate at "
+                   "its fast and at its slow end).")
 def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[str, ...], model: str | None,
                  cache_policy: str, max_concurrency: int, router: str, cap_wait: float | None,
                  arrival_rate: float | None, cache_ttl: float | None, hash_scope: str, catalogs: tuple[str, ...],
                  as_json: bool, pools: str | None = None, attention: str = "auto", kv_dtype: str = "auto",
-                 deployment: str = "agentic") -> None:
+                 deployment: str = "agentic", no_bands: bool = False) -> None:
     """How many agent sessions can each system serve within a latency SLO?
 
     Simulates the sessions of PATHS at growing concurrency (doubling, then bisecting) and reports the largest
@@ -139,7 +142,7 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
     cat = _catalog(catalogs)
     trace = load_any(list(paths))
     res = capacity(trace, list(systems), list(slos), model=model, base=cfg, catalog=cat,
-                   max_concurrency=max_concurrency)
+                   max_concurrency=max_concurrency, bands=not no_bands)
     if as_json:
         click.echo(json.dumps(res, indent=2, default=str))
         return
@@ -157,5 +160,10 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
             console.print(f"[dim]{r['system']}: concurrency {f['concurrency']} breaks it ({vals})[/dim]")
         else:
             console.print(f"[dim]{r['system']}: meets the SLO up to --max-concurrency {res['max_concurrency']}[/dim]")
+        b = r.get("band")
+        if b:
+            console.print(f"[yellow]{r['system']}: band (every ranged estimate at its fast / slow end)[/yellow] "
+                          f"up to {min(b['concurrency'])}–{max(b['concurrency'])} session(s) "
+                          f"(ranged: {', '.join(b['ranged'])})")
     for n in res["notes"]:
         console.print(f"[dim]note: {n}[/dim]")

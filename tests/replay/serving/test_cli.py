@@ -116,6 +116,26 @@ def test_capacity_terminal(capsys) -> None:
                        "--slo", "tpot_p99=100ms", "--max-concurrency", "16")
     assert code == 0
     assert "largest concurrency that meets the SLO" in out and "rubin+vera" in out
+    assert "rubin+vera: band (every ranged estimate at its fast / slow end) up to" in " ".join(out.split())
+
+
+def test_capacity_bands_search_each_corner(capsys) -> None:
+    """A system resting on estimates is searched again at its ranges' fast and slow ends (the estimated CPU tier
+    among them); the fast end serves at least as many sessions; --no-bands skips it; and where even one session
+    misses the SLO the error says what the fast end would serve."""
+    args = ("capacity", str(KVCT), "-s", "rubin+vera", "--slo", "ttft_p99=30s", "--max-concurrency", "32",
+            "--attention", "tp", "--json")
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    row = json.loads(out)["systems"][0]
+    fast, slow = row["band"]["concurrency"]
+    assert fast >= row["concurrency"] >= slow and fast > slow
+    assert {"rubin.hbm_bw", "agentic.default.cpu_tier_gib_per_instance"} <= set(row["band"]["ranged"])
+    code, out, err = run(capsys, *args, "--no-bands")
+    assert code == 0 and "band" not in json.loads(out)["systems"][0]
+    code, _, err = run(capsys, "capacity", str(KVCT), "-s", "jalapeno", "--slo", "ttft_p99=30s",
+                       "--max-concurrency", "4", "--attention", "tp")
+    assert code != 0 and "even one session gets" in err and "at its fast end: up to" in err
 
 
 def _no_tokens(tmp_path: Path) -> Path:
