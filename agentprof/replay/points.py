@@ -74,6 +74,8 @@ def load_points(path: str | Path) -> pl.DataFrame:
     return df
 
 
+PRECISION_ALIASES = {"mxfp4": "fp4", "nvfp4": "fp4", "bfloat16": "bf16", "fp8_e4m3": "fp8", "e4m3": "fp8"}
+"""Names a points file may give a weight format by its encoding; the catalog's formats are fp4, fp8, bf16, int4."""
 FLAGS = ("disagg", "dp_attention", "is_multinode")
 """Yes/no columns of a points CSV: read as booleans whatever the writer spelled them."""
 _TRUE, _FALSE = {"true", "t", "yes", "y", "1", "1.0"}, {"false", "f", "no", "n", "0", "0.0", ""}
@@ -226,13 +228,14 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     dep_cache: dict[tuple, Deployment] = {}
     budgets = load_serving()
     for j, row in enumerate(rows):
-        hw = str(row.get("hardware") or "").lower()
+        hw = str(row.get("hardware") or "").strip().lower()
         acc = cat.accelerators.get(hw)
         mname = row.get("model_prefix") or row.get("model")
         model = find_model(str(mname), cat_files(cat)) if mname else None
         if model is None and row.get("model"):
             model = find_model(str(row["model"]), cat_files(cat))
-        prec = str(row.get("precision") or "").lower()
+        prec = str(row.get("precision") or "").strip().lower()
+        prec = PRECISION_ALIASES.get(prec, prec)
         reason = ""
         if acc is None:
             reason = f"hardware {hw!r} not in the catalog"

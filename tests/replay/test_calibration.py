@@ -291,3 +291,16 @@ def test_fitted_file_from_before_the_hand_off_loads_with_the_prior() -> None:
     back = _parse_fitted(tomllib.loads(old), "old.toml")
     e = next(iter(back.entries["group"].values()))
     assert e.param("handoff") == PRIOR_MEAN["handoff"]
+
+
+def test_precision_by_encoding_and_padded_hardware_names_are_the_catalogs(points: pl.DataFrame) -> None:
+    """A file that names the weight format by its encoding (MXFP4, NVFP4) or pads the hardware name predicts as
+    the catalog's own names do; an unknown format stays uncovered with its reason."""
+    row = points.filter((pl.col("hardware") == "h200") & (pl.col("model_prefix") == "gptoss")).head(1)
+    fitted = load_fitted()
+    want = check(row, fitted, CAT).table["pred_tpot"][0]
+    for prec, hw in (("MXFP4", " H200"), ("nvfp4", "h200 ")):
+        t = check(row.with_columns(pl.lit(prec).alias("precision"), pl.lit(hw).alias("hardware")), fitted, CAT).table
+        assert t["covered"][0] and t["pred_tpot"][0] == want
+    t = check(row.with_columns(pl.lit("fp6").alias("precision")), fitted, CAT).table
+    assert not t["covered"][0] and "no 'fp6' format" in t["why"][0]
