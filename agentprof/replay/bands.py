@@ -44,6 +44,17 @@ def _fields(fields: dict[str, Bounded], corner: Corner, moved: list[str], where:
     return out
 
 
+ESTIMATED_TIER = "agentic.default.cpu_tier_gib_per_instance"
+"""The band's name for the agentic deployment's estimated CPU tier (systems no recipe covers), which a corner
+takes at the estimate's range end (HBM only … 2,500 GiB per instance; catalog/agentic.toml)."""
+
+
+def banded(system: System, estimated_tier: bool = False) -> list[str]:
+    """What a band of ``system`` moves: its ranged catalog numbers, and the estimated CPU tier when the run takes it
+    (empty: no band)."""
+    return ranged(system) + ([ESTIMATED_TIER] if estimated_tier else [])
+
+
 def ranged(system: System) -> list[str]:
     """The catalog numbers of ``system`` that carry a range and move a what-if (empty: no band)."""
     moved: list[str] = []

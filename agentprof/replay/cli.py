@@ -113,7 +113,7 @@ def _print_replay(res: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from agentprof.replay.replay import ESTIMATED_TIER
+    from agentprof.replay.bands import ESTIMATED_TIER
     from agentprof.report.safe_text import markup
 
     console = Console()

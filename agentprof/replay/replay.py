@@ -20,7 +20,7 @@ from agentprof.analysis.calls import CallBlocks, model_calls
 from agentprof.catalog import CatalogError, ModelSpec, find_model, resolve_model
 from agentprof.catalog.hardware import HardwareCatalog, System, load_catalog
 from agentprof.replay.active import human_wait_s, set_agent_active
-from agentprof.replay.bands import corner_system, ranged
+from agentprof.replay.bands import banded, corner_system
 from agentprof.replay.cachepolicy import (
     CacheHits,
     CachePolicy,
@@ -47,11 +47,6 @@ from agentprof.trace.coerce import as_trace
 from agentprof.trace.schema import Trace
 
 DEFAULT_RECORDED_HOST = "xeon-8480c"
-
-
-ESTIMATED_TIER = "agentic.default.cpu_tier_gib_per_instance"
-"""The band's name for the agentic deployment's estimated CPU tier (systems no recipe covers), which its corners
-take at the estimate's range ends (HBM only … 2,500 GiB per instance; catalog/agentic.toml)."""
 
 
 def serving_band(ends: list[dict[str, Any]]) -> dict[str, list[float | None]]:
@@ -467,10 +462,9 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     set_agent_active(recorded, rows, human_s)
     if bands:
         for row, system in zip(rows, sys_objs, strict=True):
-            moved = ranged(system)
-            if deployment == "agentic" and asked_policy.kind == "auto" and any(
-                    (d.get("deployment") or {}).get("level") == "estimate" for d in row.deployments):
-                moved.append(ESTIMATED_TIER)  # the corners take the estimate's range ends (serving.deployment)
+            # the corners take the estimated tier's range ends too where this run takes it (serving.deployment)
+            moved = banded(system, deployment == "agentic" and asked_policy.kind == "auto" and any(
+                (d.get("deployment") or {}).get("level") == "estimate" for d in row.deployments))
             if row.error or not moved:
                 continue
             ends = replay(trace, [corner_system(system, "fast"), corner_system(system, "slow")], model=model,

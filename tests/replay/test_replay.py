@@ -232,8 +232,7 @@ def test_the_band_takes_the_estimated_cpu_tier_to_its_range_ends(kvct) -> None:
     range HBM only … 2,500 GiB): the band's corners take those ends (listed in ``ranged``), and each end equals
     a replay of that corner on its own; a recipe system's tier is the recipe's whatever the corner."""
     from agentprof.catalog.hardware import load_catalog
-    from agentprof.replay.bands import corner_system
-    from agentprof.replay.replay import ESTIMATED_TIER
+    from agentprof.replay.bands import ESTIMATED_TIER, corner_system
     from agentprof.replay.serving.deployment import GIB, deployment_for
     from agentprof.replay.systems import resolve
 

@@ -199,14 +199,11 @@ def _band(plan: SessionPlan, system: Any, spec: Any, cat: HardwareCatalog, fitte
           resolved: Any) -> dict[str, Any] | None:
     """The capacity with every ranged estimate at its fast and at its slow end (``concurrency``: [fast, slow];
     0 where even one session misses the SLO), and which numbers moved; None when nothing is ranged."""
-    from agentprof.replay.bands import corner_system, ranged
-    from agentprof.replay.replay import ESTIMATED_TIER
-    from agentprof.replay.serving.deployment import deployment_for, takes_cache
+    from agentprof.replay.bands import banded, corner_system
+    from agentprof.replay.serving.deployment import estimated_tier
     from agentprof.replay.systems import resolve
 
-    moved = ranged(system)
-    if takes_cache(base) and deployment_for(resolved, base.deployment).level == "estimate":
-        moved.append(ESTIMATED_TIER)
+    moved = banded(system, estimated_tier(resolved, base))
     if not moved:
         return None
     ends = []

@@ -144,6 +144,12 @@ def takes_cache(cfg: ServingConfig) -> bool:
             and cfg.prefix_cache and not cfg.hbm_unbounded)
 
 
+def estimated_tier(r: Resolved, cfg: ServingConfig) -> bool:
+    """Whether a simulation of ``r`` under ``cfg`` takes the agentic deployment's estimated CPU tier (a band then
+    moves it: :data:`agentprof.replay.bands.ESTIMATED_TIER`)."""
+    return takes_cache(cfg) and deployment_for(r, cfg.deployment).level == "estimate"
+
+
 def describe(dep: Deployment, cfg: ServingConfig, r: Resolved, cpu_bytes: float, from_deployment: bool) -> dict[str, Any]:
     """The ``serving.deployment`` object: :func:`summary` and where each part came from."""
     d = summary(dep, r, cpu_bytes)

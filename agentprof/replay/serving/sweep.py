@@ -58,28 +58,26 @@ def sweep(trace: Trace, systems: Sequence[str], concurrency: Sequence[int] = DEF
                     + ".") if runs else "",
         })
         if bands and runs:
-            row["band"] = _band(plan, cat.system(key), spec, cat, fitted, base, conc[-1], runs[-1])
+            row["band"] = _band(plan, cat.system(key), r, spec, cat, fitted, base, conc[-1])
         rows.append(row)
     cache = _cache_text(base, rows)
     return {"concurrency": conc, "model": spec.key, "sessions": plan.n_sessions, "cache": cache, "systems": rows,
             "notes": plan.notes}
 
 
-def _band(plan: Any, system: Any, spec: Any, cat: HardwareCatalog, fitted: Any, base: ServingConfig, n: int,
-          central: dict[str, Any]) -> dict[str, Any] | None:
+def _band(plan: Any, system: Any, resolved: Any, spec: Any, cat: HardwareCatalog, fitted: Any, base: ServingConfig,
+          n: int) -> dict[str, Any] | None:
     """TTFT p50 / p99 and tasks per hour at ``n`` sessions with every ranged estimate at its fast and at its slow
     end ([fast, slow], as the replay's ``band``), and which numbers moved; None when nothing is ranged."""
-    from agentprof.replay.bands import corner_system, ranged
-    from agentprof.replay.replay import ESTIMATED_TIER, serving_band
+    from agentprof.replay.bands import banded, corner_system
+    from agentprof.replay.replay import serving_band
+    from agentprof.replay.serving.deployment import estimated_tier
     from agentprof.replay.systems import resolve
 
-    moved = ranged(system)
-    dep = central.get("deployment") or {}
-    if dep.get("level") == "estimate" and str(dep.get("cpu_tier_from", "")).startswith("deployment"):
-        moved.append(ESTIMATED_TIER)
+    cfg = ServingConfig(**{**base.__dict__, "concurrency": n, "levers": False})
+    moved = banded(system, estimated_tier(resolved, cfg))
     if not moved:
         return None
-    cfg = ServingConfig(**{**base.__dict__, "concurrency": n, "levers": False})
     try:
         ends = [simulate(plan, resolve(corner_system(system, c), spec, cat, fitted), cfg).serving
                 for c in ("fast", "slow")]
