@@ -191,5 +191,14 @@ def test_whatif_draws_what_model_calls_wait_for(kv_folder, browser, tmp_path):
         assert set(kinds) == drawn and drawn
     assert "What the model calls wait for" in o.page.locator("#whatif").inner_text()
     assert "band" in o.page.locator("#whatif").inner_text()  # Jalapeño's task speed-up band
+    # and what it rests on: the estimates it moved, the same list as the replay's band.ranged
+    items = [" ".join(t.split()) for t in o.page.locator("#whatif .wi-bands li").all_inner_texts()]
+    assert [i.split(":")[0] for i in items] == systems
+    for name, item in zip(systems, items, strict=True):
+        ranged = rows[name]["band"]["ranged"]
+        assert all(x in item for x in ranged)
+        # no agentic recipe serves GPT-OSS: the deployment's estimated CPU tier moves on both systems
+        assert "agentic.default.cpu_tier_gib_per_instance" in ranged
+    assert rows["h200+x86"]["band"]["ranged"] == ["agentic.default.cpu_tier_gib_per_instance"]
     assert text is not None and o.errors == []
     o.page.close()

@@ -940,7 +940,11 @@
       if (bnd && isNum(bnd[0]) && isNum(bnd[1]) && i > 0) second.push("band " + fmtX(Math.min(bnd[0], bnd[1])) + "–" + fmtX(Math.max(bnd[0], bnd[1])));
       if (isNum(r.model_speedup) && i > 0) second.push("model calls " + fmtX(r.model_speedup));
       f.svg.appendChild(s("text", { x: f.m.l + x(acc) + 6, y: yy + (second.length ? 9 : 13) }, right));
-      if (second.length) f.svg.appendChild(s("text", { x: f.m.l + x(acc) + 6, y: yy + 21, class: "hint" }, second.join(", ")));
+      if (second.length) {
+        var sec2 = s("text", { x: f.m.l + x(acc) + 6, y: yy + 21, class: "hint" }, second.join(", "));
+        if (r.band_ranged && r.band_ranged.length) titled(sec2, r.name + " band: every ranged estimate at its fast / slow end (" + r.band_ranged.join(", ") + ")");
+        f.svg.appendChild(sec2);
+      }
     });
     if (isNum(W.amdahl_bound_s) && W.amdahl_bound_s > 0 && W.amdahl_bound_s <= max) {
       var ax = f.m.l + x(W.amdahl_bound_s);
@@ -950,6 +954,14 @@
     sec.appendChild(h("div", { class: "chart" }, f.svg));
     sec.appendChild(legendRow(parts.map(function (p) { return { color: p[2], label: p[1] }; })));
     renderWaitingFor(sec, rowsD);
+    // what each band rests on: the estimates it moved (catalog ranges, the deployment's estimated CPU tier)
+    var banded = rowsD.filter(function (r) { return r.band_ranged && r.band_ranged.length && r.band && r.band.e2e_s; });
+    if (banded.length) sec.appendChild(h("div", { class: "callout wi-bands" }, [h("h3", null, "Bands"), h("ul", null, banded.map(function (r) {
+      var e = r.band.e2e_s, m = r.band.model_calls_s || [];
+      return h("li", null, r.name + ": task " + fmtDur(Math.min(e[0], e[1])) + " – " + fmtDur(Math.max(e[0], e[1])) +
+        (isNum(m[0]) && isNum(m[1]) ? ", model calls " + fmtDur(Math.min(m[0], m[1])) + " – " + fmtDur(Math.max(m[0], m[1])) : "") +
+        " with every ranged estimate at its fast / slow end (" + r.band_ranged.join(", ") + ")");
+    }))]));
     if (W.notes && W.notes.length) sec.appendChild(h("ul", { class: "hint" }, W.notes.map(function (n) { return h("li", null, n); })));
   }
 
