@@ -83,6 +83,12 @@ class StepParams:
     """Tokens each sequence drafts per decode step with MTP, as the recipe set them (``catalog/draft_depth.toml``;
     0 where not listed): the step verifies them with the sequence's own token, so its FLOPs and collectives carry
     1 + draft_tokens tokens per sequence; ``accept`` stays the tokens it keeps."""
+    draft_s: float = 0.0
+    """Seconds a speculative drafter adds to every decode step (its passes; :mod:`agentprof.replay.speculative`);
+    0 without one, and for the fitted MTP groups, whose draft head is inside their fitted step."""
+    verify_weights: bool = False
+    """A speculative verify step streams the weights its ``1 + draft_tokens`` tokens per sequence touch (their MoE
+    experts). False for the fitted MTP groups, which keep the form they were fitted in."""
     t_tok_s: float = 0.0
     """Seconds per prompt token the frontend spends before the scheduler sees a request (tokenizing the whole
     prompt on the host; ``catalog/scheduling.toml [tokenize]``, 0 where not listed): part of the request overhead."""
@@ -289,14 +295,16 @@ class Deployment:
         attn = 2.0 * self._attn_dims("decode") * self._attended(np.asarray(ctx, dtype=float)) / self.attn_peak
         return b * (dense + attn) / self.gpus
 
-    def decode_bytes_per_gpu(self, batch: ArrayLike, ctx: ArrayLike) -> np.ndarray:
-        """Bytes one GPU streams per decode step: its share of the touched weights (under expert parallelism the
-        busiest rank's, :meth:`busiest_rank_experts`) plus the batch's KV."""
+    def decode_bytes_per_gpu(self, batch: ArrayLike, ctx: ArrayLike, tokens: ArrayLike | None = None) -> np.ndarray:
+        """Bytes one GPU streams per decode step: its share of the weights ``tokens`` tokens touch (``batch`` when
+        not given; a speculative verify step routes each sequence's drafted tokens too; under expert parallelism
+        the busiest rank's, :meth:`busiest_rank_experts`) plus the batch's KV."""
         b = np.maximum(np.asarray(batch, dtype=float), 1.0)
+        t = b if tokens is None else np.maximum(np.asarray(tokens, dtype=float), 1.0)
         rep = 1.0 if self.dp_attention else self.gpus
-        touched = (self.active_bytes(b) - self.nonexpert_read_bytes) / self.gpus
+        touched = (self.active_bytes(t) - self.nonexpert_read_bytes) / self.gpus
         if self.experts and self.expert_parallel > 1:  # the step waits for the rank that touched the most experts
-            touched = self.moe_layers * self.expert_bytes * self.busiest_rank_experts(b) * self.expert_parallel / self.gpus
+            touched = self.moe_layers * self.expert_bytes * self.busiest_rank_experts(t) * self.expert_parallel / self.gpus
         weights = self.nonexpert_read_bytes / rep + touched
         return weights + b * self.kv_seq_bytes(ctx) / self.kv_divisor
 
@@ -393,10 +401,10 @@ def decode_step_parts(dep: Deployment, p: StepParams, batch: ArrayLike, ctx: Arr
     b = np.asarray(batch, dtype=float)
     tok = b * (1.0 + p.draft_tokens)
     rate = np.asarray(prefill_rate, dtype=float)
-    bw_s = dep.decode_bytes_per_gpu(b, ctx) / (p.mbu * dep.accel.hbm_bw)
+    bw_s = dep.decode_bytes_per_gpu(b, ctx, tok if p.verify_weights else None) / (p.mbu * dep.accel.hbm_bw)
     pf = np.where(rate > 0, dep.prefill_peak_s(prefill_new, prefill_cached, p.attn_rel), 0.0)
     cmp_s = dep.decode_peak_s(tok, ctx) / p.mfu + rate * pf / p.prefill_mfu
-    over = p.t_fixed_s + dep.comm_s(np.maximum(tok, 1.0)) + rate * p.t_req_s
+    over = p.t_fixed_s + p.draft_s + dep.comm_s(np.maximum(tok, 1.0)) + rate * p.t_req_s
     return {"overhead": over + 0.0 * bw_s, "bandwidth": bw_s + 0.0 * cmp_s, "compute": cmp_s + 0.0 * bw_s}
 
 
@@ -494,9 +502,11 @@ class CallTimes:
 
 def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike, output_tokens: ArrayLike,
               batch: int = 1, load_s: ArrayLike = 0.0, mem_util: float = 0.9, wait_steps: float = 0.0,
-              budget: float = CHUNK_TOKENS) -> Work:
+              budget: float = CHUNK_TOKENS, draft_tokens: float = 0.0, verify_weights: bool = False) -> Work:
     """The parameter-free work of model calls on an aggregated deployment shared by ``batch`` identical
-    clients (:class:`agentprof.replay.equations.Work`)."""
+    clients (:class:`agentprof.replay.equations.Work`). With ``draft_tokens`` each decode step verifies that many
+    drafted tokens per sequence too (FLOPs and collectives; with ``verify_weights`` also the weights they touch),
+    as :func:`decode_step_parts` prices a step."""
     inp = np.atleast_1d(np.asarray(input_tokens, dtype=float))
     cached = np.minimum(np.atleast_1d(np.asarray(cached_tokens, dtype=float)), inp)
     out = np.maximum(np.atleast_1d(np.asarray(output_tokens, dtype=float)), 1.0)
@@ -506,11 +516,13 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
     # a batch drains: sequences finish and free their KV, so the capacity is counted at the mean context
     cap = np.maximum(dep.max_batch(ctx_mean, mem_util), 1.0)
     running = np.minimum(cap, b)
+    tok = running * (1.0 + draft_tokens)
     z = np.zeros_like(inp)
     return Work(
         b_run=running, over=np.maximum(b / cap - 1.0, 0.0), osl=out, n_chunks=prefill_chunks(new, budget),
-        comm_s=dep.comm_s(running), comm_pf_s=dep.comm_s(new) / prefill_chunks(new, budget),
-        bw_s=dep.decode_bytes_per_gpu(running, ctx_mean) / dep.accel.hbm_bw, cmp_s=dep.decode_peak_s(running, ctx_mean),
+        comm_s=dep.comm_s(tok), comm_pf_s=dep.comm_s(new) / prefill_chunks(new, budget),
+        bw_s=dep.decode_bytes_per_gpu(running, ctx_mean, tok if verify_weights else None) / dep.accel.hbm_bw,
+        cmp_s=dep.decode_peak_s(tok, ctx_mean),
         pf_gemm_s=dep.prefill_gemm_peak_s_per_token * new / dep.gpus,
         pf_attn_s=dep.prefill_peak_s(new, cached) - dep.prefill_gemm_peak_s_per_token * new / dep.gpus,
         pf_mem_s=np.where(new > 0, prefill_bytes_per_gpu(dep, new, cached), 0.0) / dep.accel.hbm_bw,
@@ -528,9 +540,10 @@ def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_
     carries the other clients' prefill chunks; clients beyond the KV capacity wait for the batch to drain."""
     inp = np.atleast_1d(np.asarray(input_tokens, dtype=float))
     cached = np.minimum(np.atleast_1d(np.asarray(cached_tokens, dtype=float)), inp)
-    w = call_work(dep, inp, cached, output_tokens, batch, load_s, mem_util, p.wait_steps)
-    t = times(w, p.t_fixed_s, p.t_fixed_s, p.mbu, p.mfu, p.request_s(inp), p.q, p.t_req_s, p.accept, p.attn_eff,
-              p.prefill_mfu)
+    w = call_work(dep, inp, cached, output_tokens, batch, load_s, mem_util, p.wait_steps,
+                  draft_tokens=p.draft_tokens, verify_weights=p.verify_weights)
+    t = times(w, p.t_fixed_s + p.draft_s, p.t_fixed_s, p.mbu, p.mfu, p.request_s(inp), p.q, p.t_req_s, p.accept,
+              p.attn_eff, p.prefill_mfu)
     return CallTimes(t.ttft, t.e2e - t.ttft, prefill_s(dep, p, inp - cached, cached), w.load_s, t.queue, t.parts)
 
 

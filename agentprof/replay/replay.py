@@ -226,7 +226,8 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
            cache_policy: str | CachePolicy = "auto", concurrency: int = 1,
            catalog: HardwareCatalog | None = None, cpu_bound: dict[str, float] | None = None,
            recorded_host: str = DEFAULT_RECORDED_HOST, fitted: Fitted | None = None,
-           bands: bool = True, serving: Any = None, deployment: str = "agentic", kv_dtype: str = "auto", *,
+           bands: bool = True, serving: Any = None, deployment: str = "agentic", kv_dtype: str = "auto",
+           speculative: str = "none", *,
            _human_s: float | None = None,
            _indexes: dict[str, tuple[PrefixIndex, np.ndarray, np.ndarray]] | None = None) -> ReplayResult:
     """Replay ``trace`` on each of ``systems`` (see the module docstring); the first system is the baseline
@@ -241,8 +242,14 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     ``deployment`` (``agentic``: each system as its validated agentic recipe deploys the model, else an estimate
     from those recipes; ``benchmark``: the catalog's benchmark settings) and ``kv_dtype`` apply to the one-session
     replay and the simulation alike (a ``serving`` config brings its own): the HBM share and KV dtype always, the
-    CPU tier where ``cache_policy`` is ``auto`` (:mod:`agentprof.replay.serving.deployment`)."""
+    CPU tier where ``cache_policy`` is ``auto`` (:mod:`agentprof.replay.serving.deployment`).
+
+    ``speculative`` (``eagle3``; default ``none``) decodes with the model's catalogued drafter
+    (:mod:`agentprof.replay.speculative`), in the one-session replay only."""
     from agentprof.replay.serving.deployment import deployed, deployment_for, summary
+    from agentprof.replay.speculative import CHOICES as SPEC_CHOICES
+    from agentprof.replay.speculative import ranged as spec_ranged
+    from agentprof.replay.speculative import with_speculative
 
     trace = as_trace(trace)  # also the span table agentprof.trace.load returns
     cat = catalog or load_catalog()
@@ -250,6 +257,11 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     policy = parse_policy(cache_policy) if isinstance(cache_policy, str) else cache_policy
     if concurrency < 1:
         raise CatalogError(f"concurrency must be at least 1, got {concurrency}")
+    if speculative not in SPEC_CHOICES:
+        raise CatalogError(f"unknown speculative decoding {speculative!r}: expected {', '.join(SPEC_CHOICES)}")
+    if speculative != "none" and (concurrency > 1 or serving is not None):
+        raise CatalogError("--speculative is replayed one session at a time: the serving simulation does not "
+                           "model a drafter yet (drop --concurrency)")
     if not systems:
         raise CatalogError("name at least one system (see `agentprof devices list`)")
     sys_objs = [s if isinstance(s, System) else cat.system(s) for s in systems]
@@ -382,8 +394,10 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                 r0 = resolve(system, spec, cat, fitted)
                 dep = deployment_for(r0, deployment)
                 r = deployed(r0, dep, kv_dtype)
+                r, spec = with_speculative(r, speculative)
                 tier = dep.cpu_bytes(r.instances) if asked_policy.kind == "auto" else 0.0
-                row.deployments.append({**r.describe(), "deployment": summary(dep, r, tier)})
+                row.deployments.append({**r.describe(), "deployment": summary(dep, r, tier),
+                                        **({"speculative": spec} if spec else {})})
                 if policy.kind == "none" or (sim is not None and key == sim[0] and policy.kind == "lmcache"):
                     zero = np.zeros(sel.size)
                     hits = CacheHits(zero, zero.copy(), zero.copy())
@@ -465,12 +479,13 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
             # the corners take the estimated tier's range ends too where this run takes it (serving.deployment)
             moved = banded(system, deployment == "agentic" and asked_policy.kind == "auto" and any(
                 (d.get("deployment") or {}).get("level") == "estimate" for d in row.deployments))
+            moved += [x for key in specs for x in spec_ranged(key, speculative)]  # the drafter's ranges
             if row.error or not moved:
                 continue
             ends = replay(trace, [corner_system(system, "fast"), corner_system(system, "slow")], model=model,
                           cache_policy=asked_policy, concurrency=concurrency, catalog=cat, cpu_bound=cpu_bound,
                           recorded_host=recorded_host, fitted=fitted, bands=False, deployment=deployment,
-                          kv_dtype=kv_dtype,
+                          kv_dtype=kv_dtype, speculative=speculative,
                           # the band's corners re-time the calls; the levers are the central run's
                           serving=dc_replace(serving, levers=False) if serving is not None else None,
                           _human_s=human_s, _indexes=indexes)

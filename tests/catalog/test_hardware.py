@@ -12,7 +12,8 @@ from agentprof.catalog.hardware import check_sources, iter_numbers, load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCED_FILES = ("accelerators.toml", "hosts.toml", "systems.toml", "models.toml", "seed_claims.toml", "kv_cache.toml",
-                 "scheduling.toml", "serving.toml", "decode_slots.toml", "draft_depth.toml", "agentic.toml")
+                 "scheduling.toml", "serving.toml", "decode_slots.toml", "draft_depth.toml", "agentic.toml",
+                 "speculative.toml")
 
 
 @pytest.mark.parametrize("name", SOURCED_FILES)
