@@ -92,8 +92,9 @@ def deployment_for(r: Resolved, name: str) -> Deployment:
                           cpu_bytes_per_instance=gib * GIB, cpu_source=d.source + at,
                           not_applied=("speculative decoding (no recipe; none is assumed)",))
     workers = max(r.system.count // int(rec.accelerators_per_worker.value), 1)
-    skipped = [f"speculative decoding: {rec.speculative} (its acceptance on agent traffic is not measured, and "
-               "systems without a recipe would be compared without it)"]
+    skipped = [f"speculative decoding: {rec.speculative} (not by default: its acceptance on agent traffic is not "
+               "measured, and systems without a recipe would be compared without it; `replay --speculative "
+               "eagle3` replays one session with it and its band)"]
     if int(rec.accelerators_per_worker.value) != r.dep.gpus:
         skipped.append(f"the recipe's workers of {rec.accelerators_per_worker.value:g} accelerators (the simulation "
                        f"keeps the catalog's {r.dep.gpus})")
