@@ -35,7 +35,7 @@ fi
 # two worker processes (the CI machine has 2 cores; AGENTPROF_TEST_WORKERS=0 runs in one process), whole files
 # per worker so module fixtures are built once
 rc=0
-.venv/bin/python -m pytest -q -n "${AGENTPROF_TEST_WORKERS:-2}" --dist loadfile "$@" || rc=$?
+.venv/bin/python -m pytest -q -n "${AGENTPROF_TEST_WORKERS:-2}" --dist loadfile --durations=25 "$@" || rc=$?
 wait  # a side setup the selected tests did not need still ends here
 rm -f .venv-*.pending  # a setup that ended before its marker was written leaves it behind
 exit "$rc"
