@@ -67,7 +67,7 @@ def _cpu_map(values: tuple[str, ...], path: str | None) -> dict[str, float]:
 @click.option("--fitted", type=click.Path(dir_okay=False), help="Fitted parameters (default: the shipped ones).")
 @click.option("--speculative", type=click.Choice(["none", "eagle3"]), default="none", show_default=True,
               help="Decode with the model's catalogued speculative drafter (Eagle3 for Kimi K2.5: 3 draft tokens, "
-                   "acceptance 2.05-3.2 per step, catalog/speculative.toml); one session at a time.")
+                   "acceptance 2.05-3.2 per step, catalog/speculative.toml), alone and with --concurrency.")
 @serving_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @cluster_options

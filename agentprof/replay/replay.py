@@ -245,7 +245,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     CPU tier where ``cache_policy`` is ``auto`` (:mod:`agentprof.replay.serving.deployment`).
 
     ``speculative`` (``eagle3``; default ``none``) decodes with the model's catalogued drafter
-    (:mod:`agentprof.replay.speculative`), in the one-session replay only."""
+    (:mod:`agentprof.replay.speculative`), in the one-session replay and the simulation alike."""
     from agentprof.replay.serving.deployment import deployed, deployment_for, summary
     from agentprof.replay.speculative import CHOICES as SPEC_CHOICES
     from agentprof.replay.speculative import ranged as spec_ranged
@@ -259,9 +259,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         raise CatalogError(f"concurrency must be at least 1, got {concurrency}")
     if speculative not in SPEC_CHOICES:
         raise CatalogError(f"unknown speculative decoding {speculative!r}: expected {', '.join(SPEC_CHOICES)}")
-    if speculative != "none" and (concurrency > 1 or serving is not None):
-        raise CatalogError("--speculative is replayed one session at a time: the serving simulation does not "
-                           "model a drafter yet (drop --concurrency)")
+
     if not systems:
         raise CatalogError("name at least one system (see `agentprof devices list`)")
     sys_objs = [s if isinstance(s, System) else cat.system(s) for s in systems]
@@ -277,6 +275,9 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     if serving is not None:
         concurrency = serving.concurrency
         deployment, kv_dtype = serving.deployment, serving.kv_dtype
+        if speculative == "none":  # the simulation's drafter is the replay's
+            speculative = serving.speculative
+        serving.speculative = speculative
         serving.prefix_cache = policy.kind != "none"
         if policy.kind != "auto":  # given explicitly: the deployment's CPU tier is not added
             serving.cache_from_deployment = False

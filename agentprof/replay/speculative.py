@@ -1,4 +1,5 @@
-"""Speculative decoding as a what-if (``agentprof replay --speculative eagle3``): each decode step of the target
+"""Speculative decoding as a what-if (``agentprof replay --speculative eagle3``, one session or served with
+``--concurrency``: :class:`agentprof.replay.serving.ServingConfig` ``speculative``): each decode step of the target
 verifies the drafter's ``draft_tokens`` tokens per sequence with its own and keeps ``accept`` tokens on average;
 the drafter's passes run before it, one after another.
 

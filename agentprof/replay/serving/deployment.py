@@ -94,7 +94,7 @@ def deployment_for(r: Resolved, name: str) -> Deployment:
     workers = max(r.system.count // int(rec.accelerators_per_worker.value), 1)
     skipped = [f"speculative decoding: {rec.speculative} (not by default: its acceptance on agent traffic is not "
                "measured, and systems without a recipe would be compared without it; `replay --speculative "
-               "eagle3` replays one session with it and its band)"]
+               "eagle3` replays and serves with it, and its band)"]
     if int(rec.accelerators_per_worker.value) != r.dep.gpus:
         skipped.append(f"the recipe's workers of {rec.accelerators_per_worker.value:g} accelerators (the simulation "
                        f"keeps the catalog's {r.dep.gpus})")

@@ -83,6 +83,9 @@ class ServingConfig:
     cache_from_deployment: bool = True
     """False when the cache tiers were given explicitly (``--cache-policy``, even ``prefix``): the deployment's CPU
     tier is then not added."""
+    speculative: str = "none"
+    """Speculative decoding with the model's catalogued drafter (``eagle3``; :mod:`agentprof.replay.speculative`),
+    applied to every variant the simulation runs (each instance size and attention layout); not with ``disagg``."""
     ramp_s: float | None = None
     """Seconds between the starts of the closed loop's first sessions; None: the mean recorded session time
     divided by the concurrency, so sessions start spread over their phases as in a steady state instead of
@@ -242,7 +245,15 @@ def _finish(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCata
 
 def _run(plan: SessionPlan, r: Resolved, layout: Layout, cfg: ServingConfig, cat: ServingCatalog,
          pools: Pools | None, gpus: int, size_note: str) -> ServingRun:
-    """One simulation of ``r`` in ``layout`` (``r`` already resolved for it)."""
+    """One simulation of ``r`` in ``layout`` (``r`` already resolved for it; the drafter, when asked for, added
+    here, so every re-resolution the simulation makes carries it)."""
+    spec = None
+    if cfg.speculative != "none":
+        from agentprof.replay.speculative import with_speculative
+
+        if pools is not None:
+            raise CatalogError("--speculative is not simulated with disaggregated pools (--pools)")
+        r, spec = with_speculative(r, cfg.speculative)
     instances = r.instances
     if layout.mode == "dp":
         cost: StepCost = RankStepCost(r)
@@ -291,6 +302,8 @@ def _run(plan: SessionPlan, r: Resolved, layout: Layout, cfg: ServingConfig, cat
                      "(copies share no cache blocks)")
     if eng.oversize:
         notes.append(f"{eng.oversize} request(s) needed more KV than the whole pool and ran alone")
+    if spec:
+        d["speculative"] = spec
     d["budget_tokens"] = budget
     d["budget_source"] = budget_src
     d["kv_pool_tokens"] = cost.pool_tokens

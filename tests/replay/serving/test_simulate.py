@@ -167,3 +167,22 @@ def test_open_arrivals_and_energy_cost(plan, resolved) -> None:
     prov = cost["provider"]
     assert prov["priced_calls"] == d["calls"] and "claude" in prov["models"][0]
     assert cost["provider_usd"] > 0
+
+
+@pytest.mark.parametrize("system", ["h200+x86", "jalapeno"])
+def test_concurrency_one_with_a_drafter_matches_single_session_replay(kvct, plan, resolved, system) -> None:
+    """The drafter is priced once (agentprof.replay.speculative) for the replay and every variant the simulation
+    runs: at concurrency 1 each session's time is the one-session replay's with it, and shorter than without."""
+    rep = replay(kvct, [system], speculative="eagle3", bands=False)
+    per = rep.calls.group_by("session_id").agg(pl.col("replayed_s").sum(), pl.col("recorded_s").sum())
+    want = dict(zip(per["session_id"].to_list(),
+                    zip(per["replayed_s"].to_list(), per["recorded_s"].to_list(), strict=True), strict=True))
+    run = simulate(plan, resolved(system), ServingConfig(concurrency=1, speculative="eagle3"))
+    plain = simulate(plan, resolved(system), ServingConfig(concurrency=1))
+    assert run.serving["speculative"]["accept"] == rep.systems[0].deployments[0]["speculative"]["accept"]
+    task = run.engine.sess_end - run.engine.sess_start
+    for i, sid in enumerate(plan.session_ids):
+        replayed, recorded = want[sid]
+        assert task[i] == pytest.approx(plan.recorded_s[i] - recorded + replayed, rel=0.01), sid
+    assert (task < plain.engine.sess_end - plain.engine.sess_start).all()
+    assert run.serving["tpot_s"]["p50"] < plain.serving["tpot_s"]["p50"]
