@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
-from agentprof.catalog.hardware import Bounded, _numbers
+from agentprof.catalog.hardware import Bounded, _numbers, _text
 
 AGENTIC_FILE = CATALOG_DIR / "agentic.toml"
 KV_DTYPES = ("bf16", "fp8")
@@ -42,13 +41,6 @@ class AgenticCatalog:
         """The recipe for ``model`` on ``accelerator`` (None: the default estimate applies)."""
         r = self.recipes.get(accelerator)
         return r if r is not None and model in r.models else None
-
-
-def _text(t: dict[str, Any], key: str, where: str) -> str:
-    v = t.get(key)
-    if not isinstance(v, str) or not v.strip():
-        raise CatalogError(f"{where}: {key} must be a non-empty string")
-    return v
 
 
 @lru_cache(maxsize=2)

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
-from agentprof.catalog.hardware import Bounded, _numbers
+from agentprof.catalog.hardware import Bounded, _numbers, _text
 
 SPECULATIVE_FILE = CATALOG_DIR / "speculative.toml"
 METHODS = ("eagle3",)
@@ -45,13 +45,11 @@ def load_speculative(path: Path = SPECULATIVE_FILE) -> dict[tuple[str, str], Dra
                 raise CatalogError(f"{w}: expected a table")
             n = _numbers(t, w, ("draft_tokens", "accept", "drafter_params", "pass_layers"), (),
                          ("model", "method", "source"))
-            model, meth, src = (t.get(k) for k in ("model", "method", "source"))
-            if not all(isinstance(v, str) and v for v in (model, meth, src)):
-                raise CatalogError(f"{w}: model, method and source must be non-empty strings")
+            model, meth, src = (_text(t, k, w) for k in ("model", "method", "source"))
             if meth not in METHODS:
                 raise CatalogError(f"{w}: method must be one of {', '.join(METHODS)}, got {meth!r}")
             if n["accept"].value < 1 or n["accept"].value > 1 + n["draft_tokens"].value:
                 raise CatalogError(f"{w}: accept must be between 1 and 1 + draft_tokens, got {n['accept'].value}")
-            out[(str(model), str(meth))] = Drafter(str(model), str(meth), str(src), n["draft_tokens"], n["accept"],
-                                                   n["drafter_params"], n["pass_layers"])
+            out[(model, meth)] = Drafter(model, meth, src, n["draft_tokens"], n["accept"], n["drafter_params"],
+                                         n["pass_layers"])
     return out

@@ -21,18 +21,21 @@ FAST_LOW = frozenset({"t_layer_s", "t_fixed_s", "fanout_kappa", "t0_s", "t_req_s
 Corner = Literal["fast", "slow"]
 
 
-def _pick(name: str, b: Bounded, corner: Corner) -> Bounded:
-    if b.low is None and b.high is None:
-        return b
+def at_end(b: Bounded, corner: str | None, faster_high: bool) -> float:
+    """``b`` at a band corner's end of its range (``fast``/``slow``; its value without a corner or a range):
+    ``faster_high`` when the higher end makes the what-if faster. Estimates read outside the catalog's systems (the
+    agentic deployment's CPU tier, a drafter's figures) take their ends here too."""
+    if corner is None:
+        return b.value
     hi = b.high if b.high is not None else b.value
     lo = b.low if b.low is not None else b.value
-    if name in FAST_HIGH:
-        v = hi if corner == "fast" else lo
-    elif name in FAST_LOW:
-        v = lo if corner == "fast" else hi
-    else:
+    return (hi if faster_high else lo) if corner == "fast" else (lo if faster_high else hi)
+
+
+def _pick(name: str, b: Bounded, corner: Corner) -> Bounded:
+    if (b.low is None and b.high is None) or name not in FAST_HIGH | FAST_LOW:
         return b
-    return Bounded(v, b.source, b.low, b.high)
+    return Bounded(at_end(b, corner, name in FAST_HIGH), b.source, b.low, b.high)
 
 
 def _fields(fields: dict[str, Bounded], corner: Corner, moved: list[str], where: str) -> dict[str, Bounded]:

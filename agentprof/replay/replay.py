@@ -395,10 +395,10 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                 r0 = resolve(system, spec, cat, fitted)
                 dep = deployment_for(r0, deployment)
                 r = deployed(r0, dep, kv_dtype)
-                r, spec = with_speculative(r, speculative)
+                r, drafter = with_speculative(r, speculative)
                 tier = dep.cpu_bytes(r.instances) if asked_policy.kind == "auto" else 0.0
                 row.deployments.append({**r.describe(), "deployment": summary(dep, r, tier),
-                                        **({"speculative": spec} if spec else {})})
+                                        **({"speculative": drafter} if drafter else {})})
                 if policy.kind == "none" or (sim is not None and key == sim[0] and policy.kind == "lmcache"):
                     zero = np.zeros(sel.size)
                     hits = CacheHits(zero, zero.copy(), zero.copy())

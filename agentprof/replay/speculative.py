@@ -18,22 +18,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agentprof.catalog import CatalogError
-from agentprof.catalog.hardware import Bounded
 from agentprof.catalog.speculative import METHODS, load_speculative
+from agentprof.replay.bands import at_end
 
 if TYPE_CHECKING:
     from agentprof.replay.systems import Resolved
 
 CHOICES = ("none", *METHODS)
-
-
-def _end(b: Bounded, corner: str | None, faster_high: bool) -> float:
-    """``b`` at a band corner's end (``fast``/``slow``), else its value."""
-    if corner is None:
-        return b.value
-    lo = b.low if b.low is not None else b.value
-    hi = b.high if b.high is not None else b.value
-    return (hi if faster_high else lo) if corner == "fast" else (lo if faster_high else hi)
 
 
 def ranged(model: str, method: str) -> list[str]:
@@ -58,9 +49,9 @@ def with_speculative(r: Resolved, method: str) -> tuple[Resolved, dict[str, Any]
         have = ", ".join(f"{m} ({meth})" for m, meth in sorted(known)) or "none"
         raise CatalogError(f"no {method} drafter catalogued for {r.model.key} (catalog/speculative.toml has: {have})")
     corner = r.system.corner
-    accept = _end(d.accept, corner, faster_high=True)
-    params = _end(d.drafter_params, corner, faster_high=False)
-    layers = _end(d.pass_layers, corner, faster_high=False)
+    accept = at_end(d.accept, corner, faster_high=True)
+    params = at_end(d.drafter_params, corner, faster_high=False)
+    layers = at_end(d.pass_layers, corner, faster_high=False)
     draft = d.draft_tokens.value
     p = r.params
     per_pass = layers * p.t_fixed_s / r.dep.layers + 2.0 * params / r.dep.gpus / (p.mbu * r.dep.accel.hbm_bw)

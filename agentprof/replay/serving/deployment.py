@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentprof.catalog.agentic import load_agentic
 from agentprof.errors import AgentprofError
+from agentprof.replay.bands import at_end
 
 if TYPE_CHECKING:
     from agentprof.replay.serving.simulate import ServingConfig
@@ -82,10 +83,9 @@ def deployment_for(r: Resolved, name: str) -> Deployment:
         d = cat.default_cpu_gib_per_instance
         gib, at = d.value, ""
         if r.system.corner is not None:  # a band's corner: the estimate's range end (more tier is faster)
-            lo = d.low if d.low is not None else d.value
-            hi = d.high if d.high is not None else d.value
-            gib = hi if r.system.corner == "fast" else lo
-            at = f" (the band's {r.system.corner} end of {lo:g}–{hi:g} GiB)"
+            gib = at_end(d, r.system.corner, faster_high=True)
+            at = (f" (the band's {r.system.corner} end of {at_end(d, 'slow', True):g}–{at_end(d, 'fast', True):g} "
+                  "GiB)")
         return Deployment("agentic", "estimate",
                           f"no agentic recipe for {r.model.key} on {r.system.accelerator.key}: the recipes' CPU tier "
                           "per serving instance, KV dtype and HBM share as catalogued",
