@@ -20,4 +20,31 @@ def __getattr__(name: str):  # lazy: importing agentprof must stay cheap for wra
     raise AttributeError(f"module 'agentprof' has no attribute {name!r}")
 
 
+def _notebook_display() -> None:
+    """In a running IPython, show traces and stage results as the report stage draws them, registered by type
+    name so nothing is imported until a result is displayed (the stages themselves import nothing above them)."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    if shell is None:
+        return
+    try:
+        formatter = shell.display_formatter.formatters["text/html"]
+
+        def html(obj: object) -> str:
+            from agentprof.report.notebook import html_for
+
+            return html_for(obj)
+
+        from agentprof.display import DISPLAYED_TYPES
+
+        for module, name in DISPLAYED_TYPES:
+            formatter.for_type_by_name(module, name, html)
+    except Exception:  # a display nicety must never break an import
+        pass
+
+
+_notebook_display()
+
 __all__ = ["__version__", *_CAPTURE_API]

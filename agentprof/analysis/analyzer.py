@@ -22,7 +22,7 @@ from agentprof.analysis.redundancy import previous_rows, redundancy_columns
 from agentprof.analysis.result import Analysis
 from agentprof.analysis.stats import summary
 from agentprof.analysis.timesplit import TimeSplit, session_splits
-from agentprof.trace.coerce import as_trace
+from agentprof.importers.coerce import as_trace
 from agentprof.trace.schema import Trace, empty_spans
 
 LATE_CALL_INDEX = 10

@@ -97,12 +97,6 @@ class CacheSimResult:
                 return t
         raise KeyError(name)
 
-    def _repr_html_(self) -> str:
-        """Jupyter display, rendered by the report stage (imported on demand)."""
-        from agentprof.report.notebook import html_for
-
-        return html_for(self)
-
     def to_dict(self) -> dict[str, Any]:
         pc = self.per_call.filter(pl.col("prompt_tokens") > 0)
         per_req = (pc.get_column("hit_tokens") / pc.get_column("prompt_tokens")).to_numpy() if pc.height else []
@@ -431,12 +425,6 @@ class SweepResult:
     target: float
     capacity_at_target_chunks: int | None
     capacity_at_target_bytes: int | None
-
-    def _repr_html_(self) -> str:
-        """Jupyter display, rendered by the report stage (imported on demand)."""
-        from agentprof.report.notebook import html_for
-
-        return html_for(self)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

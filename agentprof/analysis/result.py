@@ -1,16 +1,13 @@
 """The analysis result: per-call and per-session tables, corpus figures and cache-miss explanations.
 
 ``Analysis.to_dict()`` is exactly what ``agentprof analyze --json`` prints (keys documented in
-``docs/ANALYSIS.md``). The report stage renders it; notebooks get ``_repr_html_`` through the renderer the
-report stage registers (:attr:`Analysis.html_renderer`), with a plain table as fallback.
+``docs/ANALYSIS.md``). Its notebook display belongs to the report stage (:mod:`agentprof.report.notebook`).
 """
 
 from __future__ import annotations
 
-import html
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import polars as pl
 
@@ -57,9 +54,6 @@ class Analysis:
     """The timed top-level conversations' splits that ``time`` sums (in session order): what a partitioned
     run (``agentprof.distributed``) adds up again, in the same order."""
 
-    html_renderer: ClassVar[Callable[[Analysis], str] | None] = None
-    """Set by the report stage to render rich HTML in notebooks."""
-
     @property
     def n_sessions(self) -> int:
         return self.sessions.height
@@ -98,28 +92,6 @@ class Analysis:
             "per_conversation": _jsonable(self.conversations.to_dicts()),
             "diagnostics": self.diagnostics,
         }
-
-    def _repr_html_(self) -> str:
-        """Jupyter display: the report stage's renderer (imported on demand), or a plain table without it."""
-        if Analysis.html_renderer is None:
-            try:
-                from agentprof.report.notebook import install
-
-                install()
-            except ImportError:
-                pass
-        if Analysis.html_renderer is not None:
-            return Analysis.html_renderer(self)
-        t = self.time
-        rows = [("sessions", self.n_sessions), ("conversations", self.n_conversations),
-                ("model calls", self.n_model_calls), ("wall", f"{t.wall_s:.1f} s"), ("model", f"{t.model_s:.1f} s"),
-                ("tool", f"{t.tool_s:.1f} s"), ("orchestration", f"{t.orchestration_s:.1f} s"),
-                ("wait", f"{t.wait_s:.1f} s"), ("Amdahl bound", f"{t.amdahl_bound_s:.1f} s")]
-        med = (self.redundancy.get("prefix_reuse_prev") or {}).get("median")
-        if med is not None:
-            rows.append(("prefix reuse vs previous call (median)", f"{med:.1%}"))
-        body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
-        return f"<table>{body}</table>"
 
 
 def _jsonable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -290,6 +290,9 @@ _HOST_OPT = ("mem_bw", "vendor_claim", "mt_speed")
 def load_catalog(extra_files: tuple[str, ...] = ()) -> HardwareCatalog:
     """Load the shipped catalog plus user files (later files override earlier entries with the same key)."""
     raw: dict[str, dict[str, tuple[Any, str]]] = {t: {} for t in TABLES if t != "standins"}
+    for p in extra_files:
+        if not Path(p).is_file():
+            raise CatalogError(f"{p}: no such catalog file")
     paths = [CATALOG_DIR / f for f in SHIPPED_FILES] + [Path(p) for p in extra_files]
     for path in paths:
         data = read_toml(path)

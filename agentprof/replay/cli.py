@@ -4,26 +4,17 @@ catalog and the calibrated device model: ``list``, ``fit``, ``check``, ``seed-ch
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
 
+from agentprof.catalog.hardware import load_catalog
 from agentprof.distributed.options import cluster_options
 from agentprof.errors import AgentprofError
 from agentprof.replay.serving.cli import serving_config, serving_options
 from agentprof.report.formats import fmt_duration, fmt_duration_short, fmt_share, fmt_x
 
 _CTX = {"help_option_names": ["-h", "--help"]}
-
-
-def _catalog(files: tuple[str, ...]):
-    from agentprof.catalog.hardware import load_catalog
-
-    for f in files:
-        if not Path(f).is_file():
-            raise AgentprofError(f"{f}: no such catalog file")
-    return load_catalog(tuple(files))
 
 
 def _cpu_map(values: tuple[str, ...], path: str | None) -> dict[str, float]:
@@ -95,7 +86,7 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
     from agentprof.replay.calibration import load_fitted
     from agentprof.replay.replay import replay as run
 
-    cat = _catalog(catalogs)
+    cat = load_catalog(tuple(catalogs))
     cpu = _cpu_map(cpu_bound, cpu_bound_file)
     simulate = concurrency is not None or any(v is not None for v in (cap_wait, arrival_rate, cache_ttl, pools))
     serving = serving_config(concurrency or 1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools,
@@ -232,7 +223,7 @@ def list_cmd(catalogs: tuple[str, ...], as_json: bool) -> None:
     """
     from agentprof.replay.calibration import load_fitted
 
-    cat = _catalog(catalogs)
+    cat = load_catalog(tuple(catalogs))
     fitted = load_fitted()
     calibrated = {e.attrs.get("hardware") for e in fitted.entries["group"].values()}
     data = _catalog_dict(cat, calibrated)
@@ -338,7 +329,7 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
 
     points = str(shipped(points))  # the default names the repository's file; a wheel carries a copy
     target = checked_output(out, (".toml",), "fitted terms") if out else FITTED_PATH
-    cat = _catalog(catalogs)
+    cat = load_catalog(tuple(catalogs))
     fitted = fit_file(points, cat)
     if not skip_levels:
         fitted.level_errors, _ = level_errors(load_points(points), cat, fitted.attn_eff)
@@ -388,7 +379,7 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
     from agentprof.replay.fidelity import leave_out as lo
     from agentprof.replay.points import load_points
 
-    cat = _catalog(catalogs)
+    cat = load_catalog(tuple(catalogs))
     if simulate and _is_agentic(points):
         from agentprof.replay.agentic import load_agentic
         from agentprof.replay.serving.benchpoint import simulate_agentic

@@ -19,6 +19,7 @@ import polars as pl
 from agentprof.analysis.calls import CallBlocks, model_calls
 from agentprof.catalog import CatalogError, ModelSpec, find_model, resolve_model
 from agentprof.catalog.hardware import HardwareCatalog, System, load_catalog
+from agentprof.importers.coerce import as_trace
 from agentprof.replay.active import human_wait_s, set_agent_active
 from agentprof.replay.bands import banded, corner_system
 from agentprof.replay.cachepolicy import (
@@ -43,7 +44,6 @@ from agentprof.replay.orchestration import (
 )
 from agentprof.replay.systems import Resolved, resolve
 from agentprof.replay.timeline import MODEL, ORCH, TOOL, WAIT, assemble, prepare
-from agentprof.trace.coerce import as_trace
 from agentprof.trace.schema import Trace
 
 DEFAULT_RECORDED_HOST = "xeon-8480c"
@@ -134,12 +134,6 @@ class ReplayResult:
             "standins": self.standins, "orchestration": self.orchestration, "notes": self.notes,
             "beyond_context": self.beyond_context,
         }
-
-    def _repr_html_(self) -> str:
-        """Jupyter display (rendered by the report stage, imported only when a notebook asks)."""
-        from agentprof.report.notebook import html_for
-
-        return html_for(self)
 
     def finding(self) -> str:
         """One sentence: per system, how much the task time changes against how much the model calls change."""

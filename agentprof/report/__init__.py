@@ -1,7 +1,7 @@
 """Report stage: the single-file HTML report, rich terminal renderers, Jupyter HTML and the exports
 (Perfetto / Chrome trace events, Mooncake JSONL, OTLP JSON). It only reads traces and stage results.
 
-Importing it registers the notebook renderer with ``Analysis`` (see :mod:`agentprof.report.notebook`).
+Importing it gives traces and stage results their notebook display (see :mod:`agentprof.report.notebook`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Jupyter display: small static HTML fragments (tables and inline SVG bars, no scripts) for traces and stage
 results, so ``analyze(trace)`` or ``replay(...)`` show themselves in a notebook.
 
-Wiring: a result class gets ``_repr_html_`` from :class:`HtmlRepr` (or defines
-``def _repr_html_(self): from agentprof.report.notebook import html_for; return html_for(self)``).
+Wiring: the classes below this stage know nothing of their display. :func:`install` (run when
+``agentprof.report`` is imported) gives each of ``agentprof.display.DISPLAYED_TYPES`` a ``_repr_html_``; in a running IPython,
+``agentprof`` itself registers :func:`html_for` by type name (:func:`agentprof._notebook_display`), so a notebook
+shows a result before anything imported this stage.
 Everything from a trace is escaped with :func:`html.escape`.
 """
 
@@ -209,17 +211,16 @@ def html_for(obj: Any) -> str:
     return f"<pre>{_e(repr(obj))}</pre>"
 
 
-class HtmlRepr:
-    """Mixin: gives a result class (with ``to_dict()``) a Jupyter ``_repr_html_``."""
-
-    def _repr_html_(self) -> str:
-        return html_for(self)
+def _repr_html_(self: Any) -> str:
+    return html_for(self)
 
 
 def install() -> None:
-    """Register these renderers with the result classes that take one (``Analysis.html_renderer``)."""
-    try:
-        from agentprof.analysis.result import Analysis
-    except ImportError:  # pragma: no cover - analysis stage absent
-        return
-    Analysis.html_renderer = lambda a: analysis_html(a.to_dict())
+    """Give every class of ``agentprof.display.DISPLAYED_TYPES`` a Jupyter ``_repr_html_`` (importing each stage)."""
+    import importlib
+
+    from agentprof.display import DISPLAYED_TYPES
+
+    for module, name in DISPLAYED_TYPES:
+        cls = getattr(importlib.import_module(module), name)
+        cls._repr_html_ = _repr_html_

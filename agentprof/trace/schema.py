@@ -69,12 +69,6 @@ class Trace:
     def sessions(self) -> list[str]:
         return self.spans.get_column("session_id").unique(maintain_order=True).to_list()
 
-    def _repr_html_(self) -> str:
-        """Jupyter display, rendered by the report stage (imported only when a notebook asks)."""
-        from agentprof.report.notebook import html_for
-
-        return html_for(self)
-
 
 def empty_spans() -> pl.DataFrame:
     """An empty span table with the canonical schema."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agentprof.analysis import Analysis, analyze
+from agentprof.analysis import analyze
 from agentprof.analysis.analyzer import dumps
 from agentprof.trace import Trace, TraceMeta, empty_spans
 
@@ -79,14 +79,3 @@ def test_json_keys():
     assert d["redundancy"]["prefix_reuse_prev"]["median"] is not None
     assert d["per_session"][0]["session_id"] == "good"
 
-
-def test_notebook_html_hook():
-    b = TraceBuilder()
-    _good(b)
-    a = analyze(b.trace())
-    assert "<table" in a._repr_html_() and "Amdahl" in a._repr_html_()
-    try:
-        Analysis.html_renderer = lambda an: f"<p>{an.n_model_calls} calls</p>"
-        assert a._repr_html_() == "<p>3 calls</p>"
-    finally:
-        Analysis.html_renderer = None

@@ -54,3 +54,33 @@ def test_no_row_of_dashes_in_the_analysis_view(big_session):
     assert cells and not [c for c in cells if len(c) > 2 and all(x in ("—", "") for x in c[1:])]
     assert not [c for c in cells if c and c[0] == "tokens"]
     assert any(c and c[0] == "provider cache read share, per call" for c in cells)
+
+
+def test_a_notebook_shows_results_before_the_report_stage_is_imported(tmp_path):
+    """In a real IPython shell, an analysis displays through the report stage's fragment although nothing below
+    the report stage imports it: the root package registers the drawing by type name, and the report modules
+    load only when the result is displayed."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[2] / "traces" / "samples" / "codex"
+    script = f"""
+import sys
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+from agentprof.importers import load_any
+from agentprof.analysis import analyze
+from agentprof.replay import replay
+a = analyze(load_any({str(sample)!r}))
+before = sorted(m for m in sys.modules if m.startswith("agentprof.report"))
+data, _ = shell.display_formatter.format(a)
+print("BEFORE", before)
+print("HTML", "<svg" in data.get("text/html", "") and "Amdahl" in data.get("text/html", ""))
+print("AFTER", any(m.startswith("agentprof.report") for m in sys.modules))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "BEFORE []" in out.stdout  # trace, importers, analysis and replay loaded no report module
+    assert "HTML True" in out.stdout and "AFTER True" in out.stdout

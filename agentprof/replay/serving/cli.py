@@ -124,9 +124,9 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
     """
     from rich.console import Console
 
+    from agentprof.catalog.hardware import load_catalog
     from agentprof.importers import load_any
     from agentprof.replay.cachepolicy import parse_policy
-    from agentprof.replay.cli import _catalog
     from agentprof.replay.serving.capacity import capacity
 
     cfg = serving_config(1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools, attention, kv_dtype,
@@ -139,7 +139,7 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
         raise AgentprofError("capacity needs a cache policy: auto, prefix or lmcache:cpu=SIZE[,disk=SIZE]")
     if policy.kind == "lmcache":
         cfg.cpu_bytes, cfg.disk_bytes = policy.cpu_bytes, policy.disk_bytes
-    cat = _catalog(catalogs)
+    cat = load_catalog(tuple(catalogs))
     trace = load_any(list(paths))
     res = capacity(trace, list(systems), list(slos), model=model, base=cfg, catalog=cat,
                    max_concurrency=max_concurrency, bands=not no_bands)
