@@ -61,7 +61,8 @@ def modules() -> dict[str, Path]:
 
 
 def imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The package's modules that ``name`` imports anywhere in its file (the longest known prefix of each)."""
+    """The package's modules that ``name`` imports anywhere in its file (the longest known prefix of each), apart
+    from imports for the type checker only."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     is_pkg = path.name == "__init__.py"
     found: set[str] = set()
@@ -72,7 +73,13 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
         if target and target != name:
             found.add(target)
 
+    type_only: set[int] = set()  # imports under ``if TYPE_CHECKING:`` run for the type checker, not at run time
     for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING":
+            type_only.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("agentprof"):

@@ -7,6 +7,7 @@ other threads with the current span as parent. See ``docs/CAPTURE.md``.
 
 from __future__ import annotations
 
+from agentprof.capture import hooks as _hooks  # noqa: F401  (hands the session core what a session installs)
 from agentprof.capture.context import wrap
 from agentprof.capture.custom_span import span
 from agentprof.capture.failsafe import CaptureWarning

@@ -41,6 +41,24 @@ _live: set[Session] = set()
 
 BLOCK_SIZE = 64
 fork.register()
+
+
+class _Hooks:
+    """What a starting session installs in the process, supplied from above (:mod:`agentprof.capture.hooks`,
+    which the capture package imports first): the session core imports none of the hook modules."""
+
+    @staticmethod
+    def patches(sess: Session) -> list[Any]:
+        """The reference-counted patches this session holds while it runs (acquired on start)."""
+        return []
+
+    @staticmethod
+    def sampler(sess: Session, interval: float) -> Any:
+        """A started stack sampler for the session (``stop()`` on finish)."""
+        raise RuntimeError("no stack sampler installed")
+
+
+HOOKS = _Hooks()
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -125,8 +143,6 @@ class Session:
     # --- lifecycle ------------------------------------------------------------------------------------
     def start(self) -> Session:
         t0 = time.perf_counter_ns()
-        from agentprof.capture import context, instrument, json_patch, subprocess_patch
-
         outer = _ACTIVE.get()
         self.parent = outer if outer is not None and outer.active else None
         now = _dt.datetime.now(_dt.timezone.utc)
@@ -140,12 +156,7 @@ class Session:
         self.sinks = ((self.exporter,) if self.exporter else ()) + (self.parent.sinks if self.parent else ())
         proc = provider.processor()
         proc.refresh_otlp()
-        instrument.ensure()
-        self._patches = [context.PROPAGATION, subprocess_patch.CHILD_CPU]
-        if self.instrument_subprocess:
-            self._patches.append(subprocess_patch.POPEN)
-        if self.instrument_json:
-            self._patches.append(json_patch.LOADS)
+        self._patches = HOOKS.patches(self)
         for p in self._patches:
             p.acquire()
         attrs: dict[str, Any] = {
@@ -167,9 +178,7 @@ class Session:
         self._thread_cpu0 = self._thread_times()
         if self.sample_interval and self.parent is None and self.exporter is not None:
             try:
-                from agentprof.capture.sampler import Sampler
-
-                self.sampler = Sampler(self, self.sample_interval).start()
+                self.sampler = HOOKS.sampler(self, self.sample_interval)
             except Exception as e:
                 internal_error("starting the stack sampler", e)
         self.add_overhead(time.perf_counter_ns() - t0)
