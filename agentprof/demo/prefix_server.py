@@ -87,8 +87,8 @@ def echo_max_tokens(req: ModelRequest) -> Reply:
 class PrefixCachingServer(ModelServer):
     """A :class:`ModelServer` with the block prefix cache, the ``max_tokens`` echo and the prefill queue."""
 
-    def __init__(self, block: int = 16, base_s: float = 0.02, prefill_s_per_token: float = 2e-6,
-                 decode_s: float = 1e-3, capacity_blocks: int | None = None, port: int = 0) -> None:
+    def __init__(self, block: int = 16, base_s: float = 0.03, prefill_s_per_token: float = 2e-5,
+                 decode_s: float = 2e-3, capacity_blocks: int | None = None, port: int = 0) -> None:
         super().__init__(script=echo_max_tokens, latency=self._latency, cache_block=block, port=port,
                          absolute_pacing=True)
         self.blocks = BlockPrefixCache(block, capacity_blocks)
@@ -99,12 +99,12 @@ class PrefixCachingServer(ModelServer):
         self.records: list[tuple[ServedCall, str | None, int]] = []  # (call, session, cached from other sessions)
 
     def _latency(self, req: ModelRequest, prompt: int, cached: int, output: int) -> Latency:
-        work = self.base_s + max(prompt - cached, 0) * self.prefill_s_per_token
+        work = max(prompt - cached, 0) * self.prefill_s_per_token
         with self._lane:
             now = time.perf_counter()
             self._free_at = max(self._free_at, now) + work
             ttft = self._free_at - now
-        return Latency(ttft_s=ttft, per_token_s=self.decode_s)
+        return Latency(ttft_s=self.base_s + ttft, per_token_s=self.decode_s)
 
     def cached_tokens(self, api: str, req: ModelRequest, pieces: list[str]) -> int:
         user = req.body.get("user")
@@ -166,9 +166,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m agentprof.demo.prefix_server", description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--block", type=int, default=16, help="prefix-cache block size in tokens")
-    ap.add_argument("--base-ms", type=float, default=20.0, help="fixed part of the time to first token")
-    ap.add_argument("--prefill-us", type=float, default=2.0, help="prefill microseconds per uncached prompt token")
-    ap.add_argument("--decode-ms", type=float, default=1.0, help="milliseconds per further output token")
+    ap.add_argument("--base-ms", type=float, default=30.0, help="fixed part of the time to first token")
+    ap.add_argument("--prefill-us", type=float, default=20.0, help="prefill microseconds per uncached prompt token")
+    ap.add_argument("--decode-ms", type=float, default=2.0, help="milliseconds per further output token")
     ap.add_argument("--max-seconds", type=float, default=3600.0, help="stop after this long at the latest")
     a = ap.parse_args(argv)
     server = PrefixCachingServer(a.block, a.base_ms / 1e3, a.prefill_us / 1e6, a.decode_ms / 1e3, port=a.port)

@@ -148,6 +148,13 @@ class _Sender:
                 "max_tokens": max_tokens, "stream": True, "stream_options": {"include_usage": True}, "user": user,
                 **self.extra}
 
+    def _json(self, prompt: str, max_tokens: int, user: str) -> str:
+        """The request body as JSON, the prompt spliced in as it is (synthetic words and spaces need no escaping),
+        so a long prompt costs the client one copy instead of an escaping pass."""
+        body = self._body("\0", max_tokens, user)
+        head, _, tail = json.dumps(body).partition('"\\u0000"')
+        return f'{head}"{prompt}"{tail}'
+
     async def _once(self, rec: CallRecord, prompt: str, max_tokens: int, user: str) -> None:
         raise NotImplementedError
 
@@ -173,7 +180,7 @@ class HttpxSender(_Sender):
         rec.output_tokens = 0
         responses = self.ep.api == "responses"
         path = "responses" if responses else "chat/completions"
-        body = json.dumps(self._body(prompt, max_tokens, user))
+        body = self._json(prompt, max_tokens, user)
         t_send = time.perf_counter()
         async with self.client.stream("POST", path, content=body,
                                       headers={"Content-Type": "application/json"}) as r:

@@ -69,7 +69,14 @@ class PromptSynth:
     _blocks: dict[int, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        if not all(w.isascii() and w.isalpha() and w.islower() for w in self.words):
+            raise AgentprofError("synthetic prompt words must be lowercase ASCII letters")  # sent unescaped
         self._pieces = np.array([" " + w for w in self.words], dtype=object)
+
+    def warm(self) -> None:
+        """Make every block's text now, so the run's clock never waits for it."""
+        for n in np.unique(self.plan.node_ids).tolist():
+            self.block(n)
 
     def _words(self, seed: tuple[int, ...], n: int) -> str:
         rng = np.random.default_rng(list(seed))

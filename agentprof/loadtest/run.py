@@ -109,6 +109,7 @@ def loadtest(trace: Trace, endpoint: Endpoint, concurrency: int = 1, sessions: i
                      "block boundaries drift (pass the model's --tokenizer to keep only one-token words)")
     prompts["template_tokens"] = max(overhead or 0, 0)
     synth = PromptSynth(wl.plan, words, max(overhead or 0, 0))
+    synth.warm()
     on_start(int(wl.sent.sum()))
     rec = asyncio.run(run(wl, synth, endpoint, on_call))
     notes.extend(rec.notes)
