@@ -162,7 +162,7 @@ PrefixCachingServer.handler = _PrefixHandler
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Serve in this process until stdin closes, SIGTERM, or ``--max-seconds`` pass."""
+    """Serve in this process until stdin closes (unless ``--ignore-stdin``), SIGTERM, or ``--max-seconds`` pass."""
     ap = argparse.ArgumentParser(prog="python -m agentprof.demo.prefix_server", description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--block", type=int, default=16, help="prefix-cache block size in tokens")
@@ -170,12 +170,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--prefill-us", type=float, default=20.0, help="prefill microseconds per uncached prompt token")
     ap.add_argument("--decode-ms", type=float, default=2.0, help="milliseconds per further output token")
     ap.add_argument("--max-seconds", type=float, default=3600.0, help="stop after this long at the latest")
+    ap.add_argument("--ignore-stdin", action="store_true", help="do not stop when stdin closes (stop by SIGTERM)")
     a = ap.parse_args(argv)
     server = PrefixCachingServer(a.block, a.base_ms / 1e3, a.prefill_us / 1e6, a.decode_ms / 1e3, port=a.port)
     with server:
         print(json.dumps({"url": server.openai_base_url}), flush=True)
         done = threading.Event()
-        threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+        if not a.ignore_stdin:
+            threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
         done.wait(a.max_seconds)
 
 

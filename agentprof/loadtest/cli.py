@@ -37,6 +37,9 @@ _CTX = {"help_option_names": ["-h", "--help"]}
               help="Check the synthetic prompt words against this tokenizer (tokenizer.json path or cl100k).")
 @click.option("--template-tokens", type=int, metavar="N",
               help="Chat-template tokens the server adds to a prompt (default: asked of its /tokenize, else 0).")
+@click.option("--seed", type=int, metavar="N",
+              help="Fix the synthetic text (default: new text each run, so a run never hits an earlier run's "
+                   "cached blocks; the same seed twice measures a warm cache).")
 @click.option("--price", metavar="IN,OUT[,CACHED]",
               help="USD per million tokens for cost per task (default: the catalog's provider price).")
 @click.option("--retries", type=int, default=2, show_default=True,
@@ -51,7 +54,8 @@ _CTX = {"help_option_names": ["-h", "--help"]}
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def loadtest_cmd(paths: tuple[str, ...], endpoint: str, model: str, concurrency: int, sessions: int | None,
                  max_calls: int | None, cap_wait: float | None, time_scale: float, api: str, predict: str | None,
-                 predict_model: str | None, tokenizer: str | None, template_tokens: int | None, price: str | None,
+                 predict_model: str | None, tokenizer: str | None, template_tokens: int | None, seed: int | None,
+                 price: str | None,
                  retries: int, timeout_s: float, api_key: str, ignore_eos: bool, engine: str,
                  as_json: bool) -> None:
     """Replay recorded agent sessions against your endpoint and measure TTFT, TPOT, cache hits and cost per task.
@@ -83,7 +87,7 @@ def loadtest_cmd(paths: tuple[str, ...], endpoint: str, model: str, concurrency:
     progress, on_start, on_call = _progress(os.environ.get("AGENTPROF_PROGRESS") != "0")
     try:
         res = loadtest(trace, ep, concurrency, sessions, max_calls, cap_wait, time_scale, predict, predict_model,
-                       tokenizer, p, template_tokens, on_call=on_call, on_start=on_start)
+                       tokenizer, p, template_tokens, seed, on_call=on_call, on_start=on_start)
     finally:
         if progress is not None:
             progress.stop()

@@ -2,7 +2,8 @@
 
 Each distinct prompt block (a node of the plan: the same id means the same tokens through that block) becomes
 ``block_size`` words drawn by a generator seeded with the node id, so the same block is the same text and a new
-block is new text. A call's prompt is its blocks in order plus a tail that starts the block its session's next
+block is new text; each run draws its own ``salt``, so a run never hits blocks an earlier run left in the
+server's cache. A call's prompt is its blocks in order plus a tail that starts the block its session's next
 call adds (as an agent's appended turn does), cut to the recorded prompt length less the server's chat-template
 tokens. The words are common lowercase English words that tokenizers in use (cl100k, Llama 3, Qwen, Mistral)
 keep as one token each with their leading space, and pre-tokenizers never merge across a space, so the text is
@@ -66,6 +67,7 @@ class PromptSynth:
     plan: SessionPlan
     words: tuple[str, ...] = WORDS
     overhead: int = 0
+    salt: int = 0  # a run's own text: another salt shares no block with this one
     _blocks: dict[int, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -86,7 +88,7 @@ class PromptSynth:
         """The text of one prompt block (``block_size`` words), the same for the same node."""
         t = self._blocks.get(node)
         if t is None:
-            t = self._blocks[node] = self._words((1, node), self.plan.block_size)
+            t = self._blocks[node] = self._words((1, self.salt, node), self.plan.block_size)
         return t
 
     def nodes(self, call: int) -> np.ndarray:
@@ -113,7 +115,7 @@ class PromptSynth:
                 parts.append(" " + " ".join(self.block(int(nxt[k])).split()[:take]))
                 tail -= take
             if tail:
-                parts.append(self._words((2, call), tail))
+                parts.append(self._words((2, self.salt, call), tail))
         return "".join(parts)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +46,10 @@ def root_url(url: str) -> str:
 
 def preflight(ep: Endpoint) -> None:
     """A clear error now, instead of every call failing, when nothing answers at the endpoint."""
-    import httpx
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - the test extra installs it
+        raise AgentprofError("agentprof loadtest needs httpx: pip install 'agentprof[loadtest]'") from None
 
     try:
         httpx.get(ep.url.rstrip("/") + "/models", timeout=10.0, headers={"Authorization": f"Bearer {ep.api_key}"})
@@ -77,10 +81,11 @@ def probe_tokenize(ep: Endpoint, words: tuple[str, ...]) -> tuple[int | None, fl
 def loadtest(trace: Trace, endpoint: Endpoint, concurrency: int = 1, sessions: int | None = None,
              max_calls: int | None = None, cap_wait: float | None = None, time_scale: float = 1.0,
              predict: str | None = None, predict_model: str | None = None, tokenizer: str | None = None,
-             price: Price | None = None, template_tokens: int | None = None,
+             price: Price | None = None, template_tokens: int | None = None, seed: int | None = None,
              on_call: Callable[[CallRecord], None] = lambda r: None,
              on_start: Callable[[int], None] = lambda n: None) -> LoadtestResult:
     """Replay ``trace``'s sessions against ``endpoint`` closed-loop and measure them (see the package docstring).
+    ``seed`` fixes the prompt text (default: new text each run, so no run finds another's blocks cached);
     ``on_start(calls to send)`` and ``on_call(record)`` report progress."""
     if endpoint.api not in APIS:
         raise AgentprofError(f"unknown --api {endpoint.api!r}: expected {' or '.join(APIS)}")
@@ -108,7 +113,9 @@ def loadtest(trace: Trace, endpoint: Endpoint, concurrency: int = 1, sessions: i
         notes.append(f"the server reads a synthetic word as {per_word:.2f} tokens, not 1: prompt lengths and "
                      "block boundaries drift (pass the model's --tokenizer to keep only one-token words)")
     prompts["template_tokens"] = max(overhead or 0, 0)
-    synth = PromptSynth(wl.plan, words, max(overhead or 0, 0))
+    salt = secrets.randbits(32) if seed is None else seed
+    prompts["seed"] = salt
+    synth = PromptSynth(wl.plan, words, max(overhead or 0, 0), salt)
     synth.warm()
     on_start(int(wl.sent.sum()))
     rec = asyncio.run(run(wl, synth, endpoint, on_call))

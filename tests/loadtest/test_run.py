@@ -12,6 +12,7 @@ from agentprof.loadtest import loadtest
 from agentprof.loadtest.client import Endpoint
 from agentprof.loadtest.run import probe_tokenize
 from agentprof.loadtest.workload import prepare
+from agentprof.trace.schema import Trace
 from tests.loadtest.conftest import served
 
 
@@ -78,8 +79,6 @@ def test_copies_fill_the_slots_without_sharing_blocks(server_url, four_sessions)
     """More slots than recorded sessions: copies run too, and their prompts never hit the originals' blocks."""
     model = f"m-{uuid.uuid4().hex[:8]}"
     one = four_sessions.spans.filter(four_sessions.spans["session_id"] == "trace_0121")
-    from agentprof.trace.schema import Trace
-
     trace = Trace(four_sessions.meta, one, [])
     res = loadtest(trace, Endpoint(server_url, model), concurrency=3, max_calls=2, cap_wait=0.0)
     log = served(server_url, model)
@@ -97,3 +96,13 @@ def test_workload_caps_and_scales_the_gaps(four_sessions):
     assert capped.plan.n_calls == full.plan.n_calls
     np.testing.assert_allclose(capped.plan.gap_s, np.minimum(full.plan.gap_s * 0.5, 1.0))
     assert full.plan.gap_s.max() > 2.0  # the samples have long gaps, so the cap did something
+
+
+def test_each_run_has_its_own_text_unless_the_seed_repeats(server_url, four_sessions):
+    """Runs one after another on one server: a new run finds nothing of the last one cached; the same seed does."""
+    model = f"m-{uuid.uuid4().hex[:8]}"
+    one = Trace(four_sessions.meta, four_sessions.spans.filter(four_sessions.spans["session_id"] == "trace_0610"), [])
+    for seed in (None, None, 7, 7):
+        loadtest(one, Endpoint(server_url, model), max_calls=1, cap_wait=0.0, seed=seed)
+    cached = [r["cached_tokens"] for r in served(server_url, model)]
+    assert cached[:3] == [0, 0, 0] and cached[3] > 0.9 * served(server_url, model)[3]["prompt_tokens"]
