@@ -66,8 +66,9 @@ def loadtest_cmd(paths: tuple[str, ...], endpoint: str, model: str, concurrency:
 
     \b
     Example:
-      agentprof loadtest traces/samples/kv-cache-tester --endpoint http://127.0.0.1:8000/v1 \\
-          --model Qwen/Qwen3-8B --concurrency 8 --max-calls 10 --cap-wait 5 --predict h200+x86
+      agentprof loadtest traces/samples/kv-cache-tester \\
+          --endpoint http://127.0.0.1:8000/v1 --model served --concurrency 8 \\
+          --max-calls 10 --cap-wait 5 --predict h200+x86
     """
     from agentprof.errors import AgentprofError
     from agentprof.importers import load_any

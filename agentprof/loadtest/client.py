@@ -214,7 +214,7 @@ class HttpxSender(_Sender):
                         chunks = 1
                         rec.ttft_s = now - t_send
                         rec.e2e_s = now - t_send
-                elif '"content"' in data or '"tool_calls"' in data or '"reasoning_content"' in data:
+                elif '"content"' in data or '"tool_calls"' in data or '"reasoning' in data:
                     chunks += 1
                     rec.e2e_s = now - t_send
                 last = data
@@ -240,7 +240,7 @@ def _message(text: str) -> str:
 def _has_output(chunk: dict[str, Any]) -> bool:
     for c in chunk.get("choices") or []:
         d = c.get("delta") or {}
-        if d.get("content") or d.get("tool_calls") or d.get("reasoning_content"):
+        if d.get("content") or d.get("tool_calls") or d.get("reasoning_content") or d.get("reasoning"):
             return True
     return False
 
@@ -291,7 +291,8 @@ class SdkSender(_Sender):
                 now = time.perf_counter()
                 if chunk.choices:
                     d = chunk.choices[0].delta
-                    if d is not None and (d.content or d.tool_calls or getattr(d, "reasoning_content", None)):
+                    if d is not None and (d.content or d.tool_calls or getattr(d, "reasoning_content", None)
+                                          or getattr(d, "reasoning", None)):
                         chunks += 1
                         if chunks == 1:
                             rec.ttft_s = now - t_send
