@@ -44,7 +44,8 @@ _CTX = {"help_option_names": ["-h", "--help"]}
               help="USD per million tokens for cost per task (default: the catalog's provider price).")
 @click.option("--retries", type=int, default=2, show_default=True,
               help="Retries of a call that fails to connect or gets 429/5xx before its stream starts.")
-@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, help="Seconds per call.")
+@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
+              help="Seconds to wait on the server (to connect, and for each read of a stream).")
 @click.option("--api-key", envvar="OPENAI_API_KEY", default="EMPTY", show_default=False,
               help="Bearer key (default: $OPENAI_API_KEY, else none).")
 @click.option("--ignore-eos/--no-ignore-eos", default=True, show_default=True,
@@ -147,7 +148,7 @@ def print_result(d: dict[str, Any]) -> None:
                      f"{d['endpoint']} ({d['api']})"))
     errs = ", ".join(f"{k} ×{v}" for k, v in d["errors"].items())
     con.print(markup(f"calls {c['sent']} sent, {c['ok']} ok, {c['failed']} failed{f' ({errs})' if errs else ''}; "
-                     f"{d['retries']} retries; tasks {t['completed']} of {t['of']} completed in "
+                     f"{d['retries']} retries; tasks {t['completed']} of {d['sessions']} completed in "
                      f"{fmt_duration(d['wall_s'])}"))
     pred = d.get("predicted")
     err = d.get("error") or {}

@@ -85,7 +85,7 @@ def summarize(wl: Workload, rec: RunRecords, price: Price | None) -> dict[str, A
         "prompt_tokens": {"recorded": recorded_in, "served": float(served_in),
                           "drift": (served_in - recorded_in) / recorded_in if recorded_in else None},
         "output_tokens": {"asked": asked, "served": int(sum(r.output_tokens for r in ok))},
-        "tasks": {"completed": len(done), "of": p.n_sessions, "task_s": pcts(task)},
+        "tasks": {"completed": len(done), "task_s": pcts(task)},
         "cost_per_task": cost,
         "price": None if price is None else {"input": price.input, "cached": price.cached, "output": price.output,
                                              "usd_per": "million tokens", "source": price.source},

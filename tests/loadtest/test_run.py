@@ -31,7 +31,8 @@ def test_every_call_is_sent_and_answered_and_every_task_completes(four_run):
     assert n == 16
     assert d["calls"] == {"sent": n, "ok": n, "failed": 0}
     assert len(log) == n
-    assert d["tasks"]["completed"] == 4 and d["tasks"]["of"] == 4
+    assert d["tasks"]["completed"] == 4 and d["sessions"] == 4
+    assert set(d["tasks"]) == {"completed", "task_s"} and set(d["calls"]) == {"sent", "ok", "failed"}
     assert all(np.isfinite(d["tasks"]["task_s"][q]) for q in ("p50", "p90", "p99"))
 
 
