@@ -1,7 +1,8 @@
 """The measured figures of a load test (``agentprof loadtest --json``), each computed once here.
 
 Percentiles are over answered calls; TPOT only over calls with more than one output token. ``cache_read_share``
-is the server's own count: usage ``cached_tokens`` over ``prompt_tokens``. A task is a session instance whose
+is the server's own count: usage ``cached_tokens`` over ``prompt_tokens``; ``trace_reuse_share`` what an
+unlimited prefix cache holds on the trace's blocks, the answered calls taken in the order they were sent. A task is a session instance whose
 every call was answered; its time runs from the session's start to its last reply. Cost per completed task bills
 every answered call (uncached prompt tokens at the input price, cached ones at the cache-read price, output at
 the output price) and divides by the completed tasks.
@@ -81,7 +82,7 @@ def summarize(wl: Workload, rec: RunRecords, price: Price | None) -> dict[str, A
         "errors": dict(Counter(r.error for r in calls if r.error is not None)),
         "ttft_s": pcts(ttft), "tpot_s": pcts(tpot), "e2e_s": pcts(e2e),
         "cache_read_share": (cached / served_in if served_in else 0.0) if reported else None,
-        "trace_reuse_share": wl.trace_reuse_share(),
+        "trace_reuse_share": wl.trace_reuse_share([r.call for r in sorted(ok, key=lambda r: r.sent_t)]),
         "prompt_tokens": {"recorded": recorded_in, "served": float(served_in),
                           "drift": (served_in - recorded_in) / recorded_in if recorded_in else None},
         "output_tokens": {"asked": asked, "served": int(sum(r.output_tokens for r in ok))},

@@ -33,11 +33,25 @@ class Workload:
         """Per plan call: True when the server sees it (it has token counts)."""
         return np.isnan(self.plan.fixed_s)
 
-    def trace_reuse_share(self) -> float:
-        """Share of the sent prompt tokens an unlimited prefix cache holds from the same session's earlier calls
-        (whole blocks of the trace): what the server's own prefix cache should find."""
-        inp = self.plan.input_tokens[self.sent]
-        return float(self.plan.reuse_tokens[self.sent].sum() / inp.sum()) if inp.sum() > 0 else 0.0
+    def trace_reuse_share(self, order: list[int] | None = None) -> float:
+        """Share of the sent prompt tokens an unlimited prefix cache holds on the trace's blocks when the calls
+        arrive in ``order`` (plan call indices; default: session by session): each call's leading blocks that an
+        earlier call had, across sessions too where the trace shares blocks. What the server's own prefix cache
+        should find."""
+        p = self.plan
+        calls = order if order is not None else np.flatnonzero(self.sent).tolist()
+        seen: set[int] = set()
+        hit = total = 0.0
+        for c in calls:
+            ids = p.node_ids[p.node_offsets[c]:p.node_offsets[c + 1]].tolist()
+            k = 0
+            while k < len(ids) and ids[k] in seen:  # node ids are prefix keys: a seen block's prefix was seen
+                k += 1
+            seen.update(ids[k:])
+            inp = float(p.input_tokens[c])
+            hit += min(k * p.block_size, max(inp - 1.0, 0.0))
+            total += inp
+        return hit / total if total else 0.0
 
 
 def prepare(trace: Trace, concurrency: int = 1, sessions: int | None = None, max_calls: int | None = None,

@@ -23,9 +23,9 @@ FOUR = [KVCT / f"trace_{n}.json" for n in ("0062", "0121", "0610", "0726")]  # t
 @pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
     """Base URL (``…/v1``) of ``python -m agentprof.demo.prefix_server``; it stops when its stdin closes."""
-    # a 150 ms base time to first token: what a loaded real server takes, and well above this client's overhead
+    # a 250 ms base time to first token: what a loaded real server takes, well above this client's overhead
     proc = subprocess.Popen([sys.executable, "-m", "agentprof.demo.prefix_server", "--max-seconds", "240",
-                             "--base-ms", "150", "--prefill-us", "5", "--decode-ms", "1"],
+                             "--base-ms", "250", "--prefill-us", "5", "--decode-ms", "1"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert proc.stdout is not None

@@ -8,6 +8,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
+from agentprof.errors import AgentprofError
 from agentprof.loadtest import loadtest
 from agentprof.loadtest.client import Endpoint
 from agentprof.loadtest.run import probe_tokenize
@@ -54,7 +55,8 @@ def test_max_tokens_and_prompt_lengths_are_as_recorded(four_run):
 def test_server_prefix_hits_match_the_traces_blocks_and_none_cross_sessions(four_run):
     res, log = four_run
     server_share = sum(r["cached_tokens"] for r in log) / sum(r["prompt_tokens"] for r in log)
-    reuse = res.workload.trace_reuse_share()
+    reuse = res.measured["trace_reuse_share"]
+    assert reuse == pytest.approx(res.workload.trace_reuse_share())  # no blocks shared across these sessions
     assert reuse > 0.5  # agent sessions: most of each later prompt repeats the previous one
     assert abs(server_share - reuse) < 0.05
     assert sum(r["cross_session_cached_tokens"] for r in log) == 0
@@ -107,3 +109,13 @@ def test_each_run_has_its_own_text_unless_the_seed_repeats(server_url, four_sess
         loadtest(one, Endpoint(server_url, model), max_calls=1, cap_wait=0.0, seed=seed)
     cached = [r["cached_tokens"] for r in served(server_url, model)]
     assert cached[:3] == [0, 0, 0] and cached[3] > 0.9 * served(server_url, model)[3]["prompt_tokens"]
+
+
+def test_workload_selects_sessions_and_refuses_impossible_settings(four_sessions):
+    wl = prepare(four_sessions, concurrency=8, sessions=2, max_calls=1)
+    assert wl.labels == ["trace_0062", "trace_0121"] and wl.concurrency == 2 and wl.plan.n_calls == 2
+    for kw, msg in (({"concurrency": 0}, "--concurrency"), ({"sessions": 0}, "--sessions"),
+                    ({"cap_wait": -1.0}, "--cap-wait"), ({"time_scale": -1.0}, "--time-scale"),
+                    ({"max_calls": 0}, "--max-calls")):
+        with pytest.raises(AgentprofError, match=msg):
+            prepare(four_sessions, **kw)
