@@ -90,6 +90,10 @@ def loadtest(trace: Trace, endpoint: Endpoint, concurrency: int = 1, sessions: i
     if endpoint.api not in APIS:
         raise AgentprofError(f"unknown --api {endpoint.api!r}: expected {' or '.join(APIS)}")
     wl = prepare(trace, concurrency, sessions, max_calls, cap_wait, time_scale)
+    if predict:  # an unknown system is an error now, not after the run
+        from agentprof.catalog.hardware import load_catalog
+
+        load_catalog().system(predict)
     notes = list(wl.notes)
     words = WORDS
     prompts: dict[str, Any] = {"words": len(WORDS), "block_size": wl.plan.block_size}
@@ -128,6 +132,10 @@ def loadtest(trace: Trace, endpoint: Endpoint, concurrency: int = 1, sessions: i
         from agentprof.loadtest.predict import errors
         from agentprof.loadtest.predict import predict as simulate
 
-        res.predicted = simulate(wl, predict, predict_model or endpoint.model)
-        res.error = errors(measured, res.predicted)
+        try:
+            res.predicted = simulate(wl, predict, predict_model or endpoint.model)
+        except AgentprofError as e:  # the measurement stands without it
+            notes.append(f"no prediction on {predict}: {e}")
+        else:
+            res.error = errors(measured, res.predicted)
     return res

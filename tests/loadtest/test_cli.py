@@ -95,3 +95,10 @@ def test_calls_that_keep_failing_fail_the_task_and_are_named(four_sessions):
     assert d["errors"] == {"HTTP 500": 2} and d["retries"] == 2
     assert d["tasks"]["completed"] == 0 and d["cost_per_task"] is None
     assert d["ttft_s"]["p50"] is None and not np.isfinite(res.records.calls[0].ttft_s)
+
+
+def test_unknown_predict_system_is_refused_before_any_call(capsys, server_url):
+    model = f"m-{uuid.uuid4().hex[:8]}"
+    code, _, err = run(capsys, "loadtest", ONE, "--endpoint", server_url, "--model", model, "--predict", "tpu-v9")
+    assert code == 2 and "unknown system 'tpu-v9'" in err
+    assert served(server_url, model) == []
