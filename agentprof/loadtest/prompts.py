@@ -5,11 +5,11 @@ Each distinct prompt block (a node of the plan: the same id means the same token
 block is new text; each run draws its own ``salt``, so a run never hits blocks an earlier run left in the
 server's cache. A call's prompt is its blocks in order plus a tail that starts the block its session's next
 call adds (as an agent's appended turn does), cut to the recorded prompt length less the server's chat-template
-tokens. The words are common lowercase English words that tokenizers in use (cl100k, Llama 3, Qwen, Mistral)
-keep as one token each with their leading space, and pre-tokenizers never merge across a space, so the text is
-``block_size`` tokens per block and block boundaries stay where the trace has them. That is an assumption per
-tokenizer: ``check_words`` verifies it against a local tokenizer, :func:`probe_tokenize` against the server's
-own ``/tokenize``, and the run reports the prompt-token drift the server's usage shows.
+tokens. The words are common lowercase English words, each one token with its leading space in cl100k
+(checked); BPE pre-tokenizers split before a space, so the text is ``block_size`` tokens per block and block
+boundaries stay where the trace has them. For other vocabularies that is an assumption: ``check_words``
+verifies it against a local tokenizer, :func:`agentprof.loadtest.run.probe_tokenize` against the server's own
+``/tokenize``, and the run reports the prompt-token drift the server's usage shows.
 """
 
 from __future__ import annotations
