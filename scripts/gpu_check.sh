@@ -45,7 +45,7 @@ if [ "$SERVER" = vllm ]; then
     exit 3
   fi
   "$PYTHON" -m vllm.entrypoints.openai.api_server --model "$MODEL" --served-model-name served --host 127.0.0.1 \
-    --port "$PORT" --enable-prefix-caching --max-model-len 65536 --gpu-memory-utilization 0.90 \
+    --port "$PORT" --enable-prefix-caching --enable-prompt-tokens-details --max-model-len 65536 --gpu-memory-utilization 0.90 \
     > "$OUT/server.log" 2>&1 &
   server_pid=$!
   URL="http://127.0.0.1:$PORT/v1"

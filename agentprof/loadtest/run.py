@@ -125,6 +125,9 @@ def loadtest(trace: Trace, endpoint: Endpoint, concurrency: int = 1, sessions: i
     rec = asyncio.run(run(wl, synth, endpoint, on_call))
     notes.extend(rec.notes)
     measured = summarize(wl, rec, price if price is not None else catalog_price(endpoint.model))
+    if measured["cache_read_share"] is None and measured["calls"]["ok"]:
+        notes.append("the server reports no cached_tokens in its usage (vLLM: start it with "
+                     "--enable-prompt-tokens-details)")
     if measured["cost_per_task"] is None and measured["tasks"]["completed"]:
         notes.append(f"no catalog price for {endpoint.model!r}: pass --price IN,OUT[,CACHED] for cost per task")
     res = LoadtestResult(measured, wl, rec, endpoint, prompts, notes=notes)
