@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -201,12 +202,13 @@ class HttpxSender(_Sender):
                     break
                 now = time.perf_counter()
                 if responses:
-                    if event.endswith(".delta"):
+                    kind, event = event or _event_type(data), ""  # an SSE event name holds for one data line
+                    if kind.endswith(".delta"):
                         chunks += 1
                         if chunks == 1:
                             rec.ttft_s = now - t_send
                         rec.e2e_s = now - t_send
-                    elif event == "response.completed":
+                    elif kind == "response.completed":
                         _usage(rec, json.loads(data).get("response", {}).get("usage"), responses)
                     continue
                 if chunks == 0:
@@ -227,6 +229,15 @@ class HttpxSender(_Sender):
 
     async def close(self) -> None:
         await self.client.aclose()
+
+
+_TYPE = re.compile(r'"type"\s*:\s*"([^"]+)"')
+
+
+def _event_type(data: str) -> str:
+    """A Responses stream event's ``type`` from its data line, for servers that send no ``event:`` lines."""
+    m = _TYPE.search(data, 0, 200)
+    return m.group(1) if m else ""
 
 
 def _message(text: str) -> str:
