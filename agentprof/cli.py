@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "export": "agentprof.report.cli:export",
     "demo": "agentprof.demo.cli:demo",
     "diff": "agentprof.report.diff_cli:diff",
+    "loadtest": "agentprof.loadtest.cli:loadtest_cmd",
 }
 
 

@@ -123,6 +123,17 @@ class ServedCall:
     usage: dict[str, Any]  # exactly as reported to the client
     latency: Latency
     status: int = 200
+    max_tokens: int | None = None  # the output cap the request asked for (any API's name for it)
+    first_byte_s: float | None = None  # measured by the server: request headers read -> first token written
+
+
+def requested_max_tokens(body: Mapping[str, Any]) -> int | None:
+    """The request's output cap under any of the APIs' names for it, or None."""
+    for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
+        v = body.get(key)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    return None
 
 
 def default_script(req: ModelRequest) -> Reply:
@@ -290,6 +301,8 @@ class _Server(ThreadingHTTPServer):
 class ModelServer:
     """Serve scripted model answers on ``127.0.0.1`` (ephemeral port); use as a context manager."""
 
+    handler: type[BaseHTTPRequestHandler]  # the request handler class (a subclass may add routes); set below
+
     def __init__(self, script: Script | None = None, latency: LatencyModel | None = None, cache_block: int = 16,
                  min_cached_tokens: int = 0, host: str = "127.0.0.1", port: int = 0,
                  absolute_pacing: bool = False) -> None:
@@ -309,7 +322,7 @@ class ModelServer:
     def start(self) -> ModelServer:
         server = self
 
-        class Handler(_Handler):
+        class Handler(self.handler):  # type: ignore[name-defined,misc]
             owner = server
 
         self._httpd = _Server((self._host, self._port), Handler)
@@ -345,6 +358,10 @@ class ModelServer:
         return f"{self.base_url}/v1"
 
     # serving
+    def cached_tokens(self, api: str, req: ModelRequest, pieces: list[str]) -> int:
+        """Prompt tokens the simulated cache serves for this request (a subclass may keep another cache)."""
+        return self.cache.lookup_and_store((api, req.model), pieces)
+
     def answer(self, api: str, body: dict[str, Any]) -> tuple[ModelRequest, Any, ServedCall | None]:
         """Run the script for one request and work out its token figures."""
         req = parse_request(api, body)
@@ -355,7 +372,7 @@ class ModelServer:
             return req, reply, None
         pieces = prompt_pieces(api, body)
         prompt = len(pieces)
-        cached = self.cache.lookup_and_store((api, req.model), pieces)
+        cached = self.cached_tokens(api, req, pieces)
         write = 0
         if api == "messages":
             if _has_cache_control(body):
@@ -378,7 +395,7 @@ class ModelServer:
             usage = {"input_tokens": prompt - cached - write, "cache_creation_input_tokens": write,
                      "cache_read_input_tokens": cached, "output_tokens": output}
         served = ServedCall(api, req.model, req.stream, prompt, cached, write, output, reply.reasoning_tokens,
-                            usage, lat)
+                            usage, lat, max_tokens=requested_max_tokens(body))
         with self._log_lock:
             self.log.append(served)
         return req, reply, served
@@ -392,6 +409,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:
+        t0 = time.perf_counter()
         path = self.path.split("?", 1)[0].rstrip("/")
         api = "chat" if path.endswith("/chat/completions") else "responses" if path.endswith("/responses") \
             else "messages" if path.endswith("/messages") else None
@@ -415,9 +433,10 @@ class _Handler(BaseHTTPRequestHandler):
         assert served is not None
         build = {"chat": _ChatWire, "responses": _ResponsesWire, "messages": _AnthropicWire}[api](req, reply, served)
         if req.stream:
-            self._stream(build.events(), served.latency)
+            self._stream(build.events(), served, t0)
         else:
             time.sleep(served.latency.ttft_s + served.latency.per_token_s * max(0, served.output_tokens - 1))
+            served.first_byte_s = time.perf_counter() - t0
             self._json(200, build.body())
 
     def _json(self, status: int, body: Any) -> None:
@@ -434,7 +453,8 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(err.status, {"error": {"message": err.message, "type": err.type, "code": None, "param": None}})
 
-    def _stream(self, events: Iterator[tuple[str, bytes]], latency: Latency) -> None:
+    def _stream(self, events: Iterator[tuple[str, bytes]], served: ServedCall, t0: float) -> None:
+        latency = served.latency
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -453,6 +473,11 @@ class _Handler(BaseHTTPRequestHandler):
                 first = False
             self.wfile.write(chunk)
             self.wfile.flush()
+            if phase == "token" and served.first_byte_s is None:
+                served.first_byte_s = time.perf_counter() - t0
+
+
+ModelServer.handler = _Handler
 
 
 # --- wire formats -----------------------------------------------------------------------------------------

@@ -1,0 +1,185 @@
+"""``agentprof loadtest``: replay recorded sessions against a real OpenAI-compatible endpoint and measure them."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+from agentprof.report.formats import fmt_duration
+
+_CTX = {"help_option_names": ["-h", "--help"]}
+
+
+@click.command("loadtest", context_settings=_CTX)
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--endpoint", required=True, metavar="URL",
+              help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang, a provider).")
+@click.option("--model", required=True, metavar="NAME", help="Model name the endpoint serves.")
+@click.option("--concurrency", type=int, default=1, show_default=True, help="Sessions in flight at once.")
+@click.option("--sessions", type=int, metavar="K",
+              help="Session instances to run (recorded sessions cycled); default: every recorded session, at "
+                   "least --concurrency.")
+@click.option("--max-calls", type=int, metavar="M", help="Send only each session's first M calls (a short test).")
+@click.option("--cap-wait", type=float, metavar="SECONDS",
+              help="Cap every gap between a reply and the next call (tools, thinking, a human) at SECONDS.")
+@click.option("--time-scale", type=float, default=1.0, show_default=True,
+              help="Scale the recorded gaps (0.1: ten times faster) before --cap-wait.")
+@click.option("--api", type=click.Choice(["chat", "responses"]), default="chat", show_default=True)
+@click.option("--predict", metavar="SYSTEM",
+              help="Also simulate the same sessions on a catalogued system and show the error per figure.")
+@click.option("--predict-model", metavar="MODEL",
+              help="Catalog model for --predict (default: --model through the catalog's stand-ins).")
+@click.option("--tokenizer", metavar="SPEC",
+              help="Check the synthetic prompt words against this tokenizer (tokenizer.json path or cl100k).")
+@click.option("--template-tokens", type=int, metavar="N",
+              help="Chat-template tokens the server adds to a prompt (default: asked of its /tokenize, else 0).")
+@click.option("--seed", type=int, metavar="N",
+              help="Fix the synthetic text (default: new text each run, so a run never hits an earlier run's "
+                   "cached blocks; the same seed twice measures a warm cache).")
+@click.option("--price", metavar="IN,OUT[,CACHED]",
+              help="USD per million tokens for cost per task (default: the catalog's provider price).")
+@click.option("--retries", type=int, default=2, show_default=True,
+              help="Retries of a call that fails to connect or gets 429/5xx before its stream starts.")
+@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
+              help="Seconds to wait on the server (to connect, and for each read of a stream).")
+@click.option("--api-key", envvar="OPENAI_API_KEY", default="EMPTY", show_default=False,
+              help="Bearer key (default: $OPENAI_API_KEY, else none).")
+@click.option("--ignore-eos/--no-ignore-eos", default=True, show_default=True,
+              help="Ask the server to ignore end-of-sequence so every reply is max_tokens long (vLLM, SGLang).")
+@click.option("--client", "engine", type=click.Choice(["httpx", "sdk"]), default="httpx", show_default=True,
+              help="Load engine: httpx (lean stream reading) or sdk (the openai SDK's AsyncOpenAI).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def loadtest_cmd(paths: tuple[str, ...], endpoint: str, model: str, concurrency: int, sessions: int | None,
+                 max_calls: int | None, cap_wait: float | None, time_scale: float, api: str, predict: str | None,
+                 predict_model: str | None, tokenizer: str | None, template_tokens: int | None, seed: int | None,
+                 price: str | None,
+                 retries: int, timeout_s: float, api_key: str, ignore_eos: bool, engine: str,
+                 as_json: bool) -> None:
+    """Replay recorded agent sessions against your endpoint and measure TTFT, TPOT, cache hits and cost per task.
+
+    Each session's calls go in order with the recorded gaps between them, --concurrency sessions at once.
+    Prompts are synthetic text with the trace's lengths and prefix-block reuse (no recorded text is sent), so
+    the server's prefix cache sees the hits the real agent caused.
+
+    \b
+    Example:
+      agentprof loadtest traces/samples/kv-cache-tester \\
+          --endpoint http://127.0.0.1:8000/v1 --model served --concurrency 8 \\
+          --max-calls 10 --cap-wait 5 --predict h200+x86
+    """
+    from agentprof.errors import AgentprofError
+    from agentprof.importers import load_any
+    from agentprof.loadtest.client import Endpoint
+    from agentprof.loadtest.results import parse_price
+    from agentprof.loadtest.run import loadtest
+
+    if retries < 0:
+        raise AgentprofError(f"--retries must be at least 0, got {retries}")
+    if not timeout_s > 0:
+        raise AgentprofError(f"--timeout must be positive, got {timeout_s}")
+    if template_tokens is not None and template_tokens < 0:
+        raise AgentprofError(f"--template-tokens must be at least 0, got {template_tokens}")
+    p = parse_price(price) if price else None
+    ep = Endpoint(endpoint, model, api, api_key or "EMPTY", timeout_s, retries, ignore_eos, client=engine)
+    trace = load_any(list(paths))
+    progress, on_start, on_call = _progress(os.environ.get("AGENTPROF_PROGRESS") != "0")
+    try:
+        res = loadtest(trace, ep, concurrency, sessions, max_calls, cap_wait, time_scale, predict, predict_model,
+                       tokenizer, p, template_tokens, seed, on_call=on_call, on_start=on_start)
+    finally:
+        if progress is not None:
+            progress.stop()
+    if as_json:
+        click.echo(json.dumps(res.to_dict(), indent=2, default=str))
+        return
+    print_result(res.to_dict())
+
+
+def _progress(enabled: bool) -> tuple[Any, Any, Any]:
+    """A rich progress line on stderr (calls answered of calls to send), or nothing when stderr is not a
+    terminal; returns (progress, on_start, on_call)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    con = Console(stderr=True)
+    if not enabled or not con.is_terminal:
+        return None, lambda n: None, lambda r: None
+    prog = Progress(TextColumn("loadtest"), BarColumn(), MofNCompleteColumn(), TextColumn("calls"),
+                    TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), console=con, transient=True)
+    state: dict[str, Any] = {}
+
+    def on_start(n: int) -> None:
+        prog.start()
+        state["task"] = prog.add_task("calls", total=n, failed=0)
+        state["failed"] = 0
+
+    def on_call(r: Any) -> None:
+        state["failed"] += r.error is not None
+        prog.update(state["task"], advance=1, failed=state["failed"])
+
+    return prog, on_start, on_call
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x * 100:.1f} %"
+
+
+def _err(x: float | None, points: bool = False) -> str:
+    if x is None:
+        return "—"
+    return f"{x * 100:+.1f} pts" if points else f"{x * 100:+.0f} %"
+
+
+def print_result(d: dict[str, Any]) -> None:
+    """The terminal view: what ran, then one row per figure (measured, predicted, error); fits 80 columns."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    from agentprof.report.safe_text import markup
+
+    con = Console()
+    c, t = d["calls"], d["tasks"]
+    con.print(markup(f"loadtest: {d['sessions']} session(s), {d['concurrency']} at once, model {d['model']} at "
+                     f"{d['endpoint']} ({d['api']})"))
+    errs = ", ".join(f"{k} ×{v}" for k, v in d["errors"].items())
+    con.print(markup(f"calls {c['sent']} sent, {c['ok']} ok, {c['failed']} failed{f' ({errs})' if errs else ''}; "
+                     f"{d['retries']} retries; tasks {t['completed']} of {d['sessions']} completed in "
+                     f"{fmt_duration(d['wall_s'])}"))
+    pred = d.get("predicted")
+    err = d.get("error") or {}
+    tab = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    tab.add_column("figure", no_wrap=True)
+    tab.add_column("measured", justify="right", no_wrap=True)
+    if pred:
+        tab.add_column(f"predicted {pred['system']}"[:24], justify="right", no_wrap=True)
+        tab.add_column("error", justify="right", no_wrap=True)
+    for key, name in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("e2e_s", "E2E")):
+        for q in ("p50", "p90", "p99"):
+            row = [f"{name} {q}", fmt_duration(d[key][q])]
+            if pred:
+                row += [fmt_duration(pred[key][q]), _err(err.get(f"{key}.{q}"))]
+            tab.add_row(*row)
+    row = ["task p50", fmt_duration(t["task_s"]["p50"])]
+    if pred:
+        row += [fmt_duration(pred["tasks"]["task_s"]["p50"]), _err(err.get("tasks.task_s.p50"))]
+    tab.add_row(*row)
+    row = ["cache read", _pct(d["cache_read_share"])]
+    if pred:
+        row += [_pct(pred["cache_read_share"]), _err(err.get("cache_read_share"), points=True)]
+    tab.add_row(*row)
+    tab.add_row("trace reuse", _pct(d["trace_reuse_share"]), *(["", ""] if pred else []))
+    cost = d["cost_per_task"]
+    tab.add_row("cost/task", "—" if cost is None else f"${cost:,.4f}", *(["", ""] if pred else []))
+    con.print(tab)
+    drift = d["prompt_tokens"]["drift"]
+    if drift is not None:
+        con.print(f"prompt tokens as served vs recorded: {drift * 100:+.2f} %; output tokens "
+                  f"{d['output_tokens']['served']:,} of {d['output_tokens']['asked']:,} asked")
+    for n in d["notes"] + ((pred or {}).get("notes") or []):
+        con.print(markup(f"note: {n}"))
+    sys.stdout.flush()
