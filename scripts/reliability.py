@@ -119,6 +119,18 @@ def load(tmp: Path) -> dict:
             "lost": EXPECTED_SPANS - spans, "interleaved_or_broken_lines": bad}
 
 
+HUGE_DOCS = {
+    "kv-cache-tester": (b'{"id": "big", "requests": [{"t": 0, "in": 10, "out": 1, "model": "', b'", "hash_ids": []}]}'),
+    "openhands": (b'{"timestamp": 1733340961.1, "messages": [{"role": "user", "content": "', b'"}], '
+                  b'"response": {"model": "m", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}}'),
+    "swe-agent": (b'{"trajectory": [{"action": "', b'", "observation": "ok"}], "history": [], "info": {}}'),
+    "otlp-json": (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "01", "spanId": "02", "name": "',
+                  b'", "startTimeUnixNano": "1", "endTimeUnixNano": "2"}]}]}]}'),
+    "tracelab": (b'{"kind": "round", "text": "', b'"}\n'),
+}
+"""One document (one line) of each remaining format holding a string of the given size."""
+
+
 def importers(tmp: Path, huge_mb: int) -> dict:
     from agentprof.cli import main
     from tests.importers.test_malformed import BASES, _cases, _suffix, import_in_child, write_huge_line
@@ -146,9 +158,14 @@ def importers(tmp: Path, huge_mb: int) -> dict:
             located += bool(lines) and re.match(rf"error: {re.escape(str(p))}:\d+: ", lines[0]) is not None
         table[fmt] = {"cases": total, "one_error_line_exit_2": ok, "with_line_number": located}
     huge = {}
-    for fmt in ("codex", "aider", "mini-swe-agent", "claude-code"):
+    for fmt in sorted(BASES):
         p = tmp / f"huge{_suffix(fmt)}"
-        write_huge_line(p, fmt, huge_mb)
+        if fmt in HUGE_DOCS:
+            with p.open("wb") as f:
+                head, tail = HUGE_DOCS[fmt]
+                f.write(head + b"x" * (huge_mb << 20) + tail)
+        else:
+            write_huge_line(p, fmt, huge_mb)
         t = time.perf_counter()
         _, lines, rss_kb, code = import_in_child(p, fmt, 600)
         huge[fmt] = {"exit": code, "peak_rss_mb": round(rss_kb / 1024),

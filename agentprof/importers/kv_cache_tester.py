@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,6 +56,7 @@ from agentprof.importers.kvct_hash_ids import split_hash_ids
 from agentprof.importers.providers import provider_for_model
 from agentprof.trace import waits
 from agentprof.trace.schema import SCHEMA, Trace, TraceMeta
+from agentprof.trace.usage import shown_number
 
 FORMAT = "kv-cache-tester"
 HASH_SCHEME = "kv-cache-tester"
@@ -145,6 +147,8 @@ def _python_file(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat:
     try:
         _python_doc(path, raw, file_no, sessions, flat, trace_id, line)
     except TraceFormatError as e:
+        if line is None and e.line is None and b"\n" not in raw.strip():
+            raise TraceFormatError(path, 1, e.reason) from None  # a document on one line: that line
         if line is None:
             raise
         raise TraceFormatError(path, line, e.reason) from None
@@ -197,22 +201,24 @@ def _python_doc(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat: 
                      aid, n_req)
                 continue
             _check_type(r.get("t"), (int, float), f"{w}.t", path, "seconds (a number)")
-            _check_type(r.get("in"), (int,), f"{w}.in", path, "an input token count (integer)")
+            _check_type(r.get("in"), (int, float), f"{w}.in", path, "an input token count (integer)")
             if r.get("hash_ids") is None:  # the tool reads a request without block ids as one with none
                 r = {**r, "hash_ids": []}
             if not isinstance(r.get("hash_ids"), list):
                 raise TraceFormatError(path, None, f"{w}.hash_ids: expected a list of integer block ids")
             where_of.append(w)  # the ids themselves are checked all at once below
-            for key, kinds, what in (("out", (int,), "an integer"), ("api_time", (int, float), "a number"),
+            for key, kinds, what in (("out", (int, float), "an integer"), ("api_time", (int, float), "a number"),
                                      ("think_time", (int, float), "a number"), ("ttft", (int, float), "a number")):
                 if r.get(key) is not None:
                     _check_type(r.get(key), kinds, f"{w}.{key}", path, what)
             row = {"sess": s, "idx": n_req, **{k: r.get(k) for k in _FLAT if k not in ("sess", "idx")}}
             for key in ("in", "out"):
                 v = row[key]
-                if v is not None and not -(1 << 63) <= v < (1 << 63):
-                    sessions.notes.append(("out_of_range", path, f"{w}.{key} = {v}: beyond a 64-bit integer; "
-                                           "read as unknown", doc_line))
+                if isinstance(v, float) and math.isfinite(v) and v.is_integer() and abs(v) < (1 << 63):
+                    row[key] = v = int(v)
+                if v is not None and (isinstance(v, float) or not -(1 << 63) <= v < (1 << 63)):
+                    sessions.notes.append(("out_of_range", path, f"{w}.{key} = {shown_number(v) if isinstance(v, int) else v}: "
+                                           "not a token count within 64 bits; read as unknown", doc_line))
                     sessions.unknown.add((s, n_req, key))
                     row[key] = None
             rows.append(row)
