@@ -101,18 +101,35 @@ def run_job(cmd: list[str], env: dict[str, str]) -> int:
 
 
 def _start(cmd: list[str], env: dict[str, str], tty: int | None) -> subprocess.Popen[bytes]:
-    if tty is None:
-        return subprocess.Popen(cmd, env=env, process_group=0)
     ttou = signal.getsignal(signal.SIGTTOU)
+    parent = os.getpid()
+    die_with_parent = _parent_death_signal()
 
-    def into_foreground() -> None:  # in the child, before exec: its own group, holding the terminal
+    def as_job() -> None:  # in the child, before exec
         os.setpgid(0, 0)
-        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-        with contextlib.suppress(OSError):
-            os.tcsetpgrp(tty, os.getpgrp())
-        signal.signal(signal.SIGTTOU, ttou if ttou is not None else signal.SIG_DFL)
+        die_with_parent()
+        if os.getppid() != parent:  # agentprof run died before the line above: so does the program
+            os.kill(os.getpid(), signal.SIGTERM)
+        if tty is not None:  # hold the terminal's foreground
+            signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+            with contextlib.suppress(OSError):
+                os.tcsetpgrp(tty, os.getpgrp())
+            signal.signal(signal.SIGTTOU, ttou if ttou is not None else signal.SIG_DFL)
 
-    return subprocess.Popen(cmd, env=env, preexec_fn=into_foreground)
+    return subprocess.Popen(cmd, env=env, preexec_fn=as_job)
+
+
+def _parent_death_signal() -> Any:
+    """A call that asks Linux to send the calling process SIGTERM when ``agentprof run`` dies (even by
+    SIGKILL, which cannot be forwarded), so the program never runs on unsupervised; a no-op elsewhere."""
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return lambda: None
+    PR_SET_PDEATHSIG = 1  # noqa: N806 - <sys/prctl.h>
+    return lambda: prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
 
 
 def _wait(proc: subprocess.Popen[bytes], tty: int | None, own: int) -> int:

@@ -51,7 +51,7 @@ from agentprof import semconv as sc
 from agentprof.errors import TraceFormatError
 from agentprof.importers import plausibility
 from agentprof.importers.context import ImportContext
-from agentprof.importers.jsonl import read_bytes
+from agentprof.importers.jsonl import MAX_RECORD_BYTES, mb, read_bytes
 from agentprof.importers.kvct_hash_ids import split_hash_ids
 from agentprof.importers.providers import provider_for_model
 from agentprof.trace import waits
@@ -347,6 +347,12 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
     frames: list[pl.DataFrame] = []
     for file_no, p in enumerate(paths):
         for line, raw in _documents(read_bytes(p)):
+            if len(raw) > MAX_RECORD_BYTES:
+                try:
+                    _refuse_oversized(str(p), raw, line)
+                except TraceFormatError as e:
+                    _skip_or_raise(ctx, e)
+                    continue
             trace_id = xxhash.xxh3_128_hexdigest(raw)
             if b"subagent" in raw and _SUBAGENT.search(raw):
                 try:
@@ -391,6 +397,14 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
                      extra={"hash_scheme": HASH_SCHEME, "time_origin": "conversation start (epoch 0)",
                             "hash_id_namespacing": "local scope: id | (xxh3_64(trace id) & 0x7fffffff) << 32"})
     return Trace(meta, spans, [])
+
+
+def _refuse_oversized(path: str, raw: bytes, line: int | None) -> None:
+    """Refuse a document over the record limit before anything is parsed (real traces are about 1 MB; one of
+    200 MB would take gigabytes to import), as every line-based importer refuses an over-long line."""
+    at = line if line is not None else 1
+    raise TraceFormatError(path, at, f"document is {mb(len(raw))}, over the {mb(MAX_RECORD_BYTES)} limit for one "
+                           "kv-cache-tester trace record (AGENTPROF_MAX_RECORD_MB raises it)")
 
 
 def _skip_or_raise(ctx: ImportContext, e: TraceFormatError) -> None:

@@ -178,3 +178,19 @@ def test_the_program_owns_the_terminal(tmp_path):
         kill_quietly(*pids)
         job.close()
     assert b"trace written to" in job.out  # printed after the terminal came back
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the parent-death signal is Linux's")
+def test_the_program_does_not_outlive_a_killed_agentprof_run(tmp_path):
+    """SIGKILL cannot be passed on: the program learns of it from Linux (parent-death signal) and ends."""
+    job, pids = Job(tmp_path), []
+    try:
+        agent, _tool = started(job, pids)
+        os.kill(job.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 3.0
+        while not gone(agent) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gone(agent)
+    finally:
+        kill_quietly(*pids)
+        job.close()
