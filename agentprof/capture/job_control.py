@@ -13,7 +13,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -51,10 +51,16 @@ def _killpg(pgrp: int, signum: int) -> None:
 
 
 @contextlib.contextmanager
-def _forwarding(target: list[int]) -> Iterator[None]:
-    """Pass the forwarded signals on to the group in ``target`` (held until it exists). A signal this
-    process ignores stays ignored, so the program inherits it ignored, as it would without agentprof."""
+def _forwarding(target: list[int]) -> Iterator[Callable[[int], None]]:
+    """Pass the forwarded signals on to the program's group; yields ``started(pgrp)``, which names the group
+    and passes on what arrived before it existed. A signal this process ignores stays ignored, so the
+    program inherits it ignored, as it would without agentprof."""
     pending: list[int] = []
+
+    def started(pgrp: int) -> None:
+        target.append(pgrp)
+        while pending:
+            _killpg(pgrp, pending.pop(0))
 
     def forward(signum: int, _frame: Any) -> None:
         if target:
@@ -70,13 +76,10 @@ def _forwarding(target: list[int]) -> Iterator[None]:
     except ValueError:  # not the main thread: signals cannot be caught here; the program still runs
         pass
     try:
-        yield
+        yield started
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler if handler is not None else signal.SIG_DFL)
-    if pending and target:
-        for s in pending:
-            _killpg(target[0], s)
 
 
 def run_job(cmd: list[str], env: dict[str, str]) -> int:
@@ -86,9 +89,9 @@ def run_job(cmd: list[str], env: dict[str, str]) -> int:
     own = os.getpgrp()
     group: list[int] = []
     try:
-        with _forwarding(group):
+        with _forwarding(group) as started:
             proc = _start(cmd, env, tty)
-            group.append(proc.pid)
+            started(proc.pid)
             if tty is not None:  # the parent's half of the hand-over (the child did the same, to win any race)
                 _give_terminal(tty, proc.pid)
             status = _wait(proc, tty, own)
