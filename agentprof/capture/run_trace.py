@@ -64,13 +64,21 @@ def settle(path: Path, code: int) -> Path | None:
 def _finished(path: Path, size: int) -> bool:
     """The program's profile wrote its final meta record (the last line, with ``ended``)."""
     with path.open("rb") as f:
-        f.seek(max(0, size - _TAIL))
-        tail = f.read()
-    lines = tail.rstrip(b"\n").rsplit(b"\n", 1)
-    if not tail.endswith(b"\n") or not lines:
+        pos = size
+        f.seek(size - 1)
+        if f.read(1) != b"\n":
+            return False
+        tail = b""
+        while pos > 0 and b"\n" not in tail[:-1]:  # back to the line before the last, however long the last is
+            step = min(_TAIL, pos)
+            pos -= step
+            f.seek(pos)
+            tail = f.read(step) + tail
+    last = tail[:-1].rsplit(b"\n", 1)[-1]
+    if b'"ended"' not in last:
         return False
     try:
-        rec = json.loads(lines[-1])
+        rec = json.loads(last)
     except ValueError:
         return False
     return isinstance(rec, dict) and rec.get("record") == "meta" and "ended" in rec
