@@ -30,8 +30,11 @@ _KEEP_LINES = 60  # JSON Lines samples are cut to their first lines: small, fast
 
 
 def _documents(fmt: str) -> tuple[list, bool]:
-    """The sample's records (one per line for JSON Lines, else the one document) and whether it is JSON Lines."""
+    """The sample's records (one per line for JSON Lines, else the one document; Aider's text, its header dates
+    as the fields) and whether it is JSON Lines."""
     raw = BASES[fmt].read_text(encoding="utf-8")
+    if fmt == "aider":
+        return [{"text": raw, "dates": [m.group(2) for m in _HEADER.finditer(raw)]}], False
     if BASES[fmt].suffix == ".jsonl":
         return [json.loads(x) for x in raw.splitlines()[:_KEEP_LINES] if x.strip()], True
     return [json.loads(raw)], False
@@ -60,6 +63,10 @@ def _set(obj, path, value):
 
 def _write(tmp_path, fmt, docs, jsonl) -> str:
     path = tmp_path / f"m{_suffix(fmt)}"
+    if fmt == "aider":
+        dates = iter(docs[0]["dates"])
+        path.write_text(_HEADER.sub(lambda m: m.group(1) + next(dates), docs[0]["text"]), encoding="utf-8")
+        return str(path)
     text = "\n".join(json.dumps(d) for d in docs) + "\n" if jsonl else json.dumps(docs[0])
     path.write_text(text, encoding="utf-8")
     return str(path)
@@ -77,7 +84,7 @@ def _import(path: str, fmt: str):
 def baselines(tmp_path_factory):
     """Each format's unmutated sample: its model calls and diagnostics, for comparison."""
     out = {}
-    for fmt in JSON_FORMATS:
+    for fmt in FORMATS:
         docs, jsonl = _documents(fmt)
         path = _write(tmp_path_factory.mktemp(fmt), fmt, docs, jsonl)
         trace, err = _import(path, fmt)
@@ -86,7 +93,8 @@ def baselines(tmp_path_factory):
     return out
 
 
-JSON_FORMATS = sorted(f for f in BASES if f != "aider")
+FORMATS = sorted(BASES)
+_HEADER = re.compile(r"^((?:TO LLM|LLM RESPONSE) )(\S+)", re.M)
 
 
 def _model_calls(trace) -> int:
@@ -106,14 +114,16 @@ def _check_ranges(trace) -> None:
 
 @settings(max_examples=18, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(fmt=st.sampled_from(JSON_FORMATS), data=st.data())
+@given(fmt=st.sampled_from(FORMATS), data=st.data())
 def test_extreme_numbers_never_lose_a_record_silently(baselines, tmp_path_factory, fmt, data):
     docs, jsonl, calls, diags = baselines[fmt]
     docs = json.loads(json.dumps(docs))
-    leaves = [(i, p, kind) for i, d in enumerate(docs) for p, kind in _leaves(d)]
+    leaves = [(0, ("dates", j), "date") for j in range(len(docs[0]["dates"]))] if fmt == "aider" else \
+        [(i, p, kind) for i, d in enumerate(docs) for p, kind in _leaves(d)]
     for _ in range(data.draw(st.integers(1, 3))):
         i, p, kind = data.draw(st.sampled_from(leaves))
-        _set(docs[i], p, data.draw(st.sampled_from(EXTREMES if kind == "number" else BAD_DATES)))
+        bad = data.draw(st.sampled_from(EXTREMES if kind == "number" else BAD_DATES))
+        _set(docs[i], p, bad.rstrip("Z") if fmt == "aider" else bad)
     path = _write(tmp_path_factory.mktemp(fmt), fmt, docs, jsonl)
     trace, err = _import(path, fmt)
     if err is not None:  # a whole-record error names the file and the line
