@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
 import click
@@ -46,9 +48,9 @@ def run(out: str, name: str | None, capture_content: bool, instrument_subprocess
         click.echo(message, err=True)
 
     try:
-        rc, path = run_command(list(command), out=out, name=name, capture_content=capture_content,
-                               instrument_subprocess=instrument_subprocess, instrument_json=instrument_json,
-                               sample=interval, warn=warn)
+        rc, path, died_of = run_command(list(command), out=out, name=name, capture_content=capture_content,
+                                        instrument_subprocess=instrument_subprocess, instrument_json=instrument_json,
+                                        sample=interval, warn=warn)
     except CommandFailedToStart as e:  # as a shell would: 127 command not found, 126 not executable
         click.echo(f"error: {e}", err=True)
         sys.exit(e.exit_code)
@@ -57,6 +59,11 @@ def run(out: str, name: str | None, capture_content: bool, instrument_subprocess
                    "import agentprof, or its program never ran)", err=True)
     elif path is not None:
         click.echo(f"agentprof: trace written to {path}", err=True)
+    if died_of == signal.SIGINT:  # die of it too, so a calling shell script stops as it would without agentprof
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     sys.exit(rc)
 
 

@@ -16,7 +16,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentprof.errors import AgentprofError
 
@@ -70,8 +70,9 @@ def default_name(argv: list[str]) -> str:
 
 def run_command(argv: list[str], out: str = "traces/", name: str | None = None, capture_content: bool = False,
                 instrument_subprocess: bool = False, instrument_json: bool = False,
-                sample: float | None = None, warn: Callable[[str], None] | None = None) -> tuple[int, Path | None]:
-    """Run ``argv`` profiled; return its exit status and the trace path (``None`` if nothing was recorded).
+                sample: float | None = None, warn: Callable[[str], None] | None = None) -> RunResult:
+    """Run ``argv`` profiled; return its exit status, the trace path (``None`` if nothing was recorded) and the
+    signal that ended it, if one did.
 
     A recording set-up that fails (the trace file cannot be created, a sampling interval out of range) runs
     the program unprofiled after one warning through ``warn`` (default: a line on stderr), as ``profile`` does.
@@ -103,7 +104,15 @@ def run_command(argv: list[str], out: str = "traces/", name: str | None = None, 
             path.unlink(missing_ok=True)
         raise CommandFailedToStart(cmd[0], e) from None
     rc = 128 - code if code < 0 else code  # killed by signal n: what a shell reports (128 + n), not 256 - n
-    return rc, settle(path, code) if path is not None else None
+    return RunResult(rc, settle(path, code) if path is not None else None, -code if code < 0 else None)
+
+
+class RunResult(NamedTuple):
+    """How an ``agentprof run`` ended: ``status`` as a shell reports it, the trace, the signal that ended it."""
+
+    status: int
+    path: Path | None
+    signal: int | None
 
 
 def interval_of(sample: float | None) -> float | None:

@@ -40,6 +40,7 @@ class Job:
             os.chdir(REPO)
             os.execve(sys.executable, argv, env)
         self.out = b""
+        self.status: int | None = None
 
     def read_until(self, marker: bytes, timeout: float = 60.0, after: bytes = b"") -> bytes:
         deadline = time.monotonic() + timeout
@@ -58,12 +59,15 @@ class Job:
         return self.out
 
     def wait(self, timeout: float) -> tuple[int | None, float]:
-        """Exit code (None if still running after ``timeout``) and the seconds it took."""
+        """Exit status as a shell reports it (128 + n when it died of signal n; None if still running after
+        ``timeout``) and the seconds it took; the raw wait status is kept in ``self.status``."""
         t0 = time.monotonic()
         while time.monotonic() - t0 < timeout:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             if pid:
-                return os.waitstatus_to_exitcode(status), time.monotonic() - t0
+                self.status = status
+                code = os.waitstatus_to_exitcode(status)
+                return (128 - code if code < 0 else code), time.monotonic() - t0
             with_data, _, _ = select.select([self.fd], [], [], 0.02)
             if with_data:
                 try:
@@ -118,7 +122,8 @@ def test_ctrl_c_on_the_terminal_stops_the_program_and_its_tools(tmp_path):
         os.write(job.fd, b"\x03")  # Ctrl-C, typed on the terminal
         code, took = job.wait(timeout=2.0)
         assert code == 130, job.out.decode(errors="replace")
-        assert b"KeyboardInterrupt" in job.out and gone(agent)
+        assert os.WIFSIGNALED(job.status) and os.WTERMSIG(job.status) == signal.SIGINT  # as the program did:
+        assert b"KeyboardInterrupt" in job.out and gone(agent)  # a calling shell script stops there too
         time.sleep(0.2)  # the tool got the same SIGINT from the terminal
         assert gone(tool)
     finally:
