@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "agentprof"
 
 FLOORS = [
-    ("leaves", ("errors", "semconv", "resources", "hugepages", "outputs", "display")),
+    ("leaves", ("errors", "semconv", "resources", "hugepages", "outputs", "display", "safe_text")),
     ("trace, catalog", ("trace", "catalog")),
     ("capture, importers", ("capture", "importers")),
     ("analysis", ("analysis",)),

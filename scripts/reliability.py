@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Reliability figures of docs/RELIABILITY.md, measured: forks under load, SIGKILL during model calls, full disk /
 file-size limit / read-only folder, 100 threads + 100 asyncio tasks, malformed input for every importer (exit
-status, one line, peak memory on a 200 MB line), and network use of the commands.
+status, one line, peak memory on a 200 MB line), Ctrl-C and signals under ``agentprof run`` on a pseudo-terminal,
+and network use of the commands.
 
 It drives the same agent programs the tests use (``tests/capture``, ``tests/importers``, ``tests/test_no_network``)
 with larger counts, and prints each figure with how it was obtained.
 
-    .venv/bin/python scripts/reliability.py [--forks 100] [--kills 40] [--huge-mb 200] [--json]
+    .venv/bin/python scripts/reliability.py [--forks 100] [--kills 40] [--huge-mb 200] [--signal-runs 10] [--json]
 """
 
 from __future__ import annotations
@@ -119,6 +120,18 @@ def load(tmp: Path) -> dict:
             "lost": EXPECTED_SPANS - spans, "interleaved_or_broken_lines": bad}
 
 
+HUGE_DOCS = {
+    "kv-cache-tester": (b'{"id": "big", "requests": [{"t": 0, "in": 10, "out": 1, "model": "', b'", "hash_ids": []}]}'),
+    "openhands": (b'{"timestamp": 1733340961.1, "messages": [{"role": "user", "content": "', b'"}], '
+                  b'"response": {"model": "m", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}}'),
+    "swe-agent": (b'{"trajectory": [{"action": "', b'", "observation": "ok"}], "history": [], "info": {}}'),
+    "otlp-json": (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "01", "spanId": "02", "name": "',
+                  b'", "startTimeUnixNano": "1", "endTimeUnixNano": "2"}]}]}]}'),
+    "tracelab": (b'{"kind": "round", "text": "', b'"}\n'),
+}
+"""One document (one line) of each remaining format holding a string of the given size."""
+
+
 def importers(tmp: Path, huge_mb: int) -> dict:
     from agentprof.cli import main
     from tests.importers.test_malformed import BASES, _cases, _suffix, import_in_child, write_huge_line
@@ -146,15 +159,55 @@ def importers(tmp: Path, huge_mb: int) -> dict:
             located += bool(lines) and re.match(rf"error: {re.escape(str(p))}:\d+: ", lines[0]) is not None
         table[fmt] = {"cases": total, "one_error_line_exit_2": ok, "with_line_number": located}
     huge = {}
-    for fmt in ("codex", "aider", "mini-swe-agent", "claude-code"):
+    for fmt in sorted(BASES):
         p = tmp / f"huge{_suffix(fmt)}"
-        write_huge_line(p, fmt, huge_mb)
+        if fmt in HUGE_DOCS:
+            with p.open("wb") as f:
+                head, tail = HUGE_DOCS[fmt]
+                f.write(head + b"x" * (huge_mb << 20) + tail)
+        else:
+            write_huge_line(p, fmt, huge_mb)
         t = time.perf_counter()
         _, lines, rss_kb, code = import_in_child(p, fmt, 600)
         huge[fmt] = {"exit": code, "peak_rss_mb": round(rss_kb / 1024),
                      "seconds": round(time.perf_counter() - t, 1), "message": (lines or [""])[0][-90:]}
         p.unlink()
     return {"malformed": table, f"one_{huge_mb}_MB_line": huge}
+
+
+def signals(runs: int, tmp: Path) -> dict:
+    """``agentprof run -- python loop.py`` on a pseudo-terminal: Ctrl-C typed, SIGTERM / SIGKILL sent to
+    ``agentprof run``; seconds until it (or, for SIGKILL, the program) is gone, and its exit status."""
+    import os
+
+    from tests.capture.test_run_signals import Job, gone, kill_quietly, started
+
+    out: dict = {}
+    for how in ("ctrl-c", "sigterm", "sigkill"):
+        codes, took, left = [], [], 0
+        for i in range(runs):
+            (tmp / f"{how}{i}").mkdir(parents=True)
+            job, pids = Job(tmp / f"{how}{i}"), []
+            try:
+                agent, tool = started(job, pids)
+                t0 = time.monotonic()
+                if how == "ctrl-c":
+                    os.write(job.fd, b"\x03")
+                else:
+                    os.kill(job.pid, signal.SIGTERM if how == "sigterm" else signal.SIGKILL)
+                code, _ = job.wait(timeout=10.0)
+                while not gone(agent) and time.monotonic() - t0 < 10.0:
+                    time.sleep(0.01)
+                took.append(time.monotonic() - t0)
+                codes.append(code)
+                time.sleep(0.2)
+                left += not (gone(agent) and gone(tool))
+            finally:
+                kill_quietly(*pids)
+                job.close()
+        out[how] = {"runs": runs, "exit": sorted(set(map(str, codes))), "max_s": round(max(took), 2),
+                    "median_s": round(sorted(took)[len(took) // 2], 2), "program_or_tool_left": left}
+    return out
 
 
 def network(tmp: Path) -> dict:
@@ -175,17 +228,20 @@ def main() -> None:
     ap.add_argument("--forks", type=int, default=100)
     ap.add_argument("--kills", type=int, default=40)
     ap.add_argument("--huge-mb", type=int, default=200)
-    ap.add_argument("--only", default=None, help="comma-separated: forks,kills,faults,load,importers,network")
+    ap.add_argument("--signal-runs", type=int, default=10)
+    ap.add_argument("--only", default=None,
+                    help="comma-separated: forks,kills,faults,load,importers,signals,network")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    wanted = set((args.only or "forks,kills,faults,load,importers,network").split(","))
+    wanted = set((args.only or "forks,kills,faults,load,importers,signals,network").split(","))
     res: dict = {}
     with tempfile.TemporaryDirectory(prefix="agentprof-reliability-") as d:
         tmp = Path(d)
         steps = {"forks": lambda: forks(args.forks, tmp / "forks"), "kills": lambda: kills(args.kills, tmp / "kills"),
                  "faults": lambda: faults(tmp / "faults"), "load": lambda: load(tmp / "load"),
-                 "importers": lambda: importers(tmp / "imp", args.huge_mb), "network": lambda: network(tmp / "net")}
+                 "importers": lambda: importers(tmp / "imp", args.huge_mb),
+                 "signals": lambda: signals(args.signal_runs, tmp / "signals"), "network": lambda: network(tmp / "net")}
         for name, step in steps.items():
             if name in wanted:
                 (tmp / name).mkdir(exist_ok=True)

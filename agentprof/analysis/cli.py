@@ -73,13 +73,13 @@ def analyze(paths: tuple[str, ...], as_json: bool, skip_bad_lines: bool, n_misse
 
 
 def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
-    from rich.console import Console
     from rich.table import Table
 
+    from agentprof.report.safe_text import console as safe_console
     from agentprof.report.safe_text import markup, text
     from agentprof.trace.waits import HUMAN_REASONS
 
-    con = Console()
+    con = safe_console()
     src = d["source"]
     con.print(f"[bold]{d['sessions']:,} sessions[/bold] ({d['conversations']:,} conversations), "
               f"[bold]{d['model_calls']:,} model calls[/bold] — {markup(src['format'])}, {src['files']} file(s), "
@@ -330,13 +330,13 @@ def cachesim(paths: tuple[str, ...], model: str, tier_opts: tuple[str, ...], blo
 
 
 def _print_sim(out: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from agentprof.analysis.units import format_bytes
+    from agentprof.report.safe_text import console as safe_console
     from agentprof.report.safe_text import markup
 
-    con = Console()
+    con = safe_console()
     s = out["simulation"]
     con.print(f"[bold]{s['model_calls']:,} model calls[/bold], {s['prompt_tokens']:,} prompt tokens; model "
               f"{markup(s['model'])} ({format_bytes(s['chunk_bytes_per_rank'])} per {s['block']}-token chunk per rank, "

@@ -13,11 +13,10 @@ import datetime as _dt
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentprof.errors import AgentprofError
 
@@ -71,37 +70,61 @@ def default_name(argv: list[str]) -> str:
 
 def run_command(argv: list[str], out: str = "traces/", name: str | None = None, capture_content: bool = False,
                 instrument_subprocess: bool = False, instrument_json: bool = False,
-                sample: float | None = None) -> tuple[int, Path | None]:
-    """Run ``argv`` profiled; return its exit status and the trace path (``None`` if nothing was recorded)."""
+                sample: float | None = None, warn: Callable[[str], None] | None = None) -> RunResult:
+    """Run ``argv`` profiled; return its exit status, the trace path (``None`` if nothing was recorded) and the
+    signal that ended it, if one did.
+
+    A recording set-up that fails (the trace file cannot be created, a sampling interval out of range) runs
+    the program unprofiled after one warning through ``warn`` (default: a line on stderr), as ``profile`` does.
+    """
+    from agentprof.capture.job_control import run_job
+    from agentprof.capture.run_trace import settle
     from agentprof.capture.session import _claim, trace_path
 
     cmd = command_line(argv)
     run_name = name or default_name(argv)
-    try:
-        path = _claim(trace_path(out, run_name, _dt.datetime.now(_dt.timezone.utc)))
-    except OSError as e:
-        raise AgentprofError(f"{out}: cannot create the trace file there ({e.strerror or e})") from None
     env = dict(os.environ)
-    env[ENV_CONFIG] = json.dumps({"path": str(path.resolve()), "name": run_name, "capture_content": capture_content,
-                                  "instrument_subprocess": instrument_subprocess,
-                                  "instrument_json": instrument_json, "sample": sample})
-    env["PYTHONPATH"] = os.pathsep.join([str(BOOTSTRAP_DIR), *[p for p in [env.get("PYTHONPATH")] if p]])
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the program; we report after
+    path: Path | None = None
     try:
-        try:
-            proc = subprocess.Popen(cmd, env=env)
-        except OSError as e:
+        interval = interval_of(sample)
+        path = _claim(trace_path(out, run_name, _dt.datetime.now(_dt.timezone.utc)))
+    except (OSError, ValueError) as e:
+        reason = f"{out}: cannot create the trace file there ({e.strerror or e})" if isinstance(e, OSError) else str(e)
+        (warn or _stderr_warning)(f"agentprof: {reason}; the program runs unprofiled")
+    if path is not None:
+        env[ENV_CONFIG] = json.dumps({"path": str(path.resolve()), "name": run_name,
+                                      "capture_content": capture_content,
+                                      "instrument_subprocess": instrument_subprocess,
+                                      "instrument_json": instrument_json, "sample": interval})
+        env["PYTHONPATH"] = os.pathsep.join([str(BOOTSTRAP_DIR), *[p for p in [env.get("PYTHONPATH")] if p]])
+    try:
+        code = run_job(cmd, env)
+    except OSError as e:
+        if path is not None:
             path.unlink(missing_ok=True)
-            raise CommandFailedToStart(cmd[0], e) from None
-        rc = proc.wait()
-        if rc < 0:  # killed by signal n: the status a shell reports for it (128 + n), not 256 - n
-            rc = 128 - rc
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if path.stat().st_size == 0:
-        path.unlink(missing_ok=True)
-        return rc, None
-    return rc, path
+        raise CommandFailedToStart(cmd[0], e) from None
+    rc = 128 - code if code < 0 else code  # killed by signal n: what a shell reports (128 + n), not 256 - n
+    return RunResult(rc, settle(path, code) if path is not None else None, -code if code < 0 else None)
+
+
+class RunResult(NamedTuple):
+    """How an ``agentprof run`` ended: ``status`` as a shell reports it, the trace, the signal that ended it."""
+
+    status: int
+    path: Path | None
+    signal: int | None
+
+
+def interval_of(sample: float | None) -> float | None:
+    """The stack-sampling interval in seconds (``ValueError`` outside 0.1 ms to 10 s)."""
+    from agentprof.capture.sampler import interval_of as checked
+
+    return None if sample is None else checked(float(sample))
+
+
+def _stderr_warning(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
 
 
 class CommandFailedToStart(AgentprofError):
@@ -117,7 +140,12 @@ _state: dict[str, Any] = {}
 
 
 def start_process_profile(config: str) -> None:
-    """Called by the bootstrap: profile this process until interpreter exit."""
+    """Called by the bootstrap: profile this process until interpreter exit.
+
+    The run's agent span is announced in the file (a ``run_root`` record) only once the program's own code
+    starts, so ``agentprof run`` can close it if the program is killed, and a program that never ran (a missing
+    script or module, a syntax error) leaves no trace file.
+    """
     from agentprof.capture import provider
     from agentprof.capture.session import Session, set_process_session
 
@@ -136,10 +164,32 @@ def start_process_profile(config: str) -> None:
         previous_hook(et, exc, tb)
 
     sys.excepthook = excepthook
+    sys.setprofile(_on_program_start)
 
     def finish() -> None:
         set_process_session(None)
-        sess.finish(_state.get("exception"))
+        if sys.getprofile() is _on_program_start:
+            sys.setprofile(None)
+        if not _state.get("started"):
+            sess.discard()
+        else:
+            sess.finish(_state.get("exception"))
         provider.shutdown()
 
     atexit.register(finish)
+
+
+def _on_program_start(frame: Any, event: str, _arg: Any) -> None:
+    """Profile hook on the main thread until the first line of ``__main__`` runs (then removed)."""
+    if event != "call" or frame.f_code.co_name != "<module>" or frame.f_globals.get("__name__") != "__main__":
+        return
+    sys.setprofile(None)
+    _state["started"] = True
+    from agentprof.capture.run_trace import announce_root
+
+    try:
+        announce_root(_state["session"])
+    except Exception as e:
+        from agentprof.capture.failsafe import internal_error
+
+        internal_error("recording the run's start", e)

@@ -7,6 +7,7 @@ spans go to its own file and to every enclosing session's file (linked by ``agen
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import datetime as _dt
 import os
@@ -246,6 +247,14 @@ class Session:
         provider.processor().force_flush_otlp(2000)
         self.add_overhead(time.perf_counter_ns() - t0)
         self._write_final_meta()
+
+    def discard(self) -> None:
+        """Finish and remove the trace file: the program this session was to record never ran."""
+        path = self.path
+        self.finish()
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
     def _note_session_cpu(self) -> None:
         """Thread CPU of the thread that started and finishes the run, on the root span (``agentprof.cpu_ns``):

@@ -43,17 +43,17 @@ def demo(out_dir: str, traces_dir: str, systems: tuple[str, ...], serve_on: str,
     """
     import importlib.util
 
-    from rich.console import Console
     from rich.text import Text
 
     from agentprof.demo.run import run_demo
+    from agentprof.report.safe_text import console as safe_console
 
     if importlib.util.find_spec("openai") is None:  # the bundled agent is plain code on the real openai SDK
         raise AgentprofError("the demo's agent needs the openai SDK: pip install 'agentprof[openai]'")
     from agentprof.demo.terminal import show_result
 
-    con = Console()
-    err = Console(stderr=True)
+    con = safe_console()
+    err = safe_console(stderr=True)
 
     def step(msg: str) -> None:
         err.print(Text("▸ " + msg, style="dim"))

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from agentprof.demo.run import DemoResult
 from agentprof.report.formats import fmt_duration, fmt_int, fmt_pct, fmt_tokens, fmt_x
+from agentprof.report.safe_text import console as safe_console
 
 _FMT = {"dur": fmt_duration, "pct": fmt_pct, "int": fmt_int, "tok": fmt_tokens, "x": fmt_x}
 
@@ -126,7 +127,7 @@ def footer_view(r: DemoResult) -> Text:
 
 def show_result(r: DemoResult, console: Console | None = None) -> None:
     """Print the demo's outcome and headline figures."""
-    con = console or Console()
+    con = console or safe_console()
     parts: list[RenderableType] = [outcome_view(r), figures_view(r), whatif_view(r)]
     check = consistency_line(r)
     if check is not None:

@@ -63,11 +63,12 @@ def _progress(total: int, enabled: bool):  # -> contextmanager yielding an advan
         if not enabled or total < 2:
             yield lambda n, label: None
             return
-        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        from agentprof.report.safe_text import console as safe_console
+
         with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TextColumn("{task.description}"), console=Console(file=sys.stderr), transient=True) as prog:
+                      TextColumn("{task.description}", markup=False), console=safe_console(file=sys.stderr), transient=True) as prog:
             task = prog.add_task("", total=total)
             yield lambda n, label: prog.update(task, advance=n, description=label)
 

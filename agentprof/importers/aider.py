@@ -115,7 +115,7 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
     path = Path(paths[0])
     reqs = _parse(path, ctx)
     sid = f"aider:{path.parent.name or 'history'}"
-    b = SpanBuilder(FORMAT, f"{path.name}\x1f{xxhash.xxh3_64_hexdigest(read_bytes(path))}", ctx)
+    b = SpanBuilder(FORMAT, f"{path.name}\x1f{xxhash.xxh3_64_hexdigest(read_bytes(path))}", ctx, path=str(path))
     b.session(sid, agent_name="aider", attributes={"agentprof.source.path": str(path),
                                                    "agentprof.time_zone": "local time read as UTC"})
     prev_end: int | None = None
@@ -125,7 +125,7 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
         fp = fper.fingerprint(openai_chat_segments(messages)) if messages else None
         if prev_end is not None and r["start"] is not None and r["start"] > prev_end:
             b.add(sid, "wait", f"wait {waits.USER_TURN}", key=("wait", k), start_ns=prev_end, end_ns=r["start"],
-                  timing="measured", attributes={sc.WAIT_REASON: waits.USER_TURN, "agentprof.wait.inferred":
+                  timing="measured", source=(str(path), r["line"]), attributes={sc.WAIT_REASON: waits.USER_TURN, "agentprof.wait.inferred":
                               "gap between a response and the next request (also holds applying edits)"})
         b.add_model_call(sid, model=None, provider=None, fingerprint=fp, path=str(path), line=r["line"],
                          key=("call", k), start_ns=r["start"], end_ns=r["end"],

@@ -327,7 +327,7 @@ class _Importer:
         copied_ts = [r.ts for f in files for r in f.recs if r.uuid in self.copies and r.ts is not None]
         self.copy_until = max(copied_ts) if copied_ts else None
         digest = xxhash.xxh3_64_hexdigest(read_bytes(main_path))
-        self.b = SpanBuilder(FORMAT, f"{self.sid}\x1f{digest}", ctx)
+        self.b = SpanBuilder(FORMAT, f"{self.sid}\x1f{digest}", ctx, path=str(main_path))
         self.by_uuid: dict[str, _Rec] = {}
         self.tool_results: dict[str, tuple[_Rec, dict[str, Any]]] = {}
         self.pre_hooks: dict[str, int] = {}

@@ -48,7 +48,7 @@ from agentprof.importers.context import ImportContext
 from agentprof.importers.jsonl import iter_records, read_bytes
 from agentprof.importers.providers import provider_for_model
 from agentprof.importers.spans import SpanBuilder
-from agentprof.importers.timestamps import iso_to_ns
+from agentprof.importers.timestamps import iso_to_ns, seconds_to_ns
 from agentprof.trace import waits
 from agentprof.trace.prompt import Segment, content_text, responses_segments
 from agentprof.trace.schema import Trace, TraceMeta
@@ -197,7 +197,7 @@ class _Importer:
             self.recs.append((line, ts, rec))
         meta = next((r["payload"] for _, _, r in self.recs if r["type"] == "session_meta"), {})
         self.sid = str(meta.get("id") or path.stem)
-        self.b = SpanBuilder(FORMAT, f"{self.sid}\x1f{xxhash.xxh3_64_hexdigest(read_bytes(path))}", ctx)
+        self.b = SpanBuilder(FORMAT, f"{self.sid}\x1f{xxhash.xxh3_64_hexdigest(read_bytes(path))}", ctx, path=str(path))
         bi = meta.get("base_instructions", meta.get("instructions"))
         self.instructions = content_text(bi.get("text") if isinstance(bi, dict) else bi) if bi else ""
         self.version = meta.get("cli_version")
@@ -553,7 +553,8 @@ class _Importer:
             attrs["agentprof.tool.exit_code"] = info["exit_code"]
         if info.get("duration") is not None and info.get("duration_end") is not None:
             end = info["duration_end"]
-            start, timing = end - int(round(info["duration"] * 1e9)), "measured"
+            took = seconds_to_ns(info["duration"])  # inf/NaN: out of range, reported by the span builder
+            start, timing = (end - took if took is not None else None), "measured"
             if info.get("out") is not None:
                 attrs["agentprof.tool.output_returned_ns"] = info["out"]
         elif info.get("out") is not None:
@@ -562,7 +563,8 @@ class _Importer:
             start, end, timing = info["start"], None, "unknown"
             status, err = "error", "no_result"
         if info.get("escalated") and timing == "measured" and cid not in self.approved and \
-                info.get("start") is not None and start - info["start"] >= int(ESCALATION_WAIT_MIN_S * 1e9):
+                start is not None and info.get("start") is not None \
+                and start - info["start"] >= int(ESCALATION_WAIT_MIN_S * 1e9):
             # the command asked to run outside the sandbox: the time before it ran was the user's decision
             self.b.add(info["sess"], "wait", f"wait {waits.APPROVAL}", key=("escalation", cid),
                        start_ns=info["start"], end_ns=start, timing="derived",

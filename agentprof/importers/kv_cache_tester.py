@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,11 +51,12 @@ from agentprof import semconv as sc
 from agentprof.errors import TraceFormatError
 from agentprof.importers import plausibility
 from agentprof.importers.context import ImportContext
-from agentprof.importers.jsonl import read_bytes
+from agentprof.importers.jsonl import MAX_RECORD_BYTES, mb, read_bytes
 from agentprof.importers.kvct_hash_ids import split_hash_ids
 from agentprof.importers.providers import provider_for_model
 from agentprof.trace import waits
 from agentprof.trace.schema import SCHEMA, Trace, TraceMeta
+from agentprof.trace.usage import shown_number
 
 FORMAT = "kv-cache-tester"
 HASH_SCHEME = "kv-cache-tester"
@@ -91,8 +93,9 @@ class _Sessions:
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
-        self.notes: list[tuple[str, str, str]] = []  # (diagnostic kind, path, message)
+        self.notes: list[tuple[Any, ...]] = []  # (diagnostic kind, path, message[, line])
         self.names: set[str] = set()  # conversation ids taken by earlier documents of this import
+        self.unknown: set[tuple[int, int, str]] = set()  # (session, request, field) read as unknown: out of range
 
     def unique_name(self, name: str, trace_id: str, path: str) -> str:
         """The document's conversation id, made unique within the import: two documents with the same ``id``
@@ -144,6 +147,8 @@ def _python_file(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat:
     try:
         _python_doc(path, raw, file_no, sessions, flat, trace_id, line)
     except TraceFormatError as e:
+        if line is None and e.line is None and b"\n" not in raw.strip():
+            raise TraceFormatError(path, 1, e.reason) from None  # a document on one line: that line
         if line is None:
             raise
         raise TraceFormatError(path, line, e.reason) from None
@@ -188,25 +193,40 @@ def _python_doc(path: str, raw: bytes, file_no: int, sessions: _Sessions, flat: 
                 if not isinstance(r.get("requests", []), list):  # a marker without requests has none
                     raise TraceFormatError(path, None, f"{w}.requests: expected a list of requests")
                 aid = str(r.get("agent_id") or n_sub)
+                if not 0 <= float(r.get("t") or 0.0) <= MAX_SECONDS:
+                    sessions.notes.append(("out_of_range", path, f"{w}.t = {r.get('t')}: not a time from the "
+                                           f"conversation start (0 to {MAX_SECONDS:.0e} s); read as 0", doc_line))
+                    r = {**r, "t": 0.0}
                 walk(r, f"{w}.", f"{session_id}/sa{n_sub}-{aid}", s, base + float(r.get("t") or 0.0), depth + 1,
                      aid, n_req)
                 continue
             _check_type(r.get("t"), (int, float), f"{w}.t", path, "seconds (a number)")
-            _check_type(r.get("in"), (int,), f"{w}.in", path, "an input token count (integer)")
+            _check_type(r.get("in"), (int, float), f"{w}.in", path, "an input token count (integer)")
             if r.get("hash_ids") is None:  # the tool reads a request without block ids as one with none
                 r = {**r, "hash_ids": []}
             if not isinstance(r.get("hash_ids"), list):
                 raise TraceFormatError(path, None, f"{w}.hash_ids: expected a list of integer block ids")
             where_of.append(w)  # the ids themselves are checked all at once below
-            for key, kinds, what in (("out", (int,), "an integer"), ("api_time", (int, float), "a number"),
+            for key, kinds, what in (("out", (int, float), "an integer"), ("api_time", (int, float), "a number"),
                                      ("think_time", (int, float), "a number"), ("ttft", (int, float), "a number")):
                 if r.get(key) is not None:
                     _check_type(r.get(key), kinds, f"{w}.{key}", path, what)
-            rows.append({"sess": s, "idx": n_req, **{k: r.get(k) for k in _FLAT if k not in ("sess", "idx")}})
+            row = {"sess": s, "idx": n_req, **{k: r.get(k) for k in _FLAT if k not in ("sess", "idx")}}
+            for key in ("in", "out"):
+                v = row[key]
+                if isinstance(v, float) and math.isfinite(v) and v.is_integer() and abs(v) < (1 << 63):
+                    row[key] = v = int(v)
+                if v is not None and (isinstance(v, float) or not -(1 << 63) <= v < (1 << 63)):
+                    sessions.notes.append(("out_of_range", path, f"{w}.{key} = {shown_number(v) if isinstance(v, int) else v}: "
+                                           "not a token count within 64 bits; read as unknown", doc_line))
+                    sessions.unknown.add((s, n_req, key))
+                    row[key] = None
+            rows.append(row)
             n_req += 1
 
     where_of: list[str] = []
     rows: list[dict[str, Any]] = []
+    doc_line = line if line is not None else (1 if b"\n" not in raw.strip() else None)
     walk(doc, "", name, None, 0.0, 0, None)
     ids = _check_ids(path, raw, [row["hash_ids"] for row in rows], where_of)
     # column by column (a list of row dicts with long id lists is several times slower to convert)
@@ -278,10 +298,40 @@ def _polars_files(items: list[_Item], sessions: _Sessions) -> pl.DataFrame | Non
     return flat.select(list(_FLAT))
 
 
+MAX_SECONDS = 1e8
+"""Longest time (s) a request's ``t``, ``api_time``, ``think_time`` or ``ttft`` is read as (over three years)."""
+
+
+def _in_range(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
+    """Times that are not finite, negative or beyond :data:`MAX_SECONDS`, and negative token counts, read as
+    unknown, each with an ``out_of_range`` diagnostic naming file, line and field (the request is kept)."""
+    checks = {c: pl.col(c).is_nan() | (pl.col(c) < 0) | (pl.col(c) > MAX_SECONDS)
+              for c in ("t", "api_time", "think_time", "ttft")}
+    checks.update({c: pl.col(c) < 0 for c in ("in", "out")})
+    bad = flat.select(pl.col("sess"), pl.col("idx"), *[e.fill_null(False).alias(c) for c, e in checks.items()]) \
+        .filter(pl.any_horizontal(list(checks)))
+    if bad.height == 0:
+        return flat
+    values = flat.select("sess", "idx", *checks).join(bad.select("sess", "idx"), on=["sess", "idx"])
+    for row, val in zip(bad.iter_rows(named=True), values.iter_rows(named=True), strict=True):
+        s = sessions.rows[row["sess"]]
+        for c in checks:
+            if row[c]:
+                sessions.notes.append(("out_of_range", s["path"], f"requests[{row['idx']}].{c} = {val[c]}: out of "
+                                       f"range ({'a token count' if c in ('in', 'out') else f'0 to {MAX_SECONDS:.0e} s'}"
+                                       "); read as unknown", s.get("line") or 1))
+    return flat.with_columns(pl.when(e.fill_null(False)).then(None).otherwise(pl.col(c)).alias(c)
+                             for c, e in checks.items())
+
+
 def _validate_flat(flat: pl.DataFrame, sessions: _Sessions) -> None:
-    """Required request fields present (polars turns missing fields into nulls)."""
+    """Required request fields present (polars turns missing fields into nulls; fields read as unknown because
+    they were out of range were noted already)."""
     for col, what in (("t", "seconds (a number)"), ("in", "an input token count")):
         bad = flat.filter(pl.col(col).is_null())
+        if sessions.unknown and bad.height:
+            keep = [(sess, idx, col) not in sessions.unknown for sess, idx in bad.select("sess", "idx").iter_rows()]
+            bad = bad.filter(pl.Series(keep, dtype=pl.Boolean))
         if bad.height:
             row = bad.row(0, named=True)
             s = sessions.rows[row["sess"]]
@@ -297,6 +347,12 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
     frames: list[pl.DataFrame] = []
     for file_no, p in enumerate(paths):
         for line, raw in _documents(read_bytes(p)):
+            if len(raw) > MAX_RECORD_BYTES:
+                try:
+                    _refuse_oversized(str(p), raw, line)
+                except TraceFormatError as e:
+                    _skip_or_raise(ctx, e)
+                    continue
             trace_id = xxhash.xxh3_128_hexdigest(raw)
             if b"subagent" in raw and _SUBAGENT.search(raw):
                 try:
@@ -317,17 +373,21 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
                 except TraceFormatError as e:
                     _skip_or_raise(ctx, e)
             flat = _polars_files(ok, sessions) if ok else None
+            if flat is None and ok:  # numbers polars cannot hold (beyond 64 bits, NaN, Infinity): read with json
+                for item in ok:
+                    _python_file(item[0], item[1], item[2], sessions, py_flat, item[3], item[4])
         if flat is not None:
             frames.append(flat)
     if py_flat:  # json-path sessions were numbered first
         frames.insert(0, pl.concat(py_flat))
     flat = pl.concat(frames) if frames else pl.DataFrame(schema=_FLAT)
     _validate_flat(flat, sessions)
+    flat = _in_range(flat, sessions)
     # the tool reads a request without block ids as one with none (its hit-rate walk skips it)
     flat = flat.with_columns(pl.col("hash_ids").fill_null(pl.lit([], dtype=pl.List(pl.Int64))))
     spans = _build_spans(flat, sessions)
-    for kind, path, msg in sessions.notes:
-        ctx.note(kind, msg, path)
+    for kind, path, msg, *line in sessions.notes:
+        ctx.note(kind, msg, path, line[0] if line else None)
     block_sizes = {s["block_size"] for s in sessions.rows if s["block_size"]}
     if len(block_sizes) > 1:
         ctx.note("mixed_block_size", f"kv-cache-tester files use block sizes {sorted(block_sizes)}; "
@@ -337,6 +397,14 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
                      extra={"hash_scheme": HASH_SCHEME, "time_origin": "conversation start (epoch 0)",
                             "hash_id_namespacing": "local scope: id | (xxh3_64(trace id) & 0x7fffffff) << 32"})
     return Trace(meta, spans, [])
+
+
+def _refuse_oversized(path: str, raw: bytes, line: int | None) -> None:
+    """Refuse a document over the record limit before anything is parsed (real traces are about 1 MB; one of
+    200 MB would take gigabytes to import), as every line-based importer refuses an over-long line."""
+    at = line if line is not None else 1
+    raise TraceFormatError(path, at, f"document is {mb(len(raw))}, over the {mb(MAX_RECORD_BYTES)} limit for one "
+                           "kv-cache-tester trace record (AGENTPROF_MAX_RECORD_MB raises it)")
 
 
 def _skip_or_raise(ctx: ImportContext, e: TraceFormatError) -> None:
@@ -495,7 +563,8 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
         pl.when(has_api).then(pl.col("start_ns") + (pl.col("api_time") * _NS).round().cast(pl.Int64))
         .when(next_start.is_null()).then(pl.col("start_ns"))
         .otherwise(pl.max_horizontal(pl.col("start_ns"), bound)).alias("end_ns"),
-        pl.when(has_api).then(pl.lit("measured"))
+        pl.when(pl.col("start_ns").is_null()).then(pl.lit("unknown"))
+        .when(has_api).then(pl.lit("measured"))
         .when(next_start.is_null()).then(pl.lit("unknown"))
         .when(bound > pl.col("start_ns")).then(pl.lit("derived"))
         .otherwise(pl.lit("unknown")).alias("timing"),
@@ -554,7 +623,8 @@ def _build_spans(flat: pl.DataFrame, sessions: _Sessions) -> pl.DataFrame:
         "_sess": f.get_column("sess"), "_order": (f.get_column("idx") * 2 + 1),
     })
     w = _classify_gaps(f.drop("hash_ids").with_columns(pl.col("stop").shift(1).over("sess").alias("prev_stop"))
-                       .filter(pl.col("think_time").is_not_null() & (pl.col("think_time") > 0)))
+                       .filter(pl.col("think_time").is_not_null() & (pl.col("think_time") > 0)
+                               & pl.col("start_ns").is_not_null()))
     wait_spans = pl.DataFrame({
         "trace_id": w.get_column("trace_id"),
         "span_id": _hex_ids(3, w.get_column("local").to_list(), w.get_column("idx").to_list()),

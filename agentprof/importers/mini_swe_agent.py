@@ -129,7 +129,7 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
     cfg = info.get("config") if isinstance(info.get("config"), dict) else {}
     cfg_model = (cfg.get("model") or {}).get("model_name") if isinstance(cfg.get("model"), dict) else None
     sid = str(doc.get("instance_id") or path.name.split(".")[0])
-    b = SpanBuilder(FORMAT, f"{sid}\x1f{xxhash.xxh3_64_hexdigest(read_bytes(path))}", ctx)
+    b = SpanBuilder(FORMAT, f"{sid}\x1f{xxhash.xxh3_64_hexdigest(read_bytes(path))}", ctx, path=str(path))
     stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
     b.session(sid, agent_name="mini-swe-agent", timing="derived",
               attributes={"agentprof.source.version": info.get("mini_version"), "agentprof.source.path": str(path),

@@ -48,6 +48,8 @@ def clip(start_ns: int, end_ns: int, output_tokens: int | None,
     ``inner_ns`` are the times of the call's own records (its output items): a silence of at least
     ``IDLE_GAP_S`` between the start and them, or between them, means the request went out after it.
     """
+    if not -(1 << 62) < end_ns - start_ns < 1 << 62:  # ends out of any range: the span builder reports them
+        return None
     cut: Clip | None = None
     idle_ns = int(waits.IDLE_GAP_S * 1e9)
     prev = start_ns

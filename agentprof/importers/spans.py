@@ -7,6 +7,8 @@ hashes of the trace key and a per-span key, so importing the same input twice gi
 from __future__ import annotations
 
 import json
+import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,9 +22,17 @@ from agentprof.importers.plausibility import Clip, clip
 from agentprof.trace import waits
 from agentprof.trace.prompt import Fingerprint
 from agentprof.trace.schema import SCHEMA
-from agentprof.trace.usage import Usage
+from agentprof.trace.usage import Unreadable, Usage, shown_number
 
 _COLUMNS = tuple(SCHEMA)
+_TIMES = ("start_ns", "end_ns")
+_INTS = tuple(c for c, t in SCHEMA.items() if t.is_integer() and c not in _TIMES)
+_FLOATS = tuple(c for c, t in SCHEMA.items() if t.is_float())
+EARLIEST_NS = 946_684_800 * 1_000_000_000
+"""2000-01-01T00:00:00Z: no agent log is older; an earlier time is a broken clock or a unit mistake."""
+FUTURE_SLACK_NS = 86_400 * 1_000_000_000
+"""A time up to a day ahead of this machine's clock is accepted (a log's local time read as UTC)."""
+_INT64_MAX = (1 << 63) - 1
 
 
 @dataclass
@@ -46,8 +56,11 @@ def _attrs_json(attrs: dict[str, Any] | None) -> str | None:
 class SpanBuilder:
     """Collects the spans of one trace and returns them as the canonical polars table."""
 
-    def __init__(self, source_format: str, trace_key: str, ctx: ImportContext | None = None) -> None:
+    def __init__(self, source_format: str, trace_key: str, ctx: ImportContext | None = None,
+                 path: str | None = None) -> None:
         self.source_format = source_format
+        self.path = path
+        """The file the spans come from when it is one (named by diagnostics raised away from its records)."""
         self.trace_id = xxhash.xxh3_128_hexdigest(f"{source_format}\x1f{trace_key}".encode())
         self.ctx = ctx or ImportContext()
         self.cols: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
@@ -64,6 +77,34 @@ class SpanBuilder:
                 self._ids.add(sid)
                 return sid
             n += 1
+
+    def in_range(self, row: dict[str, Any], path: str | None = None, line: int | None = None) -> dict[str, Any]:
+        """``row`` with every time outside 2000 … now + 1 day and every number beyond int64 (or not finite, or
+        negative) set unknown, each with an ``out_of_range`` diagnostic naming file, line and field."""
+        if path is None and self.ctx.where is not None:
+            path, line = self.ctx.where
+        if path is None and self.path is not None:
+            path, line = self.path, _source_line(row.get("attributes"))
+        latest = time.time_ns() + FUTURE_SLACK_NS
+        for col in _TIMES:
+            v = row.get(col)
+            if v is not None and not EARLIEST_NS <= v <= latest:
+                self.ctx.note("out_of_range", f"{row.get('kind')} span {row.get('name')!r}: {col} "
+                              f"{_when(v)} is before 2000 or in the future; read as unknown", path, line)
+                row[col] = None
+        for col in _INTS:
+            v = row.get(col)
+            if v is not None and not 0 <= v <= _INT64_MAX:
+                self.ctx.note("out_of_range", f"{row.get('kind')} span {row.get('name')!r}: {col} "
+                              f"{shown_number(v)} out of range; read as unknown", path, line)
+                row[col] = None
+        for col in _FLOATS:
+            v = row.get(col)
+            if v is not None and not (math.isfinite(v) and 0 <= v <= 1e8):
+                self.ctx.note("out_of_range", f"{row.get('kind')} span {row.get('name')!r}: {col} {v!r} out of "
+                              "range; read as unknown", path, line)
+                row[col] = None
+        return row
 
     def _append(self, row: dict[str, Any]) -> int:
         for name in _COLUMNS:
@@ -90,6 +131,9 @@ class SpanBuilder:
             "parent_session_id": parent_session_id, "kind": "agent", "name": sc.agent_span_name(agent_name),
             "status": "ok", "attributes": _attrs_json(attrs),
         })
+        ends = self.in_range({"kind": "agent", "name": sc.agent_span_name(agent_name), "start_ns": start_ns,
+                              "end_ns": end_ns})
+        start_ns, end_ns = ends["start_ns"], ends["end_ns"]
         t = timing or ("measured" if start_ns is not None and end_ns is not None else None)
         self.sessions[session_id] = _Session(session_id, row, start_ns, end_ns, t, contained=contained)
         return sid
@@ -104,15 +148,25 @@ class SpanBuilder:
     def add(self, session_id: str, kind: str, name: str, *, key: tuple[object, ...] | None = None,
             start_ns: int | None = None, end_ns: int | None = None, timing: str | None = None,
             parent_id: str | None = None, status: str = "ok", error_type: str | None = None,
-            attributes: dict[str, Any] | None = None, **columns: Any) -> str:
-        """Add one span to a declared session; ``timing`` defaults to ``measured``/``unknown`` by the ends."""
+            attributes: dict[str, Any] | None = None, source: tuple[str | None, int | None] = (None, None),
+            **columns: Any) -> str:
+        """Add one span to a declared session; ``timing`` defaults to ``measured``/``unknown`` by the ends.
+        Values out of range are read as unknown with a diagnostic at ``source`` (file, line; default: the
+        record being imported)."""
         sess = self.sessions[session_id]
         sid = self.span_id(kind, session_id, *(key if key is not None else (len(self.cols["span_id"]),)))
+        checked = self.in_range({"kind": kind, "name": name, "start_ns": start_ns, "end_ns": end_ns,
+                                 "attributes": attributes, **columns}, *source)
+        start_ns, end_ns = checked.pop("start_ns"), checked.pop("end_ns")
+        columns = {k: checked[k] for k in columns if k != "attributes"}
+        if timing == "measured" and (start_ns is None or end_ns is None):
+            timing = None
         if timing is None:
             timing = "measured" if start_ns is not None and end_ns is not None else "unknown"
         if start_ns is not None and end_ns is not None and end_ns < start_ns:
+            where = source if source[0] is not None else self.ctx.where or (None, None)
             self.ctx.note("clock_skew", f"{kind} span {name!r} ended {(start_ns - end_ns) / 1e9:.3f} s before "
-                          "it started; end set to start", span_id=sid)
+                          "it started; end set to start", where[0], where[1], span_id=sid)
             end_ns = start_ns
             timing = "derived"
         row = {
@@ -135,7 +189,7 @@ class SpanBuilder:
         call's own records): a start it cannot have had is moved later and the time cut off becomes an
         ``idle`` wait or an unattributed orchestration span, with an ``implausible_duration`` diagnostic."""
         if kw.get("timing") == "derived" and kw.get("start_ns") is not None and kw.get("end_ns") is not None:
-            out = usage.output_tokens if usage is not None else None
+            out = usage.usable().output_tokens if usage is not None else None
             c = clip(kw["start_ns"], kw["end_ns"], out, inner_ns)
             if c is not None:
                 kw = self._clip(session_id, c, kw, path, line)
@@ -148,7 +202,7 @@ class SpanBuilder:
             cols["segments"] = fingerprint.segments
             self.ctx.note_model(model)
         sid = self.add(session_id, "model", sc.model_span_name(model), model=model, provider=provider,
-                       **cols, **kw)
+                       source=(path, line) if path is not None else (None, None), **cols, **kw)
         if usage is not None:
             for p in usage.problems:
                 self.ctx.note("impossible_usage", f"{p} (value dropped)", path, line, sid)
@@ -213,3 +267,21 @@ class SpanBuilder:
                 measured = all(timings[r] == "measured" for r in rows if starts[r] is not None or ends[r] is not None)
                 timings[s.agent_row] = "measured" if measured else "derived"
         return pl.DataFrame(self.cols, schema=SCHEMA, strict=False)
+
+
+def _when(ns: int) -> str:
+    """A time for a message: ISO 8601 UTC when it has a date, else the number."""
+    import datetime as _dt
+
+    if isinstance(ns, Unreadable):
+        return str(ns)
+    try:
+        return _dt.datetime.fromtimestamp(ns / 1e9, _dt.timezone.utc).isoformat(timespec="seconds")
+    except (OverflowError, ValueError, OSError):
+        return shown_number(ns)
+
+
+def _source_line(attrs: Any) -> int | None:
+    """The log line a span's attributes name (``agentprof.source.line``), if any."""
+    line = attrs.get("agentprof.source.line") if isinstance(attrs, dict) else None
+    return line if isinstance(line, int) and not isinstance(line, bool) else None

@@ -85,7 +85,7 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
     if not isinstance(doc, dict) or not (isinstance(doc.get("trajectory"), list) or isinstance(attempts, list)):
         raise TraceFormatError(str(path), 1, "expected an object with a 'trajectory' list (a SWE-agent .traj)")
     sid = path.name.split(".")[0]
-    b = SpanBuilder(FORMAT, f"{sid}\x1f{xxhash.xxh3_64_hexdigest(read_bytes(path))}", ctx)
+    b = SpanBuilder(FORMAT, f"{sid}\x1f{xxhash.xxh3_64_hexdigest(read_bytes(path))}", ctx, path=str(path))
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
     b.session(sid, agent_name="swe-agent", attributes={
         **_session_attrs(doc, path), "agentprof.swe_agent.best_attempt": info.get("best_attempt_idx")})

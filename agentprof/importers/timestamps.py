@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime, timezone
+
+from agentprof.trace.usage import Unreadable
 
 _ISO = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?$")
 
@@ -34,14 +37,17 @@ def iso_to_ns(value: object) -> int | None:
 
 
 def epoch_s_to_ns(value: object) -> int | None:
-    """Epoch seconds (int or float, as JSON numbers) to ns."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return int(round(value * 1_000_000_000))
+    """Epoch seconds (int or float, as JSON numbers) to ns; ``inf``/``NaN`` become :class:`Unreadable` (out of
+    any range: the span builder reports it and keeps the record with the time unknown)."""
+    return seconds_to_ns(value)
 
 
 def seconds_to_ns(value: object) -> int | None:
-    """A duration in seconds to ns (``None`` for missing or non-numeric)."""
+    """A duration in seconds to ns (``None`` for missing or non-numeric; not finite: :class:`Unreadable`)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return Unreadable(repr(value))
+    if isinstance(value, int) or abs(value) >= 1e18:  # exact (a float this large has no fraction)
+        return int(value) * 1_000_000_000
     return int(round(value * 1_000_000_000))

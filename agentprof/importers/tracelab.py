@@ -36,7 +36,7 @@ from agentprof import semconv as sc
 from agentprof.importers.context import ImportContext
 from agentprof.importers.jsonl import iter_records, read_bytes
 from agentprof.importers.spans import SpanBuilder
-from agentprof.importers.timestamps import iso_to_ns
+from agentprof.importers.timestamps import iso_to_ns, seconds_to_ns
 from agentprof.trace import waits
 from agentprof.trace.schema import Trace, TraceMeta
 from agentprof.trace.usage import normalize_usage
@@ -50,8 +50,9 @@ NO_HASHES = ("TraceLab rows keep token counts and sizes, not prompt content: no 
              "KV-cache simulation need them; provider cache reads are kept)")
 
 
-def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+def _int(v: Any) -> int | float | None:
+    """A count as the log has it (a float out of range is reported by the usage normalizer, not dropped)."""
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def _usage(row: dict[str, Any]):
@@ -90,7 +91,7 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
             ctx.bad(p, line, "TraceLab row without a string 'session_id' or with 'timing_events' not a list")
             continue
         rows.append((line, rec))
-    b = SpanBuilder(FORMAT, xxhash.xxh3_64_hexdigest(read_bytes(path)), ctx)
+    b = SpanBuilder(FORMAT, xxhash.xxh3_64_hexdigest(read_bytes(path)), ctx, path=str(path))
     by_sess: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for line, r in rows:
         by_sess.setdefault(r["session_id"], []).append((line, r))
@@ -153,7 +154,7 @@ def _tool(b: SpanBuilder, sid: str, t: dict[str, Any], line: int) -> None:
              "agentprof.tool.result_chars": _int(t.get("result_chars")),
              "agentprof.tool.wall_latency_ms": t.get("tool_wall_latency_ms")}
     if result is not None and isinstance(internal, (int, float)) and not isinstance(internal, bool) and internal >= 0:
-        start, end, timing = result - int(round(internal * 1e6)), result, "measured"
+        start, end, timing = result - (seconds_to_ns(internal) or 0) // 1000, result, "measured"  # ms
     elif emitted is not None and result is not None:
         start, end, timing = emitted, result, "derived"
     else:

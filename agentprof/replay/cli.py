@@ -105,13 +105,13 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
 
 def _print_replay(res: Any) -> None:
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
     from agentprof.replay.bands import ESTIMATED_TIER
+    from agentprof.report.safe_text import console as safe_console
     from agentprof.report.safe_text import markup
 
-    console = Console()
+    console = safe_console()
     # fits 100 columns: short headers, no vertical rules; units are in the cells
     t = Table(title=f"replay: {res.sessions} session(s), {res.replayed_calls}/{res.model_calls} model calls, "
                     f"cache {res.cache_policy}, concurrency {res.concurrency}", box=box.SIMPLE_HEAD,
@@ -230,10 +230,11 @@ def list_cmd(catalogs: tuple[str, ...], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from agentprof.report.safe_text import console as safe_console
+
+    console = safe_console()
     t = Table(title="serving systems")
     for c in ("system", "accelerators", "HBM / BW per chip", "host (single-thread)", "host link", "software",
               "calibration"):
@@ -469,10 +470,11 @@ def _is_agentic(path: str) -> bool:
 
 
 def _print_fidelity(s: dict[str, Any], label: str) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from agentprof.report.safe_text import console as safe_console
+
+    console = safe_console()
     t = Table(title=f"{label}: {s['covered']}/{s['points']} points covered")
     t.add_column("group")
     for m in ("TTFT", "TPOT", "E2E"):

@@ -7,10 +7,10 @@ import webbrowser
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from agentprof.distributed.options import cluster_options
 from agentprof.errors import AgentprofError
+from agentprof.report.safe_text import console as safe_console
 
 
 def _load(paths: tuple[str, ...], skip_bad_lines: bool, workers: int | None = None, scheduler: str | None = None):
@@ -87,7 +87,7 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
                          "an HTML report")
     serving = _concurrency_list(serving_concurrency)
     trace = _load(paths, skip_bad_lines, workers, scheduler)
-    err = Console(stderr=True)
+    err = safe_console(stderr=True)
     with err.status("analyzing", spinner="dots") if err.is_terminal else _null():
         res = run_stages(trace, systems, model, analysis=not no_analysis, replay=not no_replay, serving=serving,
                          attention=attention, serving_levers=serving_levers, deployment=deployment,

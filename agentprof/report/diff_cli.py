@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from agentprof.errors import AgentprofError
+from agentprof.report import safe_text
 
 _CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -132,6 +133,6 @@ def diff(paths: tuple[str, ...], base: tuple[str, ...], new: tuple[str, ...], as
 
         show_diff(res, failed)
     for f in failed:
-        click.echo(f"FAIL {f['line']}", err=as_json)
+        click.echo(f"FAIL {safe_text.shown(f['line'], 1000)}", err=as_json)
     if failed:
         sys.exit(1)

@@ -9,6 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agentprof.report.safe_text import console as safe_console
+from agentprof.report.safe_text import shown
+
 
 def diff_table(res: Any) -> Table:
     """One row per compared figure; significant rows in bold, slower/less reuse red, faster/more green."""
@@ -27,7 +30,7 @@ def diff_table(res: Any) -> Table:
             style = "bold red" if worse else "bold green" if better else "bold"
         sig = "yes" if c.significant else ("–" if c.p_adjusted is None else "no")
         pa = "–" if c.p_adjusted is None else f"{c.p_adjusted:.2g}"
-        name = LABELS.get(c.metric, c.metric) + ("" if c.scope in ("task", "call") else f" · {c.scope.partition(':')[2]}")
+        name = LABELS.get(c.metric, c.metric) + ("" if c.scope in ("task", "call") else f" · {shown(c.scope.partition(':')[2])}")
         if c.scope == "call":
             name += " (per call)"
         t.add_row(Text(name), Text(fmt_value(c.metric, c.base)),
@@ -37,10 +40,10 @@ def diff_table(res: Any) -> Table:
 
 def show_diff(res: Any, failed: list[dict[str, Any]], console: Console | None = None) -> None:
     """Print the comparison."""
-    con = console or Console()
+    con = console or safe_console()
     for side in ("base", "new"):
         s = res.sides.get(side, {})
-        con.print(Text(f"{side.upper()}: {s.get('label')} — {s.get('runs')} run(s), {s.get('model_calls')} model "
+        con.print(Text(f"{side.upper()}: {shown(s.get('label'))} — {s.get('runs')} run(s), {s.get('model_calls')} model "
                        f"calls, {s.get('files')} file(s), {s.get('misses')} cache misses"))
     m = res.method
     con.print(Text(f"test: {m['test']} across {m['across']}; {m['correction']}, alpha {m['alpha']:g}; a significant "
@@ -52,11 +55,11 @@ def show_diff(res: Any, failed: list[dict[str, Any]], console: Console | None = 
         for c in res.new_miss_causes:
             con.print(Text(f"  {c['cause']}: {c['misses']} miss(es)"), style="bold")
             for e in c["examples"][:3]:
-                con.print(Text(f"    {e['session_id']} call {e['call']}: {e['detail']}"))
+                con.print(Text(f"    {shown(e['session_id'])} call {e['call']}: {shown(e['detail'])}"))
             if c.get("fix"):
                 con.print(Text(f"    fix: {c['fix']}"))
     for n in res.notes:
         con.print(Text("note: " + n, style="yellow"))
     sig = res.significant
-    con.print(Text(f"{len(sig)} significant change(s)" + (": " + ", ".join(f"{c.metric} [{c.scope}]" for c in sig)
+    con.print(Text(f"{len(sig)} significant change(s)" + (": " + ", ".join(f"{c.metric} [{shown(c.scope)}]" for c in sig)
                                                           if sig else ""), style="bold"))

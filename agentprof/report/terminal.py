@@ -22,6 +22,7 @@ from rich.text import Text
 
 from agentprof.report import safe_text
 from agentprof.report.formats import fmt_bytes, fmt_duration, fmt_int, fmt_pct, fmt_x
+from agentprof.report.safe_text import console as safe_console
 
 KIND_STYLE = {"model": "blue", "tool": "yellow", "parse": "magenta", "orchestration": "green", "wait": "bright_black"}
 TIME_ROWS = (("model_s", "model"), ("tool_s", "tool"), ("parse_s", "parse"), ("orchestration_s", "orchestration"),
@@ -272,7 +273,7 @@ def serving_view(sv: dict[str, Any]) -> RenderableType:
 
 def show(renderable: RenderableType, console: Console | None = None) -> None:
     """Print a renderable on ``console`` (stdout by default)."""
-    (console or Console()).print(renderable)
+    (console or safe_console()).print(renderable)
 
 
 @contextmanager
@@ -280,7 +281,7 @@ def progress_bar(description: str, total: int | None = None, console: Console | 
                  enabled: bool | None = None) -> Iterator[Callable[[int], None]]:
     """A progress bar on stderr for long work; yields ``advance(n=1)``. Silent when stderr is not a terminal
     (or ``enabled=False``)."""
-    con = console or Console(stderr=True)
+    con = console or safe_console(stderr=True)
     if enabled is None:
         enabled = con.is_terminal
     if not enabled:

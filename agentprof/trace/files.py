@@ -129,6 +129,7 @@ def read_jsonl(path: str | os.PathLike[str], skip_bad_lines: bool = False) -> Tr
         raise TraceFormatError(p, None, "empty trace file")
     if skipped:
         diags.append(Diagnostic("skipped_lines", f"{skipped} bad lines skipped", p))
+    meta.pop("run_root", None)  # `agentprof run`'s copy of the agent span as it started (capture.run_trace)
     for d in meta.pop("diagnostics", []) or []:
         diags.append(Diagnostic(**d) if isinstance(d, dict) else Diagnostic("note", str(d)))
     if updates:

@@ -14,13 +14,14 @@ Provider conventions handled:
 - OpenInference ``llm.token_count.*``; OTel ``gen_ai.usage.*`` (current and legacy names); OpenLLMetry
   ``llm.usage.*``. Legacy and OpenLLMetry inputs smaller than their own cached part are read as additive.
 
-Impossible values are reported in ``Usage.problems`` (for the trace's diagnostics) and dropped by
-``Usage.usable()``, never silently used. :func:`resolve_streamed_output` picks the real output count of a
+Impossible values (negative, beyond a 64-bit integer, not finite) are reported in ``Usage.problems`` (for the
+trace's diagnostics) and dropped by ``Usage.usable()``, never silently used. :func:`resolve_streamed_output` picks the real output count of a
 response logged several times while streaming (Claude Code's placeholder ``output_tokens``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +41,7 @@ class Usage:
         """A copy without the values named in ``problems`` (what goes into the span table)."""
         u = Usage(**{k: v for k, v in self.__dict__.items() if k != "problems"}, problems=list(self.problems))
         for name, v in u.as_columns().items():
-            if v is not None and v < 0:
+            if v is not None and (v < 0 or v > INT64_MAX):
                 setattr(u, name, None)
         if u.input_tokens is not None:
             if u.cache_read_tokens is not None and u.cache_read_tokens > u.input_tokens:
@@ -76,16 +77,46 @@ def to_mapping(obj: Any) -> dict[str, Any]:
     return {k: getattr(obj, k) for k in dir(obj) if not k.startswith("_") and not callable(getattr(obj, k, None))}
 
 
+INT64_MAX = (1 << 63) - 1
+
+
+class Unreadable(int):
+    """A count that is not a finite number (``inf``, ``NaN``): beyond any range, reported with its text."""
+
+    raw: str
+
+    def __new__(cls, raw: str) -> Unreadable:
+        obj = super().__new__(cls, 1 << 64)
+        obj.raw = raw
+        return obj
+
+    def __repr__(self) -> str:
+        return self.raw
+
+    __str__ = __repr__
+
+
+def shown_number(v: int) -> str:
+    """An out-of-range count for a message: its text, or ``1e+308`` rather than 309 digits."""
+    if isinstance(v, Unreadable) or abs(v) < 10**20:
+        return str(v)
+    digits = str(abs(v))  # not float(v): a sum of such counts may be beyond any float
+    return f"{'-' if v < 0 else ''}{digits[0]}.{digits[1:3]}e+{len(digits) - 1}"
+
+
 def _int(v: Any) -> int | None:
+    """A token count as an int (may be out of range: :func:`_check` reports it), ``None`` when absent or text."""
     if v is None or isinstance(v, bool):
         return None
-    if isinstance(v, (int, float)):
-        return int(v)
     if isinstance(v, str):
         try:
-            return int(float(v))
+            v = float(v)
         except ValueError:
             return None
+    if isinstance(v, float):
+        return int(v) if math.isfinite(v) else Unreadable(repr(v))
+    if isinstance(v, int):
+        return int(v)
     return None
 
 
@@ -102,6 +133,10 @@ def _check(u: Usage) -> Usage:
     for name, v in u.as_columns().items():
         if v is not None and v < 0:
             u.problems.append(f"negative {name} ({v})")
+        elif v is not None and v > INT64_MAX:
+            u.problems.append(f"{name} out of range ({shown_number(v)})")
+    if any(v is not None and v > INT64_MAX for v in u.as_columns().values()):
+        return u  # the relations below mean nothing with a count that is not one
     if u.input_tokens is not None:
         cached = (u.cache_read_tokens or 0) + (u.cache_write_tokens or 0)
         if u.cache_read_tokens is not None and u.cache_read_tokens > u.input_tokens:
@@ -253,6 +288,8 @@ def resolve_streamed_output(reports: list[int | None], visible_tokens: int | Non
         return StreamedOutput(None, None, "none")
     final = max(vals)
     problems: list[str] = []
+    if final > INT64_MAX:
+        return StreamedOutput(None, None, "none", [f"output_tokens out of range ({shown_number(final)})"])
     source = "only" if len(set(vals)) == 1 else "final"
     if final < 0:
         return StreamedOutput(None, final, "none", [f"negative output_tokens ({final})"])

@@ -130,3 +130,25 @@ def test_run_names_the_trace_after_the_script_past_interpreter_options(tmp_path)
                          dict(os.environ))
     assert done.returncode == 0, done.stderr
     assert os.path.basename(trace_from(done.stderr)).startswith("myagent-")
+
+
+@pytest.mark.parametrize("setup", ["under-a-file", "read-only", "sample-interval"])
+def test_a_failed_recording_set_up_runs_the_program_unprofiled(tmp_path, setup):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    options = {"under-a-file": ["--out", str(blocker / "traces")],
+               "read-only": ["--out", "/proc/agentprof-traces"],
+               "sample-interval": ["--out", str(tmp_path / "t"), "--sample-interval", "0"]}[setup]
+    done = agentprof_run([*options, "--", "python", "-c", "print('agent ran')"], dict(os.environ))
+    assert done.returncode == 0 and done.stdout == "agent ran\n"
+    warnings = [x for x in done.stderr.splitlines() if x.startswith("agentprof:")]
+    assert len(warnings) == 1 and warnings[0].endswith("the program runs unprofiled"), done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("program", [["missing.py"], ["-m", "no_such_module"], ["broken.py"]])
+def test_a_program_that_never_ran_leaves_no_trace(tmp_path, program):
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    done = agentprof_run(["--out", str(tmp_path / "t"), "--", "python", *program], dict(os.environ), cwd=tmp_path)
+    assert done.returncode in (1, 2) and "no trace recorded" in done.stderr
+    assert list((tmp_path / "t").iterdir()) == []

@@ -437,3 +437,14 @@ def test_documents_with_the_same_id_stay_apart(tmp_path):
     namespaces = m.group_by("session_id").agg((pl.col("block_hashes").list.first() // (1 << 32)).first())
     assert namespaces.get_column("block_hashes").n_unique() == 2
     assert any(d.kind == "duplicate_id" for d in tr.diagnostics)
+
+
+def test_a_document_over_the_record_limit_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
+    """As an over-long line in the line-based formats: one located error (memory: scripts/reliability.py)."""
+    from agentprof.importers import kv_cache_tester
+
+    src = SAMPLES / "kv-cache-tester" / "trace_0001.json"
+    monkeypatch.setattr(kv_cache_tester, "MAX_RECORD_BYTES", src.stat().st_size // 2)
+    with pytest.raises(TraceFormatError) as e:
+        load_any(src, "kv-cache-tester")
+    assert e.value.line == 1 and "over the" in e.value.reason and "AGENTPROF_MAX_RECORD_MB" in e.value.reason

@@ -26,13 +26,16 @@ PAYLOADS = [
     "\u202eevil\u202c \u2066rtl\u2069",
     "ctl\x1b[31mRED\x1b[0m\x07\x08\r\x00end",
     "\u2028line\u2029sep",
+    "\x1b]0;pwned title\x07",  # sets the terminal's title
+    "\x1b[2J\x1b[H",  # clears the screen
+    "\u202eC0\x01\x7f C1\x85\x90\x9b31m\x9c",
 ]
 HUGE = "N" * (1 << 20)
 
 
 def hostile_records() -> list[dict]:
     """Span records: a session whose every name, model, error type, wait reason and id is a payload."""
-    sess = "sess" + PAYLOADS[3]
+    sess = "sess" + PAYLOADS[3] + PAYLOADS[15]
     recs = [span(sess, "root", None, "agent", "invoke_agent " + PAYLOADS[4], T0, T0 + 400 * SEC,
                  **{"gen_ai.agent.name": PAYLOADS[1]})]
     t = T0 + SEC

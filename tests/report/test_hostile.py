@@ -46,6 +46,37 @@ def test_replay_and_import_print_trace_text_literally(capsys, hostile, tmp_path)
     assert not _RAW_CONTROL.search(out + err)
 
 
+_TERMINAL_UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Any C0/C1 control byte (newline aside), bidi mark or override: none of them is agentprof's own output."""
+
+
+@pytest.mark.parametrize("command", ["analyze", "report", "replay", "diff", "export", "import", "cachesim",
+                                     "error"])
+def test_no_control_byte_from_the_trace_reaches_the_terminal(capsys, hostile, tmp_path, command):
+    """Title-setting (OSC), screen-clearing (CSI), C1 and bidi payloads in wait reasons, tool, model and session
+    names: every command's stdout and stderr show them escaped."""
+    path = str(hostile)
+    if command == "error":  # an error line quoting the file: a trace whose name field is the payload
+        bad = tmp_path / "\x1b]0;pwned\x07bad.jsonl"
+        bad.write_text(json.dumps({"record": "meta", "format": "\x1b[2J\u202e"}) + "\n")
+        args = ["analyze", str(bad), "--no-progress"]
+    else:
+        args = {"analyze": ["analyze", path, "--no-progress"],
+                "report": ["report", path, "-o", str(tmp_path / "h.html"), "-s", "h200+x86"],
+                "replay": ["replay", path, "-s", "h200+x86"],
+                "diff": ["diff", path, path],
+                "export": ["export", path, "--to", "perfetto", "-o", str(tmp_path / "h.json")],
+                "import": ["import", path, "-o", str(tmp_path / "h.parquet")],
+                "cachesim": ["cachesim", path, "--model", "gpt-oss-120b"]}[command]
+    code, out, err = run(capsys, *args)
+    assert code == (2 if command == "error" else 0), err
+    assert "Traceback" not in out + err
+    assert not _TERMINAL_UNSAFE.search(out + err), sorted({repr(c) for c in _TERMINAL_UNSAFE.findall(out + err)})
+    assert len(out + err) < 200_000  # the 1 MB name is cut, not printed
+    if command in ("analyze", "diff", "error"):
+        assert "\\x1b" in out + err  # shown as an escape, not dropped
+
+
 def _has_option(cmd: str, opt: str) -> bool:
     import click
 

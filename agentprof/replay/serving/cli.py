@@ -122,12 +122,11 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
       agentprof capacity traces/ -s jalapeno --slo ttft_p99=5s --slo tpot_p99=50ms \\
           --cache-policy lmcache:cpu=2TB --json
     """
-    from rich.console import Console
-
     from agentprof.catalog.hardware import load_catalog
     from agentprof.importers import load_any
     from agentprof.replay.cachepolicy import parse_policy
     from agentprof.replay.serving.capacity import capacity
+    from agentprof.report.safe_text import console as safe_console
 
     cfg = serving_config(1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools, attention, kv_dtype,
                          deployment)
@@ -146,7 +145,7 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
     if as_json:
         click.echo(json.dumps(res, indent=2, default=str))
         return
-    console = Console()
+    console = safe_console()
     slo = ", ".join(f"{s['metric']}_{s['percentile']} <= {fmt_duration(s['bound_s'])}" for s in res["slo"])
     console.print(f"capacity at {slo}: {res['sessions']} session(s), {res['calls']} calls as {res['model']}")
     ok = [(r["system"], r["serving"]) for r in res["systems"] if r.get("serving")]
