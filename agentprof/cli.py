@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="agentprof", standalone_mode=False)
     except AgentprofError as e:
-        from agentprof.report.safe_text import shown
+        from agentprof.safe_text import shown
 
         click.echo(f"error: {shown(e, 2000)}", err=True)
         sys.exit(2)

@@ -75,8 +75,8 @@ def analyze(paths: tuple[str, ...], as_json: bool, skip_bad_lines: bool, n_misse
 def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     from rich.table import Table
 
-    from agentprof.report.safe_text import console as safe_console
-    from agentprof.report.safe_text import markup, text
+    from agentprof.safe_text import console as safe_console
+    from agentprof.safe_text import markup, text
     from agentprof.trace.waits import HUMAN_REASONS
 
     con = safe_console()
@@ -195,7 +195,7 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
     """CPU-bound shares of orchestration and tools, and the top sampled functions (captured traces)."""
     from rich.table import Table
 
-    from agentprof.report.safe_text import text
+    from agentprof.safe_text import text
 
     cb = d.get("cpu_bound")
     if not cb or cb.get("orchestration_cpu_s") is None:
@@ -228,7 +228,7 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
 
 def _print_notes(con: Any, messages: list[str], kinds: list[str], per_kind: int = 3) -> None:
     """Diagnostics as ``note:`` lines, at most ``per_kind`` of each kind (the rest counted; all are in --json)."""
-    from agentprof.report.safe_text import markup
+    from agentprof.safe_text import markup
 
     shown: dict[str, int] = {}
     for msg, kind in zip(messages, kinds, strict=True):
@@ -333,8 +333,8 @@ def _print_sim(out: dict[str, Any]) -> None:
     from rich.table import Table
 
     from agentprof.analysis.units import format_bytes
-    from agentprof.report.safe_text import console as safe_console
-    from agentprof.report.safe_text import markup
+    from agentprof.safe_text import console as safe_console
+    from agentprof.safe_text import markup
 
     con = safe_console()
     s = out["simulation"]

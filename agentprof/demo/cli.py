@@ -46,7 +46,7 @@ def demo(out_dir: str, traces_dir: str, systems: tuple[str, ...], serve_on: str,
     from rich.text import Text
 
     from agentprof.demo.run import run_demo
-    from agentprof.report.safe_text import console as safe_console
+    from agentprof.safe_text import console as safe_console
 
     if importlib.util.find_spec("openai") is None:  # the bundled agent is plain code on the real openai SDK
         raise AgentprofError("the demo's agent needs the openai SDK: pip install 'agentprof[openai]'")

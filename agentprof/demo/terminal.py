@@ -14,7 +14,7 @@ from rich.text import Text
 
 from agentprof.demo.run import DemoResult
 from agentprof.report.formats import fmt_duration, fmt_int, fmt_pct, fmt_tokens, fmt_x
-from agentprof.report.safe_text import console as safe_console
+from agentprof.safe_text import console as safe_console
 
 _FMT = {"dur": fmt_duration, "pct": fmt_pct, "int": fmt_int, "tok": fmt_tokens, "x": fmt_x}
 

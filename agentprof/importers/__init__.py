@@ -65,7 +65,7 @@ def _progress(total: int, enabled: bool):  # -> contextmanager yielding an advan
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from agentprof.report.safe_text import console as safe_console
+        from agentprof.safe_text import console as safe_console
 
         with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.description}", markup=False), console=safe_console(file=sys.stderr), transient=True) as prog:

@@ -59,8 +59,8 @@ def import_cmd(paths: tuple[str, ...], fmt: str, output: str | None, as_json: bo
 def _print_human(s: dict) -> None:
     from rich.table import Table
 
-    from agentprof.report.safe_text import console as safe_console
-    from agentprof.report.safe_text import markup
+    from agentprof.safe_text import console as safe_console
+    from agentprof.safe_text import markup
 
     console = safe_console()
     t = Table(show_header=False, box=None, pad_edge=False)

@@ -140,7 +140,7 @@ def print_result(d: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from agentprof.report.safe_text import markup
+    from agentprof.safe_text import markup
 
     con = Console()
     c, t = d["calls"], d["tasks"]

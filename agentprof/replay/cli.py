@@ -108,8 +108,8 @@ def _print_replay(res: Any) -> None:
     from rich.table import Table
 
     from agentprof.replay.bands import ESTIMATED_TIER
-    from agentprof.report.safe_text import console as safe_console
-    from agentprof.report.safe_text import markup
+    from agentprof.safe_text import console as safe_console
+    from agentprof.safe_text import markup
 
     console = safe_console()
     # fits 100 columns: short headers, no vertical rules; units are in the cells
@@ -232,7 +232,7 @@ def list_cmd(catalogs: tuple[str, ...], as_json: bool) -> None:
         return
     from rich.table import Table
 
-    from agentprof.report.safe_text import console as safe_console
+    from agentprof.safe_text import console as safe_console
 
     console = safe_console()
     t = Table(title="serving systems")
@@ -472,7 +472,7 @@ def _is_agentic(path: str) -> bool:
 def _print_fidelity(s: dict[str, Any], label: str) -> None:
     from rich.table import Table
 
-    from agentprof.report.safe_text import console as safe_console
+    from agentprof.safe_text import console as safe_console
 
     console = safe_console()
     t = Table(title=f"{label}: {s['covered']}/{s['points']} points covered")

@@ -10,7 +10,7 @@ import click
 
 from agentprof.distributed.options import cluster_options
 from agentprof.errors import AgentprofError
-from agentprof.report.safe_text import console as safe_console
+from agentprof.safe_text import console as safe_console
 
 
 def _load(paths: tuple[str, ...], skip_bad_lines: bool, workers: int | None = None, scheduler: str | None = None):

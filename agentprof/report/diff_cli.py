@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
+from agentprof import safe_text
 from agentprof.errors import AgentprofError
-from agentprof.report import safe_text
 
 _CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 

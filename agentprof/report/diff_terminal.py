@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agentprof.report.safe_text import console as safe_console
-from agentprof.report.safe_text import shown
+from agentprof.safe_text import console as safe_console
+from agentprof.safe_text import shown
 
 
 def diff_table(res: Any) -> Table:

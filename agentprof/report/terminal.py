@@ -20,9 +20,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from agentprof.report import safe_text
+from agentprof import safe_text
 from agentprof.report.formats import fmt_bytes, fmt_duration, fmt_int, fmt_pct, fmt_x
-from agentprof.report.safe_text import console as safe_console
+from agentprof.safe_text import console as safe_console
 
 KIND_STYLE = {"model": "blue", "tool": "yellow", "parse": "magenta", "orchestration": "green", "wait": "bright_black"}
 TIME_ROWS = (("model_s", "model"), ("tool_s", "tool"), ("parse_s", "parse"), ("orchestration_s", "orchestration"),

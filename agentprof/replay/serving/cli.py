@@ -126,7 +126,7 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
     from agentprof.importers import load_any
     from agentprof.replay.cachepolicy import parse_policy
     from agentprof.replay.serving.capacity import capacity
-    from agentprof.report.safe_text import console as safe_console
+    from agentprof.safe_text import console as safe_console
 
     cfg = serving_config(1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools, attention, kv_dtype,
                          deployment)
