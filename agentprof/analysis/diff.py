@@ -1,15 +1,18 @@
 """``agentprof diff``: compare two sides (BASE and NEW, each one or more runs) figure by figure, test each
 change, and say which regressions cross a CI threshold. Definitions and the statistics: ``docs/DIFF.md``.
 
-- Every figure of :mod:`agentprof.analysis.run_figures` gets a base value, a new value (medians over each
-  side's runs), the ratio new / base and a two-sided Mann–Whitney U test (``scipy.stats.mannwhitneyu``):
-  across **runs** when both sides have at least two runs, else across the **calls / spans** the figure is
-  made of (figures that exist once per run are then not tested).
+- **Per-call figures** (each tool's calls, each model's call duration, TTFT and output rate, parse spans,
+  wait spans, orchestration gaps) are compared on a log scale with runs as blocks
+  (:mod:`agentprof.analysis.call_stats`): one run a side is enough, since every call is a sample.
+- **Per-run figures** (wall and agent-active time, the critical-path buckets, each tool's time per run, call
+  and token counts) are the medians over each side's runs, tested with a two-sided Mann–Whitney U test
+  (``scipy.stats.mannwhitneyu``) across runs when both sides have at least two; prefix reuse and the provider
+  cache share across runs, or across calls with one run on a side.
 - The p-values of all tested figures are adjusted together (Holm's step-down by default, which bounds the
   chance of *any* false flag per comparison at ``alpha``; Benjamini–Hochberg through
   ``scipy.stats.false_discovery_control`` on request). A change is **significant** when its adjusted p is
-  below ``alpha`` *and* it moves the figure by at least ``min_change`` (relative): statistical and practical
-  significance both.
+  below ``alpha`` *and* it is practically large: at least ``min_change`` relative and, for times, at least
+  ``min_abs_s`` seconds.
 - Cache-miss causes that explain misses in NEW but none in BASE are listed with examples and their fixes.
 """
 
@@ -23,23 +26,27 @@ from typing import Any
 import numpy as np
 
 from agentprof.analysis.active import is_outside_agent
+from agentprof.analysis.call_stats import SideMean, logs, side_mean, welch
 from agentprof.analysis.misses import FIXES
 from agentprof.analysis.run_figures import Key, SideFigures, miss_causes, side_figures
 from agentprof.errors import AgentprofError
 from agentprof.trace.schema import Trace
 
 ALPHA = 0.01
-MIN_CHANGE = 0.05
+MIN_CHANGE = 0.10
+MIN_ABS_S = 0.001
+"""A time figure must also move by at least this many seconds to count (a parse span of 40 µs that takes 80 µs
+on a busy machine is not a regression anyone acts on)."""
 CORRECTIONS = ("holm", "bh")
 EXACT_MAX_SPLITS = 5000
 """Samples with at most this many ways to split them are tested by enumerating every split."""
 
-METRIC_ORDER = ("wall_s", "agent_active_s", "model_s", "tool_s", "parse_s", "orchestration_s", "wait_s",
-                "tool_time_s", "model_calls", "input_tokens", "output_tokens", "prefix_reuse",
-                "provider_cache_share", "ttft_s", "output_tokens_per_s")
+METRIC_ORDER = ("call_s", "ttft_s", "output_tokens_per_s", "wall_s", "agent_active_s", "model_s", "tool_s",
+                "parse_s", "orchestration_s", "wait_s", "tool_time_s", "model_calls", "input_tokens",
+                "output_tokens", "prefix_reuse", "provider_cache_share")
 LABELS = {
     "wall_s": "wall time", "agent_active_s": "agent-active time", "model_s": "model", "tool_s": "tools",
-    "parse_s": "parse", "orchestration_s": "orchestration", "wait_s": "wait", "tool_time_s": "tool",
+    "parse_s": "parse", "orchestration_s": "orchestration", "wait_s": "wait time", "tool_time_s": "tool time",
     "model_calls": "model calls", "input_tokens": "input tokens", "output_tokens": "output tokens",
     "prefix_reuse": "prefix reuse", "provider_cache_share": "cache read share", "ttft_s": "TTFT",
     "output_tokens_per_s": "output rate",
@@ -57,10 +64,29 @@ def unit_of(metric: str) -> str:
     return UNITS.get(metric, "s")
 
 
+def is_per_call(metric: str, scope: str) -> bool:
+    """Figures compared call by call on a log scale (:mod:`agentprof.analysis.call_stats`)."""
+    return metric == "call_s" or scope.startswith("model:")
+
+
+def figure_name(metric: str, scope: str) -> str:
+    """A figure's name for people: ``tool run_tests`` (its calls), ``tool time · run_tests`` (per run),
+    ``TTFT gpt-4o``, ``orchestration gap`` (trace names as they are: callers that print it escape it)."""
+    label = LABELS.get(metric, metric)
+    kind, _, name = scope.partition(":")
+    if metric == "call_s":
+        return {"parse": "parse span", "gap": "orchestration gap"}.get(scope, f"{kind} {name}")
+    if kind == "model":
+        return f"{label} {name}"
+    if scope in ("task", "call"):
+        return label + (" (per call)" if scope == "call" else "")
+    return f"{label} · {name}"
+
+
 def is_slowdown_figure(metric: str, scope: str) -> bool:
     """Figures ``--fail-if-slower`` watches: the agent's own times and the model's speed (waits on a person,
     an approval or idle time are not the agent being slower)."""
-    if metric == "wait_s":
+    if scope.startswith("wait:"):
         return not is_outside_agent(scope.partition(":")[2])
     return unit_of(metric) == "s" or metric == "output_tokens_per_s"
 
@@ -79,8 +105,12 @@ class Change:
     p_adjusted: float | None = None
     n_base: int = 0
     n_new: int = 0
-    unit: str | None = None  # what the test compared: "runs", "calls", "spans"; None when not tested
+    unit: str | None = None  # what the test compared: "runs", "calls", "spans", "gaps"; None when not tested
     note: str | None = None
+    runs_base: int = 0  # runs the per-call samples came from
+    runs_new: int = 0
+    practical: bool = False  # moved by at least min_change (and min_abs_s for times)
+    threshold_only: bool = False  # a per-call figure with too few calls to test: gated by the threshold alone
 
     @property
     def key(self) -> Key:
@@ -100,11 +130,21 @@ class Change:
             return None
         return (self.base - self.new) * 100.0
 
+    @property
+    def per_call(self) -> bool:
+        return is_per_call(self.metric, self.scope)
+
+    @property
+    def name(self) -> str:
+        return figure_name(self.metric, self.scope)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "scope": self.scope, "base": self.base, "new": self.new, "ratio": self.ratio,
+        return {"metric": self.metric, "scope": self.scope, "name": self.name, "base": self.base, "new": self.new,
+                "ratio": self.ratio,
                 "significant": self.significant, "p": self.p, "p_adjusted": self.p_adjusted,
-                "n_base": self.n_base, "n_new": self.n_new, "tested_across": self.unit, "value_unit": unit_of(self.metric),
-                "label": LABELS.get(self.metric, self.metric), "note": self.note}
+                "n_base": self.n_base, "n_new": self.n_new, "runs_base": self.runs_base, "runs_new": self.runs_new,
+                "tested_across": self.unit, "per_call": self.per_call, "threshold_only": self.threshold_only,
+                "value_unit": unit_of(self.metric), "label": LABELS.get(self.metric, self.metric), "note": self.note}
 
 
 @dataclass
@@ -126,19 +166,28 @@ class DiffResult:
     def significant(self) -> list[Change]:
         return [c for c in self.changes if c.significant]
 
+    @property
+    def threshold_only(self) -> list[Change]:
+        """Per-call figures with too few calls to test, which ``--fail-if-slower`` judges by its threshold alone."""
+        return [c for c in self.changes if c.threshold_only]
+
     def failures(self, slower_pct: float | None = None, reuse_drop_pct: float | None = None) -> list[dict[str, Any]]:
-        """Significant regressions beyond the thresholds: ``slower_pct`` (relative, %) on speed figures,
-        ``reuse_drop_pct`` (percentage points) on prefix reuse and provider cache share."""
+        """Significant regressions beyond the thresholds: ``slower_pct`` (relative, %) on speed figures (per-call
+        figures too few to test: past the threshold alone), ``reuse_drop_pct`` (percentage points) on prefix
+        reuse and provider cache share."""
         out: list[dict[str, Any]] = []
-        for c in self.significant:
+        for c in self.changes:
             slower = c.slower_by()
-            if slower_pct is not None and slower is not None and slower * 100.0 > slower_pct:
-                out.append({"metric": c.metric, "scope": c.scope, "rule": "slower", "threshold_pct": slower_pct,
-                            "by_pct": slower * 100.0, "line": _fail_line(c, f"{slower:+.1%} slower, limit "
-                                                                            f"{slower_pct:g} %")})
+            if (slower_pct is not None and slower is not None and slower * 100.0 > slower_pct
+                    and (c.significant or (c.threshold_only and c.practical))):
+                out.append({"metric": c.metric, "scope": c.scope, "name": c.name, "rule": "slower",
+                            "threshold_pct": slower_pct, "by_pct": slower * 100.0, "tested": c.significant,
+                            "line": _fail_line(c, f"{slower:+.1%} slower, limit {slower_pct:g} %")})
+            if not c.significant:
+                continue
             drop = c.reuse_drop()
             if reuse_drop_pct is not None and drop is not None and drop > reuse_drop_pct:
-                out.append({"metric": c.metric, "scope": c.scope, "rule": "reuse_drops",
+                out.append({"metric": c.metric, "scope": c.scope, "name": c.name, "rule": "reuse_drops",
                             "threshold_pct": reuse_drop_pct, "by_pct": drop,
                             "line": _fail_line(c, f"down {drop:.1f} points, limit {reuse_drop_pct:g} points")})
         return out
@@ -167,9 +216,14 @@ def fmt_value(metric: str, v: float | None) -> str:
 
 
 def _fail_line(c: Change, why: str) -> str:
-    p = f"p_adj {c.p_adjusted:.2g}" if c.p_adjusted is not None else ""
-    return (f"{c.metric} [{c.scope}]: {fmt_value(c.metric, c.base)} -> {fmt_value(c.metric, c.new)} "
-            f"({why}; {p}, across {c.n_base} vs {c.n_new} {c.unit})")
+    """``metric [scope]: base -> new (why; evidence)``; the scope is trace text (callers printing it escape it)."""
+    if c.threshold_only:
+        ev = f"too few to test: {c.n_base} vs {c.n_new} {c.unit or 'calls'}, threshold alone"
+    else:
+        ev = f"p_adj {c.p_adjusted:.2g}, across {c.n_base} vs {c.n_new} {c.unit}"
+        if c.per_call:
+            ev += f" of {c.runs_base} vs {c.runs_new} run(s)"
+    return f"{c.metric} [{c.scope}]: {fmt_value(c.metric, c.base)} -> {fmt_value(c.metric, c.new)} ({why}; {ev})"
 
 
 def mann_whitney(x: np.ndarray, y: np.ndarray) -> float | None:
@@ -236,31 +290,69 @@ def _ratio(b: float | None, n: float | None) -> float | None:
     return n / b
 
 
-def _moved(c: Change, min_change: float) -> bool:
+def _practical(c: Change, min_change: float, min_abs_s: float) -> bool:
+    """Moved enough to matter: ``min_change`` relative and, for times, ``min_abs_s`` seconds."""
     if c.base is None or c.new is None:
+        return False
+    if unit_of(c.metric) == "s" and abs(c.new - c.base) < min_abs_s:
         return False
     if c.ratio is None:  # from zero to something
         return c.new != c.base
     return abs(c.ratio - 1.0) >= min_change
 
 
-def _order(key: Key) -> tuple[int, str]:
+def _order(key: Key) -> tuple[int, int, str]:
     m, s = key
-    return (METRIC_ORDER.index(m) if m in METRIC_ORDER else len(METRIC_ORDER), s)
+    return (0 if is_per_call(m, s) else 1, METRIC_ORDER.index(m) if m in METRIC_ORDER else len(METRIC_ORDER), s)
+
+
+def _per_call_change(key: Key, base: SideFigures, new: SideFigures) -> Change:
+    """A per-call figure: the median call of each side and their ratio (robust: one slow call of three does not
+    move it), and Welch's test on the logs with runs as blocks; a side with too few calls to test marks it
+    ``threshold_only``."""
+    c = Change(key[0], key[1], None, None, None, False)
+    c.unit = base.sample_unit.get(key) or new.sample_unit.get(key) or "calls"
+    est: list[SideMean | None] = []
+    for f, side in ((base, "base"), (new, "new")):
+        v = f.samples.get(key, np.empty(0))
+        ok = np.isfinite(v)
+        runs = f.sample_runs.get(key, np.zeros(v.size, dtype=np.int64))[ok]
+        est.append(side_mean(logs(v), runs) if ok.any() else None)
+        if ok.any():
+            setattr(c, side, float(np.median(v[ok])))
+            setattr(c, f"n_{side}", int(ok.sum()))
+            setattr(c, f"runs_{side}", int(np.unique(runs).size))
+    c.ratio = _ratio(c.base, c.new)
+    sb, sn = est
+    if c.base is None or c.new is None:
+        c.unit = None
+        c.note = f"not tested: only {'NEW' if c.base is None else 'BASE'} has it"
+    elif sb is None or sn is None:
+        c.threshold_only = True
+        c.note = (f"too few {c.unit} to test ({c.n_base} vs {c.n_new}; two a side are needed): judged by the "
+                  "threshold alone")
+    else:
+        c.p = welch(sb, sn)
+    return c
 
 
 def compare(base: SideFigures, new: SideFigures, alpha: float = ALPHA, min_change: float = MIN_CHANGE,
-            correction: str = "holm") -> DiffResult:
+            correction: str = "holm", min_abs_s: float = MIN_ABS_S) -> DiffResult:
     """Compare two sides' figures (see the module docstring)."""
     if not 0 < alpha < 1:
         raise AgentprofError(f"--alpha must be between 0 and 1, got {alpha}")
     if min_change < 0:
         raise AgentprofError(f"--min-change must not be negative, got {min_change}")
+    if min_abs_s < 0:
+        raise AgentprofError(f"--min-abs-ms must not be negative, got {min_abs_s * 1e3:g}")
     by_runs = len(base.runs) >= 2 and len(new.runs) >= 2
     keys = sorted(set(base.per_run) | set(new.per_run) | set(base.samples) | set(new.samples), key=_order)
     changes: list[Change] = []
     for key in keys:
         metric, scope = key
+        if is_per_call(metric, scope):
+            changes.append(_per_call_change(key, base, new))
+            continue
         bv, nv = base.value(key), new.value(key)
         if bv is None and metric in ADDITIVE and key not in base.per_run:
             bv = 0.0 if base.runs else None  # a tool or wait reason only NEW has: 0 in BASE
@@ -292,31 +384,46 @@ def compare(base: SideFigures, new: SideFigures, alpha: float = ALPHA, min_chang
     tested = [c for c in changes if c.p is not None]
     for c, pa in zip(tested, adjust([c.p for c in tested if c.p is not None], correction), strict=True):
         c.p_adjusted = pa
-        c.significant = pa < alpha and _moved(c, min_change)
+    for c in changes:
+        c.practical = _practical(c, min_change, min_abs_s)
+        c.significant = c.p_adjusted is not None and c.p_adjusted < alpha and c.practical
     notes: list[str] = []
-    if by_runs and tested and min_p(len(base.runs), len(new.runs)) * len(tested) >= alpha and correction == "holm":
-        notes.append(f"with {len(base.runs)} and {len(new.runs)} runs the smallest possible p-value is "
-                     f"{min_p(len(base.runs), len(new.runs)):.3g}, too large to survive the correction over "
-                     f"{len(tested)} figures: repeat runs (8 or more per side) to detect changes")
+    run_tested = [c for c in tested if not c.per_call]
+    if by_runs and run_tested and min_p(len(base.runs), len(new.runs)) * len(tested) >= alpha \
+            and correction == "holm":
+        notes.append(f"with {len(base.runs)} and {len(new.runs)} runs the smallest possible p-value of a per-run "
+                     f"figure is {min_p(len(base.runs), len(new.runs)):.3g}, too large to survive the correction "
+                     f"over {len(tested)} figures: per-run figures (wall time, call counts) need 8 or more runs "
+                     "a side; per-call figures are tested all the same")
     if not by_runs:
-        notes.append("fewer than two runs on a side: figures are tested across the calls and spans they are made "
-                     "of, and figures that exist once per run (wall, agent-active, orchestration, call count) are "
-                     "not tested; repeat runs to test them")
-    method = {"test": "Mann-Whitney U, two-sided (scipy.stats.mannwhitneyu)",
+        notes.append("one run on a side: per-call figures are tested across their calls; figures that exist once "
+                     "per run (wall, agent-active, the buckets, call and token counts) are shown, not tested")
+    few = [c for c in changes if c.threshold_only and is_slowdown_figure(c.metric, c.scope)]
+    if few:
+        notes.append(f"{len(few)} per-call figure(s) have too few calls to test; --fail-if-slower judges them by "
+                     "its threshold alone: " + ", ".join(f"{c.name} ({c.n_base} vs {c.n_new})" for c in few[:8])
+                     + (" …" if len(few) > 8 else ""))
+    method = {"summary": f"per call: Welch t on logs, runs as blocks; per run: Mann-Whitney U; {correction.upper() if correction == 'bh' else 'Holm'}, "
+                         f"alpha {alpha:g}; at least {min_change:.0%} and {min_abs_s * 1e3:g} ms; "
+                         f"{len(tested)} figures tested",
+              "per_call": "Welch t-test on log values, runs as random blocks (agentprof.analysis.call_stats)",
+              "per_run": "Mann-Whitney U, two-sided (scipy.stats.mannwhitneyu)",
+              "test": "per call: Welch t on logs, runs as blocks; per run: Mann-Whitney U",
               "across": "runs" if by_runs else "calls and spans",
               "correction": {"holm": "Holm step-down (family-wise error rate)",
                              "bh": "Benjamini-Hochberg (false discovery rate)"}[correction],
-              "alpha": alpha, "min_change": min_change, "figures_tested": len(tested),
-              "values": "median over each side's runs of the per-run figure"}
+              "alpha": alpha, "min_change": min_change, "min_abs_s": min_abs_s, "figures_tested": len(tested),
+              "values": "per call: the side's median call; per run: the median over the side's runs"}
     return DiffResult(len(base.runs), len(new.runs), method, changes, new_only_causes(base, new), notes=notes)
 
 
 def new_only_causes(base: SideFigures, new: SideFigures, examples: int = 5) -> list[dict[str, Any]]:
     """Cache-miss causes that are the top cause of some miss in NEW and of none in BASE."""
-    b = miss_causes(base.analysis)
+    if new.analysis is None:
+        return []
     out = []
     for cause, ms in sorted(miss_causes(new.analysis).items(), key=lambda kv: -len(kv[1])):
-        if cause in b:
+        if cause in base.causes:
             continue
         out.append({
             "cause": cause, "misses": len(ms), "fix": FIXES.get(cause),
@@ -328,25 +435,34 @@ def new_only_causes(base: SideFigures, new: SideFigures, examples: int = 5) -> l
     return out
 
 
-def _side_info(trace: Trace, f: SideFigures, label: str) -> dict[str, Any]:
-    return {"label": label, "runs": len(f.runs), "run_ids": f.runs[:50], "sessions": f.analysis.n_sessions,
-            "model_calls": f.analysis.n_model_calls, "files": len(trace.meta.sources),
+def side_info(trace: Trace, f: SideFigures, label: str) -> dict[str, Any]:
+    """What the terminal, the page and a stored baseline show of one side."""
+    return {"label": label, "runs": len(f.runs), "run_ids": f.runs[:50], "sessions": f.info.get("sessions"),
+            "model_calls": f.info.get("model_calls"), "files": len(trace.meta.sources),
             "sources": [s.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] for s in trace.meta.sources][:20],
             "source_format": trace.meta.source_format, "untimed_runs": len(f.untimed_runs),
-            "misses": len(f.analysis.cache_misses)}
+            "misses": f.info.get("misses")}
 
 
-def diff(base: Trace, new: Trace, alpha: float = ALPHA, min_change: float = MIN_CHANGE, correction: str = "holm",
-         labels: tuple[str, str] = ("base", "new")) -> DiffResult:
-    """Compare two traces (each one or more runs) figure by figure; see the module docstring."""
-    for name, t in (("BASE", base), ("NEW", new)):
-        if t.spans.height == 0:
-            raise AgentprofError(f"{name} ({labels[0] if t is base else labels[1]}): no spans to compare "
-                                 "(empty trace)")
-    bf, nf = side_figures(base), side_figures(new)
-    for name, f, t in (("BASE", bf, base), ("NEW", nf, new)):
-        if not f.runs:
-            raise AgentprofError(f"{name}: no runs (top-level sessions) found in {len(t.meta.sources)} file(s)")
-    res = compare(bf, nf, alpha, min_change, correction)
-    res.sides = {"base": _side_info(base, bf, labels[0]), "new": _side_info(new, nf, labels[1])}
+def figures(trace: Trace, name: str = "BASE", label: str = "") -> SideFigures:
+    """One side's figures from its trace (with ``info`` filled for display); errors name the side."""
+    if trace.spans.height == 0:
+        raise AgentprofError(f"{name} ({label}): no spans to compare (empty trace)" if label else
+                             f"{name}: no spans to compare (empty trace)")
+    f = side_figures(trace)
+    if not f.runs:
+        raise AgentprofError(f"{name}: no runs (top-level sessions) found in {len(trace.meta.sources)} file(s)")
+    f.info = side_info(trace, f, label or name.lower())
+    return f
+
+
+def diff(base: Trace | SideFigures, new: Trace, alpha: float = ALPHA, min_change: float = MIN_CHANGE,
+         correction: str = "holm", labels: tuple[str, str] = ("base", "new"),
+         min_abs_s: float = MIN_ABS_S) -> DiffResult:
+    """Compare two traces (each one or more runs; BASE may be a stored baseline's figures) figure by figure; see
+    the module docstring."""
+    bf = base if isinstance(base, SideFigures) else figures(base, "BASE", labels[0])
+    nf = figures(new, "NEW", labels[1])
+    res = compare(bf, nf, alpha, min_change, correction, min_abs_s)
+    res.sides = {"base": bf.info, "new": nf.info}
     return res
