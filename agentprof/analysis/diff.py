@@ -52,6 +52,8 @@ LABELS = {
     "output_tokens_per_s": "output rate",
 }
 """Short names for the terminal and the page (buckets are critical-path time, ``tool`` is summed span time)."""
+LOAD_KEY: Key = ("cpu_wait_s", "task")
+"""The agent thread's time runnable but waiting for a CPU per run: context for the times, never a regression."""
 UNITS = {"model_calls": "", "input_tokens": "tokens", "output_tokens": "tokens", "prefix_reuse": "share",
          "provider_cache_share": "share", "output_tokens_per_s": "tokens/s"}
 SHARES = frozenset({"prefix_reuse", "provider_cache_share"})
@@ -88,6 +90,8 @@ def is_slowdown_figure(metric: str, scope: str) -> bool:
     an approval or idle time are not the agent being slower)."""
     if scope.startswith("wait:"):
         return not is_outside_agent(scope.partition(":")[2])
+    if metric == LOAD_KEY[0]:
+        return False
     return unit_of(metric) == "s" or metric == "output_tokens_per_s"
 
 
@@ -110,6 +114,8 @@ class Change:
     runs_base: int = 0  # runs the per-call samples came from
     runs_new: int = 0
     practical: bool = False  # moved by at least min_change (and min_abs_s for times)
+    added_s: float | None = None  # seconds the change adds to a run (per-call change x calls a run)
+    load_explained: bool = False  # slower by no more than NEW's extra wait for a CPU: the machine, not the agent
     threshold_only: bool = False  # a per-call figure with too few calls to test: gated by the threshold alone
 
     @property
@@ -144,6 +150,7 @@ class Change:
                 "significant": self.significant, "p": self.p, "p_adjusted": self.p_adjusted,
                 "n_base": self.n_base, "n_new": self.n_new, "runs_base": self.runs_base, "runs_new": self.runs_new,
                 "tested_across": self.unit, "per_call": self.per_call, "threshold_only": self.threshold_only,
+                "added_s_per_run": self.added_s, "load_explained": self.load_explained,
                 "value_unit": unit_of(self.metric), "label": LABELS.get(self.metric, self.metric), "note": self.note}
 
 
@@ -158,6 +165,7 @@ class DiffResult:
     new_miss_causes: list[dict[str, Any]]
     sides: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    load: dict[str, float | None] = field(default_factory=dict)  # each side's CPU wait a run, NEW's extra
 
     def change(self, metric: str, scope: str = "task") -> Change | None:
         return next((c for c in self.changes if c.metric == metric and c.scope == scope), None)
@@ -179,7 +187,7 @@ class DiffResult:
         for c in self.changes:
             slower = c.slower_by()
             if (slower_pct is not None and slower is not None and slower * 100.0 > slower_pct
-                    and (c.significant or (c.threshold_only and c.practical))):
+                    and (c.significant or (c.threshold_only and c.practical and not c.load_explained))):
                 out.append({"metric": c.metric, "scope": c.scope, "name": c.name, "rule": "slower",
                             "threshold_pct": slower_pct, "by_pct": slower * 100.0, "tested": c.significant,
                             "line": _fail_line(c, f"{slower:+.1%} slower, limit {slower_pct:g} %")})
@@ -194,8 +202,8 @@ class DiffResult:
 
     def to_dict(self, failed: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         d = {"base": self.sides.get("base", {}), "new": self.sides.get("new", {}), "method": self.method,
-             "changes": [c.to_dict() for c in self.changes], "new_miss_causes": self.new_miss_causes,
-             "notes": self.notes}
+             "load": self.load, "changes": [c.to_dict() for c in self.changes],
+             "new_miss_causes": self.new_miss_causes, "notes": self.notes}
         if failed is not None:
             d["failed"] = failed
         return d
@@ -336,6 +344,21 @@ def _per_call_change(key: Key, base: SideFigures, new: SideFigures) -> Change:
     return c
 
 
+def _explain_by_load(changes: list[Change], extra_s: float) -> None:
+    """Set each time figure's ``added_s`` (what its change adds to a run) and mark slowdowns no larger than
+    NEW's extra CPU wait a run (``extra_s``) as ``load_explained``; an output rate follows its model's calls."""
+    calls = {c.scope: c for c in changes if c.metric == "call_s"}
+    for c in changes:
+        if c.base is None or c.new is None or unit_of(c.metric) != "s" or c.key == LOAD_KEY:
+            continue
+        per_run = (c.n_new / c.runs_new if c.runs_new else 0.0) if c.per_call else 1.0
+        c.added_s = (c.new - c.base) * per_run
+        c.load_explained = extra_s > 0 and 0 < c.added_s <= extra_s
+    for c in changes:
+        if c.metric == "output_tokens_per_s" and c.scope in calls:
+            c.load_explained = extra_s > 0 and calls[c.scope].load_explained
+
+
 def compare(base: SideFigures, new: SideFigures, alpha: float = ALPHA, min_change: float = MIN_CHANGE,
             correction: str = "holm", min_abs_s: float = MIN_ABS_S) -> DiffResult:
     """Compare two sides' figures (see the module docstring)."""
@@ -352,6 +375,11 @@ def compare(base: SideFigures, new: SideFigures, alpha: float = ALPHA, min_chang
         metric, scope = key
         if is_per_call(metric, scope):
             changes.append(_per_call_change(key, base, new))
+            continue
+        if key == LOAD_KEY:
+            bv, nv = base.value(key), new.value(key)
+            changes.append(Change(metric, scope, bv, nv, _ratio(bv, nv), False,
+                                  note="context (how loaded the machine was), not tested"))
             continue
         bv, nv = base.value(key), new.value(key)
         if bv is None and metric in ADDITIVE and key not in base.per_run:
@@ -384,10 +412,19 @@ def compare(base: SideFigures, new: SideFigures, alpha: float = ALPHA, min_chang
     tested = [c for c in changes if c.p is not None]
     for c, pa in zip(tested, adjust([c.p for c in tested if c.p is not None], correction), strict=True):
         c.p_adjusted = pa
+    bw, nw = base.value(LOAD_KEY), new.value(LOAD_KEY)
+    extra = max(0.0, nw - bw) if bw is not None and nw is not None else 0.0
+    _explain_by_load(changes, extra)
     for c in changes:
         c.practical = _practical(c, min_change, min_abs_s)
-        c.significant = c.p_adjusted is not None and c.p_adjusted < alpha and c.practical
+        c.significant = c.p_adjusted is not None and c.p_adjusted < alpha and c.practical and not c.load_explained
     notes: list[str] = []
+    explained = [c for c in changes if c.load_explained and c.practical]
+    if explained:
+        notes.append(f"NEW's agent thread waited {extra:.2f} s more a run for a CPU than BASE's ({fmt_value('s', nw)} "
+                     f"vs {fmt_value('s', bw)}: a busier machine); slowdowns that add no more than that to a run "
+                     "are not counted: " + ", ".join(c.name for c in explained[:8])
+                     + (" …" if len(explained) > 8 else ""))
     run_tested = [c for c in tested if not c.per_call]
     if by_runs and run_tested and min_p(len(base.runs), len(new.runs)) * len(tested) >= alpha \
             and correction == "holm":
@@ -414,7 +451,8 @@ def compare(base: SideFigures, new: SideFigures, alpha: float = ALPHA, min_chang
                              "bh": "Benjamini-Hochberg (false discovery rate)"}[correction],
               "alpha": alpha, "min_change": min_change, "min_abs_s": min_abs_s, "figures_tested": len(tested),
               "values": "per call: the side's median call; per run: the median over the side's runs"}
-    return DiffResult(len(base.runs), len(new.runs), method, changes, new_only_causes(base, new), notes=notes)
+    return DiffResult(len(base.runs), len(new.runs), method, changes, new_only_causes(base, new), notes=notes,
+                      load={"base_cpu_wait_s": bw, "new_cpu_wait_s": nw, "new_extra_s": extra})
 
 
 def new_only_causes(base: SideFigures, new: SideFigures, examples: int = 5) -> list[dict[str, Any]]:

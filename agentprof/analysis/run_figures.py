@@ -4,7 +4,9 @@ samples the figures are made of.
 A **run** is a top-level conversation (a captured ``agentprof.profile`` run, one Claude Code session with its
 sub-agents, …). Per run: wall and agent-active time, the critical-path buckets (model, tool, parse,
 orchestration, each wait reason; ``docs/ANALYSIS.md``), each tool's summed span time, model calls and tokens,
-mean prefix reuse per call and the token-weighted provider cache share.
+mean prefix reuse per call and the token-weighted provider cache share; ``cpu_wait_s``, the time the agent's
+thread was runnable but waiting for a CPU (Linux schedstat, recorded by ``agentprof.profile``), tells how
+loaded the machine was.
 
 Per call (``calls``): each tool's call durations (``call_s``, ``tool:NAME``), each model's call durations,
 time to first token and output rate (``call_s`` / ``ttft_s`` / ``output_tokens_per_s``, ``model:NAME``), parse
@@ -132,6 +134,10 @@ def side_figures(trace: Trace, analysis: Analysis | None = None) -> SideFigures:
         t = tools.filter(pl.col("_tool") == name)
         per_run[("tool_time_s", f"tool:{name}")] = _per_run(t, "_run", pl.col("_dur").sum(), runs, 0.0)
         add_samples(("call_s", f"tool:{name}"), t, "_dur", "calls")
+    runq = timed.with_columns(pl.col("attributes").str.json_path_match(f"$['{sc.RUNQ_NS}']").cast(
+        pl.Float64, strict=False).alias("_runq")).filter(pl.col("_runq").is_not_null())
+    if runq.height:  # the agent thread's time runnable but waiting for a CPU: how loaded the machine was
+        per_run[("cpu_wait_s", "task")] = _per_run(runq, "_run", pl.col("_runq").sum() / 1e9, runs, np.nan)
     gaps = session_gaps(spans)
     if gaps.height:
         gaps = gaps.join(conv_of, on="session_id", how="left").with_columns(
