@@ -151,7 +151,7 @@ def diff(paths: tuple[str, ...], base: tuple[str, ...], new: tuple[str, ...], fm
     Examples:
       agentprof diff traces/main/ traces/pr/ --fail-if-slower 20
       agentprof diff --save-baseline base.json traces/main/
-      agentprof diff base.json traces/pr/ --fail-if-slower 20 --format markdown >> "$GITHUB_STEP_SUMMARY"
+      agentprof diff base.json traces/pr/ --format markdown --fail-if-slower 20
       agentprof diff --base run1.jsonl --base run2.jsonl --new run3.jsonl --new run4.jsonl --html diff.html
     """
     if save_to:

@@ -135,3 +135,34 @@ def test_a_figure_one_side_cannot_measure_is_not_tested_not_zero():
     assert ttft.base is None and ttft.new == pytest.approx(0.2)
     assert ttft.p is None and not ttft.significant and "only NEW has it" in ttft.note
     assert not res.significant
+
+
+def _loaded_run(prefix: str, tool_s: float, runq_s: float) -> Trace:
+    """One run: three calls of ``grep`` (``tool_s`` each, +1 ms per call) under a root span that records how long
+    the agent's thread waited for a CPU."""
+    t, recs = T0, []
+    for i in range(3):
+        d = int(tool_s * S) + i * 1_000_000
+        recs.append(_span(prefix, f"t{i}", "root", "tool", "execute_tool grep", t, t + d,
+                          **{"gen_ai.tool.name": "grep"}))
+        t += d
+    recs.insert(0, _span(prefix, "root", None, "agent", "invoke_agent a", T0, t,
+                         **{sc.RUNQ_NS: int(runq_s * S)}))
+    return Trace(TraceMeta(source_format="agentprof", name="synthetic"), spans_from_records(recs))
+
+
+def test_a_slowdown_within_the_extra_wait_for_a_cpu_is_the_machine_and_beyond_it_the_agent():
+    base = _loaded_run("b", 0.100, runq_s=0.05)
+    # 3 calls 100 -> 130 ms add 0.09 s a run; NEW waited 0.5 s more for a CPU: not counted, either way round
+    res = diff(base, _loaded_run("n", 0.130, runq_s=0.55))
+    grep = res.change("call_s", "tool:grep")
+    assert grep.p_adjusted < 0.01 and grep.practical and grep.load_explained and not grep.significant
+    assert res.load["new_minus_base_s"] == pytest.approx(0.5) and res.failures(slower_pct=20) == []
+    assert any("NEW's agent thread waited 0.50 s more" in n and "tool grep" in n for n in res.notes)
+    back = diff(_loaded_run("n", 0.130, runq_s=0.55), base)
+    assert back.change("call_s", "tool:grep").load_explained and not back.significant
+    # the same slowdown with equal waits, and a 5x slowdown beyond the extra wait, are the agent
+    assert diff(base, _loaded_run("n", 0.130, runq_s=0.05)).change("call_s", "tool:grep").significant
+    res = diff(base, _loaded_run("n", 0.500, runq_s=0.55))
+    assert [f["scope"] for f in res.failures(slower_pct=20)] == ["tool:grep"]
+    assert res.change("cpu_wait_s").p is None and res.change("cpu_wait_s").slower_by() is None
