@@ -73,7 +73,7 @@ def side_mean(y: np.ndarray, runs: np.ndarray) -> SideMean | None:
     return SideMean(mean, var, (r - 1) + dfw * share, n, r)
 
 
-def welch(b: SideMean, n: SideMean) -> float:
+def t_test(b: SideMean, n: SideMean) -> float:
     """Two-sided p-value of the difference of two side means: Student's t with the spreads pooled when each
     side is one run, else Welch's t with Welch–Satterthwaite degrees of freedom; 1.0 when both sides are
     constant and equal, 0.0 when they are constant and differ."""

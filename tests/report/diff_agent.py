@@ -2,7 +2,10 @@
 server, and four ``@agentprof.tool`` tools do real work (``run_tests`` sleeps as long as it is told, 30 ms in a
 baseline). One run: 8 model calls, ``run_tests`` 3 times, ``read_file`` 3 times, ``search`` twice,
 ``list_files`` once. :func:`capture` records one run with ``agentprof.profile``, optionally while busy-loop
-child processes load the machine's CPUs."""
+child processes load the agent's CPU.
+
+As in CI with a hosted model, the load is on the agent's side only: the model server runs in a child process
+on the other CPUs (where there are two or more), and the agent's thread shares its CPU with the busy loops."""
 
 from __future__ import annotations
 
@@ -95,10 +98,41 @@ def run_agent(repo: Path, client: Any, test_s: float) -> str:
     raise RuntimeError("the agent did not finish in 20 turns")
 
 
-def busy_loops(n: int) -> list[subprocess.Popen[bytes]]:
-    """``n`` child processes that spin a CPU each for at most :data:`BUSY_S` seconds."""
-    code = f"import time\nt = time.monotonic()\nwhile time.monotonic() - t < {BUSY_S}:\n    pass\n"
+def cpus() -> tuple[set[int] | None, set[int] | None]:
+    """(the agent's CPU, the model server's CPUs), or (None, None) with fewer than two CPUs to split."""
+    have = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(have) < 2:
+        return None, None
+    return {have[-1]}, set(have[:-1])
+
+
+def busy_loops(n: int, on: set[int] | None) -> list[subprocess.Popen[bytes]]:
+    """``n`` child processes that spin on the CPUs ``on`` for at most :data:`BUSY_S` seconds each."""
+    pin = f"import os\nos.sched_setaffinity(0, {sorted(on)})\n" if on else ""
+    code = pin + f"import time\nt = time.monotonic()\nwhile time.monotonic() - t < {BUSY_S}:\n    pass\n"
     return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
+
+
+def serve(on: list[int] | None) -> None:
+    """The model server's child process: print the base URL, serve until stdin closes."""
+    if on:
+        os.sched_setaffinity(0, on)
+    with ModelServer(script=script, latency=latency, absolute_pacing=True) as server:
+        print(server.openai_base_url, flush=True)
+        sys.stdin.read()
+
+
+def server_process(on: set[int] | None) -> tuple[subprocess.Popen[str], str]:
+    """Start :func:`serve` in a child process; (the process, its base URL)."""
+    code = (f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\nfrom diff_agent import serve\n"
+            f"serve({sorted(on) if on else None})\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    if not url.startswith("http://127.0.0.1:"):
+        proc.kill()
+        raise RuntimeError(f"the model server did not start: {url!r}")
+    return proc, url
 
 
 def capture(out: Path, test_s: float, load: int = 0) -> Path:
@@ -109,19 +143,28 @@ def capture(out: Path, test_s: float, load: int = 0) -> Path:
     repo.mkdir(parents=True)
     for name, text in FILES.items():
         (repo / name).write_text(text, encoding="utf-8")
-    procs = busy_loops(load)
+    agent_cpu, server_cpus = cpus()
+    server, url = server_process(server_cpus)
+    procs = busy_loops(load, agent_cpu)
+    before = os.sched_getaffinity(0) if agent_cpu else None
     try:
-        with ModelServer(script=script, latency=latency, absolute_pacing=True) as server:
-            client = openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0,
-                                   http_client=openai.DefaultHttpxClient(trust_env=False))
-            try:
-                with agentprof.profile(name="ci-agent", out=out / "traces") as run:
-                    run_agent(repo, client, test_s)
-            finally:
-                client.close()
+        if agent_cpu:
+            os.sched_setaffinity(0, agent_cpu)  # this thread only: the agent's loop
+        client = openai.OpenAI(base_url=url, api_key="test", max_retries=0,
+                               http_client=openai.DefaultHttpxClient(trust_env=False))
+        try:
+            with agentprof.profile(name="ci-agent", out=out / "traces") as run:
+                run_agent(repo, client, test_s)
+        finally:
+            client.close()
     finally:
+        if before:
+            os.sched_setaffinity(0, before)
         for p in procs:
             p.terminate()
             p.wait(timeout=10)
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=10)
     assert run.path is not None and run.path.exists(), run.error
     return run.path
