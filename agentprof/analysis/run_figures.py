@@ -4,10 +4,15 @@ samples the figures are made of.
 A **run** is a top-level conversation (a captured ``agentprof.profile`` run, one Claude Code session with its
 sub-agents, …). Per run: wall and agent-active time, the critical-path buckets (model, tool, parse,
 orchestration, each wait reason; ``docs/ANALYSIS.md``), each tool's summed span time, model calls and tokens,
-mean prefix reuse per call, the token-weighted provider cache share, and the median TTFT and output rate of
-its calls. Samples pool the spans and calls of every run (a model call's duration, a tool call's duration, a
-call's reuse, …); figures that exist only once per run (wall, agent-active, orchestration, call count) have
-none.
+mean prefix reuse per call and the token-weighted provider cache share; ``cpu_wait_s``, the time the agent's
+thread was runnable but waiting for a CPU (Linux schedstat, recorded by ``agentprof.profile``), tells how
+loaded the machine was.
+
+Per call (``calls``): each tool's call durations (``call_s``, ``tool:NAME``), each model's call durations,
+time to first token and output rate (``call_s`` / ``ttft_s`` / ``output_tokens_per_s``, ``model:NAME``), parse
+spans (``call_s``, ``parse``), each wait reason's spans (``call_s``, ``wait:REASON``) and the orchestration
+gaps of the agent's own loop (``call_s``, ``gap``), each value with the run it belongs to. Prefix reuse and
+the provider cache share also keep their per-call values.
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ import polars as pl
 from agentprof import semconv as sc
 from agentprof.analysis.active import agent_active_s, waits_by_reason
 from agentprof.analysis.analyzer import analyze
+from agentprof.analysis.hotspots import session_gaps
 from agentprof.analysis.result import Analysis
 from agentprof.analysis.timesplit import session_splits
 from agentprof.trace.schema import Trace
 
 Key = tuple[str, str]
 """(metric, scope): scope ``task`` (per run), ``call`` (per model call, summarised per run), ``tool:NAME``,
-``wait:REASON``."""
+``wait:REASON``, ``model:NAME``, ``parse``, ``gap``."""
 
 TASK_TIMES = ("wall_s", "agent_active_s", "model_s", "tool_s", "parse_s", "orchestration_s")
 _TOOL_PREFIX = sc.OP_EXECUTE_TOOL + " "
@@ -35,14 +41,20 @@ _TOOL_PREFIX = sc.OP_EXECUTE_TOOL + " "
 
 @dataclass
 class SideFigures:
-    """One side of a diff: its runs, one value per run for every figure, and pooled per-call/span samples."""
+    """One side of a diff: its runs, one value per run for every figure, and per-call samples with their runs.
+
+    A side read from a stored baseline (:mod:`agentprof.analysis.baseline`) has no ``analysis``; ``info`` and
+    ``causes`` carry what the comparison needs of it."""
 
     runs: list[str]  # run (top-level conversation) ids, in start order
     per_run: dict[Key, np.ndarray]  # figure -> one value per run (NaN where the run has nothing to measure)
-    samples: dict[Key, np.ndarray]  # figure -> per call / per span values pooled over the runs
+    samples: dict[Key, np.ndarray]  # figure -> per call / per span values of every run
     sample_unit: dict[Key, str]  # figure -> "calls" or "spans"
-    analysis: Analysis
+    analysis: Analysis | None = None
     untimed_runs: list[str] = field(default_factory=list)
+    sample_runs: dict[Key, np.ndarray] = field(default_factory=dict)  # figure -> each sample's run (index in runs)
+    info: dict[str, Any] = field(default_factory=dict)  # model calls, sessions, cache misses (for display)
+    causes: dict[str, int] = field(default_factory=dict)  # top-ranked cache-miss cause -> misses
 
     def value(self, key: Key) -> float | None:
         """The side's figure: the median over its runs (None when no run measures it)."""
@@ -81,6 +93,7 @@ def side_figures(trace: Trace, analysis: Analysis | None = None) -> SideFigures:
                   key=lambda s: (starts.get(s) is None, starts.get(s) or 0, s))
     per_run: dict[Key, np.ndarray] = {}
     samples: dict[Key, np.ndarray] = {}
+    sample_runs: dict[Key, np.ndarray] = {}
     unit: dict[Key, str] = {}
     untimed = [r for r in runs if not conv.get(r) or not conv[r].timed]
 
@@ -95,58 +108,72 @@ def side_figures(trace: Trace, analysis: Analysis | None = None) -> SideFigures:
             [np.nan if t is None else waits_by_reason(t).get(reason, 0.0) for t in times])
 
     # spans, each with its run (conversation) id
+    run_index = {r: i for i, r in enumerate(runs)}
     conv_of = sessions.select("session_id", pl.col("conversation_id").alias("_run"))
     timed = (spans.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
              .join(conv_of, on="session_id", how="left")
              .with_columns(((pl.col("end_ns") - pl.col("start_ns")) / 1e9).alias("_dur")))
-    for kind, metric in (("model", "model_s"), ("tool", "tool_s"), ("parse", "parse_s")):
-        d = timed.filter(pl.col("kind") == kind)
-        samples[(metric, "task")] = d.get_column("_dur").to_numpy()
-        unit[(metric, "task")] = "spans"
+
+    def add_samples(key: Key, frame: pl.DataFrame, col: str, what: str) -> None:
+        """Per-call values of ``frame[col]`` that belong to a run, with their run's index."""
+        f = frame.select(pl.col(col).cast(pl.Float64), pl.col("_run").replace_strict(
+            run_index, default=None, return_dtype=pl.Int64).alias("_ri")).drop_nulls()
+        v = f.get_column(col).to_numpy()
+        ok = np.isfinite(v)
+        if ok.any():
+            samples[key], sample_runs[key] = v[ok], f.get_column("_ri").to_numpy()[ok]
+            unit[key] = what
+
+    add_samples(("call_s", "parse"), timed.filter(pl.col("kind") == "parse"), "_dur", "spans")
     waits = timed.filter(pl.col("kind") == "wait").with_columns(
         pl.col("attributes").str.json_path_match(f"$['{sc.WAIT_REASON}']").fill_null("unspecified").alias("_reason"))
     for reason in reasons:
-        samples[("wait_s", f"wait:{reason}")] = waits.filter(pl.col("_reason") == reason).get_column("_dur").to_numpy()
-        unit[("wait_s", f"wait:{reason}")] = "spans"
+        add_samples(("call_s", f"wait:{reason}"), waits.filter(pl.col("_reason") == reason), "_dur", "spans")
     tools = timed.filter(pl.col("kind") == "tool").with_columns(_tool_name().alias("_tool"))
     for name in sorted(set(tools.get_column("_tool").drop_nulls().to_list())):
         t = tools.filter(pl.col("_tool") == name)
-        key = ("tool_time_s", f"tool:{name}")
-        per_run[key] = _per_run(t, "_run", pl.col("_dur").sum(), runs, 0.0)
-        samples[key] = t.get_column("_dur").to_numpy()
-        unit[key] = "spans"
+        per_run[("tool_time_s", f"tool:{name}")] = _per_run(t, "_run", pl.col("_dur").sum(), runs, 0.0)
+        add_samples(("call_s", f"tool:{name}"), t, "_dur", "calls")
+    runq = timed.with_columns(pl.col("attributes").str.json_path_match(f"$['{sc.RUNQ_NS}']").cast(
+        pl.Float64, strict=False).alias("_runq")).filter(pl.col("_runq").is_not_null())
+    if runq.height:  # the agent thread's time runnable but waiting for a CPU: how loaded the machine was
+        per_run[("cpu_wait_s", "task")] = _per_run(runq, "_run", pl.col("_runq").sum() / 1e9, runs, np.nan)
+    gaps = session_gaps(spans)
+    if gaps.height:
+        gaps = gaps.join(conv_of, on="session_id", how="left").with_columns(
+            ((pl.col("end_ns") - pl.col("start_ns")) / 1e9).alias("_dur"))
+        add_samples(("call_s", "gap"), gaps, "_dur", "gaps")
 
-    # model calls: counts, tokens, reuse, provider cache, TTFT and output rate
+    # model calls: counts, tokens, reuse, provider cache; per model: duration, TTFT and output rate
     calls = a.calls.rename({"conversation_id": "_run"}) if a.calls.height else \
         pl.DataFrame(schema={"_run": pl.Utf8})
     per_run[("model_calls", "task")] = _per_run(calls, "_run", pl.len(), runs, 0.0)
     if a.calls.height:
-        ok = calls.filter(pl.col("status") != "error")
         dur = (pl.col("end_ns") - pl.col("start_ns")) / 1e9
         rate = (pl.when((pl.col("ttft_s").is_not_null()) & (dur - pl.col("ttft_s") > 0) & (pl.col("output_tokens") > 0))
                 .then(pl.col("output_tokens") / (dur - pl.col("ttft_s"))).otherwise(None))
-        ok = ok.with_columns(rate.alias("_rate"))
+        ok = calls.filter(pl.col("status") != "error").with_columns(
+            rate.alias("_rate"), dur.alias("_dur"), pl.col("model").fill_null("unknown").alias("_model"))
         for metric, col in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens")):
             per_run[(metric, "task")] = _per_run(calls, "_run", pl.col(col).sum(), runs, 0.0)
-            samples[(metric, "task")] = calls.get_column(col).drop_nulls().cast(pl.Float64).to_numpy()
-            unit[(metric, "task")] = "calls"
         figures = (
-            (("prefix_reuse", "call"), "prefix_reuse_prev", calls, pl.col("prefix_reuse_prev").mean()),
-            (("provider_cache_share", "task"), "provider_cache_read_share", calls,
+            (("prefix_reuse", "call"), "prefix_reuse_prev", pl.col("prefix_reuse_prev").mean()),
+            (("provider_cache_share", "task"), "provider_cache_read_share",
              pl.col("cache_read_tokens").sum() / pl.col("input_tokens").filter(
                  pl.col("cache_read_tokens").is_not_null()).sum()),
-            (("ttft_s", "call"), "ttft_s", ok, pl.col("ttft_s").median()),
-            (("output_tokens_per_s", "call"), "_rate", ok, pl.col("_rate").median()),
         )
-        for key, col, frame, agg in figures:
-            s = frame.get_column(col).drop_nulls().cast(pl.Float64).to_numpy()
-            s = s[np.isfinite(s)]
-            if s.size == 0:
-                continue
-            per_run[key] = _per_run(frame, "_run", agg, runs, np.nan)
-            samples[key] = s
-            unit[key] = "calls"
-    return SideFigures(runs, per_run, samples, unit, a, untimed)
+        for key, col, agg in figures:
+            add_samples(key, calls, col, "calls")
+            if key in samples:
+                per_run[key] = _per_run(calls, "_run", agg, runs, np.nan)
+        for model in sorted(set(ok.get_column("_model").to_list())):
+            m = ok.filter(pl.col("_model") == model)
+            for metric, col in (("call_s", "_dur"), ("ttft_s", "ttft_s"), ("output_tokens_per_s", "_rate")):
+                add_samples((metric, f"model:{model}"), m, col, "calls")
+    info = {"sessions": a.n_sessions, "model_calls": a.n_model_calls, "misses": len(a.cache_misses),
+            "untimed_runs": len(untimed)}
+    causes = {k: len(v) for k, v in miss_causes(a).items()}
+    return SideFigures(runs, per_run, samples, unit, a, untimed, sample_runs, info, causes)
 
 
 def miss_causes(a: Analysis) -> dict[str, list[dict[str, Any]]]:

@@ -83,7 +83,9 @@ def test_a_slower_tool_across_runs_and_the_wait_excluded_from_agent_active():
     res = diff(base, new)
     assert res.method["across"] == "runs"
     sig = {(c.metric, c.scope) for c in res.significant}
-    assert ("tool_time_s", "tool:grep") in sig and ("tool_s", "task") in sig
+    assert ("tool_time_s", "tool:grep") in sig and ("tool_s", "task") in sig and ("call_s", "tool:grep") in sig
+    call = res.change("call_s", "tool:grep")  # one call per run, 8 runs a side: the runs are the samples
+    assert call.runs_base == call.n_base == 8 and call.ratio == pytest.approx(3.0, rel=0.01)
     assert ("model_s", "task") not in sig and ("wait_s", "wait:user_turn") not in sig
     wall, active = res.change("wall_s"), res.change("agent_active_s")
     assert active.base == pytest.approx(wall.base - 30.0)
@@ -94,20 +96,27 @@ def test_a_slower_tool_across_runs_and_the_wait_excluded_from_agent_active():
     assert ("wall_s", "task") not in {(f["metric"], f["scope"]) for f in failed}  # +2 s of ~34 s is under 50 %
 
 
-def test_one_run_per_side_tests_across_spans_and_leaves_task_totals_untested():
+def test_one_run_per_side_tests_calls_and_gates_a_single_call_by_the_threshold_alone():
     res = diff(runs_trace(1, 1.0), runs_trace(1, 3.0, prefix="n"))
     assert res.method["across"] == "calls and spans"
     wall = res.change("wall_s")
     assert wall.p is None and not wall.significant and "repeat runs" in wall.note
-    tool = res.change("tool_time_s", "tool:grep")
-    assert tool.unit == "spans" and tool.n_base == tool.n_new == 1
-    assert any("fewer than two runs" in n for n in res.notes)
+    per_run = res.change("tool_time_s", "tool:grep")
+    assert per_run.p is None and per_run.ratio == pytest.approx(3.0)
+    call = res.change("call_s", "tool:grep")  # one call a side: nothing to test
+    assert call.threshold_only and call.p is None and call.n_base == call.n_new == 1
+    assert any("threshold alone" in n and "tool grep" in n for n in res.notes)
+    failed = res.failures(slower_pct=20)
+    assert [(f["metric"], f["scope"], f["tested"]) for f in failed] == [("call_s", "tool:grep", False)]
+    assert "too few to test: 1 vs 1 calls, threshold alone" in failed[0]["line"]
+    assert res.failures(slower_pct=250) == []  # 3x is +200 %
 
 
-def test_too_few_runs_say_so():
+def test_too_few_runs_for_per_run_figures_say_so_while_calls_are_tested():
     res = diff(runs_trace(3, 1.0), runs_trace(3, 3.0, prefix="n"))
-    assert not res.significant
+    assert not [c for c in res.significant if not c.per_call]
     assert any("smallest possible p-value" in n for n in res.notes)
+    assert ("call_s", "tool:grep") in {c.key for c in res.significant}  # 3 runs of one 3x slower call each
 
 
 def test_cli_needs_two_unambiguous_sides(capsys, tmp_path):
@@ -121,7 +130,39 @@ def test_cli_needs_two_unambiguous_sides(capsys, tmp_path):
 
 def test_a_figure_one_side_cannot_measure_is_not_tested_not_zero():
     res = diff(runs_trace(8, 1.0), runs_trace(8, 1.0, prefix="n", ttft_s=0.2))
-    ttft = res.change("ttft_s", "call")
+    ttft = next(c for c in res.changes if c.metric == "ttft_s")
+    assert ttft.scope.startswith("model:") and ttft.per_call
     assert ttft.base is None and ttft.new == pytest.approx(0.2)
-    assert ttft.p is None and not ttft.significant and "nothing to measure" in ttft.note
+    assert ttft.p is None and not ttft.significant and "only NEW has it" in ttft.note
     assert not res.significant
+
+
+def _loaded_run(prefix: str, tool_s: float, runq_s: float) -> Trace:
+    """One run: three calls of ``grep`` (``tool_s`` each, +1 ms per call) under a root span that records how long
+    the agent's thread waited for a CPU."""
+    t, recs = T0, []
+    for i in range(3):
+        d = int(tool_s * S) + i * 1_000_000
+        recs.append(_span(prefix, f"t{i}", "root", "tool", "execute_tool grep", t, t + d,
+                          **{"gen_ai.tool.name": "grep"}))
+        t += d
+    recs.insert(0, _span(prefix, "root", None, "agent", "invoke_agent a", T0, t,
+                         **{sc.RUNQ_NS: int(runq_s * S)}))
+    return Trace(TraceMeta(source_format="agentprof", name="synthetic"), spans_from_records(recs))
+
+
+def test_a_slowdown_within_the_extra_wait_for_a_cpu_is_the_machine_and_beyond_it_the_agent():
+    base = _loaded_run("b", 0.100, runq_s=0.05)
+    # 3 calls 100 -> 130 ms add 0.09 s a run; NEW waited 0.5 s more for a CPU: not counted, either way round
+    res = diff(base, _loaded_run("n", 0.130, runq_s=0.55))
+    grep = res.change("call_s", "tool:grep")
+    assert grep.p_adjusted < 0.01 and grep.practical and grep.load_explained and not grep.significant
+    assert res.load["new_minus_base_s"] == pytest.approx(0.5) and res.failures(slower_pct=20) == []
+    assert any("NEW's agent thread waited 0.50 s more" in n and "tool grep" in n for n in res.notes)
+    back = diff(_loaded_run("n", 0.130, runq_s=0.55), base)
+    assert back.change("call_s", "tool:grep").load_explained and not back.significant
+    # the same slowdown with equal waits, and a 5x slowdown beyond the extra wait, are the agent
+    assert diff(base, _loaded_run("n", 0.130, runq_s=0.05)).change("call_s", "tool:grep").significant
+    res = diff(base, _loaded_run("n", 0.500, runq_s=0.55))
+    assert [f["scope"] for f in res.failures(slower_pct=20)] == ["tool:grep"]
+    assert res.change("cpu_wait_s").p is None and res.change("cpu_wait_s").slower_by() is None

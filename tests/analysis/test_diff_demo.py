@@ -52,16 +52,20 @@ def _sig(res) -> set[tuple[str, str]]:
 def test_a_tool_made_5x_slower_is_flagged_with_the_wall_time_and_nothing_else(pool):
     res = diff(load_any(pool["base"]), load_any(pool["slow"]))
     assert res.method["across"] == "runs" and res.base_runs == N_BASE and res.new_runs == N_SLOW
-    # the tool, the wall time, and the two figures that contain them (tool bucket, agent-active time)
-    assert _sig(res) == {("tool_time_s", "tool:run_tests"), ("wall_s", "task"), ("tool_s", "task"),
-                         ("agent_active_s", "task")}
+    # the tool's calls and its time per run, the wall time, and the two figures that contain them (tool bucket,
+    # agent-active time)
+    assert _sig(res) == {("call_s", "tool:run_tests"), ("tool_time_s", "tool:run_tests"), ("wall_s", "task"),
+                         ("tool_s", "task"), ("agent_active_s", "task")}
     tool = res.change("tool_time_s", "tool:run_tests")
     assert 3.5 < tool.ratio < 6.5  # each call sleeps 4x its own time after running
     assert res.change("wall_s").ratio > 1.3
     # the other tools were tested too and are not flagged
-    others = [c for c in res.changes if c.metric == "tool_time_s" and c.scope != "tool:run_tests"]
+    others = [c for c in res.changes if c.metric in ("tool_time_s", "call_s") and c.scope.startswith("tool:")
+              and c.scope != "tool:run_tests"]
     assert {c.scope for c in others} >= {"tool:read_file", "tool:edit_file", "tool:search", "tool:list_files"}
-    assert all(c.p_adjusted is not None and not c.significant for c in others)
+    assert not [c for c in others if c.significant]
+    # tested wherever both sides have it (a tool called once, in the first run only, is not)
+    assert all(c.p_adjusted is not None for c in others if c.base is not None and c.new is not None)
     assert res.change("model_calls").ratio == 1.0 and res.change("output_tokens").ratio == 1.0
     assert res.new_miss_causes == []
 
@@ -77,8 +81,9 @@ def test_fail_if_slower_exits_1_with_one_line_per_failing_figure(pool, tmp_path,
     doc = json.loads(out.out)
     fails = [ln for ln in out.err.splitlines() if ln.startswith("FAIL ")]
     assert {(f["metric"], f["scope"]) for f in doc["failed"]} == {
-        ("tool_time_s", "tool:run_tests"), ("wall_s", "task"), ("tool_s", "task"), ("agent_active_s", "task")}
-    assert len(fails) == 4 and any("tool_time_s [tool:run_tests]" in ln for ln in fails)
+        ("call_s", "tool:run_tests"), ("tool_time_s", "tool:run_tests"), ("wall_s", "task"), ("tool_s", "task"),
+        ("agent_active_s", "task")}
+    assert len(fails) == 5 and any("call_s [tool:run_tests]" in ln for ln in fails)
     assert {"metric", "scope", "base", "new", "ratio", "significant"} <= set(doc["changes"][0])
     assert (tmp_path / "diff.html").stat().st_size > 5_000
     # a threshold above the slowdown passes: exit 0, failed empty

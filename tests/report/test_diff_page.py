@@ -58,10 +58,15 @@ def test_diff_page_renders_side_by_side_offline(browser, result, tmp_path):
     assert rows.count() == len(res.changes)
     sig = page.locator("#changes tbody tr.sig")
     assert sig.count() == len(res.significant) > 0
-    evil_row = page.locator(f'#changes tr[data-scope="tool:{EVIL}"]')
+    evil_row = page.locator(f'#changes tr[data-metric="tool_time_s"][data-scope="tool:{EVIL}"]')
     assert evil_row.get_attribute("class") == "sig worse"
     assert evil_row.locator("td.name").inner_text() == f"tool:{EVIL}"
-    assert page.locator('#changes tr[data-scope="tool:ls"] td.flag').inner_text() == "no"
+    # the per-call evidence: the tool's calls, one per run, tested across calls with runs as blocks
+    evil_calls = page.locator(f'#changes tr[data-metric="call_s"][data-scope="tool:{EVIL}"]')
+    assert evil_calls.get_attribute("class") == "sig worse"
+    assert evil_calls.locator("td").first.inner_text() == f"tool {EVIL}"
+    assert "8 vs 8 calls (8 vs 8 runs)" in evil_calls.inner_text()
+    assert page.locator('#changes tr[data-metric="tool_time_s"][data-scope="tool:ls"] td.flag').inner_text() == "no"
     fails = page.locator("#failed li")
     assert fails.count() == len(failed) > 0
     # side by side: a BASE bar and a NEW bar per figure, the NEW tool bar about four times as wide

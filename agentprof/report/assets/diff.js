@@ -93,11 +93,13 @@
     var tb = h("tbody");
     D.changes.forEach(function (c) {
       var tr = h("tr", { "class": c.significant ? "sig " + direction(c) : null, "data-metric": c.metric, "data-scope": c.scope }, [
-        h("td", null, c.label), h("td", { "class": "name" }, c.scope),
+        h("td", null, c.per_call ? c.name : c.label), h("td", { "class": "name" }, c.scope),
         h("td", { "class": "r" }, fmt(c.value_unit, c.base)), h("td", { "class": "r" }, fmt(c.value_unit, c.new)),
         h("td", { "class": "r" }, c.ratio === null ? "–" : "×" + c.ratio.toFixed(2)),
         h("td", { "class": "r" }, c.p_adjusted === null ? "–" : c.p_adjusted.toPrecision(2)),
-        h("td", null, c.tested_across ? c.n_base + " vs " + c.n_new + " " + c.tested_across : (c.note || "not tested")),
+        h("td", null, c.tested_across && !c.threshold_only ? c.n_base + " vs " + c.n_new + " " + c.tested_across +
+          (c.per_call ? " (" + c.runs_base + " vs " + c.runs_new + " runs)" : "") + (c.load_explained ? "; within NEW's extra CPU wait" : "")
+          : (c.note || "not tested")),
         h("td", { "class": "flag" }, c.significant ? "yes" : (c.p_adjusted === null ? "–" : "no"))]);
       tb.appendChild(tr);
     });
@@ -128,8 +130,7 @@
   app.appendChild(panel("side-by-side", "Side by side", "Median run of each side. Highlighted: significant changes (red: slower, green: faster).", [pairedBars()]));
   var sig = D.changes.filter(function (c) { return c.significant; }).length;
   app.appendChild(panel("changes-panel", "Changes (" + sig + " significant)",
-    "Test: " + m.test + " across " + m.across + "; " + m.correction + ", alpha " + m.alpha + "; a significant change also moves the figure by at least " +
-    Math.round((m.min_change || 0) * 100) + "%. " + m.figures_tested + " figures tested. Values: " + m.values + ".", [changesTable()]));
+    "Tests: " + m.summary + ". Values: " + m.values + ". Per-call figures (a tool's or model's calls, gaps) decide with one run a side; per-run figures need several runs.", [changesTable()]));
   app.appendChild(panel("miss-causes", "Cache-miss causes only in NEW", "Top-ranked causes of NEW's cache misses that explain no miss in BASE.", missCauses()));
   document.getElementById("foot").textContent = "agentprof " + DATA.version + " · definitions: docs/DIFF.md";
   document.documentElement.setAttribute("data-rendered", "");
