@@ -22,6 +22,7 @@ from agentprof.analysis.redundancy import previous_rows, redundancy_columns
 from agentprof.analysis.result import Analysis
 from agentprof.analysis.stats import summary
 from agentprof.analysis.timesplit import TimeSplit, session_splits
+from agentprof.analysis.tools import tools as tool_table
 from agentprof.trace.coerce import as_trace
 from agentprof.trace.schema import Trace, empty_spans
 
@@ -74,7 +75,7 @@ def analyze(trace: Trace | pl.DataFrame | str | os.PathLike[str], miss_ratio: fl
     redundancy = _redundancy(calls, conv_out)
     n_conv = conv_out.height if conv_out.height else int(sessions.get_column("primary").sum() or 0)
     a = Analysis(trace.meta, calls, per_session, conv_out, time, redundancy, misses, diags, n_conversations=n_conv,
-                 failures=failures(spans), profile=_profile(trace, time.orchestration_s if timed else None),
+                 failures=failures(spans), tools=tool_table(spans), profile=_profile(trace, time.orchestration_s if timed else None),
                  conversation_time=summed)
     a.redundancy["timed_conversations"] = timed
     return a

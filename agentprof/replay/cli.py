@@ -113,38 +113,35 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
 
 
 def _print_replay(res: Any) -> None:
-    from rich import box
     from rich.console import Console
-    from rich.table import Table
 
     from agentprof.replay.bands import ESTIMATED_TIER
-    from agentprof.report.safe_text import markup
+    from agentprof.report.fit_width import Column, fitted_tables
+    from agentprof.report.safe_text import markup, text
 
     console = Console()
-    # fits 100 columns: short headers, no vertical rules; units are in the cells
-    t = Table(title=f"replay: {res.sessions} session(s), {res.replayed_calls}/{res.model_calls} model calls, "
-                    f"cache {res.cache_policy}, concurrency {res.concurrency}", box=box.SIMPLE_HEAD,
-              pad_edge=False, padding=(0, 1))
-    t.add_column("system", no_wrap=True, min_width=max([len(x.name) for x in res.systems] + [8]))
-    for col in ("task", "model", "tools", "orch.", "wait", "model %", "calls ×", "task ×", "vs 1st", "Amdahl"):
-        t.add_column(col, justify="right", no_wrap=True)
+    console.print(f"[bold]replay:[/bold] {res.sessions} session(s), {res.replayed_calls}/{res.model_calls} model "
+                  f"calls, cache {markup(res.cache_policy)}, concurrency {res.concurrency}", highlight=False)
+    # the task time and speed-ups first: when the width is short, the later columns stack below them
+    cols = [Column("system", "left", name=True)] + [Column(c) for c in (
+        "task", "task ×", "calls ×", "model", "model %", "tools", "orch.", "wait", "vs 1st", "Amdahl")]
 
     def times(x: Any) -> list[str]:
-        return [fmt_duration_short(v) for v in (x.e2e_s, x.model_s, x.tool_s, x.orchestration_s, x.wait_s)]
+        return [fmt_duration_short(v) for v in (x.model_s, x.tool_s, x.orchestration_s, x.wait_s)]
 
     r = res.recorded
-    t.add_row("recorded", *times(r), fmt_share(r.model_share), fmt_x(1.0), fmt_x(1.0), "", fmt_x(r.amdahl_bound),
-              style="dim")
+    rows: list[list[Any]] = [["recorded", fmt_duration_short(r.e2e_s), fmt_x(1.0), fmt_x(1.0), times(r)[0],
+                              fmt_share(r.model_share), *times(r)[1:], "", fmt_x(r.amdahl_bound)]]
     for s in res.systems:
-        if s.error:
-            t.add_row(s.name, "[red]cannot run[/red]", *["—"] * 9)
-            continue
-        t.add_row(s.name, *times(s), fmt_share(s.model_share), fmt_x(s.model_calls_speedup),
-                  fmt_x(s.speedup_vs_recorded), fmt_x(s.speedup_vs_first), fmt_x(s.amdahl_bound))
-    console.print(t)
-    console.print("[dim]task: end-to-end time; orch.: agent code and parsing outside model calls, tools and "
-                  "waits; calls ×: model-call speed-up; Amdahl: the task speed-up with infinitely fast model "
-                  "calls[/dim]")
+        rows.append([text(s.name), "[red]cannot run[/red]", *["—"] * 9] if s.error else
+                    [text(s.name), fmt_duration_short(s.e2e_s), fmt_x(s.speedup_vs_recorded),
+                     fmt_x(s.model_calls_speedup), times(s)[0], fmt_share(s.model_share), *times(s)[1:],
+                     fmt_x(s.speedup_vs_first), fmt_x(s.amdahl_bound)])
+    for t in fitted_tables(None, cols, rows, console.width, ["dim"] + [None] * len(res.systems)):
+        console.print(t)
+    console.print("[dim]task: end-to-end time; task ×: its speed-up; calls ×: the model calls' speed-up; orch.: "
+                  "agent code and parsing outside model calls, tools and waits; Amdahl: the task speed-up with "
+                  "infinitely fast model calls[/dim]")
     if r.agent_active_s is not None and r.e2e_s and r.agent_active_s < r.e2e_s - 1e-6:
         console.print("agent-active time (user turns, approvals and idle left out): recorded "
                       f"{fmt_duration_short(r.agent_active_s)}; "
@@ -185,7 +182,7 @@ def _print_replay(res: Any) -> None:
                           f"{fmt_duration(min(b['e2e_s']))}–{fmt_duration(max(b['e2e_s']))}, model calls "
                           f"{fmt_duration(min(b['model_calls_s']))}–{fmt_duration(max(b['model_calls_s']))}, "
                           "task speed-up "
-                          f"{fmt_x(lo)}–{fmt_x(hi)}{served} (ranged: {', '.join(b['ranged'])})")
+                          f"{fmt_x(lo)}–{fmt_x(hi)}{served} ({len(b['ranged'])} ranged figures, named in --json)")
     for note in res.standins.values():
         console.print(f"[yellow]stand-in[/yellow] {markup(note, 1000)}")
     o = res.orchestration
@@ -230,6 +227,8 @@ def list_cmd(catalogs: tuple[str, ...], as_json: bool) -> None:
       agentprof devices list
       agentprof devices list --catalog my-systems.toml --json
     """
+    from rich.markup import escape
+
     from agentprof.replay.calibration import load_fitted
 
     cat = _catalog(catalogs)
@@ -240,42 +239,39 @@ def list_cmd(catalogs: tuple[str, ...], as_json: bool) -> None:
         click.echo(json.dumps(data, indent=2))
         return
     from rich.console import Console
-    from rich.table import Table
+
+    from agentprof.report.fit_width import Column, fitted_tables
 
     console = Console()
-    t = Table(title="serving systems")
-    for c in ("system", "accelerators", "HBM / BW per chip", "host (single-thread)", "host link", "software",
-              "calibration"):
-        t.add_column(c)
-    for s in data["systems"]:
-        t.add_row(s["name"], f"{s['count']} x {s['accelerator']}", f"{s['hbm_gb']:.0f} GB / {s['hbm_bw_tb_s']:.3g} TB/s",
-                  f"{s['host']} ({s['host_st_speed']:.2f}x{'*' if s['host_st_estimate'] else ''})",
-                  f"{s['link']} ({s['link_gb_s']:.0f} GB/s)", ", ".join(s["frameworks"]), s["calibration"])
-    console.print(t)
-    a = Table(title="accelerators (dense peak)")
-    for c in ("key", "name", "HBM", "BW", "FP8", "FP4", "TDP", "all-in kW", "calibrated"):
-        a.add_column(c)
-    for x in data["accelerators"]:
-        a.add_row(x["key"], x["display"], f"{x['hbm_gb']:.0f} GB", f"{x['hbm_bw_tb_s']:.3g} TB/s",
-                  f"{x['fp8_pflops']:.3g} PF" if x["fp8_pflops"] else "—",
-                  f"{x['fp4_pflops']:.3g} PF" if x["fp4_pflops"] else "—",
-                  f"{x['tdp_w']:.0f} W" if x["tdp_w"] else "—", f"{x['allin_kw']:.2f}" if x["allin_kw"] else "—",
-                  "yes" if x["calibrated"] else (f"via {x['proxy']}" if x["proxy"] else "no"))
-    console.print(a)
-    h = Table(title="host CPUs")
-    for c in ("key", "name", "cores", "memory BW", "single-thread", "source"):
-        h.add_column(c)
-    for x in data["hosts"]:
-        h.add_row(x["key"], x["display"], f"{x['cores']:.0f}", f"{x['mem_bw_gb_s']:.0f} GB/s" if x["mem_bw_gb_s"] else "—",
-                  f"{x['st_speed']:.2f}x", x["st_source"])
-    console.print(h)
-    mt = Table(title="models")
-    for c in ("key", "name", "params (active)", "layers", "attention", "KV bytes/token", "formats"):
-        mt.add_column(c)
-    for x in data["models"]:
-        mt.add_row(x["key"], x["display"], f"{x['params_b']:.0f}B ({x['active_b']:.1f}B)", f"{x['layers']:.0f}",
-                   x["attention"], f"{x['kv_bytes_per_token']:,.0f}", ", ".join(x["formats"]))
-    console.print(mt)
+
+    def show(title: str, cols: list[Column], rows: list[list[str]]) -> None:
+        for tb in fitted_tables(title, cols, [[escape(c) for c in r] for r in rows], console.width):
+            console.print(tb)
+
+    show("Serving systems", [Column("system", "left", name=True), Column("accelerators", "left"),
+                             Column("HBM / BW per chip", "left"), Column("host (single-thread)", "left"),
+                             Column("host link", "left"), Column("software", "left", wrap=True),
+                             Column("calibration", "left", wrap=True)],
+         [[s["name"], f"{s['count']} x {s['accelerator']}", f"{s['hbm_gb']:.0f} GB / {s['hbm_bw_tb_s']:.3g} TB/s",
+           f"{s['host']} ({s['host_st_speed']:.2f}x{'*' if s['host_st_estimate'] else ''})",
+           f"{s['link']} ({s['link_gb_s']:.0f} GB/s)", ", ".join(s["frameworks"]), s["calibration"]]
+          for s in data["systems"]])
+    show("Accelerators (dense peak)", [Column("key", "left", name=True), Column("name", "left", wrap=True)]
+         + [Column(c) for c in ("HBM", "BW", "FP8", "FP4", "TDP", "all-in kW")] + [Column("calibrated", "left")],
+         [[x["key"], x["display"], f"{x['hbm_gb']:.0f} GB", f"{x['hbm_bw_tb_s']:.3g} TB/s",
+           f"{x['fp8_pflops']:.3g} PF" if x["fp8_pflops"] else "—",
+           f"{x['fp4_pflops']:.3g} PF" if x["fp4_pflops"] else "—",
+           f"{x['tdp_w']:.0f} W" if x["tdp_w"] else "—", f"{x['allin_kw']:.2f}" if x["allin_kw"] else "—",
+           "yes" if x["calibrated"] else (f"via {x['proxy']}" if x["proxy"] else "no")] for x in data["accelerators"]])
+    show("Host CPUs", [Column("key", "left", name=True), Column("name", "left", wrap=True), Column("cores"),
+                       Column("memory BW"), Column("single-thread"), Column("source", "left", wrap=True)],
+         [[x["key"], x["display"], f"{x['cores']:.0f}", f"{x['mem_bw_gb_s']:.0f} GB/s" if x["mem_bw_gb_s"] else "—",
+           f"{x['st_speed']:.2f}x", x["st_source"]] for x in data["hosts"]])
+    show("Models", [Column("key", "left", name=True), Column("name", "left", wrap=True),
+                    Column("params (active)"), Column("layers"), Column("attention", "left"),
+                    Column("KV bytes/token"), Column("formats", "left", wrap=True)],
+         [[x["key"], x["display"], f"{x['params_b']:.0f}B ({x['active_b']:.1f}B)", f"{x['layers']:.0f}",
+           x["attention"], f"{x['kv_bytes_per_token']:,.0f}", ", ".join(x["formats"])] for x in data["models"]])
     console.print("[dim]* estimate (see hosts.toml). Sources: docs/SOURCES.md. Add your own with --catalog FILE.[/dim]")
 
 
