@@ -7,6 +7,8 @@ the repository's files; a wheel carries the ones that ``devices fit`` and ``agen
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -48,3 +50,20 @@ def shipped(path: str | Path) -> Path:
         return p
     found = find(p)
     return found if found is not None else p
+
+
+def user_data_dir() -> Path:
+    """Where agentprof keeps what a user makes (the terms ``devices fit`` writes), never inside the installed
+    package: ``$AGENTPROF_DATA_DIR``, else the platform's per-user data folder — ``$XDG_DATA_HOME/agentprof`` or
+    ``~/.local/share/agentprof`` (Linux and other Unix), ``~/Library/Application Support/agentprof`` (macOS),
+    ``%LOCALAPPDATA%\\agentprof`` (Windows)."""
+    given = os.environ.get("AGENTPROF_DATA_DIR")
+    if given:
+        return Path(given).expanduser()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "agentprof"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "agentprof"
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share") / "agentprof"

@@ -229,10 +229,12 @@ def list_cmd(catalogs: tuple[str, ...], as_json: bool) -> None:
     """
     from rich.markup import escape
 
-    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.calibration import load_fitted, user_fitted_in_use
+    from agentprof.report.safe_text import markup
 
     cat = _catalog(catalogs)
     fitted = load_fitted()
+    own = user_fitted_in_use()
     calibrated = {e.attrs.get("hardware") for e in fitted.entries["group"].values()}
     data = _catalog_dict(cat, calibrated)
     if as_json:
@@ -248,7 +250,7 @@ def list_cmd(catalogs: tuple[str, ...], as_json: bool) -> None:
         for tb in fitted_tables(title, cols, [[escape(c) for c in r] for r in rows], console.width):
             console.print(tb)
 
-    show("Serving systems", [Column("system", "left", name=True), Column("accelerators", "left"),
+    show("serving systems", [Column("system", "left", name=True), Column("accelerators", "left"),
                              Column("HBM / BW per chip", "left"), Column("host (single-thread)", "left"),
                              Column("host link", "left"), Column("software", "left", wrap=True),
                              Column("calibration", "left", wrap=True)],
@@ -256,23 +258,26 @@ def list_cmd(catalogs: tuple[str, ...], as_json: bool) -> None:
            f"{s['host']} ({s['host_st_speed']:.2f}x{'*' if s['host_st_estimate'] else ''})",
            f"{s['link']} ({s['link_gb_s']:.0f} GB/s)", ", ".join(s["frameworks"]), s["calibration"]]
           for s in data["systems"]])
-    show("Accelerators (dense peak)", [Column("key", "left", name=True), Column("name", "left", wrap=True)]
+    show("accelerators (dense peak)", [Column("key", "left", name=True), Column("name", "left", wrap=True)]
          + [Column(c) for c in ("HBM", "BW", "FP8", "FP4", "TDP", "all-in kW")] + [Column("calibrated", "left")],
          [[x["key"], x["display"], f"{x['hbm_gb']:.0f} GB", f"{x['hbm_bw_tb_s']:.3g} TB/s",
            f"{x['fp8_pflops']:.3g} PF" if x["fp8_pflops"] else "—",
            f"{x['fp4_pflops']:.3g} PF" if x["fp4_pflops"] else "—",
            f"{x['tdp_w']:.0f} W" if x["tdp_w"] else "—", f"{x['allin_kw']:.2f}" if x["allin_kw"] else "—",
            "yes" if x["calibrated"] else (f"via {x['proxy']}" if x["proxy"] else "no")] for x in data["accelerators"]])
-    show("Host CPUs", [Column("key", "left", name=True), Column("name", "left", wrap=True), Column("cores"),
+    show("host CPUs", [Column("key", "left", name=True), Column("name", "left", wrap=True), Column("cores"),
                        Column("memory BW"), Column("single-thread"), Column("source", "left", wrap=True)],
          [[x["key"], x["display"], f"{x['cores']:.0f}", f"{x['mem_bw_gb_s']:.0f} GB/s" if x["mem_bw_gb_s"] else "—",
            f"{x['st_speed']:.2f}x", x["st_source"]] for x in data["hosts"]])
-    show("Models", [Column("key", "left", name=True), Column("name", "left", wrap=True),
+    show("models", [Column("key", "left", name=True), Column("name", "left", wrap=True),
                     Column("params (active)"), Column("layers"), Column("attention", "left"),
                     Column("KV bytes/token"), Column("formats", "left", wrap=True)],
          [[x["key"], x["display"], f"{x['params_b']:.0f}B ({x['active_b']:.1f}B)", f"{x['layers']:.0f}",
            x["attention"], f"{x['kv_bytes_per_token']:,.0f}", ", ".join(x["formats"])] for x in data["models"]])
     console.print("[dim]* estimate (see hosts.toml). Sources: docs/SOURCES.md. Add your own with --catalog FILE.[/dim]")
+    if own is not None:
+        console.print(f"calibration: your own fit {markup(str(own))} (written by 'agentprof devices fit'), not the "
+                      "shipped one", highlight=False)
 
 
 def _catalog_dict(cat: Any, calibrated: set[str | None]) -> dict[str, Any]:
@@ -310,7 +315,10 @@ def _catalog_dict(cat: Any, calibrated: set[str | None]) -> dict[str, Any]:
 @devices.command("fit", context_settings=_CTX)
 @click.option("--points", type=click.Path(dir_okay=False), default="data/inferencex/calibration_points.csv",
               show_default=True, help="Measured serving points (InferenceX CSV layout).")
-@click.option("--out", type=click.Path(dir_okay=False), help="Where to write (default: the shipped fitted.toml).")
+@click.option("--out", type=click.Path(dir_okay=False),
+              help="Where to write (default: fitted.toml in your agentprof data folder, e.g. "
+                   "~/.local/share/agentprof or $XDG_DATA_HOME/agentprof; $AGENTPROF_DATA_DIR sets it). The device "
+                   "model reads that file instead of the shipped fit while it exists. Never the installed package.")
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the in-sample fidelity as JSON.")
 @click.option("--skip-levels", is_flag=True,
@@ -318,7 +326,9 @@ def _catalog_dict(cat: Any, calibrated: set[str | None]) -> dict[str, Any]:
 def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bool, skip_levels: bool) -> None:
     """Fit the cost model's free terms on measured points and store them (with provenance) as data.
 
-    The error of each calibration level (fitted layout, unseen layout of a fitted group, unseen group) is
+    By default the fit goes to your agentprof data folder, and replay, capacity and report use it (saying so)
+    until you delete it; the shipped fit is never overwritten. The error of each calibration level (fitted
+    layout, unseen layout of a fitted group, unseen group) is
     measured by cross-validation and stored with the parameters, so every prediction can state it.
 
     \b
@@ -327,13 +337,13 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
       agentprof devices fit --points my_points.csv --out my-fitted.toml --json --skip-levels
     """
     from agentprof.outputs import checked_output, write_with
-    from agentprof.replay.calibration import FITTED_PATH, fit_file, write_fitted
+    from agentprof.replay.calibration import fit_file, user_fitted_path, write_fitted
     from agentprof.replay.fidelity import check, level_errors
     from agentprof.replay.points import load_points
     from agentprof.resources import shipped
 
     points = str(shipped(points))  # the default names the repository's file; a wheel carries a copy
-    target = checked_output(out, (".toml",), "fitted terms") if out else FITTED_PATH
+    target = checked_output(out if out else user_fitted_path(), (".toml",), "fitted terms")
     cat = _catalog(catalogs)
     fitted = fit_file(points, cat)
     if not skip_levels:
@@ -347,6 +357,9 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
         return
     click.echo(f"fitted {len(fitted.entries['layout'])} layouts in {len(fitted.entries['group'])} groups on "
                f"{fitted.provenance['points_used']} points; wrote {path}")
+    if out is None:
+        click.echo("replay, capacity and report now use this fit instead of the shipped one (delete the file to go "
+                   "back)")
     click.echo("prefill attention efficiency (fraction of the BF16 peak): pooled " f"{fitted.attn_eff:.3f}" + "".join(
         f", {k} {v:.3f}" for k, v in sorted(fitted.attn_eff_by_accelerator.items())))
     _print_fidelity(summary, "in-sample")
@@ -413,7 +426,7 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
         else:
             ch = simulate_check(df, load_fitted(fitted), cat)
             table = ch.table
-            out = {**summary_with_slices(ch), "mode": "simulated, " + ("shipped fit" if not fitted else f"fit {fitted}")}
+            out = {**summary_with_slices(ch), "mode": "simulated, " + _fit_label(fitted)}
     elif cross_validate:
         res = cv(df, cat)
         table = res["table"]
@@ -428,7 +441,7 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
         table = check(df, load_fitted(fitted), cat).table
         from agentprof.replay.fidelity import summarize
 
-        out = {**summarize(table), "mode": "shipped fit" if not fitted else f"fit {fitted}"}
+        out = {**summarize(table), "mode": _fit_label(fitted)}
     if per_point and table is not None:
         _write_per_point(df, table, per_point)
         out["per_point"] = per_point
@@ -441,6 +454,16 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
         click.echo("lookup baseline on the same points (median APE TTFT / TPOT / E2E): "
                    + " / ".join(fmt_share(b[k]["median_ape"]) for k in ("ttft", "tpot", "e2e")) + "; model "
                    + " / ".join(fmt_share(m[k]["median_ape"]) for k in ("ttft", "tpot", "e2e")))
+
+
+def _fit_label(fitted: str | None) -> str:
+    """Which fitted terms a check used: the one given, the user's own (``devices fit``) or the shipped one."""
+    from agentprof.replay.calibration import user_fitted_in_use
+
+    if fitted:
+        return f"fit {fitted}"
+    own = user_fitted_in_use()
+    return f"your fit {own}" if own is not None else "shipped fit"
 
 
 def _write_per_point(df: Any, table: Any, path: str) -> None:
