@@ -116,6 +116,8 @@ def merge(parts: list[Part], given: list[str], file_rank: dict[str, int],
     diags: list[dict[str, Any]] = list(load_diagnostics)
     for p in parts:
         diags.extend(d for d in p.load_diagnostics if d not in load_diagnostics)
+    for p in parts:  # found by the miss explainer, per session (a partition holds whole sessions)
+        diags.extend(d for d in p.analysis.diagnostics if d.get("kind") == "new_conversation")
     for sid in sessions.filter(pl.col("model_calls") == 0).get_column("session_id").to_list():
         diags.append({"kind": "no_model_calls", "message": f"session {sid} has no model calls; only its time is "
                       "analyzed", "session_id": sid})
