@@ -127,6 +127,11 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
                           for g in f["by_error_type"][:5])
         con.print(f"[bold]failed calls:[/bold] {f['model_calls']:,} model ({fmt_duration(f['model_s'])}), "
                   f"{f['tool_calls']:,} tool ({fmt_duration(f['tool_s'])}) — {kinds}", highlight=False)
+    pp = f.get("partial_parses") or {}
+    if pp.get("count"):
+        con.print(f"partial JSON parses: {pp['count']:,} attempts by a library on streamed arguments "
+                  f"({pp['incomplete']:,} on text not yet complete, {fmt_duration(pp['time_s'])}): parse time, not "
+                  "failures", highlight=False)
     _print_tools(con, d.get("tools") or [])
     co = d.get("capture_overhead")
     if co:
@@ -205,10 +210,11 @@ def _print_tools(con: Any, tools: list[dict[str, Any]]) -> None:
         return
     rows = [[text(x["name"]), f"{x['count']:,}", fmt_duration(x["total_s"]), fmt_duration(x["p50_s"]),
              fmt_duration(x["p95_s"]), fmt_duration(x["max_s"]), f"{x['errors']:,}"] for x in tools[:TOP_TOOLS]]
-    title = (f"Tools by total time ({min(len(tools), TOP_TOOLS)} of {len(tools)}; summed span time, all in --json)")
+    title = f"Tools by total time ({min(len(tools), TOP_TOOLS)} of {len(tools)})"
     cols = [Column("tool", "left", name=True)] + [Column(c) for c in ("calls", "total", "p50", "p95", "max",
                                                                        "errors")]
-    for tb in fitted_tables(title, cols, rows, con.width):
+    for tb in fitted_tables(title, cols, rows, con.width, caption="summed span time (parallel calls each count); "
+                                                                  "all tools in --json"):
         con.print(tb)
 
 
@@ -231,9 +237,10 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
     if cb["tools"]:
         rows = [[text(t["tool"]), f"{t['calls']:,}", fmt_fine(t["wall_s"]), fmt_fine(t["cpu_s"]),
                  fmt_pct(t["cpu_bound_share"])] for t in cb["tools"][:TOP_HOTSPOTS]]
-        for tb in fitted_tables("Tools: CPU-bound share (CPU, incl. child processes, plus waiting for a CPU, / wall)",
-                                [Column("tool", "left", name=True), Column("calls"), Column("wall"), Column("CPU"),
-                                 Column("CPU-bound")], rows, con.width):
+        for tb in fitted_tables("Tools: CPU-bound share", [Column("tool", "left", name=True), Column("calls"),
+                                                           Column("wall"), Column("CPU"), Column("CPU-bound")],
+                                rows, con.width, caption="CPU-bound: CPU time (child processes included) plus time "
+                                                         "waiting for a CPU, over wall time"):
             con.print(tb)
     hs = d.get("hotspots") or []
     if hs:

@@ -25,7 +25,7 @@ from typing import Any
 import polars as pl
 
 from agentprof.analysis.analyzer import _call_diagnostics, _redundancy
-from agentprof.analysis.failures import KINDS, failures
+from agentprof.analysis.failures import counted, failures
 from agentprof.analysis.result import Analysis
 from agentprof.analysis.timesplit import TimeSplit
 from agentprof.analysis.tools import tool_figures, tool_spans
@@ -60,8 +60,8 @@ def analyze_partition(part: list[Unit], given: list[str], skip_bad_lines: bool =
 
         prof.hotspots = hotspot_sums(prof.attributed)
         prof.attributed = None
-    failed = trace.spans.filter((pl.col("status") == "error") & pl.col("kind").is_in(KINDS)).select(
-        "session_id", "kind", "status", "error_type", "start_ns", "end_ns")
+    failed = counted(trace.spans).select("session_id", "kind", "status", "error_type", "start_ns", "end_ns",
+                                         "attributes")
     untimed = trace.spans.filter(pl.col("start_ns").is_null() | pl.col("end_ns").is_null()).height
     tools = pl.concat([trace.spans.filter(pl.col("kind") == "tool").select("session_id"),
                        tool_spans(trace.spans)], how="horizontal")
