@@ -170,3 +170,28 @@ def test_langchain_partial_json_attempts_are_partial_not_failed(tmp_path):
     f = analyze(load_any([run.path])).failures
     assert f["partial_parses"]["count"] == len(incomplete) + classes.count("complete")
     assert f["partial_parses"]["incomplete"] == len(incomplete) and f["tool_calls"] == 0
+
+
+@pytest.mark.parametrize("how", ["set_tracing_disabled", "run_config"])
+def test_openai_agents_tools_with_tracing_disabled(tmp_path, server, how):
+    """Common with non-OpenAI backends: the SDK's tracing off records no function spans, so the tools are
+    recorded below it (each once, between the two model calls)."""
+    agents = pytest.importorskip("agents")
+    from openai import AsyncOpenAI
+
+    agents.set_trace_processors([])
+    client = AsyncOpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)
+    model = agents.OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+    agent = agents.Agent(name="helper", instructions="Use the tools.", model=model,
+                         tools=[agents.function_tool(get_weather), agents.function_tool(add_numbers),
+                                agents.function_tool(shout)])
+    config = agents.RunConfig(tracing_disabled=True) if how == "run_config" else None
+    if how == "set_tracing_disabled":
+        agents.set_tracing_disabled(True)
+    try:
+        with agentprof.profile("openai-agents-untraced", out=tmp_path) as run:
+            answer = asyncio.run(agents.Runner.run(agent, "weather, sum, shout", run_config=config)).final_output
+    finally:
+        agents.set_tracing_disabled(False)
+    assert "Oslo" in answer
+    check(run.path, "openai-agents")
