@@ -358,9 +358,9 @@ def cachesim(paths: tuple[str, ...], model: str, tier_opts: tuple[str, ...], blo
 
 def _print_sim(out: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     from agentprof.analysis.units import format_bytes
+    from agentprof.report.fit_width import Column, fitted_tables
     from agentprof.report.safe_text import markup
 
     con = Console()
@@ -373,26 +373,22 @@ def _print_sim(out: dict[str, Any]) -> None:
         con.print(f"[yellow]stand-in:[/yellow] {markup(s['model_note'], 1000)}", highlight=False)
     if out["defaults"]["tiers"]:
         con.print(f"tiers: {out['defaults']['tiers']} (set --tier to change)")
-    t = Table(title=f"Token hit rate {s['hit_rate']:.1%}", title_justify="left")
-    for c in ("tier", "capacity/rank", "chunks", "hit tokens", "hit rate", "bytes loaded", "evictions"):
-        t.add_column(c, justify="left" if c == "tier" else "right")
-    for tr in s["tiers"]:
-        t.add_row(tr["name"], format_bytes(tr["capacity_bytes"]),
-                  "—" if tr["capacity_chunks"] is None else f"{tr['capacity_chunks']:,}", f"{tr['hit_tokens']:,}",
-                  fmt_pct(tr["hit_rate"]), format_bytes(tr["bytes_loaded"]), f"{tr['evictions']:,}")
-    con.print(t)
+    rows = [[tr["name"], format_bytes(tr["capacity_bytes"]),
+             "—" if tr["capacity_chunks"] is None else f"{tr['capacity_chunks']:,}", f"{tr['hit_tokens']:,}",
+             fmt_pct(tr["hit_rate"]), format_bytes(tr["bytes_loaded"]), f"{tr['evictions']:,}"] for tr in s["tiers"]]
+    cols = [Column("tier", "left", name=True)] + [Column(c) for c in (
+        "capacity/rank", "chunks", "hit tokens", "hit rate", "bytes loaded", "evictions")]
+    for tb in fitted_tables(f"Token hit rate {s['hit_rate']:.1%}", cols, rows, con.width):
+        con.print(tb)
     pr = s["per_request_hit_rate"]
     con.print(f"per-request hit rate: median {fmt_pct(pr['median'])}, p10 {fmt_pct(pr['p10'])}, p90 {fmt_pct(pr['p90'])}")
     sw = out["sweep"]
     if sw:
-        st = Table(title="Single-tier capacity sweep", title_justify="left")
-        st.add_column("capacity/rank", justify="right")
-        st.add_column("chunks", justify="right")
-        st.add_column("hit rate", justify="right")
-        for p in sw["points"]:
-            st.add_row(format_bytes(p["capacity_bytes"]),
-                       "—" if p["capacity_chunks"] is None else f"{p['capacity_chunks']:,}", fmt_pct(p["hit_rate"]))
-        con.print(st)
+        rows = [[format_bytes(p["capacity_bytes"]), "—" if p["capacity_chunks"] is None else f"{p['capacity_chunks']:,}",
+                 fmt_pct(p["hit_rate"])] for p in sw["points"]]
+        for tb in fitted_tables("Single-tier capacity sweep", [Column("capacity/rank"), Column("chunks"),
+                                                               Column("hit rate")], rows, con.width):
+            con.print(tb)
         con.print(f"90% of the unlimited hit rate ({fmt_pct(sw['unlimited_hit_rate'])}) needs "
                   f"[bold]{format_bytes(sw['capacity_at_target_bytes'])}[/bold] per rank "
                   f"({sw['capacity_at_target_chunks']:,} chunks)")
