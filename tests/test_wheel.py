@@ -40,6 +40,7 @@ def _run(cmd: list[str], cwd: Path, timeout: float = 300) -> subprocess.Complete
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.timeout(900)  # a build, a fresh virtual environment and its installs: minutes on a busy machine
 def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     src = _source_copy(tmp_path / "src")
     dist = tmp_path / "dist"

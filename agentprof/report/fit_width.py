@@ -45,7 +45,7 @@ def _table(title: str | None, columns: Sequence[Column], rows: Sequence[Sequence
                          max_width=name_width)
         else:
             t.add_column(c.header, justify=c.justify, no_wrap=not c.wrap, overflow="fold",  # type: ignore[arg-type]
-                         style=c.style, max_width=name_width if c.wrap else None)
+                         style=c.style, max_width=max(12, name_width * 3 // 4) if c.wrap and name_width else None)
     for r, st in zip(rows, styles, strict=True):
         t.add_row(*(r[i] for i in idx), style=st)
     return t
@@ -61,8 +61,8 @@ def fitted_tables(title: str | None, columns: Sequence[Column], rows: Sequence[S
                   width: int, row_styles: Sequence[str | None] | None = None,
                   caption: str | None = None) -> list[Table]:
     """One table when it fits ``width``; else the figure columns, in order, over as few stacked tables as fit,
-    each with the name columns first, folded to at most a third of the width, and word columns wrapped to that
-    width too (the caption goes under the last)."""
+    each with the name columns first, folded to at most a third of the width, and word columns wrapped to a
+    quarter of it (the caption goes under the last)."""
     styles = list(row_styles) if row_styles is not None else [None] * len(rows)
     names = [i for i, c in enumerate(columns) if c.name]
     figures = [i for i, c in enumerate(columns) if not c.name]
