@@ -498,26 +498,28 @@ def _is_agentic(path: str) -> bool:
 
 def _print_fidelity(s: dict[str, Any], label: str) -> None:
     from rich.console import Console
-    from rich.table import Table
+    from rich.markup import escape
+
+    from agentprof.report.fit_width import Column, fitted_tables
 
     console = Console()
-    t = Table(title=f"{label}: {s['covered']}/{s['points']} points covered")
-    t.add_column("group")
-    for m in ("TTFT", "TPOT", "E2E"):
-        t.add_column(f"{m} median APE", justify="right")
-        t.add_column(f"{m} p90", justify="right")
+    rows: list[list[str]] = []
 
     def add(name: str, v: dict[str, Any]) -> None:
         cells = []
         for m in ("ttft", "tpot", "e2e"):
             cells += [fmt_share(v[m]["median_ape"]), fmt_share(v[m]["p90_ape"])]
-        t.add_row(name, *cells)
+        rows.append([escape(name), *cells])
 
     add("all", s)
     for by in ("hardware", "framework", "model", "serving", "conc_band", "level"):
         for k, v in s.get(f"by_{by}", {}).items():
             add(f"{by.replace('_', ' ')} {k} ({v['points']})", v)
-    console.print(t)
+    cols = [Column("group", "left", name=True)] + [Column(f"{m} {q}") for m in ("TTFT", "TPOT", "E2E")
+                                                    for q in ("median APE", "p90")]
+    for t in fitted_tables(f"{escape(label)}: {s['covered']}/{s['points']} points covered", cols, rows,
+                           console.width):
+        console.print(t)
     if s.get("max_miss_factor"):
         console.print(f"worst miss: {s['max_miss_factor']:.1f}x (prediction vs measurement, either way)")
     if s.get("uncovered"):
