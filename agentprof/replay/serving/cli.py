@@ -168,6 +168,6 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
         if b:
             console.print(f"[yellow]{r['system']}: band (every ranged estimate at its fast / slow end)[/yellow] "
                           f"up to {min(b['concurrency'])}–{max(b['concurrency'])} session(s) "
-                          f"(ranged: {', '.join(b['ranged'])})")
+                          f"({len(b['ranged'])} ranged figures, named in --json)")
     for n in res["notes"]:
         console.print(f"[dim]note: {n}[/dim]")
