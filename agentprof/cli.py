@@ -12,7 +12,7 @@ import sys
 import click
 
 from agentprof import __version__
-from agentprof.errors import AgentprofError
+from agentprof.errors import AgentprofError, did_you_mean
 
 # command name -> "module:attribute" of a click.Command
 COMMANDS: dict[str, str] = {
@@ -36,6 +36,15 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                           list[str]]:
+        """Click's resolution, with a suggestion for a mistyped command (``analyse`` → ``analyze``)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand:
+            name = str(args[0])
+            raise click.UsageError(f"No such command {name!r}{did_you_mean(name, COMMANDS)}", ctx) from None
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)

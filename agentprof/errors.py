@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class AgentprofError(Exception):
     """A user-facing error; the CLI prints ``str(err)`` as one line and exits with status 2."""
@@ -18,3 +21,16 @@ class TraceFormatError(AgentprofError):
         if line is not None:
             where = f"{where}:{line}"
         super().__init__(f"{where}: {reason}")
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``" (did you mean 'h200+x86'?)"`` for a mistyped name: the known names it begins (``h200`` →
+    ``h200+x86``) or is close to in spelling (``analyse`` → ``analyze``); ``""`` when none is near."""
+    n = name.strip().lower()
+    names = sorted(set(known))
+    starts = [k for k in names if n and k.lower().startswith(n) and k.lower() != n]
+    close = difflib.get_close_matches(n, [k.lower() for k in names], n=3, cutoff=0.6)
+    found = list(dict.fromkeys(starts + [k for c in close for k in names if k.lower() == c]))[:3]
+    if not found:
+        return ""
+    return " (did you mean " + " or ".join(repr(k) for k in found) + "?)"

@@ -52,6 +52,7 @@ PROMPT_TOKENS = "agentprof.prompt.tokens"  # tokens the hashes were computed ove
 PROMPT_SEGMENTS = "agentprof.prompt.segments"  # JSON string: [{kind, role, tokens, hash}]
 WAIT_REASON = "agentprof.wait.reason"  # user_turn | approval | idle | retry | residue | sleep (agentprof.trace.waits)
 PARSE_BYTES = "agentprof.parse.bytes"
+PARSE_PARTIAL = "agentprof.parse.partial"  # a library's partial-JSON attempt (streamed arguments): complete | incomplete
 SUBPROCESS_ARGS = "agentprof.subprocess.args"  # opt-in content
 SUBPROCESS_RETURNCODE = "agentprof.subprocess.returncode"
 STREAM_CHUNKS = "agentprof.stream.chunks"  # chunks/events received by a streamed model call

@@ -1,9 +1,22 @@
-"""Suite-wide collection order: tests marked ``side_env`` run last (their environments are built in the
-background by scripts/test.sh while the rest of the suite runs; tests/side_envs.py)."""
+"""Suite-wide: an empty user data folder, and collection order: tests marked ``side_env`` run last (their
+environments are built in the background by scripts/test.sh while the rest of the suite runs;
+tests/side_envs.py)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A user's own ``agentprof devices fit`` (in their data folder) must not change what the tests compute: the
+    suite's data folder is an empty temporary one (child processes inherit it)."""
+    folder = tempfile.mkdtemp(prefix="agentprof-test-data-")
+    os.environ["AGENTPROF_DATA_DIR"] = folder
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

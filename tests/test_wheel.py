@@ -1,9 +1,10 @@
 """The built wheel, installed into a fresh virtual environment outside the repository, runs ``agentprof demo``
-(with the ``openai`` extra; without it, one line naming the extra), ``agentprof devices fit`` and
-``python -m agentprof``; building it prints no setuptools warnings."""
+(with the ``openai`` extra; without it, one line naming the extra), ``agentprof devices fit``, the README's
+replay of the kv-cache-tester samples and ``python -m agentprof``; building it prints no setuptools warnings."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -39,6 +40,7 @@ def _run(cmd: list[str], cwd: Path, timeout: float = 300) -> subprocess.Complete
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.timeout(900)  # a build, a fresh virtual environment and its installs: minutes on a busy machine
 def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     src = _source_copy(tmp_path / "src")
     dist = tmp_path / "dist"
@@ -72,6 +74,11 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     fit = _run([str(exe), "devices", "fit", "--out", "fitted.toml", "--json", "--skip-levels"], work)
     assert fit.returncode == 0, fit.stderr[-3000:]
     assert (work / "fitted.toml").is_file() and '"points_used"' in fit.stdout
+
+    # the README's headline command names the kv-cache-tester samples: the wheel carries them
+    rep = _run([str(exe), "replay", "traces/samples/kv-cache-tester", "-s", "h200+x86", "--json"], work)
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    assert json.loads(rep.stdout)["sessions"] == 19 and not (work / "traces").exists()
 
     assert _run([str(py), "-m", "pip", "uninstall", "-q", "-y", "openai"], work).returncode == 0
     bare = _run([str(exe), "demo", "--out", "r2", "--traces", "t2"], work)

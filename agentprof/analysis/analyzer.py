@@ -22,6 +22,7 @@ from agentprof.analysis.redundancy import previous_rows, redundancy_columns
 from agentprof.analysis.result import Analysis
 from agentprof.analysis.stats import summary
 from agentprof.analysis.timesplit import TimeSplit, session_splits
+from agentprof.analysis.tools import tools as tool_table
 from agentprof.importers.coerce import as_trace
 from agentprof.trace.schema import Trace, empty_spans
 
@@ -48,7 +49,8 @@ def analyze(trace: Trace | pl.DataFrame | str | os.PathLike[str], miss_ratio: fl
         lay = _layout(attrs)
         if lay is not None:
             layouts[sid] = lay
-    misses, top = explain(cb, red, prev, layouts, miss_ratio=miss_ratio)
+    misses, top, starts = explain(cb, red, prev, layouts, miss_ratio=miss_ratio)
+    _new_conversation_notes(starts, diags)
     calls = pl.concat([cb.calls.drop("segments", "attributes"), red], how="horizontal").with_columns(
         pl.Series("kvct_hit_blocks", hits, dtype=pl.Int64),
         pl.Series("kvct_counted_blocks", counted, dtype=pl.Int64),
@@ -74,10 +76,26 @@ def analyze(trace: Trace | pl.DataFrame | str | os.PathLike[str], miss_ratio: fl
     redundancy = _redundancy(calls, conv_out)
     n_conv = conv_out.height if conv_out.height else int(sessions.get_column("primary").sum() or 0)
     a = Analysis(trace.meta, calls, per_session, conv_out, time, redundancy, misses, diags, n_conversations=n_conv,
-                 failures=failures(spans), profile=_profile(trace, time.orchestration_s if timed else None),
+                 failures=failures(spans), tools=tool_table(spans), profile=_profile(trace, time.orchestration_s if timed else None),
                  conversation_time=summed)
     a.redundancy["timed_conversations"] = timed
     return a
+
+
+def _new_conversation_notes(starts: list[dict[str, Any]], diags: list[dict[str, Any]]) -> None:
+    """One note per session whose calls start new conversations (several agent runs in one profile): those
+    calls share only tools and system prompt with the call before by design, and are not cache misses."""
+    per: dict[str, list[dict[str, Any]]] = {}
+    for st in starts:
+        per.setdefault(st["session_id"], []).append(st)
+    for sid, calls in per.items():
+        diags.append({"kind": "new_conversation", "session_id": sid,
+                      "span_ids": [x["span_id"] for x in calls][:20],
+                      "message": f"session {sid}: {len(calls)} model call(s) start a new conversation (another agent "
+                                 "run in the same profile; calls " + ", ".join(str(x["call_index"] + 1)
+                                                                               for x in calls[:10])
+                                 + "): they share only the tools and system prompt with the call before, so they are "
+                                 "not counted as cache misses"})
 
 
 def _profile(trace: Trace, orchestration_s: float | None) -> Any:

@@ -73,8 +73,7 @@ def analyze(paths: tuple[str, ...], as_json: bool, skip_bad_lines: bool, n_misse
 
 
 def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
-    from rich.table import Table
-
+    from agentprof.report.fit_width import Column, fitted_tables
     from agentprof.safe_text import console as safe_console
     from agentprof.safe_text import markup, text
     from agentprof.trace.waits import HUMAN_REASONS
@@ -90,35 +89,36 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     sh = t["shares"]
     active = t["agent_active_s"] or 0.0
     human = wall - active
-    tt = Table(title="Time (critical path; buckets sum to wall)", title_justify="left")
-    tt.add_column("bucket")
-    tt.add_column("time", justify="right")
-    tt.add_column("share of wall", justify="right")
-    tt.add_column("share of agent-active", justify="right")
-    rows = [("model", t["model_s"], "model"), ("  TTFT / prefill (streamed)", t["model_ttft_s"], None),
-            ("  decode (streamed)", t["model_decode_s"], None), ("tool", t["tool_s"], "tool"),
+    rows = [("model", t["model_s"], "model"), ("  TTFT / prefill", t["model_ttft_s"], None),
+            ("  decode", t["model_decode_s"], None), ("tool", t["tool_s"], "tool"),
             ("parse", t["parse_s"], "parse"), ("orchestration", t["orchestration_s"], "orchestration"),
-            ("  glue (agent time outside spans)", t["glue_s"], None), ("wait", t["wait_s"], "wait")]
-    rows += [(f"  wait: {markup(k)}", v, None) for k, v in t["waits_by_reason"].items()]
+            ("  glue (outside spans)", t["glue_s"], None), ("wait", t["wait_s"], "wait")]
+    rows += [(f"  wait: {k}", v, None) for k, v in t["waits_by_reason"].items()]
+    cells: list[list[Any]] = []
     for name, v, key in rows:
         reason = name[len("  wait: "):] if name.startswith("  wait: ") else None
         of_active = sh["of_agent_active"].get(key) if key else (
             "—" if reason in HUMAN_REASONS else fmt_pct(v / active if active else None))
-        tt.add_row(name, fmt_duration(v), fmt_pct(v / wall if wall else None),
-                   of_active if isinstance(of_active, str) else fmt_pct(of_active))
-    tt.add_row("[bold]wall[/bold]", fmt_duration(wall), fmt_pct(1.0) if wall else "—", "")
-    tt.add_row("[bold]agent-active[/bold] (wall − user turns, approvals, idle)", fmt_duration(active),
-               fmt_pct(active / wall if wall else None), fmt_pct(1.0) if active else "—")
-    tt.add_row("critical path through spans", fmt_duration(t["critical_path_s"]), fmt_pct(t["critical_path_s"] / wall if wall else None), "")
-    tt.add_row("sum of span durations", fmt_duration(t["span_sum_s"]), "", "")
-    tt.add_row("[bold]Amdahl bound[/bold] (model time → 0)", fmt_duration(t["amdahl_bound_s"]),
-               fmt_pct(t["amdahl_bound_s"] / wall if wall else None), "")
-    tt.add_row("  on the agent-active clock", fmt_duration(t["amdahl_bound_active_s"]), "",
-               fmt_pct(t["amdahl_bound_active_s"] / active if active else None))
-    tt.caption = (f"model calls bound the speed-up at {fmt_x(sh['of_wall']['max_speedup'])} of wall time and "
-                  f"{fmt_x(sh['of_agent_active']['max_speedup'])} of agent-active time; {fmt_duration(human)} of the wall "
-                  "is user turns, approvals and idle gaps")
-    con.print(tt)
+        cells.append([text(name), fmt_duration(v), fmt_pct(v / wall if wall else None),
+                      of_active if isinstance(of_active, str) else fmt_pct(of_active)])
+    cells.append(["[bold]wall[/bold]", fmt_duration(wall), fmt_pct(1.0) if wall else "—", ""])
+    cells.append(["[bold]agent-active[/bold]", fmt_duration(active), fmt_pct(active / wall if wall else None),
+                  fmt_pct(1.0) if active else "—"])
+    cells.append(["critical path", fmt_duration(t["critical_path_s"]),
+                  fmt_pct(t["critical_path_s"] / wall if wall else None), ""])
+    cells.append(["sum of spans", fmt_duration(t["span_sum_s"]), "", ""])
+    cells.append(["[bold]Amdahl bound[/bold]", fmt_duration(t["amdahl_bound_s"]),
+                  fmt_pct(t["amdahl_bound_s"] / wall if wall else None), ""])
+    cells.append(["  agent-active clock", fmt_duration(t["amdahl_bound_active_s"]), "",
+                  fmt_pct(t["amdahl_bound_active_s"] / active if active else None)])
+    for tb in fitted_tables("Time (critical path; buckets sum to wall)",
+                            [Column("bucket", "left", name=True), Column("time"), Column("of wall"),
+                             Column("of active")], cells, con.width):
+        con.print(tb)
+    con.print(f"[dim]active: agent-active, the wall minus user turns, approvals and idle gaps "
+              f"({fmt_duration(human)} here). Amdahl bound: the wall with model calls taking no time; model calls "
+              f"bound the speed-up at {fmt_x(sh['of_wall']['max_speedup'])} of wall time and "
+              f"{fmt_x(sh['of_agent_active']['max_speedup'])} of agent-active time.[/dim]", highlight=False)
     f = d.get("failures") or {}
     if f.get("model_calls") or f.get("tool_calls"):
         kinds = ", ".join(f"{g['count']:,} {markup(g['error_type'])}"
@@ -126,24 +126,31 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
                           for g in f["by_error_type"][:5])
         con.print(f"[bold]failed calls:[/bold] {f['model_calls']:,} model ({fmt_duration(f['model_s'])}), "
                   f"{f['tool_calls']:,} tool ({fmt_duration(f['tool_s'])}) — {kinds}", highlight=False)
+    pp = f.get("partial_parses") or {}
+    if pp.get("count"):
+        con.print(f"partial JSON parses: {pp['count']:,} attempts by a library on streamed arguments "
+                  f"({pp['incomplete']:,} on text not yet complete, {fmt_duration(pp['time_s'])}): parse time, not "
+                  "failures", highlight=False)
+    _print_tools(con, d.get("tools") or [])
     co = d.get("capture_overhead")
     if co:
         con.print(fmt_capture_cost(co), highlight=False)
     _print_cpu(con, d)
     r = d["redundancy"]
-    rt = Table(title="Prompt redundancy", title_justify="left")
-    rt.add_column("metric")
-    for k in ("n", "mean", "median", "p10", "p25", "p75", "p90"):
-        rt.add_column(k, justify="right")
-    for key, label in (("prefix_reuse_prev", "prefix reuse vs previous call"),
-                       ("prefix_reuse_prev_late", "  calls after the 10th"),
-                       ("best_reuse", "reusable from best earlier call"),
-                       ("session_hit_rate", "kv-cache-tester hit rate / conversation"),
-                       ("strict_hit_share", "  strict (all blocks) / conversation"),
-                       ("provider_cache_read_share", "provider cache read share, per call")):
-        s = r[key]
-        rt.add_row(label, f"{s['n']:,}", *(fmt_pct(s[q]) for q in ("mean", "median", "p10", "p25", "p75", "p90")))
-    con.print(rt)
+    quants = ("mean", "median", "p10", "p25", "p75", "p90")
+    red_rows = []
+    for key, label in (("prefix_reuse_prev", "reuse vs previous call"),
+                       ("prefix_reuse_prev_late", "  after the 10th call"),
+                       ("best_reuse", "best earlier call"),
+                       ("session_hit_rate", "kv-cache-tester hit rate"),
+                       ("strict_hit_share", "  strict (all blocks)"),
+                       ("provider_cache_read_share", "provider cache read")):
+        v = r[key]
+        red_rows.append([label, f"{v['n']:,}", *(fmt_pct(v[q]) for q in quants)])
+    for tb in fitted_tables("Prompt redundancy (per call; hit rates per conversation)",
+                            [Column("metric", "left", name=True), Column("n"), *(Column(q) for q in quants)],
+                            red_rows, con.width):
+        con.print(tb)
     tok = r["tokens"]
     line = (f"hashed prompt tokens {tok['prompt']:,} "
             f"(estimated, {markup(d.get('source', {}).get('tokenizer') or 'offline tokenizer')})")
@@ -157,17 +164,18 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     con.print(line, highlight=False)
     sess = d["per_session"]
     if sess:
-        st = Table(title=f"Sessions ({min(len(sess), 20)} of {len(sess)})", title_justify="left")
-        for c in ("session", "role", "calls", "wall", "model", "tool", "wait", "reuse", "hit rate", "misses"):
-            st.add_column(c, justify="left" if c in ("session", "role") else "right",
-                          overflow="fold" if c == "session" else "ellipsis")
+        srows = []
         for s in sorted(sess, key=lambda x: -(x.get("wall_s") or 0))[:20]:
-            sid = s["session_id"]
-            st.add_row(text(sid if len(sid) <= 28 else "…" + sid[-27:]), text(s["role"]), f"{s['model_calls']:,}",
-                       fmt_duration(s.get("wall_s") or 0.0), fmt_duration(s.get("model_s") or 0.0), fmt_duration(s.get("tool_s") or 0.0),
-                       fmt_duration(s.get("wait_s") or 0.0), fmt_pct(s.get("prefix_reuse_prev_median")),
-                       fmt_pct(s.get("session_hit_rate")), f"{s['cache_misses']:,}")
-        con.print(st)
+            srows.append([text(s["session_id"]), text(s["role"]), f"{s['model_calls']:,}",
+                          fmt_duration(s.get("wall_s") or 0.0), fmt_duration(s.get("model_s") or 0.0),
+                          fmt_duration(s.get("tool_s") or 0.0), fmt_duration(s.get("wait_s") or 0.0),
+                          fmt_pct(s.get("prefix_reuse_prev_median")), fmt_pct(s.get("session_hit_rate")),
+                          f"{s['cache_misses']:,}"])
+        cols = [Column("session", "left", name=True), Column("role", "left")] + [Column(c) for c in (
+            "calls", "wall", "model", "tool", "wait", "reuse", "hit rate", "misses")]
+        for tb in fitted_tables(f"Sessions ({min(len(sess), 20)} of {len(sess)}, longest first)", cols, srows,
+                                con.width):
+            con.print(tb)
     misses = d["cache_misses"]
     if misses and n_misses > 0:
         shown = sorted(misses, key=lambda m: -(m["causes"][0]["score"] if m["causes"] else 0))[:n_misses]
@@ -183,9 +191,30 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
             for c in m["causes"][:3]:
                 con.print(f"    [bold]{markup(c['cause'])}[/bold] ({c['score']:.2f}): {markup(c['detail'], 1000)}",
                           highlight=False)
-                con.print(f"      fix: {markup(c['fix'], 1000)}", highlight=False)
+                if c.get("fix"):
+                    con.print(f"      fix: {markup(c['fix'], 1000)}", highlight=False)
     _print_notes(con, [dg.get("message", "") for dg in d["diagnostics"]],
                  [dg.get("kind", "") for dg in d["diagnostics"]])
+
+
+TOP_TOOLS = 15
+
+
+def _print_tools(con: Any, tools: list[dict[str, Any]]) -> None:
+    """The tools by total time (the analysis' ``tools``: summed span time, so parallel calls each count)."""
+    from agentprof.report.fit_width import Column, fitted_tables
+    from agentprof.safe_text import text
+
+    if not tools:
+        return
+    rows = [[text(x["name"]), f"{x['count']:,}", fmt_duration(x["total_s"]), fmt_duration(x["p50_s"]),
+             fmt_duration(x["p95_s"]), fmt_duration(x["max_s"]), f"{x['errors']:,}"] for x in tools[:TOP_TOOLS]]
+    title = f"Tools by total time ({min(len(tools), TOP_TOOLS)} of {len(tools)})"
+    cols = [Column("tool", "left", name=True)] + [Column(c) for c in ("calls", "total", "p50", "p95", "max",
+                                                                       "errors")]
+    for tb in fitted_tables(title, cols, rows, con.width, caption="summed span time (parallel calls each count); "
+                                                                  "all tools in --json"):
+        con.print(tb)
 
 
 TOP_HOTSPOTS = 15
@@ -193,8 +222,7 @@ TOP_HOTSPOTS = 15
 
 def _print_cpu(con: Any, d: dict[str, Any]) -> None:
     """CPU-bound shares of orchestration and tools, and the top sampled functions (captured traces)."""
-    from rich.table import Table
-
+    from agentprof.report.fit_width import Column, fitted_tables
     from agentprof.safe_text import text
 
     cb = d.get("cpu_bound")
@@ -206,24 +234,22 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
               + ("" if cb.get("sampled") else " (not sampled: capture with --sample to see which functions)"),
               highlight=False)
     if cb["tools"]:
-        tt = Table(title="Tools: CPU-bound share (CPU, incl. child processes, plus waiting for a CPU, / wall)",
-                   title_justify="left")
-        for c in ("tool", "calls", "wall", "CPU", "CPU-bound"):
-            tt.add_column(c, justify="left" if c == "tool" else "right")
-        for t in cb["tools"][:TOP_HOTSPOTS]:
-            tt.add_row(text(t["tool"]), f"{t['calls']:,}", fmt_fine(t["wall_s"]), fmt_fine(t["cpu_s"]), fmt_pct(t["cpu_bound_share"]))
-        con.print(tt)
+        rows = [[text(t["tool"]), f"{t['calls']:,}", fmt_fine(t["wall_s"]), fmt_fine(t["cpu_s"]),
+                 fmt_pct(t["cpu_bound_share"])] for t in cb["tools"][:TOP_HOTSPOTS]]
+        for tb in fitted_tables("Tools: CPU-bound share", [Column("tool", "left", name=True), Column("calls"),
+                                                           Column("wall"), Column("CPU"), Column("CPU-bound")],
+                                rows, con.width, caption="CPU-bound: CPU time (child processes included) plus time "
+                                                         "waiting for a CPU, over wall time"):
+            con.print(tb)
     hs = d.get("hotspots") or []
     if hs:
-        ht = Table(title=f"Hotspots: top {min(len(hs), TOP_HOTSPOTS)} functions by sampled self time (all in --json)",
-                   title_justify="left")
-        for c in ("function", "where", "samples", "self", "total", "self on CPU", "file"):
-            ht.add_column(c, justify="right" if c in ("samples", "self", "total", "self on CPU") else "left",
-                          overflow="fold" if c == "file" else "ellipsis")
-        for h in hs[:TOP_HOTSPOTS]:
-            ht.add_row(text(h["frame"]), text(h["where"]), f"{h['samples']:,}", fmt_fine(h["self_s"]),
-                       fmt_fine(h["total_s"]), fmt_fine(h["self_cpu_s"]), text(h["file"]))
-        con.print(ht)
+        rows = [[text(h["frame"]), text(h["where"]), f"{h['samples']:,}", fmt_fine(h["self_s"]),
+                 fmt_fine(h["total_s"]), fmt_fine(h["self_cpu_s"]), text(h["file"])] for h in hs[:TOP_HOTSPOTS]]
+        cols = [Column("function", "left", name=True), Column("where", "left", name=True), Column("samples"),
+                Column("self"), Column("total"), Column("self on CPU"), Column("file", "left", name=True)]
+        for tb in fitted_tables(f"Hotspots: top {min(len(hs), TOP_HOTSPOTS)} functions by sampled self time "
+                                "(all in --json)", cols, rows, con.width):
+            con.print(tb)
 
 
 def _print_notes(con: Any, messages: list[str], kinds: list[str], per_kind: int = 3) -> None:
@@ -237,7 +263,7 @@ def _print_notes(con: Any, messages: list[str], kinds: list[str], per_kind: int 
             con.print(f"[yellow]note:[/yellow] {markup(msg, 1000)}", highlight=False)
     for kind, n in shown.items():
         if n > per_kind:
-            con.print(f"[yellow]note:[/yellow] … {n - per_kind} more {markup(kind or 'notes')} (see --json)",
+            con.print(f"[yellow]note:[/yellow] and {n - per_kind} more {markup(kind or 'notes')} (see --json)",
                       highlight=False)
 
 
@@ -330,9 +356,8 @@ def cachesim(paths: tuple[str, ...], model: str, tier_opts: tuple[str, ...], blo
 
 
 def _print_sim(out: dict[str, Any]) -> None:
-    from rich.table import Table
-
     from agentprof.analysis.units import format_bytes
+    from agentprof.report.fit_width import Column, fitted_tables
     from agentprof.safe_text import console as safe_console
     from agentprof.safe_text import markup
 
@@ -346,26 +371,22 @@ def _print_sim(out: dict[str, Any]) -> None:
         con.print(f"[yellow]stand-in:[/yellow] {markup(s['model_note'], 1000)}", highlight=False)
     if out["defaults"]["tiers"]:
         con.print(f"tiers: {out['defaults']['tiers']} (set --tier to change)")
-    t = Table(title=f"Token hit rate {s['hit_rate']:.1%}", title_justify="left")
-    for c in ("tier", "capacity/rank", "chunks", "hit tokens", "hit rate", "bytes loaded", "evictions"):
-        t.add_column(c, justify="left" if c == "tier" else "right")
-    for tr in s["tiers"]:
-        t.add_row(tr["name"], format_bytes(tr["capacity_bytes"]),
-                  "—" if tr["capacity_chunks"] is None else f"{tr['capacity_chunks']:,}", f"{tr['hit_tokens']:,}",
-                  fmt_pct(tr["hit_rate"]), format_bytes(tr["bytes_loaded"]), f"{tr['evictions']:,}")
-    con.print(t)
+    rows = [[tr["name"], format_bytes(tr["capacity_bytes"]),
+             "—" if tr["capacity_chunks"] is None else f"{tr['capacity_chunks']:,}", f"{tr['hit_tokens']:,}",
+             fmt_pct(tr["hit_rate"]), format_bytes(tr["bytes_loaded"]), f"{tr['evictions']:,}"] for tr in s["tiers"]]
+    cols = [Column("tier", "left", name=True)] + [Column(c) for c in (
+        "capacity/rank", "chunks", "hit tokens", "hit rate", "bytes loaded", "evictions")]
+    for tb in fitted_tables(f"Token hit rate {s['hit_rate']:.1%}", cols, rows, con.width):
+        con.print(tb)
     pr = s["per_request_hit_rate"]
     con.print(f"per-request hit rate: median {fmt_pct(pr['median'])}, p10 {fmt_pct(pr['p10'])}, p90 {fmt_pct(pr['p90'])}")
     sw = out["sweep"]
     if sw:
-        st = Table(title="Single-tier capacity sweep", title_justify="left")
-        st.add_column("capacity/rank", justify="right")
-        st.add_column("chunks", justify="right")
-        st.add_column("hit rate", justify="right")
-        for p in sw["points"]:
-            st.add_row(format_bytes(p["capacity_bytes"]),
-                       "—" if p["capacity_chunks"] is None else f"{p['capacity_chunks']:,}", fmt_pct(p["hit_rate"]))
-        con.print(st)
+        rows = [[format_bytes(p["capacity_bytes"]), "—" if p["capacity_chunks"] is None else f"{p['capacity_chunks']:,}",
+                 fmt_pct(p["hit_rate"])] for p in sw["points"]]
+        for tb in fitted_tables("Single-tier capacity sweep", [Column("capacity/rank"), Column("chunks"),
+                                                               Column("hit rate")], rows, con.width):
+            con.print(tb)
         con.print(f"90% of the unlimited hit rate ({fmt_pct(sw['unlimited_hit_rate'])}) needs "
                   f"[bold]{format_bytes(sw['capacity_at_target_bytes'])}[/bold] per rank "
                   f"({sw['capacity_at_target_chunks']:,} chunks)")

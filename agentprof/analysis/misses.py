@@ -161,15 +161,38 @@ def _one_hour_ttl(attrs: str | None) -> bool:
     return any("1h" in k and isinstance(v, (int, float)) and v > 0 for k, v in a.items())
 
 
+FINAL_REASONS = frozenset({"stop", "end_turn", "completed", "stop_sequence"})
+"""Finish reasons of a model response that ends the agent's turn (no tool call asked for): OpenAI chat and
+responses, Anthropic."""
+
+
+def _new_conversation(loc: dict[str, Any], cur: list[_Seg] | None, overlap: float | None, prev_attrs: str | None
+                      ) -> bool:
+    """Whether a prompt that broke at the first history message starts a new conversation (a second agent run in
+    the same profile) rather than rewriting the old one: it keeps none of the previous prompt's messages and
+    holds no model reply yet, and the previous call ended its run with a final answer (its recorded finish reason;
+    without one, a compaction down to one message looks the same and stays a miss). Its prefix can then share only
+    the tools and system prompt: no miss, nothing to fix."""
+    if loc.get("where") != "history message 0" or cur is None or overlap not in (None, 0.0):
+        return False
+    if any(sg.kind == "message" and sg.role == "assistant" for sg in cur):
+        return False
+    reasons = _attrs(prev_attrs).get("gen_ai.response.finish_reasons")
+    if isinstance(reasons, str):
+        reasons = [reasons]
+    return isinstance(reasons, list) and any(str(r).lower() in FINAL_REASONS for r in reasons)
+
+
 def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[str, tuple[int, int]] | None = None,
             miss_ratio: float = MISS_RATIO, boundary_blocks: int = BOUNDARY_BLOCKS,
-            ) -> tuple[list[dict[str, Any]], list[str | None]]:
-    """Examine every call; return the miss records (ranked causes) and each call's top cause (or None)."""
+            ) -> tuple[list[dict[str, Any]], list[str | None], list[dict[str, Any]]]:
+    """Examine every call; return the miss records (ranked causes), each call's top cause (or None) and the
+    calls that start a new conversation in the same session (:func:`_new_conversation`; not misses)."""
     calls = cb.calls
     n = calls.height
     top: list[str | None] = [None] * n
     if n == 0:
-        return [], top
+        return [], top, []
     bs = cb.block_size
     c = calls.select("session_id", "line_id", "role", "span_id", "call_index", "line_index", "model", "provider",
                      "start_ns", "end_ns", "prompt_tokens", "input_tokens", "cache_read_tokens", "has_hashes",
@@ -183,6 +206,7 @@ def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[s
         return _segs(v.to_list() if isinstance(v, pl.Series) else v)
 
     one_hour_lines = {line for line, a in zip(c["line_id"], attrs, strict=True) if _one_hour_ttl(a)}
+    starts: list[int] = []  # calls that begin a new conversation in the same session (not misses)
     keys: np.ndarray | None = None
     records: list[dict[str, Any]] = []
     for i in range(n):
@@ -240,6 +264,9 @@ def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[s
             else:
                 overlap = _message_overlap(cur_segs, prev_segs)
                 compaction_role = c["role"][i] in ("compaction",) and c["session_id"][i] != c["session_id"][p]
+                if not compaction_role and _new_conversation(loc, cur_segs, overlap, attrs[q]):
+                    starts.append(i)
+                    continue
                 if compaction_role or (shrink is not None and shrink < 0.6 and (overlap is None or overlap < 0.5)):
                     add("history_compacted", 0.95 if compaction_role else 0.85,
                         f"the prompt went from {ppt} to {pt} tokens" + (" after a compaction boundary"
@@ -295,4 +322,5 @@ def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[s
             "diverging_token": token, "location": loc, "idle_gap_s": gap_s,
             "cache_ttl_s": pc.ttl_s, "causes": causes,
         })
-    return records, top
+    return records, top, [{"session_id": c["session_id"][i], "span_id": c["span_id"][i],
+                            "call_index": c["call_index"][i]} for i in starts]

@@ -49,6 +49,7 @@ class Analysis:
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
     n_conversations: int = 0
     failures: dict[str, Any] = field(default_factory=dict)  # failed model and tool calls (analysis.failures)
+    tools: list[dict[str, Any]] = field(default_factory=list)  # per-tool figures (analysis.tools), by total time
     profile: Any = None  # CPU-bound shares and sampled hotspots (analysis.hotspots.Profile)
     conversation_time: dict[str, TimeSplit] = field(default_factory=dict, repr=False)
     """The timed top-level conversations' splits that ``time`` sums (in session order): what a partitioned
@@ -85,6 +86,7 @@ class Analysis:
             "redundancy": self.redundancy,
             "cache_misses": self.cache_misses,
             "failures": self.failures,
+            "tools": self.tools,
             "capture_overhead": self.capture_overhead(),
             "cpu_bound": prof.to_dict() if prof is not None else None,
             "hotspots": _jsonable(prof.hotspots) if prof is not None else [],

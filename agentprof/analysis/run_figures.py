@@ -29,6 +29,7 @@ from agentprof.analysis.analyzer import analyze
 from agentprof.analysis.hotspots import session_gaps
 from agentprof.analysis.result import Analysis
 from agentprof.analysis.timesplit import session_splits
+from agentprof.analysis.tools import tool_name
 from agentprof.trace.schema import Trace
 
 Key = tuple[str, str]
@@ -36,7 +37,6 @@ Key = tuple[str, str]
 ``wait:REASON``, ``model:NAME``, ``parse``, ``gap``."""
 
 TASK_TIMES = ("wall_s", "agent_active_s", "model_s", "tool_s", "parse_s", "orchestration_s")
-_TOOL_PREFIX = sc.OP_EXECUTE_TOOL + " "
 
 
 @dataclass
@@ -63,13 +63,6 @@ class SideFigures:
             return None
         v = v[np.isfinite(v)]
         return float(np.median(v)) if v.size else None
-
-
-def _tool_name() -> pl.Expr:
-    from_attr = pl.col("attributes").str.json_path_match(f"$['{sc.TOOL_NAME}']")
-    from_name = pl.when(pl.col("name").str.starts_with(_TOOL_PREFIX)).then(
-        pl.col("name").str.slice(len(_TOOL_PREFIX))).otherwise(pl.col("name"))
-    return pl.coalesce(from_attr, from_name)
 
 
 def _per_run(df: pl.DataFrame, by: str, value: pl.Expr, runs: list[str], fill: float) -> np.ndarray:
@@ -129,7 +122,7 @@ def side_figures(trace: Trace, analysis: Analysis | None = None) -> SideFigures:
         pl.col("attributes").str.json_path_match(f"$['{sc.WAIT_REASON}']").fill_null("unspecified").alias("_reason"))
     for reason in reasons:
         add_samples(("call_s", f"wait:{reason}"), waits.filter(pl.col("_reason") == reason), "_dur", "spans")
-    tools = timed.filter(pl.col("kind") == "tool").with_columns(_tool_name().alias("_tool"))
+    tools = timed.filter(pl.col("kind") == "tool").with_columns(tool_name().alias("_tool"))
     for name in sorted(set(tools.get_column("_tool").drop_nulls().to_list())):
         t = tools.filter(pl.col("_tool") == name)
         per_run[("tool_time_s", f"tool:{name}")] = _per_run(t, "_run", pl.col("_dur").sum(), runs, 0.0)

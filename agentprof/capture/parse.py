@@ -50,14 +50,18 @@ def _hot_start(sess: Session, name: str, size: int) -> Scope | None:
 
 
 def recorded_loads(sess: Session, name: str, loads: Callable[..., Any], text: Any, args: tuple[Any, ...],
-                   kwargs: dict[str, Any]) -> Any:
+                   kwargs: dict[str, Any], partial: bool = False) -> Any:
     """``loads(text, *args, **kwargs)`` recorded as a ``parse`` span of ``sess`` named ``name``; its exception
-    (a parse error) propagates unchanged and marks the span failed."""
+    (a parse error) propagates unchanged and marks the span failed — unless ``partial`` (a library's attempt on
+    a document still streaming in): then the span is classed ``agentprof.parse.partial`` ``incomplete``, not
+    failed."""
     try:
         size = nbytes(text)
-        started = _hot_start(sess, name, size) if sess.hot is not None else None
-        scope = None if started is not None else \
-            Scope(sess, name, {sc.KIND: "parse", sc.SESSION_ID: sess.id, sc.PARSE_BYTES: size}, cpu=True)
+        started = _hot_start(sess, name, size) if sess.hot is not None and not partial else None
+        attrs: dict[str, Any] = {sc.KIND: "parse", sc.SESSION_ID: sess.id, sc.PARSE_BYTES: size}
+        if partial:
+            attrs[sc.PARSE_PARTIAL] = "complete"
+        scope = None if started is not None else Scope(sess, name, attrs, cpu=True)
     except Exception as e:
         internal_error("starting a parse span", e)
         return loads(text, *args, **kwargs)
@@ -65,7 +69,11 @@ def recorded_loads(sess: Session, name: str, loads: Callable[..., Any], text: An
         try:
             result = loads(text, *args, **kwargs)
         except BaseException as e:
-            scope.end(e)  # type: ignore[union-attr]
+            if partial and isinstance(e, ValueError):
+                scope.set_attribute(sc.PARSE_PARTIAL, "incomplete")  # type: ignore[union-attr]
+                scope.end()  # type: ignore[union-attr]
+            else:
+                scope.end(e)  # type: ignore[union-attr]
             raise
         scope.end()  # type: ignore[union-attr]
         return result

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from agentprof.errors import AgentprofError
+from agentprof.errors import AgentprofError, did_you_mean
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -196,7 +196,8 @@ def resolve_model(name: str | None, extra_files: tuple[str, ...] = (), strict: b
     for s in standins:
         if re.search(s.pattern, low):
             if strict and s.pattern in (".", ".*", ""):
-                raise CatalogError(f"unknown model {name!r}: not in the catalog ({', '.join(sorted(mods))}) "
+                near = did_you_mean(name or "", [k for m in mods.values() for k in (m.key, *m.aliases)])
+                raise CatalogError(f"unknown model {name!r}{near}: not in the catalog ({', '.join(sorted(mods))}) "
                                    "and not a known closed-model family (claude, gpt, gemini, ...)")
             if s.model not in mods:
                 raise CatalogError(f"stand-in for {name!r} names unknown model {s.model!r}")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentprof.catalog import CATALOG_DIR, CatalogError, ModelSpec, Sourced, models, read_toml
+from agentprof.errors import did_you_mean
 
 SHIPPED_FILES = ("accelerators.toml", "hosts.toml", "systems.toml")
 TABLES = ("accelerators", "hosts", "links", "disks", "systems", "models", "standins")
@@ -214,7 +215,8 @@ class HardwareCatalog:
     def system(self, name: str) -> System:
         s = self.systems.get(name) or self.systems.get(name.lower())
         if s is None:
-            raise CatalogError(f"unknown system {name!r} (known: {', '.join(sorted(self.systems))})")
+            raise CatalogError(f"unknown system {name!r}{did_you_mean(name, self.systems)} "
+                               f"(known: {', '.join(sorted(self.systems))}; see 'agentprof devices list')")
         return s
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
-from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from agentprof.demo.run import DemoResult
+from agentprof.report.fit_width import Column, fitted_tables, natural_width
 from agentprof.report.formats import fmt_duration, fmt_int, fmt_pct, fmt_tokens, fmt_x
 from agentprof.safe_text import console as safe_console
 
@@ -47,46 +47,45 @@ def outcome_view(r: DemoResult) -> RenderableType:
     return t
 
 
-def figures_view(r: DemoResult) -> Table:
-    """The headline figures of both traces in columns."""
-    runs = [r.captured.label, r.imported.label]
-    t = Table(title="Where the time went", box=box.SIMPLE_HEAVY, title_justify="left", title_style="bold")
-    t.add_column("")
-    for label in runs:
-        t.add_column(Text(label), justify="right", max_width=34)
-    for row in r.compare.get("table") or []:
-        fmt = _FMT.get(row["fmt"], fmt_int)
-        t.add_row(row["label"], *(fmt(v) for v in row["values"]))
-    return t
+def figures_view(r: DemoResult, width: int = 80) -> RenderableType:
+    """The headline figures of both traces in columns (stacked under each other when ``width`` is short)."""
+    cols = [Column("", "left", name=True)] + [Column(label, wrap=True)
+                                              for label in (r.captured.label, r.imported.label)]
+    rows = [[row["label"], *(_FMT.get(row["fmt"], fmt_int)(v) for v in row["values"])]
+            for row in r.compare.get("table") or []]
+    return Group(*fitted_tables("Where the time went", cols, rows, width))
 
 
-def whatif_view(r: DemoResult) -> Table:
-    """Task time per system for both traces, with the task and model-call speed-ups and the Amdahl bound."""
-    t = Table(title="Device what-if: task time (speed-up of the whole task · of its model calls)", box=box.SIMPLE_HEAVY,
-              title_justify="left", title_style="bold")
-    t.add_column("system")
-    for label in (r.captured.label, r.imported.label):
-        t.add_column(Text(label), justify="right", max_width=34)
+def whatif_view(r: DemoResult, width: int = 80) -> RenderableType:
+    """Task time per system for both traces, with the task and model-call speed-ups and the Amdahl bound: one
+    table per trace, side by side when ``width`` allows."""
+    per_trace: list[list[list[Any]]] = [[], []]
     for row in r.compare.get("whatif") or []:
-        cells: list[Any] = []
-        for c in row["cells"]:
+        for k, c in enumerate(row["cells"][:2]):
             if c is None:
-                cells.append("—")
+                per_trace[k].append([Text(str(row["name"])), "—", "", ""])
             elif c.get("error"):
-                cells.append(Text("not replayed: " + str(c["error"]), style="red"))
+                per_trace[k].append([Text(str(row["name"])),
+                                     Text("not replayed: " + str(c["error"]), style="red"), "", ""])
             elif row["name"] == "recorded":
-                cells.append(fmt_duration(c.get("e2e_s")))
+                per_trace[k].append([Text("recorded"), fmt_duration(c.get("e2e_s")), "", ""])
             else:
-                cells.append(f"{fmt_duration(c.get('e2e_s'))} · task {fmt_x(c.get('speedup'))} · "
-                             f"calls {fmt_x(c.get('model_speedup'))}")
-        t.add_row(Text(str(row["name"])), *cells)
-    bounds = []
-    for tr in (r.captured, r.imported):
+                per_trace[k].append([Text(str(row["name"])), fmt_duration(c.get("e2e_s")), fmt_x(c.get("speedup")),
+                                     fmt_x(c.get("model_speedup"))])
+    for k, tr in enumerate((r.captured, r.imported)):
         rec = getattr(tr.replay, "recorded", None)
         e2e, bound = getattr(rec, "amdahl_e2e_s", None), getattr(rec, "amdahl_bound", None)
-        bounds.append(f"{fmt_duration(e2e)} · at most {fmt_x(bound)}" if e2e is not None else "—")
-    t.add_row(Text("Amdahl bound (model calls take no time)", style="bold"), *bounds)
-    return t
+        per_trace[k].append([Text("Amdahl bound", style="bold"), fmt_duration(e2e), fmt_x(bound), ""])
+    cols = [Column("system", "left", name=True), Column("task time"), Column("task ×"), Column("calls ×")]
+    tables = [t for k, tr in enumerate((r.captured, r.imported))
+              for t in fitted_tables(f"Device what-if · {tr.label}", cols, per_trace[k], width)]
+    note = Text("task ×: the whole task's speed-up; calls ×: its model calls'; Amdahl bound: the task with model "
+                "calls taking no time", style="dim")
+    if len(tables) == 2 and sum(natural_width(t) for t in tables) + 4 <= width:
+        grid = Table.grid(padding=(0, 4))
+        grid.add_row(*tables)
+        return Group(grid, note)
+    return Group(*tables, note)
 
 
 def consistency_line(r: DemoResult) -> Text | None:
@@ -128,7 +127,8 @@ def footer_view(r: DemoResult) -> Text:
 def show_result(r: DemoResult, console: Console | None = None) -> None:
     """Print the demo's outcome and headline figures."""
     con = console or safe_console()
-    parts: list[RenderableType] = [outcome_view(r), figures_view(r), whatif_view(r)]
+    width = con.width
+    parts: list[RenderableType] = [outcome_view(r), figures_view(r, width), whatif_view(r, width)]
     check = consistency_line(r)
     if check is not None:
         parts.append(check)

@@ -9,7 +9,8 @@ What merges how (a partition holds whole conversation lines, sub-agents with the
 - distributions (medians, percentiles of prefix reuse and hit rates): recomputed from the merged per-call and
   per-conversation values, exact (no sketch);
 - the time split: the same per-conversation splits added in the same order, so the same floating-point sums;
-- failures: recomputed from the failed spans of every partition in import order;
+- failures and per-tool figures: recomputed from the failed and the tool spans of every partition in import
+  order;
 - diagnostics: every partition's (the same notes as a single run, in import order where it can be
   reconstructed; notes the kv-cache-tester importer counts per import batch of 64 files, such as requests
   without ``api_time``, come per partition batch: other lines, the same total).
@@ -24,9 +25,10 @@ from typing import Any
 import polars as pl
 
 from agentprof.analysis.analyzer import _call_diagnostics, _redundancy
-from agentprof.analysis.failures import KINDS, failures
+from agentprof.analysis.failures import counted, failures
 from agentprof.analysis.result import Analysis
 from agentprof.analysis.timesplit import TimeSplit
+from agentprof.analysis.tools import tool_figures, tool_spans
 from agentprof.distributed.load import Hashing, partition_trace
 from agentprof.distributed.partition import Unit
 from agentprof.trace.schema import TraceMeta
@@ -43,6 +45,7 @@ class Part:
     load_diagnostics: list[dict[str, Any]]
     untimed: int
     hashing: Hashing
+    tools: pl.DataFrame | None = None  # tool_spans rows with their session_id (per-tool figures, merged exactly)
 
 
 def analyze_partition(part: list[Unit], given: list[str], skip_bad_lines: bool = False) -> Part:
@@ -57,11 +60,13 @@ def analyze_partition(part: list[Unit], given: list[str], skip_bad_lines: bool =
 
         prof.hotspots = hotspot_sums(prof.attributed)
         prof.attributed = None
-    failed = trace.spans.filter((pl.col("status") == "error") & pl.col("kind").is_in(KINDS)).select(
-        "session_id", "kind", "status", "error_type", "start_ns", "end_ns")
+    failed = counted(trace.spans).select("session_id", "kind", "status", "error_type", "start_ns", "end_ns",
+                                         "attributes")
     untimed = trace.spans.filter(pl.col("start_ns").is_null() | pl.col("end_ns").is_null()).height
+    tools = pl.concat([trace.spans.filter(pl.col("kind") == "tool").select("session_id"),
+                       tool_spans(trace.spans)], how="horizontal")
     return Part(a, ranks, failed, [f for u in part for f in u.files], [d.to_dict() for d in trace.diagnostics],
-                untimed, hashing)
+                untimed, hashing, tools)
 
 
 def _ordered(frame: pl.DataFrame, order: dict[str, int], col: str, part: int) -> pl.DataFrame:
@@ -104,10 +109,15 @@ def merge(parts: list[Part], given: list[str], file_rank: dict[str, int],
                     key=lambda m: call_pos.get((m["session_id"], m["span_id"]), len(call_pos)))
     failed = pl.concat([_ordered(p.failed, order, "session_id", i) for i, p in enumerate(parts)],
                        how="vertical_relaxed").sort("_o", "_p", "_r").drop("_o", "_p", "_r")
+    tool_rows = [_ordered(p.tools, order, "session_id", i) for i, p in enumerate(parts) if p.tools is not None]
+    tools = tool_figures(pl.concat(tool_rows, how="vertical_relaxed").sort("_o", "_p", "_r")
+                         .drop("_o", "_p", "_r", "session_id")) if tool_rows else []
     # diagnostics as analyze() orders them: the import's, sessions without calls, untimed spans, call checks
     diags: list[dict[str, Any]] = list(load_diagnostics)
     for p in parts:
         diags.extend(d for d in p.load_diagnostics if d not in load_diagnostics)
+    for p in parts:  # found by the miss explainer, per session (a partition holds whole sessions)
+        diags.extend(d for d in p.analysis.diagnostics if d.get("kind") == "new_conversation")
     for sid in sessions.filter(pl.col("model_calls") == 0).get_column("session_id").to_list():
         diags.append({"kind": "no_model_calls", "message": f"session {sid} has no model calls; only its time is "
                       "analyzed", "session_id": sid})
@@ -124,7 +134,7 @@ def merge(parts: list[Part], given: list[str], file_rank: dict[str, int],
     meta = _meta([p.analysis.meta for p in parts], files, given, hashing)
     profile = _profile([p.analysis.profile for p in parts], time.orchestration_s if summed else None)
     return Analysis(meta, calls, sessions, conv, time, redundancy, misses, diags, n_conversations=n_conv,
-                    failures=failures(failed), profile=profile, conversation_time=summed)
+                    failures=failures(failed), tools=tools, profile=profile, conversation_time=summed)
 
 
 def _profile(profiles: list[Any], orchestration_s: float | None) -> Any:

@@ -12,6 +12,7 @@ from pathlib import Path
 from agentprof.errors import AgentprofError, TraceFormatError
 from agentprof.importers.context import ImportContext
 from agentprof.importers.detect import FORMATS, UNKNOWN, sniff
+from agentprof.resources import sample_input
 
 _TRACE_SUFFIXES = (".jsonl", ".json", ".traj", ".parquet", ".history", ".ndjson")
 
@@ -66,7 +67,7 @@ def expand(paths: Iterable[str | os.PathLike[str]], fmt: str, ctx: ImportContext
     seen: set[Path] = set()
     skipped: list[tuple[str, str]] = []
     for given in paths:
-        p = Path(given).expanduser()
+        p = sample_input(Path(given).expanduser())
         problem = not_a_file(p)
         if problem is not None:
             raise AgentprofError(f"{p}: {problem}")

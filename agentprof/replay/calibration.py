@@ -456,10 +456,12 @@ def to_toml(fitted: Fitted) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_fitted(fitted: Fitted, path: str | Path = FITTED_PATH) -> Path:
-    out = Path(path)
+def write_fitted(fitted: Fitted, path: str | Path | None = None) -> Path:
+    """Write ``fitted`` to ``path`` (default: the user's own fit, :func:`user_fitted_path`)."""
+    out = Path(path) if path is not None else user_fitted_path()
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(to_toml(fitted), encoding="utf-8")
-    load_fitted.cache_clear()
+    _load_fitted.cache_clear()
     return out
 
 
@@ -504,12 +506,32 @@ def _parse_fitted(data: dict[str, Any], where: str) -> Fitted:
                   {str(k): float(v) for k, v in by_acc.items()})
 
 
-@lru_cache(maxsize=8)
+def user_fitted_path() -> Path:
+    """Where ``agentprof devices fit`` writes by default: ``fitted.toml`` in the user's data folder
+    (:func:`agentprof.resources.user_data_dir`), never the installed package."""
+    from agentprof.resources import user_data_dir
+
+    return user_data_dir() / "fitted.toml"
+
+
+def user_fitted_in_use() -> Path | None:
+    """The user's own fit (:func:`user_fitted_path`) when it exists: the device model then reads it instead of
+    the shipped ``fitted.toml``."""
+    p = user_fitted_path()
+    return p if p.is_file() else None
+
+
 def load_fitted(path: str | None = None) -> Fitted:
-    """Read fitted parameters (the shipped ``fitted.toml`` by default)."""
-    p = Path(path) if path else FITTED_PATH
+    """Read fitted parameters: ``path``, else the user's own fit (:func:`user_fitted_in_use`), else the shipped
+    ``fitted.toml``."""
+    return _load_fitted(path if path else str(user_fitted_in_use() or FITTED_PATH), bool(path))
+
+
+@lru_cache(maxsize=8)
+def _load_fitted(path: str, given: bool) -> Fitted:
+    p = Path(path)
     if not p.exists():
-        if path:
+        if given:
             raise CatalogError(f"{p}: no such fitted-parameters file")
         return Fitted({lv: {} for lv in LEVELS}, {})
     return _parse_fitted(read_toml(p), str(p))

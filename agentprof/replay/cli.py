@@ -104,38 +104,34 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
 
 
 def _print_replay(res: Any) -> None:
-    from rich import box
-    from rich.table import Table
-
     from agentprof.replay.bands import ESTIMATED_TIER
+    from agentprof.report.fit_width import Column, fitted_tables
     from agentprof.safe_text import console as safe_console
-    from agentprof.safe_text import markup
+    from agentprof.safe_text import markup, text
 
     console = safe_console()
-    # fits 100 columns: short headers, no vertical rules; units are in the cells
-    t = Table(title=f"replay: {res.sessions} session(s), {res.replayed_calls}/{res.model_calls} model calls, "
-                    f"cache {res.cache_policy}, concurrency {res.concurrency}", box=box.SIMPLE_HEAD,
-              pad_edge=False, padding=(0, 1))
-    t.add_column("system", no_wrap=True, min_width=max([len(x.name) for x in res.systems] + [8]))
-    for col in ("task", "model", "tools", "orch.", "wait", "model %", "calls ×", "task ×", "vs 1st", "Amdahl"):
-        t.add_column(col, justify="right", no_wrap=True)
+    console.print(f"[bold]replay:[/bold] {res.sessions} session(s), {res.replayed_calls}/{res.model_calls} model "
+                  f"calls, cache {markup(res.cache_policy)}, concurrency {res.concurrency}", highlight=False)
+    # the task time and speed-ups first: when the width is short, the later columns stack below them
+    cols = [Column("system", "left", name=True)] + [Column(c) for c in (
+        "task", "task ×", "calls ×", "model", "model %", "tools", "orch.", "wait", "vs 1st", "Amdahl")]
 
     def times(x: Any) -> list[str]:
-        return [fmt_duration_short(v) for v in (x.e2e_s, x.model_s, x.tool_s, x.orchestration_s, x.wait_s)]
+        return [fmt_duration_short(v) for v in (x.model_s, x.tool_s, x.orchestration_s, x.wait_s)]
 
     r = res.recorded
-    t.add_row("recorded", *times(r), fmt_share(r.model_share), fmt_x(1.0), fmt_x(1.0), "", fmt_x(r.amdahl_bound),
-              style="dim")
+    rows: list[list[Any]] = [["recorded", fmt_duration_short(r.e2e_s), fmt_x(1.0), fmt_x(1.0), times(r)[0],
+                              fmt_share(r.model_share), *times(r)[1:], "", fmt_x(r.amdahl_bound)]]
     for s in res.systems:
-        if s.error:
-            t.add_row(s.name, "[red]cannot run[/red]", *["—"] * 9)
-            continue
-        t.add_row(s.name, *times(s), fmt_share(s.model_share), fmt_x(s.model_calls_speedup),
-                  fmt_x(s.speedup_vs_recorded), fmt_x(s.speedup_vs_first), fmt_x(s.amdahl_bound))
-    console.print(t)
-    console.print("[dim]task: end-to-end time; orch.: agent code and parsing outside model calls, tools and "
-                  "waits; calls ×: model-call speed-up; Amdahl: the task speed-up with infinitely fast model "
-                  "calls[/dim]")
+        rows.append([text(s.name), "[red]cannot run[/red]", *["—"] * 9] if s.error else
+                    [text(s.name), fmt_duration_short(s.e2e_s), fmt_x(s.speedup_vs_recorded),
+                     fmt_x(s.model_calls_speedup), times(s)[0], fmt_share(s.model_share), *times(s)[1:],
+                     fmt_x(s.speedup_vs_first), fmt_x(s.amdahl_bound)])
+    for t in fitted_tables(None, cols, rows, console.width, ["dim"] + [None] * len(res.systems)):
+        console.print(t)
+    console.print("[dim]task: end-to-end time; task ×: its speed-up; calls ×: the model calls' speed-up; orch.: "
+                  "agent code and parsing outside model calls, tools and waits; Amdahl: the task speed-up with "
+                  "infinitely fast model calls[/dim]")
     if r.agent_active_s is not None and r.e2e_s and r.agent_active_s < r.e2e_s - 1e-6:
         console.print("agent-active time (user turns, approvals and idle left out): recorded "
                       f"{fmt_duration_short(r.agent_active_s)}; "
@@ -176,7 +172,7 @@ def _print_replay(res: Any) -> None:
                           f"{fmt_duration(min(b['e2e_s']))}–{fmt_duration(max(b['e2e_s']))}, model calls "
                           f"{fmt_duration(min(b['model_calls_s']))}–{fmt_duration(max(b['model_calls_s']))}, "
                           "task speed-up "
-                          f"{fmt_x(lo)}–{fmt_x(hi)}{served} (ranged: {', '.join(b['ranged'])})")
+                          f"{fmt_x(lo)}–{fmt_x(hi)}{served} ({len(b['ranged'])} ranged figures, named in --json)")
     for note in res.standins.values():
         console.print(f"[yellow]stand-in[/yellow] {markup(note, 1000)}")
     o = res.orchestration
@@ -221,54 +217,56 @@ def list_cmd(catalogs: tuple[str, ...], as_json: bool) -> None:
       agentprof devices list
       agentprof devices list --catalog my-systems.toml --json
     """
-    from agentprof.replay.calibration import load_fitted
+    from rich.markup import escape
+
+    from agentprof.replay.calibration import load_fitted, user_fitted_in_use
+    from agentprof.safe_text import markup
 
     cat = load_catalog(tuple(catalogs))
     fitted = load_fitted()
+    own = user_fitted_in_use()
     calibrated = {e.attrs.get("hardware") for e in fitted.entries["group"].values()}
     data = _catalog_dict(cat, calibrated)
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
-    from rich.table import Table
-
+    from agentprof.report.fit_width import Column, fitted_tables
     from agentprof.safe_text import console as safe_console
 
     console = safe_console()
-    t = Table(title="serving systems")
-    for c in ("system", "accelerators", "HBM / BW per chip", "host (single-thread)", "host link", "software",
-              "calibration"):
-        t.add_column(c)
-    for s in data["systems"]:
-        t.add_row(s["name"], f"{s['count']} x {s['accelerator']}", f"{s['hbm_gb']:.0f} GB / {s['hbm_bw_tb_s']:.3g} TB/s",
-                  f"{s['host']} ({s['host_st_speed']:.2f}x{'*' if s['host_st_estimate'] else ''})",
-                  f"{s['link']} ({s['link_gb_s']:.0f} GB/s)", ", ".join(s["frameworks"]), s["calibration"])
-    console.print(t)
-    a = Table(title="accelerators (dense peak)")
-    for c in ("key", "name", "HBM", "BW", "FP8", "FP4", "TDP", "all-in kW", "calibrated"):
-        a.add_column(c)
-    for x in data["accelerators"]:
-        a.add_row(x["key"], x["display"], f"{x['hbm_gb']:.0f} GB", f"{x['hbm_bw_tb_s']:.3g} TB/s",
-                  f"{x['fp8_pflops']:.3g} PF" if x["fp8_pflops"] else "—",
-                  f"{x['fp4_pflops']:.3g} PF" if x["fp4_pflops"] else "—",
-                  f"{x['tdp_w']:.0f} W" if x["tdp_w"] else "—", f"{x['allin_kw']:.2f}" if x["allin_kw"] else "—",
-                  "yes" if x["calibrated"] else (f"via {x['proxy']}" if x["proxy"] else "no"))
-    console.print(a)
-    h = Table(title="host CPUs")
-    for c in ("key", "name", "cores", "memory BW", "single-thread", "source"):
-        h.add_column(c)
-    for x in data["hosts"]:
-        h.add_row(x["key"], x["display"], f"{x['cores']:.0f}", f"{x['mem_bw_gb_s']:.0f} GB/s" if x["mem_bw_gb_s"] else "—",
-                  f"{x['st_speed']:.2f}x", x["st_source"])
-    console.print(h)
-    mt = Table(title="models")
-    for c in ("key", "name", "params (active)", "layers", "attention", "KV bytes/token", "formats"):
-        mt.add_column(c)
-    for x in data["models"]:
-        mt.add_row(x["key"], x["display"], f"{x['params_b']:.0f}B ({x['active_b']:.1f}B)", f"{x['layers']:.0f}",
-                   x["attention"], f"{x['kv_bytes_per_token']:,.0f}", ", ".join(x["formats"]))
-    console.print(mt)
+
+    def show(title: str, cols: list[Column], rows: list[list[str]]) -> None:
+        for tb in fitted_tables(title, cols, [[escape(c) for c in r] for r in rows], console.width):
+            console.print(tb)
+
+    show("serving systems", [Column("system", "left", name=True), Column("accelerators", "left"),
+                             Column("HBM / BW per chip", "left"), Column("host (single-thread)", "left"),
+                             Column("host link", "left"), Column("software", "left", wrap=True),
+                             Column("calibration", "left", wrap=True)],
+         [[s["name"], f"{s['count']} x {s['accelerator']}", f"{s['hbm_gb']:.0f} GB / {s['hbm_bw_tb_s']:.3g} TB/s",
+           f"{s['host']} ({s['host_st_speed']:.2f}x{'*' if s['host_st_estimate'] else ''})",
+           f"{s['link']} ({s['link_gb_s']:.0f} GB/s)", ", ".join(s["frameworks"]), s["calibration"]]
+          for s in data["systems"]])
+    show("accelerators (dense peak)", [Column("key", "left", name=True), Column("name", "left", wrap=True)]
+         + [Column(c) for c in ("HBM", "BW", "FP8", "FP4", "TDP", "all-in kW")] + [Column("calibrated", "left")],
+         [[x["key"], x["display"], f"{x['hbm_gb']:.0f} GB", f"{x['hbm_bw_tb_s']:.3g} TB/s",
+           f"{x['fp8_pflops']:.3g} PF" if x["fp8_pflops"] else "—",
+           f"{x['fp4_pflops']:.3g} PF" if x["fp4_pflops"] else "—",
+           f"{x['tdp_w']:.0f} W" if x["tdp_w"] else "—", f"{x['allin_kw']:.2f}" if x["allin_kw"] else "—",
+           "yes" if x["calibrated"] else (f"via {x['proxy']}" if x["proxy"] else "no")] for x in data["accelerators"]])
+    show("host CPUs", [Column("key", "left", name=True), Column("name", "left", wrap=True), Column("cores"),
+                       Column("memory BW"), Column("single-thread"), Column("source", "left", wrap=True)],
+         [[x["key"], x["display"], f"{x['cores']:.0f}", f"{x['mem_bw_gb_s']:.0f} GB/s" if x["mem_bw_gb_s"] else "—",
+           f"{x['st_speed']:.2f}x", x["st_source"]] for x in data["hosts"]])
+    show("models", [Column("key", "left", name=True), Column("name", "left", wrap=True),
+                    Column("params (active)"), Column("layers"), Column("attention", "left"),
+                    Column("KV bytes/token"), Column("formats", "left", wrap=True)],
+         [[x["key"], x["display"], f"{x['params_b']:.0f}B ({x['active_b']:.1f}B)", f"{x['layers']:.0f}",
+           x["attention"], f"{x['kv_bytes_per_token']:,.0f}", ", ".join(x["formats"])] for x in data["models"]])
     console.print("[dim]* estimate (see hosts.toml). Sources: docs/SOURCES.md. Add your own with --catalog FILE.[/dim]")
+    if own is not None:
+        console.print(f"calibration: your own fit {markup(str(own))} (written by 'agentprof devices fit'), not the "
+                      "shipped one", highlight=False)
 
 
 def _catalog_dict(cat: Any, calibrated: set[str | None]) -> dict[str, Any]:
@@ -306,7 +304,10 @@ def _catalog_dict(cat: Any, calibrated: set[str | None]) -> dict[str, Any]:
 @devices.command("fit", context_settings=_CTX)
 @click.option("--points", type=click.Path(dir_okay=False), default="data/inferencex/calibration_points.csv",
               show_default=True, help="Measured serving points (InferenceX CSV layout).")
-@click.option("--out", type=click.Path(dir_okay=False), help="Where to write (default: the shipped fitted.toml).")
+@click.option("--out", type=click.Path(dir_okay=False),
+              help="Where to write (default: fitted.toml in your agentprof data folder, e.g. "
+                   "~/.local/share/agentprof or $XDG_DATA_HOME/agentprof; $AGENTPROF_DATA_DIR sets it). The device "
+                   "model reads that file instead of the shipped fit while it exists. Never the installed package.")
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the in-sample fidelity as JSON.")
 @click.option("--skip-levels", is_flag=True,
@@ -314,7 +315,9 @@ def _catalog_dict(cat: Any, calibrated: set[str | None]) -> dict[str, Any]:
 def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bool, skip_levels: bool) -> None:
     """Fit the cost model's free terms on measured points and store them (with provenance) as data.
 
-    The error of each calibration level (fitted layout, unseen layout of a fitted group, unseen group) is
+    By default the fit goes to your agentprof data folder, and replay, capacity and report use it (saying so)
+    until you delete it; the shipped fit is never overwritten. The error of each calibration level (fitted
+    layout, unseen layout of a fitted group, unseen group) is
     measured by cross-validation and stored with the parameters, so every prediction can state it.
 
     \b
@@ -323,13 +326,13 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
       agentprof devices fit --points my_points.csv --out my-fitted.toml --json --skip-levels
     """
     from agentprof.outputs import checked_output, write_with
-    from agentprof.replay.calibration import FITTED_PATH, fit_file, write_fitted
+    from agentprof.replay.calibration import fit_file, user_fitted_path, write_fitted
     from agentprof.replay.fidelity import check, level_errors
     from agentprof.replay.points import load_points
     from agentprof.resources import shipped
 
     points = str(shipped(points))  # the default names the repository's file; a wheel carries a copy
-    target = checked_output(out, (".toml",), "fitted terms") if out else FITTED_PATH
+    target = checked_output(out if out else user_fitted_path(), (".toml",), "fitted terms")
     cat = load_catalog(tuple(catalogs))
     fitted = fit_file(points, cat)
     if not skip_levels:
@@ -343,6 +346,9 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
         return
     click.echo(f"fitted {len(fitted.entries['layout'])} layouts in {len(fitted.entries['group'])} groups on "
                f"{fitted.provenance['points_used']} points; wrote {path}")
+    if out is None:
+        click.echo("replay, capacity and report now use this fit instead of the shipped one (delete the file to go "
+                   "back)")
     click.echo("prefill attention efficiency (fraction of the BF16 peak): pooled " f"{fitted.attn_eff:.3f}" + "".join(
         f", {k} {v:.3f}" for k, v in sorted(fitted.attn_eff_by_accelerator.items())))
     _print_fidelity(summary, "in-sample")
@@ -409,7 +415,7 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
         else:
             ch = simulate_check(df, load_fitted(fitted), cat)
             table = ch.table
-            out = {**summary_with_slices(ch), "mode": "simulated, " + ("shipped fit" if not fitted else f"fit {fitted}")}
+            out = {**summary_with_slices(ch), "mode": "simulated, " + _fit_label(fitted)}
     elif cross_validate:
         res = cv(df, cat)
         table = res["table"]
@@ -424,7 +430,7 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
         table = check(df, load_fitted(fitted), cat).table
         from agentprof.replay.fidelity import summarize
 
-        out = {**summarize(table), "mode": "shipped fit" if not fitted else f"fit {fitted}"}
+        out = {**summarize(table), "mode": _fit_label(fitted)}
     if per_point and table is not None:
         _write_per_point(df, table, per_point)
         out["per_point"] = per_point
@@ -437,6 +443,16 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
         click.echo("lookup baseline on the same points (median APE TTFT / TPOT / E2E): "
                    + " / ".join(fmt_share(b[k]["median_ape"]) for k in ("ttft", "tpot", "e2e")) + "; model "
                    + " / ".join(fmt_share(m[k]["median_ape"]) for k in ("ttft", "tpot", "e2e")))
+
+
+def _fit_label(fitted: str | None) -> str:
+    """Which fitted terms a check used: the one given, the user's own (``devices fit``) or the shipped one."""
+    from agentprof.replay.calibration import user_fitted_in_use
+
+    if fitted:
+        return f"fit {fitted}"
+    own = user_fitted_in_use()
+    return f"your fit {own}" if own is not None else "shipped fit"
 
 
 def _write_per_point(df: Any, table: Any, path: str) -> None:
@@ -470,28 +486,29 @@ def _is_agentic(path: str) -> bool:
 
 
 def _print_fidelity(s: dict[str, Any], label: str) -> None:
-    from rich.table import Table
+    from rich.markup import escape
 
+    from agentprof.report.fit_width import Column, fitted_tables
     from agentprof.safe_text import console as safe_console
 
     console = safe_console()
-    t = Table(title=f"{label}: {s['covered']}/{s['points']} points covered")
-    t.add_column("group")
-    for m in ("TTFT", "TPOT", "E2E"):
-        t.add_column(f"{m} median APE", justify="right")
-        t.add_column(f"{m} p90", justify="right")
+    rows: list[list[str]] = []
 
     def add(name: str, v: dict[str, Any]) -> None:
         cells = []
         for m in ("ttft", "tpot", "e2e"):
             cells += [fmt_share(v[m]["median_ape"]), fmt_share(v[m]["p90_ape"])]
-        t.add_row(name, *cells)
+        rows.append([escape(name), *cells])
 
     add("all", s)
     for by in ("hardware", "framework", "model", "serving", "conc_band", "level"):
         for k, v in s.get(f"by_{by}", {}).items():
             add(f"{by.replace('_', ' ')} {k} ({v['points']})", v)
-    console.print(t)
+    cols = [Column("group", "left", name=True)] + [Column(f"{m} {q}") for m in ("TTFT", "TPOT", "E2E")
+                                                    for q in ("median APE", "p90")]
+    for t in fitted_tables(f"{escape(label)}: {s['covered']}/{s['points']} points covered", cols, rows,
+                           console.width):
+        console.print(t)
     if s.get("max_miss_factor"):
         console.print(f"worst miss: {s['max_miss_factor']:.1f}x (prediction vs measurement, either way)")
     if s.get("uncovered"):

@@ -30,7 +30,7 @@ from agentprof.replay.cachepolicy import (
     cached_tokens_tiered,
     parse_policy,
 )
-from agentprof.replay.calibration import Fitted, load_fitted
+from agentprof.replay.calibration import Fitted, load_fitted, user_fitted_in_use
 from agentprof.replay.context import beyond_context, context_note
 from agentprof.replay.costmodel import call_times, disk_load_s, kv_load_s
 from agentprof.replay.equations import WAITING_FOR
@@ -260,6 +260,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     if recorded_host not in cat.hosts:
         raise CatalogError(f"unknown recorded host {recorded_host!r} (known: {', '.join(sorted(cat.hosts))})")
     rec_host = cat.hosts[recorded_host]
+    own_fit = user_fitted_in_use() if fitted is None else None
     fitted = fitted if fitted is not None else load_fitted()
     if serving is None and concurrency > 1:
         from agentprof.replay.serving import ServingConfig
@@ -285,6 +286,9 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     spans = trace.spans
     lay = prepare(spans)
     notes: list[str] = []
+    if own_fit is not None:
+        notes.append(f"the device model uses your own fit {own_fit} (written by `agentprof devices fit`), not the "
+                     "shipped one; delete that file to go back")
 
     # model calls in span-table order; the prefix-cache order (conversation lines in time) is built only when
     # a cache policy needs it

@@ -87,7 +87,7 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
         "diagnostics": {"count": len(trace.diagnostics),
                         "first": [d.message for d in trace.diagnostics[:3]]},
         "timeline": tl,
-        "slow": {"tools": slow_tools(spans), "calls": slow_calls(spans, labels, t0), "failures": (a or {}).get("failures") or failures(spans)},
+        "slow": {"tools": slow_tools(spans, figures=(a or {}).get("tools")), "calls": slow_calls(spans, labels, t0), "failures": (a or {}).get("failures") or failures(spans)},
         "redundancy": results.redundancy_panel(analysis, a, labels, notes.get("analysis")),
         "cache": results.cache_panel(cache, notes.get("cache"), cache_model),
         "whatif": results.whatif_panel(r, notes.get("replay"), hl),

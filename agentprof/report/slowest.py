@@ -6,10 +6,6 @@ from typing import Any
 
 import polars as pl
 
-from agentprof import semconv as sc
-
-_TOOL_PREFIX = sc.OP_EXECUTE_TOOL + " "
-
 
 def _timed(spans: pl.DataFrame) -> pl.DataFrame:
     return spans.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null()).with_columns(
@@ -17,28 +13,20 @@ def _timed(spans: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _tool_name() -> pl.Expr:
-    """The tool's name: ``gen_ai.tool.name`` when recorded, else the span name without ``execute_tool``."""
-    from_attr = pl.col("attributes").str.json_path_match(f"$['{sc.TOOL_NAME}']")
-    from_name = pl.when(pl.col("name").str.starts_with(_TOOL_PREFIX)).then(
-        pl.col("name").str.slice(len(_TOOL_PREFIX))).otherwise(pl.col("name"))
-    return pl.coalesce(from_attr, from_name).alias("tool")
+def slow_tools(spans: pl.DataFrame, top: int = 15, figures: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Tools by total time: calls, total, mean, median, p95, max seconds and errors — the analysis' per-tool
+    figures (``figures``, :func:`agentprof.analysis.tools.tools` of ``spans`` when not given), so a tool's
+    numbers here are the ones ``agentprof analyze`` prints."""
+    from agentprof.analysis.tools import tools
+
+    rows = figures if figures is not None else tools(spans)
+    return [{"tool": r["name"], "calls": r["count"], "total_s": _r(r["total_s"]), "mean_s": _r(r["mean_s"]),
+             "median_s": _r(r["p50_s"]), "p95_s": _r(r["p95_s"]), "max_s": _r(r["max_s"]), "errors": r["errors"]}
+            for r in rows[:top]]
 
 
-def slow_tools(spans: pl.DataFrame, top: int = 15) -> list[dict[str, Any]]:
-    """Tools by total time: calls, total, mean, median, max seconds and errors."""
-    t = _timed(spans.filter(pl.col("kind") == "tool"))
-    if t.height == 0:
-        return []
-    g = t.with_columns(_tool_name()).group_by("tool").agg(
-        pl.len().alias("calls"),
-        pl.col("dur_s").sum().alias("total_s"),
-        pl.col("dur_s").mean().alias("mean_s"),
-        pl.col("dur_s").median().alias("median_s"),
-        pl.col("dur_s").max().alias("max_s"),
-        (pl.col("status") == "error").sum().alias("errors"),
-    ).sort(["total_s", "tool"], descending=[True, False]).head(top)
-    return [{k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items()} for r in g.iter_rows(named=True)]
+def _r(v: float | None) -> float | None:
+    return round(v, 6) if v is not None else None
 
 
 def slow_calls(spans: pl.DataFrame, session_labels: dict[str, str] | None = None, t0_ns: int | None = None,

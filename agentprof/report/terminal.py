@@ -15,12 +15,12 @@ from typing import Any
 
 from rich import box
 from rich.console import Console, Group, RenderableType
-from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from agentprof import safe_text
+from agentprof.report.fit_width import Column, fitted_tables
 from agentprof.report.formats import fmt_bytes, fmt_duration, fmt_int, fmt_pct, fmt_x
 from agentprof.safe_text import console as safe_console
 
@@ -43,9 +43,9 @@ def bar(share: float | None, width: int = 24, style: str = "blue") -> Text:
     return Text("█" * full + ("▏▎▍▌▋▊▉"[part - 1] if part else ""), style=style)
 
 
-def _t(v: Any) -> Text:
+def _t(v: Any, style: str = "") -> Text:
     """Trace text as literal rich Text (no markup, no control characters, cut to a line)."""
-    return safe_text.text(v)
+    return safe_text.text(v, style=style)
 
 
 def _table(title: str | None = None, **kw: Any) -> Table:
@@ -53,46 +53,50 @@ def _table(title: str | None = None, **kw: Any) -> Table:
 
 
 # ---------------------------------------------------------------- views
-def time_split_view(time: dict[str, Any]) -> Table:
+def time_split_view(time: dict[str, Any], width: int | None = None) -> RenderableType:
     """Wall time split into model / tool / parse / orchestration / wait, with shares of the wall and of the
-    agent-active time (the analysis' ``shares``), waits by reason, and the Amdahl bound on both clocks."""
+    agent-active time (the analysis' ``shares``), waits by reason, and the Amdahl bound on both clocks; stacked
+    to fit ``width`` (the console's by default)."""
     from agentprof.trace.waits import HUMAN_REASONS
 
     wall = time.get("wall_s")
     active_shares = (time.get("shares") or {}).get("of_agent_active") or {}
     active = time.get("agent_active_s")
-    t = _table("Where the time went")
-    t.add_column("bucket")
-    t.add_column("time", justify="right")
-    t.add_column("share", justify="right")
-    t.add_column("of agent-active", justify="right")
-    t.add_column("", no_wrap=True)
+    rows: list[list[RenderableType]] = []
     for key, label in TIME_ROWS:
         v = time.get(key)
         share = v / wall if v is not None and wall else None
-        t.add_row(Text(label, style=KIND_STYLE[label]), fmt_duration(v), fmt_pct(share),
-                  fmt_pct(active_shares.get(label)) if active is not None else "", bar(share, style=KIND_STYLE[label]))
+        rows.append([Text(label, style=KIND_STYLE[label]), fmt_duration(v), fmt_pct(share),
+                     fmt_pct(active_shares.get(label)) if active is not None else "",
+                     bar(share, style=KIND_STYLE[label])])
     for reason, v in sorted((time.get("waits_by_reason") or {}).items(), key=lambda kv: -kv[1]):
         human = reason in HUMAN_REASONS
-        t.add_row(Text(f"  wait: {reason}", style="dim"), fmt_duration(v), fmt_pct(v / wall if wall else None),
-                  "–" if human or not active else fmt_pct(v / active), "")
-    t.add_row(Text("wall", style="bold"), Text(fmt_duration(wall), style="bold"), "", "", "")
+        rows.append([_t(f"  wait: {reason}", "dim"), fmt_duration(v), fmt_pct(v / wall if wall else None),
+                     "–" if human or not active else fmt_pct(v / active), ""])
+    rows.append([Text("wall", style="bold"), Text(fmt_duration(wall), style="bold"), "", "", ""])
+    notes = []
     if active is not None:
-        t.add_row(Text("agent-active", style="bold"), Text(fmt_duration(active), style="bold"),
-                  fmt_pct(active / wall if wall else None), "",
-                  Text("wall minus user turns, approvals and idle gaps", style="dim"))
+        rows.append([Text("agent-active", style="bold"), Text(fmt_duration(active), style="bold"),
+                     fmt_pct(active / wall if wall else None), "", ""])
+        notes.append("agent-active: the wall minus user turns, approvals and idle gaps")
     if time.get("critical_path_s") is not None:
-        t.add_row("critical path", fmt_duration(time["critical_path_s"]),
-                  fmt_pct(time["critical_path_s"] / wall if wall else None), "", "")
+        rows.append(["critical path", fmt_duration(time["critical_path_s"]),
+                     fmt_pct(time["critical_path_s"] / wall if wall else None), "", ""])
     if time.get("amdahl_bound_s") is not None:
         amdahl = time["amdahl_bound_s"]
-        note = f"at most {fmt_x(wall / amdahl)} faster" if wall and amdahl else ""
-        t.add_row("Amdahl bound", fmt_duration(amdahl), "", "", Text(note, style="dim"))
+        rows.append(["Amdahl bound", fmt_duration(amdahl), "", "", ""])
+        if wall and amdahl:
+            notes.append(f"Amdahl bound: the wall with model calls taking no time, at most {fmt_x(wall / amdahl)} "
+                         "faster")
     if time.get("amdahl_bound_active_s") is not None and active:
         sp = active_shares.get("max_speedup")
-        t.add_row("  agent-active", fmt_duration(time["amdahl_bound_active_s"]), "", "",
-                  Text(f"at most {fmt_x(sp)} faster while the agent works" if sp else "", style="dim"))
-    return t
+        rows.append(["  agent-active", fmt_duration(time["amdahl_bound_active_s"]), "", "", ""])
+        if sp:
+            notes.append(f"at most {fmt_x(sp)} faster while the agent works")
+    cols = [Column("bucket", "left", name=True), Column("time"), Column("share"), Column("of agent-active"),
+            Column("", "left")]
+    tables = fitted_tables("Where the time went", cols, rows, width if width is not None else Console().width)
+    return Group(*tables, *([Text("; ".join(notes), style="dim")] if notes else []))
 
 
 def distribution_view(dists: dict[str, Any], title: str, as_share: bool = True) -> Table:
@@ -212,8 +216,10 @@ def slow_tools_view(tools: Sequence[dict[str, Any]]) -> Table:
     return t
 
 
-def report_view(path: str, size_bytes: int, payload: dict[str, Any]) -> RenderableType:
-    """What ``agentprof report`` wrote: the file, its size, the headline and what is missing."""
+def report_view(path: str, size_bytes: int, payload: dict[str, Any], width: int | None = None) -> RenderableType:
+    """What ``agentprof report`` wrote: the file, its size, the headline and what is missing; tables fit
+    ``width`` (the console's by default)."""
+    width = width if width is not None else Console().width
     hl = payload.get("headline", {})
     lines = Text()
     lines.append("wrote ")
@@ -224,37 +230,37 @@ def report_view(path: str, size_bytes: int, payload: dict[str, Any]) -> Renderab
                  f"{fmt_pct(hl.get('cache_read_share'))}")
     parts: list[RenderableType] = [lines]
     if hl.get("time"):
-        parts.append(time_split_view(hl["time"]))
+        parts.append(time_split_view(hl["time"], width))
     elif hl.get("amdahl_bound_s") is not None:
         lines.append(f"\nAmdahl bound {fmt_duration(hl['amdahl_bound_s'])}"
                      + (f", at most {fmt_x(hl['max_speedup'])} faster" if hl.get("max_speedup") else ""))
     sv = payload.get("serving") or {}
     if sv.get("status") == "ok":
-        parts.append(serving_view(sv))
+        parts.append(serving_view(sv, width))
     if payload.get("missing"):
-        parts.append(Panel(Text("\n".join("• " + m for m in payload["missing"])), title="not in this report",
-                           title_align="left", border_style="yellow", expand=False))
+        parts.append(Text("not in this report:", style="bold yellow"))
+        parts.extend(safe_text.text("• " + m, 1000) for m in payload["missing"])
     return Group(*parts)
 
 
-def serving_view(sv: dict[str, Any]) -> RenderableType:
-    """The serving panel: TTFT p99 and tasks/hour against concurrency for each system."""
-    from rich.table import Table
-
+def serving_view(sv: dict[str, Any], width: int | None = None) -> RenderableType:
+    """The serving panel: TTFT p99 and tasks/hour against concurrency for each system, stacked to fit ``width``
+    (the console's by default)."""
     conc = sv["concurrency"]
-    t = Table(title=f"serving {sv['sessions']} session(s) as {sv['model']} ({sv['cache']}): "
-                    "TTFT p99 · tasks/hour by concurrency", title_justify="left")
-    t.add_column("system")
-    for n in conc:
-        t.add_column(str(n), justify="right")
+    head = Text(f"serving {sv['sessions']} session(s) as {sv['model']} ({sv['cache']}): TTFT p99 · tasks/hour by "
+                "concurrency", style="bold")
+    rows: list[list[RenderableType]] = []
     for row in sv["systems"]:
         if row.get("error"):
-            t.add_row(row["system"], *["—"] * len(conc))
+            rows.append([_t(row["system"]), *["—"] * len(conc)])
             continue
         att = row.get("attention") or ["tp"] * len(conc)
-        t.add_row(row["system"], *[(f"{fmt_duration(a)} · {b:.1f}/h" if b else f"{fmt_duration(a)} · —")
-                                   + (" · DP" if lay == "dp" else "")
-                                   for a, b, lay in zip(row["ttft_p99_s"], row["tasks_per_hour"], att, strict=True)])
+        rows.append([_t(row["system"]), *[(f"{fmt_duration(a)} · {b:.1f}/h" if b else f"{fmt_duration(a)} · —")
+                                          + (" · DP" if lay == "dp" else "")
+                                          for a, b, lay in zip(row["ttft_p99_s"], row["tasks_per_hour"], att,
+                                                               strict=True)]])
+    cols = [Column("system", "left", name=True)] + [Column(str(n)) for n in conc]
+    tables = fitted_tables(None, cols, rows, width if width is not None else Console().width)
     notes = []
     if any("dp" in (row.get("attention") or []) for row in sv["systems"]):
         notes.append("DP: data-parallel attention ranks (the sessions' MLA KV outgrows what tensor-parallel attention "
@@ -266,9 +272,7 @@ def serving_view(sv: dict[str, Any]) -> RenderableType:
             notes.append(f"{row['system']} band at {b['concurrency']} (every ranged estimate at its fast / slow end): "
                          f"TTFT p99 {fmt_duration(min(p99))}–{fmt_duration(max(p99))}"
                          + (f", tasks/hour {min(tph):.1f}–{max(tph):.1f}" if len(tph) == 2 and None not in tph else ""))
-    if notes:
-        t.caption = "\n".join(notes)
-    return t
+    return Group(head, *tables, *(safe_text.text(n, 1000, style="dim") for n in notes))
 
 
 def show(renderable: RenderableType, console: Console | None = None) -> None:

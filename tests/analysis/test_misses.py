@@ -3,8 +3,11 @@ misses of the shared samples, located in the raw files by the tests themselves."
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import datetime
+
+import pytest
 
 from agentprof.analysis import analyze
 from agentprof.analysis.misses import FIXES
@@ -279,3 +282,61 @@ def test_claude_code_text_turn_with_thinking_is_named(sample_analysis):
     for m in a.cache_misses:
         if any(c["cause"] == "thinking_stripped" for c in m["causes"]):
             assert m["cached_tokens"] < 0.5 * m["reusable_tokens"]
+
+
+FINAL = {"gen_ai.response.finish_reasons": ["stop"]}
+
+
+def test_a_second_run_in_the_same_session_is_a_new_conversation_not_a_miss():
+    first = [*BASE[:2], ("message", "user", _msg(1)), ("message", "assistant", _msg(2)),
+             ("message", "tool", _msg(3, 2000))]
+    second = [*BASE[:2], ("message", "user", _msg(9))]
+    a, records = _pair(first, second, attrs1=FINAL, cache2=500)
+    assert records == []
+    note = [d for d in a.diagnostics if d["kind"] == "new_conversation"]
+    assert len(note) == 1 and "call(s) start a new conversation" in note[0]["message"] and "calls 2" in note[0]["message"]
+    assert a.calls.get_column("miss_cause").to_list() == [None, None]
+    # the same prompts while the previous call asked for a tool (mid-run): a compaction, a miss with its fix
+    _, records = _pair(first, second, attrs1={"gen_ai.response.finish_reasons": ["tool_calls"]}, cache2=500)
+    assert _top(records)[1][0] == "history_compacted"
+    # a new first message after a model reply is kept (an edited history, not a new run)
+    _, records = _pair(first, [*BASE[:2], ("message", "user", _msg(9)), ("message", "assistant", _msg(2))],
+                       attrs1=FINAL)
+    assert records and records[0]["causes"][0]["cause"] != "new_conversation"
+
+
+def test_two_openai_agents_runs_in_one_profile(tmp_path):
+    """A real openai-agents agent run twice in one profile against the loopback server: the second run's first
+    call is a new conversation, not a cache miss."""
+    agents = pytest.importorskip("agents")
+    from openai import AsyncOpenAI
+
+    import agentprof
+    from agentprof.demo.model_server import ModelServer, Reply, ToolCall
+
+    def script(req):
+        if not req.tool_results:
+            return Reply(tool_calls=[ToolCall("lookup", {"city": "Oslo"}, id="c1")])
+        return Reply(text="done " * 40)
+
+    def lookup(city: str) -> str:
+        """Facts about a city."""
+        return f"{city}: " + "fact " * 400
+
+    with ModelServer(script=script) as server:
+        agents.set_trace_processors([])
+        client = AsyncOpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)
+        model = agents.OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+        agent = agents.Agent(name="helper", instructions="Use the tool. " * 150, model=model,
+                             tools=[agents.function_tool(lookup)])
+
+        async def go():
+            await agents.Runner.run(agent, "tell me about Oslo " * 20)
+            await agents.Runner.run(agent, "and about Bergen " * 20)
+
+        with agentprof.profile("two-runs", out=tmp_path) as run:
+            asyncio.run(go())
+    a = analyze(load_any([run.path]))
+    assert a.n_model_calls == 4 and a.cache_misses == []
+    note = [d for d in a.diagnostics if d["kind"] == "new_conversation"]
+    assert len(note) == 1 and "calls 3" in note[0]["message"]

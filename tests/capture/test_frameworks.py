@@ -131,3 +131,67 @@ def test_langgraph_tools(tmp_path, server, stream):
             out = graph.invoke({"messages": [("user", "weather, sum, shout")]})
             assert "Oslo" in out["messages"][-1].content
     check(run.path, "langchain")
+
+
+def test_langchain_partial_json_attempts_are_partial_not_failed(tmp_path):
+    """LangChain re-parses a streamed tool call's arguments on every chunk (``parse_partial_json``); with
+    ``instrument_json`` those attempts are kept as parse spans classed partial, not failed parses, while the
+    agent's own failed ``json.loads`` still fails."""
+    pytest.importorskip("langgraph")
+    lc_openai = pytest.importorskip("langchain_openai")
+    from langchain_core.tools import tool as lc_tool
+    from langgraph.prebuilt import create_react_agent
+
+    from agentprof.analysis import analyze
+    from agentprof.importers import load_any
+
+    def script(req):
+        if not req.tool_results:
+            return Reply(tool_calls=[ToolCall("get_weather", {"city": "Oslo " * 20}, id="c1")])
+        return Reply(text="Oslo is sunny")
+
+    with ModelServer(script=script) as srv:
+        llm = lc_openai.ChatOpenAI(model="gpt-4o", base_url=srv.openai_base_url, api_key="test", max_retries=0,
+                                   streaming=True)
+        graph = create_react_agent(llm, [lc_tool(get_weather)])
+        with agentprof.profile("partial", out=tmp_path, instrument_json=True) as run:
+            for _ in graph.stream({"messages": [("user", "weather")]}, stream_mode="values"):
+                pass
+            with pytest.raises(json.JSONDecodeError):
+                json.loads('{"mine": ')  # the agent's own parse of bad text: a failure
+    _, rows = load(run.path)
+    parses = [r for r in rows if r["kind"] == "parse"]
+    classes = [json.loads(r["attributes"]).get("agentprof.parse.partial") for r in parses]
+    incomplete = [r for r, c in zip(parses, classes, strict=True) if c == "incomplete"]
+    assert len(incomplete) > 5 and all(r["status"] == "ok" for r in incomplete)
+    assert "complete" in classes
+    own = [r for r, c in zip(parses, classes, strict=True) if c is None and r["status"] == "error"]
+    assert len(own) == 1, [(r["status"], r["attributes"]) for r in parses if "partial" not in r["attributes"]]
+    f = analyze(load_any([run.path])).failures
+    assert f["partial_parses"]["count"] == len(incomplete) + classes.count("complete")
+    assert f["partial_parses"]["incomplete"] == len(incomplete) and f["tool_calls"] == 0
+
+
+@pytest.mark.parametrize("how", ["set_tracing_disabled", "run_config"])
+def test_openai_agents_tools_with_tracing_disabled(tmp_path, server, how):
+    """Common with non-OpenAI backends: the SDK's tracing off records no function spans, so the tools are
+    recorded below it (each once, between the two model calls)."""
+    agents = pytest.importorskip("agents")
+    from openai import AsyncOpenAI
+
+    agents.set_trace_processors([])
+    client = AsyncOpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)
+    model = agents.OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+    agent = agents.Agent(name="helper", instructions="Use the tools.", model=model,
+                         tools=[agents.function_tool(get_weather), agents.function_tool(add_numbers),
+                                agents.function_tool(shout)])
+    config = agents.RunConfig(tracing_disabled=True) if how == "run_config" else None
+    if how == "set_tracing_disabled":
+        agents.set_tracing_disabled(True)
+    try:
+        with agentprof.profile("openai-agents-untraced", out=tmp_path) as run:
+            answer = asyncio.run(agents.Runner.run(agent, "weather, sum, shout", run_config=config)).final_output
+    finally:
+        agents.set_tracing_disabled(False)
+    assert "Oslo" in answer
+    check(run.path, "openai-agents")

@@ -25,6 +25,7 @@ from agentprof.demo.script import PLAN
 from agentprof.demo.terminal import show_result
 from agentprof.importers import load_any
 from agentprof.replay import replay
+from agentprof.report.formats import fmt_duration
 from agentprof.trace import read
 
 TOOL_NAMES = set(agent.TOOLS)
@@ -182,3 +183,11 @@ def test_terminal_shows_figures_what_if_and_what_is_simulated(demo):
         assert needle in out, needle
     assert result.calibration is not None and result.calibration.covered > 0
     assert steps and "127.0.0.1" in steps[0]
+    narrow = Console(record=True, width=80)
+    show_result(result, narrow)
+    text = narrow.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80 and "…" not in text
+    for w in result.compare["whatif"][1:]:  # each system's task time and speed-up whole, on its row
+        c = w["cells"][1]
+        assert any(line.startswith(w["name"]) and fmt_duration(c["e2e_s"]) in line and f"{c['speedup']:.2f}×" in line
+                   for line in text.splitlines()), w["name"]

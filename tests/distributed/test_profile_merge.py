@@ -51,6 +51,12 @@ def test_sampled_profiles_merge_as_one_process(tmp_path):
         assert t["calls"] == tb[name]["calls"]
         for f in ("wall_s", "cpu_s", "busy_s", "cpu_bound_share"):
             assert _close(t[f], tb[name][f]), (name, f)
+    # the analysis' per-tool figures (summed span time, p50, p95): the same from the partitions
+    assert [t["name"] for t in one["tools"]] == [t["name"] for t in many["tools"]] and one["tools"]
+    for x, y in zip(one["tools"], many["tools"], strict=True):
+        assert (x["count"], x["errors"], x["untimed"]) == (y["count"], y["errors"], y["untimed"])
+        for f in ("total_s", "p50_s", "p95_s", "max_s"):
+            assert _close(x[f], y[f]), (x["name"], f)
     assert pa["sampled"] and pb["sampled"]
     assert sorted(u["samples"] for u in pa["units"]) == sorted(u["samples"] for u in pb["units"])
     assert not any(d["kind"] == "profile_not_merged" for d in many["diagnostics"])

@@ -1,5 +1,6 @@
 """Tools of agent frameworks recorded as ``execute_tool {name}`` spans with no per-tool decoration, each
-through the framework's own extension point: openai-agents' tracing processors (function spans), pydantic-ai's
+through the framework's own extension point: openai-agents' tracing processors (function spans; with its tracing
+off, its function-tool invocation below the tracing layer), pydantic-ai's
 ``ToolManager.execute_tool_call``, and LangChain's callback configure hook (which LangGraph's ``ToolNode``
 runs tools under). A tool whose function is also decorated with ``@agentprof.tool`` under the same name is
 left to the decorator, so it is counted once. Installed when the framework is imported (see

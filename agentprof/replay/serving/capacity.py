@@ -156,7 +156,7 @@ def capacity(trace: Trace, systems: Sequence[str], slos: Sequence[str], model: s
     """``agentprof capacity``: per system, the largest concurrency meeting ``slos`` and what it serves. With
     ``bands``, a system resting on ranged estimates (catalog ranges, the agentic deployment's estimated CPU tier)
     is searched twice more with every range at its fast and at its slow end: its ``band``."""
-    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.calibration import load_fitted, user_fitted_in_use
     from agentprof.replay.systems import resolve
 
     if not slos:
@@ -170,8 +170,12 @@ def capacity(trace: Trace, systems: Sequence[str], slos: Sequence[str], model: s
     base = base or ServingConfig()
     base.check()
     sys_objs = [cat.system(s) for s in systems]
+    own_fit = user_fitted_in_use() if fitted is None else None
     fitted = fitted if fitted is not None else load_fitted()
     plan, spec = plan_for(trace, model, base, cat)
+    if own_fit is not None:
+        plan.notes.append(f"the device model uses your own fit {own_fit} (written by `agentprof devices fit`), not "
+                          "the shipped one; delete that file to go back")
     rows = []
     for system in sys_objs:
         try:

@@ -63,24 +63,28 @@ def serving_config(concurrency: int, router: str, cap_wait: float | None, arriva
 
 def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: str) -> None:
     """The serving panel: per system, latency percentiles, throughput, hits by tier, energy and cost."""
-    from rich.table import Table
+    from rich.markup import escape
 
-    t = Table(title=title)
-    for c in ("system", "conc.", "TTFT p50 / p99", "TPOT p50", "queue p99", "task p50", "tasks/h", "tasks/h/kW",
-              "hits HBM/CPU/disk", "busy", "Wh/task", "$/task (self / API)"):
-        t.add_column(c, justify="left" if c == "system" else "right")
+    from agentprof.report.fit_width import Column, fitted_tables
+
+    cols = [Column("system", "left", name=True)] + [Column(c) for c in (
+        "conc.", "TTFT p50 / p99", "TPOT p50", "queue p99", "task p50", "tasks/h", "tasks/h/kW", "hits HBM/CPU/disk",
+        "busy", "Wh/task", "$/task (self / API)")]
+    cells = []
     for name, d in rows:
         h = d["hit_share"]
         cost = d.get("cost_per_task") or {}
-        t.add_row(name, str(d["concurrency"]),
-                  f"{fmt_duration(d['ttft_s']['p50'])} / {fmt_duration(d['ttft_s']['p99'])}",
-                  *(fmt_duration(v) for v in (d["tpot_s"]["p50"], d["queue_s"]["p99"], d["task_s"]["p50"])),
-                  f"{d['tasks_per_hour']:.1f}" if d.get("tasks_per_hour") else "—",
-                  f"{d['tasks_per_hour_per_kw']:.2f}" if d.get("tasks_per_hour_per_kw") else "—",
-                  f"{h['hbm']:.0%}/{h['cpu']:.0%}/{h['disk']:.0%}", f"{d['utilization']:.0%}",
-                  f"{d['energy_wh_per_task']:.0f}" if d.get("energy_wh_per_task") else "—",
-                  f"{cost.get('self_hosted_usd', float('nan')):.2f} / {cost.get('provider_usd', float('nan')):.2f}")
-    console.print(t)
+        cells.append([escape(name), str(d["concurrency"]),
+                      f"{fmt_duration(d['ttft_s']['p50'])} / {fmt_duration(d['ttft_s']['p99'])}",
+                      *(fmt_duration(v) for v in (d["tpot_s"]["p50"], d["queue_s"]["p99"], d["task_s"]["p50"])),
+                      f"{d['tasks_per_hour']:.1f}" if d.get("tasks_per_hour") else "—",
+                      f"{d['tasks_per_hour_per_kw']:.2f}" if d.get("tasks_per_hour_per_kw") else "—",
+                      f"{h['hbm']:.0%}/{h['cpu']:.0%}/{h['disk']:.0%}", f"{d['utilization']:.0%}",
+                      f"{d['energy_wh_per_task']:.0f}" if d.get("energy_wh_per_task") else "—",
+                      f"{cost.get('self_hosted_usd', float('nan')):.2f} / "
+                      f"{cost.get('provider_usd', float('nan')):.2f}"])
+    for t in fitted_tables(title, cols, cells, console.width):
+        console.print(t)
     for name, d in rows:
         console.print(f"[dim]{name}: {d['why']}[/dim]")
     if rows:
@@ -163,6 +167,6 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
         if b:
             console.print(f"[yellow]{r['system']}: band (every ranged estimate at its fast / slow end)[/yellow] "
                           f"up to {min(b['concurrency'])}–{max(b['concurrency'])} session(s) "
-                          f"(ranged: {', '.join(b['ranged'])})")
+                          f"({len(b['ranged'])} ranged figures, named in --json)")
     for n in res["notes"]:
         console.print(f"[dim]note: {n}[/dim]")
