@@ -3,9 +3,11 @@ thread of agentprof's own batches them to the exporter. Flushing waits on that t
 given and never exports on the caller's thread (the SDK's ``BatchSpanProcessor.force_flush`` exports on the
 caller's thread and can block for the exporter's whole timeout and retries, however short the flush timeout).
 
-An endpoint that refuses, hangs or answers with errors costs the agent nothing while it runs and at most the
-flush cap when a profile ends; once an export has failed, later flushes do not wait at all until one succeeds
-again. The exporter's own log lines on that thread are turned into one :class:`CaptureWarning`.
+An endpoint that refuses, hangs or answers with errors costs the agent nothing while it runs and at most
+:data:`FLUSH_CAP_S` when a profile ends (a refusal ends the wait as soon as it is seen); once an export has
+failed, later flushes do not wait at all until one succeeds again. The exporter's own log lines on that thread
+are kept off the agent's stderr: a profile that ended with spans not delivered gets one :class:`CaptureWarning`
+naming the endpoint, the cause and how many spans the receiver lacks.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ DELAY_S = 1.0
 BACKOFF_S = (1.0, 30.0)
 """After a failed export the thread pauses (doubling from the first figure up to the second) before trying
 again, so a dead endpoint does not keep it busy (it shares the interpreter with the agent)."""
+FLUSH_CAP_S = 0.75
+"""The longest a profile's end waits for pending spans to reach the endpoint (a run exits at most this late)."""
 _LOGGERS = ("opentelemetry.exporter.otlp", "opentelemetry.sdk.trace.export", "urllib3.connectionpool")
 
 
@@ -74,6 +78,12 @@ class BackgroundExportProcessor(SpanProcessor):
         self.endpoint = endpoint
         self.queue: deque[ReadableSpan] = deque()
         self.dropped = 0
+        self.lost = 0
+        """Spans that will not reach the endpoint: failed batches, queue overflow, left behind at a flush cap."""
+        self._reported = 0
+        self._inflight = 0
+        self._inflight_counted = False
+        self.why = ""
         self.healthy = True
         """False after a failed export until one succeeds: flushes then return at once."""
         self.exporting = False
@@ -112,20 +122,19 @@ class BackgroundExportProcessor(SpanProcessor):
         q = self.queue
         if len(q) >= MAX_QUEUE:
             self.dropped += 1
-            warn_once("otlp:dropped", f"OTLP export to {self.endpoint or 'the endpoint'} cannot keep up; spans "
-                                      f"beyond {MAX_QUEUE} waiting are dropped (the trace file has them all)",
-                      stacklevel=99)
+            self.lost += 1
+            self.why = self.why or f"more than {MAX_QUEUE} spans waiting"
             return
         q.append(span)
         if len(q) >= BATCH:
             with self._cond:
                 self._cond.notify()
 
-    def force_flush(self, timeout_millis: int = 2000) -> bool:
+    def force_flush(self, timeout_millis: int = int(FLUSH_CAP_S * 1000)) -> bool:
         """Wait up to ``timeout_millis`` for the export thread to send what is queued now; at once (False)
         when the endpoint has been failing. Never exports on this thread."""
         if not self.healthy:
-            return not self.queue
+            return not self.queue and not self.exporting
         deadline = time.monotonic() + max(timeout_millis, 0) / 1000
         with self._cond:
             self._flush_requests += 1
@@ -137,13 +146,35 @@ class BackgroundExportProcessor(SpanProcessor):
                 self._cond.wait(left)
             self._flush_requests -= 1
             done = not self.queue and not self.exporting
-        if not done:  # slow or hanging: later flushes (the next profile's end, exit) do not wait again
+        if not done and self.healthy:  # slow or hanging: later flushes (the next profile's end, exit) do not wait
             self.failed(f"no answer within {timeout_millis / 1000:g} s")
         return done
 
+    def report_lost(self) -> int:
+        """After a flush (a profile's end): give up on what is still queued or in flight and warn once with the
+        number of spans the endpoint has not received since the last report. Returns that number."""
+        with self._cond:
+            if self.healthy and not self.queue and not self.exporting and self.lost == self._reported:
+                return 0
+            left = len(self.queue)
+            self.queue.clear()
+            self.lost += left
+            if self.exporting and not self._inflight_counted:
+                self.lost += self._inflight
+                self._inflight_counted = True
+            n, self._reported = self.lost - self._reported, self.lost
+        if n:
+            warn_once(f"otlp:lost:{self.endpoint}:{self.lost}",
+                      f"OTLP export to {self.endpoint or 'the endpoint'} failed ({self.why or 'error'}): {n:,} "
+                      f"span{'s' if n != 1 else ''} not delivered; the agent was not slowed and the trace file "
+                      "has every span", stacklevel=99)
+        return n
+
     def shutdown(self, timeout_millis: int = 1000) -> None:
-        """Flush for at most ``timeout_millis`` (not at all when failing), then stop the thread."""
-        self.force_flush(timeout_millis)
+        """Flush for at most ``timeout_millis`` (not at all when failing), report what was lost, then stop the
+        thread."""
+        self.force_flush(min(timeout_millis, int(FLUSH_CAP_S * 1000)))
+        self.report_lost()
         with self._cond:
             self._stop = True
             self._cond.notify_all()
@@ -166,12 +197,16 @@ class BackgroundExportProcessor(SpanProcessor):
                 if not self.queue:
                     continue
                 self.exporting = True
-            batch = [self.queue.popleft() for _ in range(min(BATCH, len(self.queue)))]
+                batch = [self.queue.popleft() for _ in range(min(BATCH, len(self.queue)))]
+                self._inflight, self._inflight_counted = len(batch), False
             ok = self._export(batch)
             with self._cond:
                 self.exporting = False
+                if not ok and not self._inflight_counted:
+                    self.lost += len(batch)
+                self._inflight, self._inflight_counted = 0, False
                 if ok:
-                    self.healthy, self._pause = True, 0.0
+                    self.healthy, self._pause, self.why = True, 0.0, ""
                 else:  # the batch is dropped (the file has it); wait before the next try
                     self._pause = min(max(self._pause * 2, BACKOFF_S[0]), BACKOFF_S[1])
                 self._cond.notify_all()
@@ -190,11 +225,13 @@ class BackgroundExportProcessor(SpanProcessor):
         return True
 
     def failed(self, why: str) -> None:
-        """An export failed: flushes stop waiting, and the user hears of it once."""
-        self.healthy = False
-        warn_once(f"otlp:export:{self.endpoint}", f"OTLP export to {self.endpoint or 'the endpoint'} failed ({why}); "
-                                                  "the agent is not slowed, the trace file has every span",
-                  stacklevel=99)
+        """An export failed: flushes stop waiting at once (a waiting one is woken); :meth:`report_lost` tells the
+        user at the profile's end."""
+        with self._cond:
+            if self.healthy or not self.why:  # the first cause since the last success is the one to tell
+                self.why = why
+            self.healthy = False
+            self._cond.notify_all()
 
     def _quiet_exporter_logs(self) -> None:
         names = [n for n in list(logging.Logger.manager.loggerDict) if n.startswith(_LOGGERS)] + list(_LOGGERS)
