@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "export": "agentprof.report.cli:export",
     "demo": "agentprof.demo.cli:demo",
     "diff": "agentprof.report.diff_cli:diff",
+    "collect": "agentprof.collect.cli:collect",
 }
 
 
