@@ -31,13 +31,25 @@ MAX_QUEUE = 20_000
 """Spans held for export at most; past that new spans are dropped (counted, one warning)."""
 BATCH = 512
 """Spans per export request."""
-DELAY_S = 1.0
+DELAY_S = 0.25
 """How long the export thread lets spans gather before sending a partial batch."""
 BACKOFF_S = (1.0, 30.0)
 """After a failed export the thread pauses (doubling from the first figure up to the second) before trying
 again, so a dead endpoint does not keep it busy (it shares the interpreter with the agent)."""
-FLUSH_CAP_S = 0.75
-"""The longest a profile's end waits for pending spans to reach the endpoint (a run exits at most this late)."""
+DEFAULT_FLUSH_CAP_S = 0.75
+
+
+def _flush_cap(env: str | None) -> float:
+    try:
+        v = float(env) if env else DEFAULT_FLUSH_CAP_S
+    except ValueError:
+        return DEFAULT_FLUSH_CAP_S
+    return min(max(v, 0.0), 60.0) if v == v else DEFAULT_FLUSH_CAP_S
+
+
+FLUSH_CAP_S = _flush_cap(os.environ.get("AGENTPROF_OTLP_FLUSH_S"))
+"""The longest a profile's end waits for pending spans to reach the endpoint (a run exits at most this late):
+0.75 s, or ``AGENTPROF_OTLP_FLUSH_S`` seconds for a receiver known to be slow but working."""
 _LOGGERS = ("opentelemetry.exporter.otlp", "opentelemetry.sdk.trace.export", "urllib3.connectionpool")
 
 

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from agentprof.capture.otlp_export import FLUSH_CAP_S
+from agentprof.capture.otlp_export import DEFAULT_FLUSH_CAP_S, _flush_cap
 
 AGENT = r"""
 import json, sys, time, logging
@@ -117,7 +117,7 @@ def endpoint(request):
 
 @pytest.mark.parametrize("calls", [1, 4000])
 def test_faulty_endpoint_never_holds_the_agent(tmp_path, endpoint, calls, record_property):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "AGENTPROF_OTLP"))}
     env.update(OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, PYTHONWARNINGS="default")
     done = subprocess.run([sys.executable, "-c", AGENT, str(tmp_path), str(calls)], env=env, capture_output=True,
                           text=True, timeout=120)
@@ -125,10 +125,10 @@ def test_faulty_endpoint_never_holds_the_agent(tmp_path, endpoint, calls, record
     got = json.loads(done.stdout)
     assert got["spans"] == calls + 1
     record_property("exit_delay_s", round(got["exit_s"], 3))  # measured, not asserted as a timing
-    assert FLUSH_CAP_S < 1.0
+    assert DEFAULT_FLUSH_CAP_S < 1.0
     # the profile's end waits for the export thread at most the cap (margin for a loaded machine); a refused
     # connection or an HTTP error ends the wait when it is seen, a hanging endpoint at the cap
-    assert got["exit_s"] <= FLUSH_CAP_S + 1.0, got
+    assert got["exit_s"] <= DEFAULT_FLUSH_CAP_S + 1.0, got
     assert got["second_s"] <= 0.5, got  # once the endpoint failed, the next profile's end does not wait
     # the exporter's own log lines stay off the agent's stderr: one CaptureWarning names the endpoint, the
     # cause and the spans the receiver lacks (the first run's; the second's do not reach it either)
@@ -185,3 +185,8 @@ os.waitpid(pid, 0)
         assert "CaptureWarning" not in done.stderr
     finally:
         collector.httpd.shutdown()
+
+
+def test_flush_cap_from_environment():
+    assert _flush_cap(None) == _flush_cap("") == _flush_cap("soon") == _flush_cap("nan") == DEFAULT_FLUSH_CAP_S
+    assert _flush_cap("5") == 5.0 and _flush_cap("-1") == 0.0 and _flush_cap("1e9") == 60.0
