@@ -74,10 +74,12 @@ def _iso_ns(v: Any) -> int | None:
 
 def event_name(rec: dict[str, Any], attrs: dict[str, Any]) -> str | None:
     """The event's full name (``claude_code.api_request``, ``codex.tool_result``, …), if it has one."""
-    for cand in (rec.get("eventName"), attrs.get("event.name"), decode_value(rec.get("body"))):
-        if isinstance(cand, str) and cand and " " not in cand and len(cand) <= 200:
-            return f"claude_code.{cand}" if cand in CLAUDE else cand
-    return None
+    names = [c for c in (rec.get("eventName"), attrs.get("event.name"), decode_value(rec.get("body")))
+             if isinstance(c, str) and c and " " not in c and len(c) <= 200]
+    if not names:
+        return None
+    full = next((c for c in names if "." in c), names[0])  # Claude Code: body claude_code.X, event.name X
+    return f"claude_code.{full}" if full in CLAUDE else full
 
 
 class _Log:

@@ -167,7 +167,7 @@ def export(paths: tuple[str, ...], fmt: str, output: str | None, endpoint: str |
                    f"({sent.requests:,} requests, {protocol})")
         return
     if output is None:
-        raise click.UsageError(f"--to {fmt} needs -o FILE")
+        raise click.UsageError(f"--to {fmt} needs -o/--output FILE")
     if endpoint is not None:
         raise click.UsageError("--endpoint is for --to otlp")
     from agentprof.outputs import checked_output

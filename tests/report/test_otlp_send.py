@@ -86,7 +86,7 @@ def test_errors_are_one_line():
     assert done.returncode == 2 and done.stderr.startswith(f"error: {url}/v1/traces: cannot send")
     assert "Traceback" not in done.stderr
     done = agentprof("export", str(SAMPLE), "--to", "perfetto")
-    assert done.returncode == 2 and "needs -o FILE" in done.stderr
+    assert done.returncode == 2 and "needs -o/--output FILE" in done.stderr
 
 
 @pytest.mark.slow
