@@ -12,6 +12,7 @@ naming the endpoint, the cause and how many spans the receiver lacks.
 
 from __future__ import annotations
 
+import atexit
 import contextvars
 import logging
 import os
@@ -109,8 +110,10 @@ class BackgroundExportProcessor(SpanProcessor):
         self._filtered: list[logging.Logger] = []
         self._quiet_exporter_logs()
         self.thread.start()
+        ref = weakref.ref(self)
+        # at exit, tell what was lost since the first report (no waiting: each profile's end waited already)
+        atexit.register(lambda: (lambda p: p.report_lost(final=True) if p is not None and not p._stop else None)(ref()))
         if hasattr(os, "register_at_fork"):  # a forked child gets its own export thread (the parent's is gone)
-            ref = weakref.ref(self)
             os.register_at_fork(after_in_child=lambda: (lambda p: p._after_fork() if p is not None else None)(ref()))
 
     def _after_fork(self) -> None:
@@ -162,9 +165,11 @@ class BackgroundExportProcessor(SpanProcessor):
             self.failed(f"no answer within {timeout_millis / 1000:g} s")
         return done
 
-    def report_lost(self) -> int:
-        """After a flush (a profile's end): give up on what is still queued or in flight and warn once with the
-        number of spans the endpoint has not received since the last report. Returns that number."""
+    def report_lost(self, final: bool = False) -> int:
+        """After a flush (a profile's end): give up on what is still queued or in flight and tell the user how
+        many spans the endpoint has not received: at the first profile end with losses, then once more at the
+        end (``final``, the process exiting) for all lost since, so many short profiles do not each warn.
+        Returns the number not yet told."""
         with self._cond:
             if self.healthy and not self.queue and not self.exporting and self.lost == self._reported:
                 return 0
@@ -174,19 +179,21 @@ class BackgroundExportProcessor(SpanProcessor):
             if self.exporting and not self._inflight_counted:
                 self.lost += self._inflight
                 self._inflight_counted = True
-            n, self._reported = self.lost - self._reported, self.lost
-        if n:
-            warn_once(f"otlp:lost:{self.endpoint}:{self.lost}",
-                      f"OTLP export to {self.endpoint or 'the endpoint'} failed ({self.why or 'error'}): {n:,} "
-                      f"span{'s' if n != 1 else ''} not delivered; the agent was not slowed and the trace file "
-                      "has every span", stacklevel=99)
+            n = self.lost - self._reported
+            if not n or (self._reported and not final):
+                return n
+            again, self._reported = self._reported > 0, self.lost
+        warn_once(f"otlp:lost:{self.endpoint}:{self.lost}",
+                  f"OTLP export to {self.endpoint or 'the endpoint'} failed ({self.why or 'error'}): {n:,} "
+                  f"{'more ' if again else ''}span{'s' if n != 1 else ''} not delivered; the agent was not slowed "
+                  "and the trace file has every span", stacklevel=99)
         return n
 
     def shutdown(self, timeout_millis: int = 1000) -> None:
         """Flush for at most ``timeout_millis`` (not at all when failing), report what was lost, then stop the
         thread."""
         self.force_flush(min(timeout_millis, int(FLUSH_CAP_S * 1000)))
-        self.report_lost()
+        self.report_lost(final=True)
         with self._cond:
             self._stop = True
             self._cond.notify_all()
