@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "demo": "agentprof.demo.cli:demo",
     "diff": "agentprof.report.diff_cli:diff",
     "loadtest": "agentprof.loadtest.cli:loadtest_cmd",
+    "collect": "agentprof.collect.cli:collect",
 }
 
 

@@ -71,3 +71,29 @@ def tool_span_name(tool: str) -> str:
 
 def agent_span_name(agent: str | None) -> str:
     return f"{OP_INVOKE_AGENT} {agent}" if agent else OP_INVOKE_AGENT
+
+
+# --- what receivers (Phoenix, Langfuse) group and classify spans by -----------------------------------------
+RECEIVER_SESSION_ID = "session.id"
+OPENINFERENCE_KIND = "openinference.span.kind"
+OPENINFERENCE_KINDS = {"agent": "AGENT", "model": "LLM", "tool": "TOOL", "parse": "CHAIN", "orchestration": "CHAIN",
+                       "wait": "CHAIN"}
+"""agentprof span kind -> OpenInference span kind (parsing, orchestration and waits are steps of the agent's own
+code: CHAIN, OpenInference's kind for that)."""
+
+
+def receiver_attributes(attrs: dict, session_id: str | None = None, kind: str | None = None) -> dict:
+    """The attributes a receiver needs that ``attrs`` lacks: ``session.id`` and ``gen_ai.conversation.id`` (the
+    session, from ``session_id`` or ``agentprof.session.id``) and ``openinference.span.kind`` (from ``kind`` or
+    ``agentprof.kind``). Empty when there is nothing to add."""
+    extra: dict = {}
+    sid = session_id if session_id is not None else attrs.get(SESSION_ID)
+    if sid is not None:
+        if RECEIVER_SESSION_ID not in attrs:
+            extra[RECEIVER_SESSION_ID] = sid
+        if CONVERSATION_ID not in attrs:
+            extra[CONVERSATION_ID] = sid
+    oi = OPENINFERENCE_KINDS.get(str(kind if kind is not None else attrs.get(KIND)))
+    if oi is not None and OPENINFERENCE_KIND not in attrs:
+        extra[OPENINFERENCE_KIND] = oi
+    return extra

@@ -5,36 +5,16 @@ name to be classified by). Added on OTLP's export thread to a copy; the trace fi
 
 from __future__ import annotations
 
-from typing import Any
-
 from opentelemetry.sdk.trace import ReadableSpan
 
 from agentprof import semconv as sc
 from agentprof.capture.exporter import span_attributes
 
-SESSION_ID = "session.id"
-CONVERSATION_ID = "gen_ai.conversation.id"
-OPENINFERENCE_KIND = "openinference.span.kind"
-
-OPENINFERENCE_KINDS = {"agent": "AGENT", "model": "LLM", "tool": "TOOL", "parse": "CHAIN",
-                       "orchestration": "CHAIN", "wait": "CHAIN"}
-"""agentprof span kind -> OpenInference span kind (parsing, orchestration and waits are steps of the agent's
-own code: CHAIN, OpenInference's kind for that)."""
-
-
-def receiver_attributes(attrs: dict[str, Any]) -> dict[str, Any]:
-    """The attributes a receiver needs that ``attrs`` lacks (empty when there is nothing to add)."""
-    extra: dict[str, Any] = {}
-    sid = attrs.get(sc.SESSION_ID)
-    if sid is not None:
-        if SESSION_ID not in attrs:
-            extra[SESSION_ID] = sid
-        if CONVERSATION_ID not in attrs:
-            extra[CONVERSATION_ID] = sid
-    kind = OPENINFERENCE_KINDS.get(str(attrs.get(sc.KIND)))
-    if kind is not None and OPENINFERENCE_KIND not in attrs:
-        extra[OPENINFERENCE_KIND] = kind
-    return extra
+SESSION_ID = sc.RECEIVER_SESSION_ID
+CONVERSATION_ID = sc.CONVERSATION_ID
+OPENINFERENCE_KIND = sc.OPENINFERENCE_KIND
+OPENINFERENCE_KINDS = sc.OPENINFERENCE_KINDS
+receiver_attributes = sc.receiver_attributes
 
 
 def for_receivers(span: ReadableSpan) -> ReadableSpan:

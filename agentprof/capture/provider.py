@@ -75,10 +75,16 @@ class CaptureSpanProcessor(SpanProcessor):
             # built in an empty context so OpenTelemetry's export thread carries no agentprof session
             self.otlp = contextvars.Context().run(otlp_processor)
 
-    def force_flush_otlp(self, timeout_millis: int) -> None:
+    def force_flush_otlp(self, timeout_millis: int | None = None) -> None:
+        """Wait (at most ``timeout_millis``, by default the export's flush cap) for pending OTLP spans, then warn
+        once about any the endpoint did not get."""
         if self.otlp is not None:
             try:
-                self.otlp.force_flush(timeout_millis)
+                if timeout_millis is None:
+                    self.otlp.force_flush()
+                else:
+                    self.otlp.force_flush(timeout_millis)
+                self.otlp.report_lost()
             except Exception as e:
                 internal_error("OTLP flush", e)
 

@@ -244,7 +244,7 @@ class Session:
                 p.release()
             except Exception as e:
                 internal_error("removing instrumentation", e)
-        provider.processor().force_flush_otlp(2000)
+        provider.processor().force_flush_otlp()
         self.add_overhead(time.perf_counter_ns() - t0)
         self._write_final_meta()
 

@@ -30,7 +30,7 @@ def classify(obj: Any) -> str:
         return UNKNOWN
     if obj.get("record") == "meta" and obj.get("format") == "agentprof-trace":
         return "agentprof"
-    if "resourceSpans" in obj:
+    if "resourceSpans" in obj or "resourceLogs" in obj or "resourceMetrics" in obj:
         return "otlp-json"
     if "requests" in obj and ("block_size" in obj or "hash_id_scope" in obj or "models" in obj):
         return "kv-cache-tester"
@@ -162,7 +162,7 @@ def _sniff_large(p: Path, head: bytes, size: int) -> str:
     except OSError:
         return UNKNOWN
     both = head + tail
-    if b'"resourceSpans"' in head:
+    if b'"resourceSpans"' in head or b'"resourceLogs"' in head:
         return "otlp-json"
     if b'"trajectory_format"' in both and b"mini-swe-agent" in both or b'"mini_version"' in both:
         return "mini-swe-agent"

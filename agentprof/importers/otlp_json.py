@@ -23,6 +23,7 @@ from agentprof import semconv as sc
 from agentprof.errors import TraceFormatError
 from agentprof.importers.context import ImportContext
 from agentprof.importers.jsonl import iter_records, read_bytes
+from agentprof.importers.otlp_events import GENERIC, event_spans
 from agentprof.trace.otlp import META_ATTRIBUTE, span_records
 from agentprof.trace.records import spans_from_records
 from agentprof.trace.schema import Diagnostic, Trace, TraceMeta
@@ -34,6 +35,8 @@ _OI_KINDS = {"LLM": "model", "EMBEDDING": "model", "TOOL": "tool", "AGENT": "age
 _TL_KINDS = {"tool": "tool", "agent": "agent", "workflow": "agent"}
 _SESSION_KEYS = (sc.SESSION_ID, sc.CONVERSATION_ID, "session.id", "traceloop.association.properties.session_id",
                  "langfuse.session.id")
+_RESOURCE_SESSION_KEYS = ("session.id", sc.CONVERSATION_ID)
+"""Resource attributes that name the session of every span in the request (set by some SDK set-ups)."""
 _USAGE_PREFIXES = ("gen_ai.usage.", "llm.usage.", "llm.token_count.")
 _USAGE_ONLY = "model?"  # usage attributes and nothing else: a model call, unless it sums model calls below it
 
@@ -98,19 +101,34 @@ def _read_requests(path: Path, ctx: ImportContext) -> list[tuple[int, dict[str, 
 
 
 def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
-    """Import one OTLP JSON file."""
+    """Import one OTLP JSON file (trace, log and metric requests, one per line or one document)."""
     path = Path(paths[0])
+    return import_requests(_read_requests(path, ctx), ctx, str(path))
+
+
+def import_requests(requests: Sequence[tuple[int | None, dict[str, Any]]], ctx: ImportContext, path: str) -> Trace:
+    """The trace of OTLP requests in the JSON shape, each with the line it came from: the one mapping that
+    ``agentprof import`` and ``agentprof collect`` share. Spans as described above; log records through
+    :mod:`.otlp_events` (Claude Code's and Codex's events); metric requests are counted, not mapped."""
     own: list[dict[str, Any]] = []
-    foreign: list[tuple[dict[str, Any], str | None, int]] = []
+    foreign: list[tuple[dict[str, Any], str | None, int | None]] = []
+    logs: list[dict[str, Any]] = []
+    metric_points = 0
     meta_d: dict[str, Any] | None = None
-    for line, req in _read_requests(path, ctx):
+    for line, req in requests:
+        if "resourceLogs" in req:
+            logs.append(req)
+            continue
+        if "resourceMetrics" in req:
+            metric_points += _count_points(req)
+            continue
         if "resourceSpans" not in req:
-            ctx.bad(str(path), line, "not an OTLP ExportTraceServiceRequest (no 'resourceSpans')")
+            ctx.bad(path, line, "not an OTLP request (no 'resourceSpans', 'resourceLogs' or 'resourceMetrics')")
             continue
         try:
             recs = list(span_records(req))
         except (ValueError, TypeError, AttributeError) as e:
-            ctx.bad(str(path), line, f"malformed OTLP request ({e})")
+            ctx.bad(path, line, f"malformed OTLP request ({e})")
             continue
         for rec, res_attrs, scope in recs:
             if META_ATTRIBUTE in res_attrs:
@@ -121,24 +139,49 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
                         meta_d = {}
                 own.append(rec)
             else:
+                a = rec["attributes"]
+                res_session = next((res_attrs[k] for k in _RESOURCE_SESSION_KEYS if res_attrs.get(k)), None)
+                if res_session is not None and not any(a.get(k) for k in _SESSION_KEYS):
+                    a["session.id"] = res_session
                 foreign.append((rec, scope, line))
-    records = own + _foreign_records(foreign, ctx, str(path))
+    events: list[dict[str, Any]] = []
+    if logs:
+        try:
+            events = event_spans(logs, ctx, path)
+        except (ValueError, TypeError, AttributeError) as e:
+            ctx.bad(path, None, f"malformed OTLP logs request ({e})")
+    records = own + _foreign_records(foreign, ctx, path, events)
     diags: list[Diagnostic] = []
-    if meta_d is not None and not foreign:
+    if meta_d is not None and not foreign and not events:
         d = dict(meta_d)
         for item in d.pop("diagnostics", []) or []:
             diags.append(Diagnostic(**item) if isinstance(item, dict) else Diagnostic("note", str(item)))
         meta = TraceMeta.from_dict(d)
-        meta.sources = [str(path)]
+        meta.sources = [path]
     else:
-        meta = TraceMeta(source_format=FORMAT, sources=[str(path)])
+        meta = TraceMeta(source_format=FORMAT, sources=[path])
+    if metric_points:
+        diags.append(Diagnostic("otlp_metrics", f"{metric_points} metric data point(s) received and not used "
+                                "(the spans and events carry the calls)", path))
     return Trace(meta, spans_from_records(records), diags)
 
 
-def _foreign_records(items: list[tuple[dict[str, Any], str | None, int]], ctx: ImportContext,
-                     path: str) -> list[dict[str, Any]]:
-    """Kinds, sessions, normalized usage and agent spans for spans from other instrumentations."""
-    if not items:
+def _count_points(req: dict[str, Any]) -> int:
+    """Data points in an ``ExportMetricsServiceRequest`` (JSON shape)."""
+    n = 0
+    for rm in req.get("resourceMetrics") or []:
+        for sm in (rm or {}).get("scopeMetrics") or []:
+            for m in (sm or {}).get("metrics") or []:
+                for kind in ("sum", "gauge", "histogram", "exponentialHistogram", "summary"):
+                    n += len(((m or {}).get(kind) or {}).get("dataPoints") or [])
+    return n
+
+
+def _foreign_records(items: list[tuple[dict[str, Any], str | None, int | None]], ctx: ImportContext,
+                     path: str, events: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """Kinds, sessions, normalized usage and agent spans for spans from other instrumentations, and agent spans
+    for the sessions of ``events`` (records already mapped from log events)."""
+    if not items and not events:
         return []
     by_id: dict[tuple[str, str], dict[str, Any]] = {}
     for rec, scope, _line in items:
@@ -203,6 +246,15 @@ def _foreign_records(items: list[tuple[dict[str, Any], str | None, int]], ctx: I
         if rec["start_ns"] is not None and rec["end_ns"] is not None:
             rec["timing"] = "measured"
         out.append(rec)
+    generic = 0
+    for rec, _s, _l in items:
+        if rec["kind"] == "orchestration" and not rec["attributes"].get("agentprof.usage.aggregate"):
+            rec["attributes"][GENERIC] = "span"
+            generic += 1
+    if generic:
+        ctx.note("otlp_unmapped", f"{generic} span(s) with no GenAI, OpenInference or agentprof kind kept as "
+                 "orchestration spans", path)
+    out.extend(events)
     # a session without an agent span gets one covering its spans
     by_session: dict[str, list[dict[str, Any]]] = {}
     for rec in out:

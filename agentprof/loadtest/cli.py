@@ -102,10 +102,11 @@ def loadtest_cmd(paths: tuple[str, ...], endpoint: str, model: str, concurrency:
 def _progress(enabled: bool) -> tuple[Any, Any, Any]:
     """A rich progress line on stderr (calls answered of calls to send), or nothing when stderr is not a
     terminal; returns (progress, on_start, on_call)."""
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    con = Console(stderr=True)
+    from agentprof.safe_text import console as safe_console
+
+    con = safe_console(stderr=True)
     if not enabled or not con.is_terminal:
         return None, lambda n: None, lambda r: None
     prog = Progress(TextColumn("loadtest"), BarColumn(), MofNCompleteColumn(), TextColumn("calls"),
@@ -137,12 +138,12 @@ def _err(x: float | None, points: bool = False) -> str:
 def print_result(d: dict[str, Any]) -> None:
     """The terminal view: what ran, then one row per figure (measured, predicted, error); fits 80 columns."""
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
+    from agentprof.safe_text import console as safe_console
     from agentprof.safe_text import markup
 
-    con = Console()
+    con = safe_console()
     c, t = d["calls"], d["tasks"]
     con.print(markup(f"loadtest: {d['sessions']} session(s), {d['concurrency']} at once, model {d['model']} at "
                      f"{d['endpoint']} ({d['api']})"))

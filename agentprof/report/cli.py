@@ -132,15 +132,22 @@ class _null:
 
 @click.command("export")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--to", "fmt", required=True, type=click.Choice(["perfetto", "mooncake", "otlp-json", "speedscope"]),
+@click.option("--to", "fmt", required=True,
+              type=click.Choice(["perfetto", "mooncake", "otlp-json", "otlp", "speedscope"]),
               help="perfetto: Chrome trace-event JSON (Perfetto UI, chrome://tracing); mooncake: JSONL for "
-                   "AIPerf/Dynamo replay; otlp-json: OpenTelemetry spans as OTLP/JSON; speedscope: sampled "
-                   "stacks (a trace captured with --sample) for speedscope.app.")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="File to write.")
+                   "AIPerf/Dynamo replay; otlp-json: OpenTelemetry spans as OTLP/JSON; otlp: the spans sent "
+                   "to an OTLP receiver (--endpoint); speedscope: sampled stacks (a trace captured with "
+                   "--sample) for speedscope.app.")
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+              help="File to write (every format but otlp).")
+@click.option("--endpoint", default=None, help="otlp: the receiver, e.g. http://127.0.0.1:6006 (Phoenix).")
+@click.option("--protocol", default="http/protobuf", show_default=True, type=click.Choice(["http/protobuf", "grpc"]),
+              help="otlp: how to send.")
 @click.option("--block", default=512, show_default=True, type=click.IntRange(min=1),
               help="Mooncake: tokens per hash_ids block (a multiple of the trace's hash block size).")
 @click.option("--skip-bad-lines", is_flag=True, help="Skip unreadable records instead of stopping.")
-def export(paths: tuple[str, ...], fmt: str, output: str, block: int, skip_bad_lines: bool) -> None:
+def export(paths: tuple[str, ...], fmt: str, output: str | None, endpoint: str | None, protocol: str, block: int,
+           skip_bad_lines: bool) -> None:
     """Export traces for other tools.
 
     \b
@@ -148,7 +155,21 @@ def export(paths: tuple[str, ...], fmt: str, output: str, block: int, skip_bad_l
       agentprof export traces/run.jsonl --to perfetto -o run.trace.json    # open in ui.perfetto.dev
       agentprof export traces/kv/ --to mooncake -o kv.mooncake.jsonl        # aiperf --custom-dataset-type mooncake_trace
       agentprof export traces/run.jsonl --to speedscope -o run.speedscope.json  # open in speedscope.app
+      agentprof export traces/run.jsonl --to otlp --endpoint http://127.0.0.1:6006  # Phoenix, Langfuse, …
     """
+    if fmt == "otlp":
+        if not endpoint:
+            raise click.UsageError("--to otlp needs --endpoint URL")
+        from agentprof.report.otlp_send import send_otlp
+
+        sent = send_otlp(_load(paths, skip_bad_lines), endpoint, protocol)
+        click.echo(f"sent {sent.spans:,} spans of {sent.sessions:,} sessions to {sent.endpoint} "
+                   f"({sent.requests:,} requests, {protocol})")
+        return
+    if output is None:
+        raise click.UsageError(f"--to {fmt} needs -o/--output FILE")
+    if endpoint is not None:
+        raise click.UsageError("--endpoint is for --to otlp")
     from agentprof.outputs import checked_output
 
     suffixes = {"perfetto": (".json",), "mooncake": (".jsonl", ".json"), "otlp-json": (".json", ".jsonl"),

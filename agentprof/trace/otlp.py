@@ -2,7 +2,9 @@
 from agentprof span records.
 
 ``to_otlp_json(trace)`` gives one request holding every span: hex ``traceId``/``spanId``, times as decimal
-strings of epoch nanoseconds, attributes as ``{key, value: AnyValue}``. Span columns travel as their OTel
+strings of epoch nanoseconds, attributes as ``{key, value: AnyValue}``, plus what receivers group and classify
+by (``session.id``, ``gen_ai.conversation.id``, ``openinference.span.kind``; named in ``agentprof.otlp.added``
+so an import drops them again). Span columns travel as their OTel
 GenAI / ``agentprof.*`` attributes (see :mod:`agentprof.trace.records`), so an agentprof trace read back
 through :func:`span_records` gives the same span table. Missing times (``timing`` unknown) are written as
 0 with ``agentprof.time.missing`` naming which end, since OTLP has no null time.
@@ -31,6 +33,8 @@ TIME_MISSING = "agentprof.time.missing"
 ORIGINAL_TRACE_ID = "agentprof.trace.original_id"
 ORIGINAL_SPAN_ID = "agentprof.span.original_id"
 ORIGINAL_PARENT_ID = "agentprof.span.original_parent_id"
+RECEIVER_ADDED = "agentprof.otlp.added"
+"""Names of the attributes an export added for receivers (``session.id``, …): an import removes them again."""
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
 _HEX16 = re.compile(r"^[0-9a-f]{16}$")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -140,6 +144,10 @@ def to_otlp_json(trace: Trace, service_name: str = "agentprof") -> dict[str, Any
         missing = [n for n, v in (("start", start), ("end", end)) if v is None]
         if missing:
             attrs[TIME_MISSING] = "both" if len(missing) == 2 else missing[0]
+        added = sc.receiver_attributes(attrs)
+        if added:
+            attrs.update(added)
+            attrs[RECEIVER_ADDED] = sorted(added)
         span: dict[str, Any] = {
             "traceId": otid, "spanId": osid, "parentSpanId": opid, "name": rec["name"],
             "kind": SPAN_KIND_CLIENT if rec["kind"] == "model" else SPAN_KIND_INTERNAL,
@@ -199,6 +207,9 @@ def span_records(request: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict
                 if not isinstance(sp, dict):
                     raise ValueError("each span must be an object")
                 attrs = decode_attributes(sp.get("attributes"))
+                added = attrs.pop(RECEIVER_ADDED, None)
+                for key in added if isinstance(added, list) else ():
+                    attrs.pop(key, None)
                 if not isinstance(sp.get("name"), str):
                     raise ValueError("span without a string 'name'")
                 tid = attrs.pop(ORIGINAL_TRACE_ID, None) or hex_id(sp.get("traceId"), 32)

@@ -1,6 +1,7 @@
 """An OTLP endpoint that refuses connections, accepts and never answers, or answers HTTP 500: the agent runs
-on, leaving the profile takes at most the documented 2 s, and the agent's stderr gets one CaptureWarning and
-none of the exporter's own log lines."""
+on, leaving the profile waits at most the export's flush cap (under 1 s; a refusal ends the wait at once), and
+the agent's stderr gets one CaptureWarning saying how many spans were not delivered and none of the exporter's
+own log lines."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
+from agentprof.capture.otlp_export import DEFAULT_FLUSH_CAP_S, _flush_cap
 
 AGENT = r"""
 import json, sys, time, logging
@@ -113,19 +116,27 @@ def endpoint(request):
 
 
 @pytest.mark.parametrize("calls", [1, 4000])
-def test_faulty_endpoint_never_holds_the_agent(tmp_path, endpoint, calls):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+def test_faulty_endpoint_never_holds_the_agent(tmp_path, endpoint, calls, record_property):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "AGENTPROF_OTLP"))}
     env.update(OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, PYTHONWARNINGS="default")
     done = subprocess.run([sys.executable, "-c", AGENT, str(tmp_path), str(calls)], env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert got["spans"] == calls + 1
-    assert got["exit_s"] <= 2.5, got  # the documented cap is 2 s (margin for a loaded machine)
+    record_property("exit_delay_s", round(got["exit_s"], 3))  # measured, not asserted as a timing
+    assert DEFAULT_FLUSH_CAP_S < 1.0
+    # the profile's end waits for the export thread at most the cap (margin for a loaded machine); a refused
+    # connection or an HTTP error ends the wait when it is seen, a hanging endpoint at the cap
+    assert got["exit_s"] <= DEFAULT_FLUSH_CAP_S + 1.0, got
     assert got["second_s"] <= 0.5, got  # once the endpoint failed, the next profile's end does not wait
-    # the exporter's own log lines stay off the agent's stderr: one CaptureWarning names the endpoint
-    warning, = done.stderr.strip().splitlines()
+    # the exporter's own log lines stay off the agent's stderr: one CaptureWarning names the endpoint, the
+    # cause and the spans the receiver lacks (the first run's; the second's do not reach it either)
+    warnings = done.stderr.strip().splitlines()
+    assert len(warnings) <= 2, warnings
+    warning = warnings[0]
     assert "CaptureWarning: agentprof: OTLP export to " + endpoint in warning
+    assert f"{calls + 1:,} spans not delivered" in warning, warning
     for noise in ("Traceback", "Transient error", "Failed to export", "HTTPConnection", "retrying"):
         assert noise not in warning
     lines = [x for x in (tmp_path).glob("faulty-otlp-*.jsonl")]
@@ -174,3 +185,8 @@ os.waitpid(pid, 0)
         assert "CaptureWarning" not in done.stderr
     finally:
         collector.httpd.shutdown()
+
+
+def test_flush_cap_from_environment():
+    assert _flush_cap(None) == _flush_cap("") == _flush_cap("soon") == _flush_cap("nan") == DEFAULT_FLUSH_CAP_S
+    assert _flush_cap("5") == 5.0 and _flush_cap("-1") == 0.0 and _flush_cap("1e9") == 60.0

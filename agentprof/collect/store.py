@@ -1,0 +1,162 @@
+"""What ``agentprof collect`` has received, and the session files it writes from it.
+
+Every request is kept (in the OTLP JSON shape) and, shortly after data arrives, the whole of it is mapped
+again with the OTLP importer's mapping: a span's session can depend on spans that arrive later (its parent
+names the session; children are usually exported first), so mapping everything keeps the files equal to what
+``agentprof import`` makes of the same data. Each session (with its sub-agent sessions) is one agentprof JSONL
+file, replaced atomically when it changes, so a reader never sees half a file and a killed collector leaves
+the last complete version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from agentprof.importers.context import ImportContext
+from agentprof.importers.otlp_events import GENERIC
+from agentprof.importers.otlp_json import import_requests
+from agentprof.trace.files import write_jsonl
+from agentprof.trace.schema import Diagnostic, Trace, TraceMeta
+
+SOURCE = "agentprof collect"
+"""The ``path`` the mapping's diagnostics name (no file: the receiver)."""
+DEBOUNCE_S = 0.2
+"""How long the writer lets a burst of requests gather before mapping and writing."""
+
+
+@dataclass
+class SessionFile:
+    """One written session file."""
+
+    session_id: str
+    path: Path
+    spans: int = 0
+    model_calls: int = 0
+    tool_calls: int = 0
+    digest: str = ""
+
+
+@dataclass
+class Store:
+    """Received requests and the session files written from them (thread-safe)."""
+
+    out: Path
+    requests: list[tuple[int | None, dict[str, Any]]] = field(default_factory=list)
+    received: Counter = field(default_factory=Counter)
+    files: dict[str, SessionFile] = field(default_factory=dict)
+    started: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._dirty = threading.Event()
+        self._taken: set[Path] = set()
+
+    def add(self, signal: str, doc: dict[str, Any], items: int) -> None:
+        """Keep one decoded request; the writer thread maps and writes it soon."""
+        with self._lock:
+            self.requests.append((len(self.requests) + 1, doc))
+            self.received[signal] += items
+        self._dirty.set()
+
+    def run_writer(self, stop: threading.Event) -> None:
+        """Write the session files shortly after data arrives, until ``stop`` is set."""
+        while not stop.is_set():
+            if self._dirty.wait(0.5) and not stop.is_set():
+                time.sleep(DEBOUNCE_S)
+                self.flush()
+
+    def flush(self) -> list[SessionFile]:
+        """Map everything received so far and write the sessions whose file changed; returns every file."""
+        with self._write_lock:
+            self._dirty.clear()
+            with self._lock:
+                reqs = list(self.requests)
+            if not reqs:
+                return []
+            ctx = ImportContext(skip_bad_lines=True)
+            try:
+                trace = import_requests(reqs, ctx, SOURCE)
+            except Exception as e:  # the receiver keeps running; the files keep their last version
+                self.errors.append(f"{type(e).__name__}: {e}")
+                return list(self.files.values())
+            diags = trace.diagnostics + ctx.flush()
+            seen: set[str] = set()
+            for root, spans in _by_root_session(trace.spans):
+                seen.add(root)
+                self._write(root, spans, diags)
+            for gone in set(self.files) - seen:  # its spans now belong to another session (a parent arrived)
+                f = self.files.pop(gone)
+                self._taken.discard(f.path)
+                try:
+                    f.path.unlink()
+                except OSError:
+                    pass
+            return list(self.files.values())
+
+    def _write(self, root: str, spans: pl.DataFrame, diags: list[Diagnostic]) -> None:
+        f = self.files.get(root)
+        if f is None:
+            f = self.files[root] = SessionFile(root, self._new_path(root))
+        ids = set(spans.get_column("span_id").to_list())
+        mine = [d for d in diags if d.span_id in ids or (d.span_id is None and d.kind != "otlp_unmapped")]
+        generic = spans.filter(pl.col("attributes").str.contains(GENERIC, literal=True)).height
+        if generic:
+            mine.append(Diagnostic("otlp_unmapped", f"{generic} record(s) with no agent, model or tool meaning "
+                                   "kept as generic spans", SOURCE))
+        meta = TraceMeta(source_format="otlp-json", name=root, created=self.started,
+                         extra={"collected_by": SOURCE})
+        from agentprof import __version__
+
+        meta.tool_version = __version__
+        tmp = f.path.with_name(f".{f.path.name}.tmp")
+        write_jsonl(Trace(meta, spans, mine), tmp)
+        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+        if digest == f.digest:
+            tmp.unlink()
+            return
+        os.replace(tmp, f.path)
+        f.digest, f.spans = digest, spans.height
+        kinds = spans.get_column("kind").to_list()
+        f.model_calls, f.tool_calls = kinds.count("model"), kinds.count("tool")
+
+    def _new_path(self, session: str) -> Path:
+        """``<out>/<session>.jsonl``; ``-2``, ``-3``… when another file (an earlier run's) has that name."""
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "_", session).strip("._")[:96] or "session"
+        n = 1
+        while True:
+            p = self.out / (f"{stem}.jsonl" if n == 1 else f"{stem}-{n}.jsonl")
+            if p not in self._taken and not p.exists():
+                self._taken.add(p)
+                return p
+            n += 1
+
+
+def _by_root_session(spans: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
+    """The span table split by top-level session (a sub-agent's session goes with the session it belongs to)."""
+    pairs = spans.select("session_id", "parent_session_id").unique().iter_rows()
+    parent = {s: p for s, p in pairs if p is not None and p != s}
+
+    def root(s: str) -> str:
+        seen = {s}
+        while s in parent and parent[s] not in seen:
+            s = parent[s]
+            seen.add(s)
+        return s
+
+    roots = {s: root(s) for s in spans.get_column("session_id").unique().to_list()}
+    keyed = spans.with_columns(pl.col("session_id").replace_strict(roots, default=pl.col("session_id"))
+                               .alias("_root"))
+    return [(r, keyed.filter(pl.col("_root") == r).drop("_root")) for r in sorted(set(roots.values()))]
