@@ -101,7 +101,7 @@ def test_comparison_page_renders_offline(browser, tmp_path):
         assert page.locator(f"#run{i}-whatif .waitingfor svg").count() == 1
     head = page.locator("#compare table.cmp").first.locator("thead th").all_inner_texts()
     assert head[1:] == ["short run", EVIL_LABEL]  # the label is text, not markup
-    assert "simulated: the first run's model" in page.locator("#compare-notes").inner_text()
+    assert "simulated: the first run's model" in page.locator("#compare-notes").text_content()
     assert page.locator("#compare .cmprow .splitbar").count() == 2
     page.locator("#compare").screenshot(path=str(tmp_path / "compare.png"))
     assert (tmp_path / "compare.png").stat().st_size > 5_000
