@@ -98,7 +98,7 @@ def _why_not(row: dict[str, Any], waits: dict[str, float]) -> str:
 
 def _band(row: dict[str, Any]) -> list[float] | None:
     b = (row.get("band") or {}).get("speedup_vs_recorded")
-    if not b or any(v is None for v in b):
+    if not b or any(v is None for v in b) or _x(min(b)) == _x(max(b)):  # a range that does not show is none
         return None
     return [min(b), max(b)]
 

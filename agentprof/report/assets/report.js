@@ -120,7 +120,8 @@
   function fmtRound(sec) {
     if (!isNum(sec)) return "—";
     if (sec === 0) return "0";
-    if (Math.abs(sec) < 60) return fmtDur(sec);
+    if (Math.abs(sec) < 1) return fmtDur(sec);
+    if (Math.abs(sec) < 60 || Math.abs(sec / 60 - Math.round(sec / 60)) > 1e-6) return +sec.toPrecision(6) + " s";
     var m = Math.round(sec / 60), hh = Math.floor(m / 60), mm = m - hh * 60;
     if (!hh) return m + " m";
     return hh + " h" + (mm ? " " + mm + " m" : "");
@@ -895,7 +896,7 @@
       y = function (v) { return f.h - v / hi * f.h; };
       tks = ticks(0, hi, 5);
     }
-    axisLeft(f, y, tks, fmt, label);
+    axisLeft(f, y, tks, logY ? fmtRound : fmt, label);  // round tick labels (1 s, 10 s, 100 s)
     axisBottom(f, x, conc, function (n) { return String(n); }, "concurrent sessions");
     V.systems.forEach(function (r, i) {
       if (!r[key]) return;
