@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from agentprof.report.formats import fmt_duration
+from agentprof.report.formats import fmt_duration, fmt_x
 
 _WAIT_WORDS = {"user_turn": "waiting for the user", "approval": "waiting for approvals", "idle": "idle",
                "unrecorded": "unrecorded time", "retry": "retry back-off"}
@@ -27,10 +27,6 @@ _SHORT = re.compile(r"^(\d+x\s+)?(OpenAI|NVIDIA|AMD|Intel|Google)?\s*")
 
 def _pct(x: float) -> str:
     return f"{x * 100:.0f} %"
-
-
-def _x(x: float) -> str:
-    return f"{x:.2f}×"
 
 
 def _owner(key: str, catalog: Any) -> str:
@@ -84,7 +80,7 @@ def _why_not(row: dict[str, Any], waits: dict[str, float]) -> str:
         return ""
     ms = row.get("model_speedup")
     if ms is not None and ms < 1:
-        return f"its model calls are slower than the recorded ones ({_x(ms)})"
+        return f"its model calls are slower than the recorded ones ({fmt_x(ms)})"
     model = (row.get("model_s") or 0.0) / e2e
     part, secs = max(((k, row.get(k) or 0.0) for k in _PART_WORDS), key=lambda kv: kv[1])
     words = _PART_WORDS[part]
@@ -98,7 +94,7 @@ def _why_not(row: dict[str, Any], waits: dict[str, float]) -> str:
 
 def _band(row: dict[str, Any]) -> list[float] | None:
     b = (row.get("band") or {}).get("speedup_vs_recorded")
-    if not b or any(v is None for v in b) or _x(min(b)) == _x(max(b)):  # a range that does not show is none
+    if not b or any(v is None for v in b) or fmt_x(min(b)) == fmt_x(max(b)):  # a range that does not show is none
         return None
     return [min(b), max(b)]
 
@@ -117,20 +113,16 @@ def parallel_tools_s(spans: pl.DataFrame) -> float:
     if df.height == 0:
         return 0.0
     df = df.with_columns(pl.col("kind").eq("model").cum_sum().over("session_id").alias("turn"))
-    tools = df.filter(pl.col("kind") == "tool").with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur"))
-    saved = 0
-    for (_s, _t), g in tools.group_by("session_id", "turn"):
-        if g.height < 2:
-            continue
-        covered, cur_s, cur_e = 0, None, None
-        for s, e in zip(g.get_column("start_ns").to_list(), g.get_column("end_ns").to_list(), strict=True):
-            if cur_e is None or s > cur_e:
-                covered += (cur_e - cur_s) if cur_e is not None else 0
-                cur_s, cur_e = s, e
-            else:
-                cur_e = max(cur_e, e)
-        covered += cur_e - cur_s
-        saved += max(0, covered - int(g.get_column("dur").max()))
+    g = ["session_id", "turn"]
+    tools = df.filter(pl.col("kind") == "tool").with_columns(  # sorted by start within each turn
+        pl.col("end_ns").cum_max().shift(1).over(g).alias("_reach"))
+    # the time the turn's tools cover (their union): each adds what reaches past every earlier one's end
+    covered = (pl.col("end_ns") - pl.max_horizontal("start_ns", pl.col("_reach").fill_null(pl.col("start_ns"))))
+    per_turn = tools.group_by(g).agg(
+        pl.len().alias("n"), covered.clip(lower_bound=0).sum().alias("covered"),
+        (pl.col("end_ns") - pl.col("start_ns")).max().alias("longest"))
+    saved = per_turn.filter(pl.col("n") >= 2).select((pl.col("covered") - pl.col("longest")).clip(lower_bound=0)
+                                                      .sum()).item() or 0
     return saved / 1e9
 
 
@@ -168,7 +160,7 @@ def answer(headline: dict[str, Any], whatif: dict[str, Any], spans: pl.DataFrame
     bound, ratio = headline.get("amdahl_bound_s"), headline.get("max_speedup")
     if bound and ratio:
         out["ceiling"] = {"e2e_s": bound, "speedup": ratio,
-                          "text": f"instant model calls would give at most {_x(ratio)} ({fmt_duration(bound)})"}
+                          "text": f"instant model calls would give at most {fmt_x(ratio)} ({fmt_duration(bound)})"}
     return out
 
 
@@ -200,4 +192,4 @@ def _lever(recorded: dict[str, Any] | None, systems: list[dict[str, Any]],
     new = e2e - saved
     return {"kind": kind, "saved_s": saved, "e2e_s": new, "speedup": e2e / new if new > 0 else None,
             "text": f"{what}: the task in {fmt_duration(new)} instead of {fmt_duration(e2e)} "
-                    f"({_x(e2e / new) if new > 0 else '—'})"}
+                    f"({fmt_x(e2e / new) if new > 0 else '—'})"}

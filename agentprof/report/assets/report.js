@@ -1254,7 +1254,7 @@
     var levers = runs.filter(function (r) { var A = (r.payload || {}).answer || {}; return A.lever || A.ceiling; });
     if (levers.length) sec.appendChild(h("ul", { class: "cmp-levers" }, levers.map(function (r) {
       var A = r.payload.answer;
-      return h("li", null, [h("b", null, r.label + ": "), A.lever ? "biggest lever " + A.lever.text + ". " : "",
+      return h("li", null, [h("b", null, r.label + ": "), A.lever ? "biggest lever: " + A.lever.text + ". " : "",
         A.ceiling ? A.ceiling.text.charAt(0).toUpperCase() + A.ceiling.text.slice(1) + "." : ""]);
     })));
     var head = h("tr", null, [h("th", null, "")].concat(runs.map(function (r) { return h("th", { class: "r" }, r.label); })));
