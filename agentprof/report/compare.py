@@ -72,8 +72,8 @@ def comparison_table(payloads: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def comparison_whatif(payloads: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per replayed system (in first-seen order): per trace its task time, speed-ups and the task speed-up's
-    range (the first screen's, :mod:`agentprof.report.answer`), or ``None``."""
+    """One row per replayed system (in first-seen order): per trace its task time, speed-ups, and the task speed-up's
+    range and why it is not larger (the first screen's, :mod:`agentprof.report.answer`), or ``None``."""
     order: list[str] = []
     display: dict[str, Any] = {}
     per: list[dict[str, dict[str, Any]]] = []
@@ -82,7 +82,7 @@ def comparison_whatif(payloads: Sequence[dict[str, Any]]) -> list[dict[str, Any]
         w = p.get("whatif") or {}
         rows = {r["name"]: r for r in (w.get("rows") or []) if isinstance(r, dict) and r.get("name")}
         per.append(rows)
-        ranges.append({a["name"]: a.get("band") for a in (p.get("answer") or {}).get("systems") or []})
+        ranges.append({a["name"]: a for a in (p.get("answer") or {}).get("systems") or []})
         for name, r in rows.items():
             if name not in display:
                 order.append(name)
@@ -90,11 +90,11 @@ def comparison_whatif(payloads: Sequence[dict[str, Any]]) -> list[dict[str, Any]
     out = []
     for name in order:
         cells = []
-        for rows, band in zip(per, ranges, strict=True):
-            r = rows.get(name)
+        for rows, answered in zip(per, ranges, strict=True):
+            r, a = rows.get(name), answered.get(name) or {}
             cells.append(None if r is None else {"e2e_s": r.get("e2e_s"), "speedup": r.get("speedup"),
                                                  "model_speedup": r.get("model_speedup"), "error": r.get("error"),
-                                                 "band": band.get(name)})
+                                                 "band": a.get("band"), "why_not": a.get("why_not")})
         out.append({"name": name, "display": display[name], "cells": cells})
     return out
 

@@ -1243,7 +1243,7 @@
           if (c.error) return h("td", { class: "r muted" }, "not replayed: " + c.error);
           var txt = fmtDur(c.e2e_s);
           if (isNum(c.speedup) && row.name !== "recorded") txt += " · " + fmtX(c.speedup) + (c.band ? " (" + fmtX(c.band[0]) + "–" + fmtX(c.band[1]) + ")" : "");
-          var td = h("td", { class: "r" }, txt);
+          var td = h("td", { class: "r" }, [h("div", null, txt), c.why_not && row.name !== "recorded" ? h("div", { class: "muted small" }, c.why_not) : null]);
           if (isNum(c.model_speedup) && row.name !== "recorded") td.title = "model calls " + fmtX(c.model_speedup);
           return td;
         })));
