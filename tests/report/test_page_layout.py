@@ -4,6 +4,8 @@ system with its speed-up — on a real Claude Code session, a real corpus and a 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from agentprof.report.compare import write_compare_report
@@ -66,6 +68,13 @@ def test_session_report_reads_at_both_widths(browser, session_report):
     wide.evaluate("() => document.querySelectorAll('#headline details').forEach(d => { d.open = true; })")
     ranges = wide.locator("#headline .ans-ranges").inner_text()
     assert "are estimates" in ranges and "jalapeno.hbm_bw" in ranges
+    # duration axes tick on round values: whole hours, minutes in fives, no seconds once past a minute
+    ticks = wide.evaluate("() => [...document.querySelectorAll('#whatif .axis text')].map(t => t.textContent)")
+    durations = [t for t in ticks if re.search(r"\d (h|m|s)$", t)]
+    assert len(durations) >= 6, ticks
+    for t in durations:
+        assert re.fullmatch(r"\d+ s|\d+ m|\d+ h( \d+ m)?", t), t
+        assert all(int(m) % 5 == 0 for m in re.findall(r"(\d+) m", t)), t
     for p in (narrow, wide):
         p.close()
 

@@ -1155,7 +1155,7 @@
       xt = [];
       for (var tv = Math.ceil(lo / st) * st; tv <= hi + 1e-9; tv += st) xt.push(tv);
     } else xt = ticks(lo, hi, 4);
-    axisBottom(f, x, xt, fmt, null);
+    axisBottom(f, x, xt, metric.unit === "s" ? fmtRound : fmt, null);
     bins.forEach(function (c, i) {
       if (!c) return;
       var r = s("rect", { x: f.m.l + x(lo + i * w) + 0.5, y: f.m.t + y(c), width: Math.max(1, x(lo + w) - 1), height: f.h - y(c), fill: metric.color || COLOR.model });
