@@ -62,7 +62,8 @@ def band_causes(ranged: list[str], catalog: Any = None) -> str:
             if pair <= set(words):
                 words[words.index(min(pair, key=words.index))] = merged
                 words[:] = [w for w in words if w not in pair]
-    parts = [f"{who}'s {_and(words)}" for who, words in owners.items()] + extra
+    ordered = sorted(owners.items(), key=lambda kv: -len(kv[1]))  # the part with most estimates first
+    parts = [f"{who}'s {_and(words)}" for who, words in ordered] + extra
     if not parts:
         return ""
     n = sum(len(w) for w in owners.values()) + len(extra)
