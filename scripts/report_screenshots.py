@@ -83,6 +83,7 @@ def docs(out: Path) -> int:
                     got = page.evaluate(LAYOUT_PROBE)
                     page.screenshot(path=str(out / f"{name}-{width}.png"))
                     print(f"{name} at {width} px: page {got['scrollWidth']} px wide, {len(got['clipped'])} boxes cut,"
+                          f" {len(got['spilled'])} past their panel,"
                           f" longest visible block {got['blocks'][0][0] if got['blocks'] else 0} words")
                     page.close()
             browser.close()

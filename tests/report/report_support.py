@@ -147,6 +147,18 @@ LAYOUT_PROBE = r"""() => {
     if (cs.overflowX !== 'visible' && cs.textOverflow !== 'ellipsis' && el.scrollWidth > el.clientWidth + 1)
       out.clipped.push(`${el.tagName}.${el.className} ${el.scrollWidth}>${el.clientWidth}: ${el.innerText.slice(0, 60)}`);
   }
+  // spilled: boxes reaching past the right edge of their panel (drawn over its border or beyond)
+  out.spilled = [];
+  for (const sec of document.querySelectorAll('section.panel')) {
+    const edge = sec.getBoundingClientRect().right;
+    for (const el of sec.querySelectorAll('*')) {
+      if (el.closest('svg') && el.tagName !== 'svg') continue;
+      const r = el.getBoundingClientRect();
+      if (r.width && r.right > edge + 1 && getComputedStyle(el).position !== 'fixed')
+        out.spilled.push(`${sec.id}: ${el.tagName}.${el.className} ${Math.round(r.right)}>${Math.round(edge)}`);
+    }
+  }
+  out.spilled = out.spilled.slice(0, 10);
   // words per block: each visible text node counts toward its nearest ancestor that is not laid out inline
   const words = new Map();
   const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
@@ -166,4 +178,4 @@ LAYOUT_PROBE = r"""() => {
   return out; }"""
 """A page's layout as a reader meets it: ``scrollWidth`` against the viewport ``width``; ``clipped``, every box
 whose content is cut sideways or scrolls sideways (single-line cells cut with an ellipsis and a title excepted);
-``blocks``, the five visible text blocks with the most words (text in closed disclosures is not visible)."""
+``spilled``, boxes reaching past their panel's right edge; ``blocks``, the five visible text blocks with the most words (text in closed disclosures is not visible)."""

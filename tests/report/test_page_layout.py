@@ -1,6 +1,7 @@
 """The report page as a reader meets it, in a real headless Chromium at 800 and 1,400 px: no sideways scroll,
 nothing cut off, no visible block of text over 60 words, and the first screen (1,400 × 900) naming every replayed
-system with its speed-up — on a real Claude Code session, a real corpus and a comparison page."""
+system with its speed-up — on a real Claude Code session, a real corpus and a comparison page. Nothing cut means
+no box cut or scrolling sideways and none reaching past its panel's edge."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def _check_widths(browser, path) -> list:
         got = o.page.evaluate(LAYOUT_PROBE)
         assert o.errors == []
         assert got["scrollWidth"] <= width, (width, got)
-        assert got["clipped"] == [], (width, got["clipped"])
+        assert got["clipped"] == [] and got["spilled"] == [], (width, got["clipped"], got["spilled"])
         assert got["blocks"][0][0] <= MAX_WORDS, (width, got["blocks"][0])
         pages.append(o.page)
     return pages
