@@ -665,6 +665,12 @@
   }
 
   /* ---------- SVG charts ---------- */
+  /* a chart's drawing width: the space its panel gives it (600–1000 units), so text keeps its size on a narrow
+     screen instead of shrinking with a wide drawing */
+  function fitWidth(sec) {
+    var w = sec && sec.clientWidth ? sec.clientWidth - 36 : 1000;
+    return Math.round(Math.max(600, Math.min(1000, w)));
+  }
   function chartFrame(width, height, m) {
     var svg = s("svg", { viewBox: "0 0 " + width + " " + height, preserveAspectRatio: "xMidYMid meet", role: "img" });
     return { svg: svg, w: width - m.l - m.r, h: height - m.t - m.b, m: m };
@@ -758,7 +764,7 @@
   }
 
   function redundancyChart(holder, ss, R) {
-    var f = chartFrame(1000, 300, { l: 52, r: 58, t: 12, b: 40 });
+    var f = chartFrame(fitWidth(holder.closest("section")), 300, { l: 52, r: 58, t: 12, b: 40 });
     var nx = ss.x.length, xmax = Math.max(1, ss.x[nx - 1] || nx);
     // calls sit in the middle of equal slots (half a slot of room at each end), so bars never leave the plot
     var x = function (v) { return (v - 0.5) / xmax * f.w; };
@@ -802,7 +808,7 @@
     });
     var hover = s("rect", { x: f.m.l, y: f.m.t, width: f.w, height: f.h, fill: "transparent" });
     hover.addEventListener("mousemove", function (e) {
-      var box = f.svg.getBoundingClientRect(), px = (e.clientX - box.left) / box.width * 1000 - f.m.l;
+      var box = f.svg.getBoundingClientRect(), px = (e.clientX - box.left) / box.width * (f.w + f.m.l + f.m.r) - f.m.l;
       var v = 0.5 + px / f.w * xmax, best = 0, bd = Infinity;
       for (var i = 0; i < nx; i++) { var d = Math.abs(ss.x[i] - v); if (d < bd) { bd = d; best = i; } }
       var lines = [{ b: "call " + ss.x[best] }];
@@ -826,7 +832,7 @@
     var sec = panel("cache", "KV cache: hit rate against capacity",
       "Simulated token hit rate of a prefix KV cache (LMCache behaviour) for each tier as its capacity grows, with the sessions interleaved on their recorded times.");
     if (C.status !== "ok") { missing(sec, C.reason || "no cache simulation in this report"); return; }
-    var f = chartFrame(1000, 300, { l: 52, r: 40, t: 14, b: 42 });  // room for the last tick label
+    var f = chartFrame(fitWidth(sec), 300, { l: 52, r: 40, t: 14, b: 42 });  // room for the last tick label
     var all = [];
     C.tiers.forEach(function (t) { t.capacity_bytes.forEach(function (b) { if (b > 0) all.push(b); }); });
     var lo = Math.min.apply(null, all), hi = Math.max.apply(null, all);
@@ -995,7 +1001,7 @@
     var max = 0;
     rowsD.forEach(function (r) { var t = (r.model_s || 0) + (r.tool_s || 0) + (r.orchestration_s || 0) + (r.wait_s || 0); if (t > max) max = t; if (isNum(r.e2e_s) && r.e2e_s > max) max = r.e2e_s; });
     if (!(max > 0)) { missing(sec, "the replay has no timed work to compare (the trace has no usable times)"); return; }
-    var rowH = 34, f = chartFrame(1000, 60 + rowH * rowsD.length, { l: 110, r: 250, t: 22, b: 38 });
+    var rowH = 34, f = chartFrame(fitWidth(sec), 60 + rowH * rowsD.length, { l: 110, r: 250, t: 22, b: 38 });
     var x = function (v) { return v / max * f.w; };
     axisBottom(f, x, durTicks(0, max, 6), fmtRound, "task time");
     var parts = [["model_s", "model", COLOR.model], ["tool_s", "tool", COLOR.tool], ["orchestration_s", "orchestration", COLOR.orchestration], ["wait_s", "wait", COLOR.wait]];
@@ -1057,7 +1063,7 @@
     var max = 0;
     wf.forEach(function (r) { var t = 0; kinds.forEach(function (k) { t += r.waiting_for[k[0]] || 0; }); if (t > max) max = t; });
     if (!(max > 0)) return;
-    var rowH = 30, f = chartFrame(1000, 46 + rowH * wf.length, { l: 110, r: 250, t: 8, b: 38 });
+    var rowH = 30, f = chartFrame(fitWidth(sec), 46 + rowH * wf.length, { l: 110, r: 250, t: 8, b: 38 });
     var x = function (v) { return v / max * f.w; };
     axisBottom(f, x, durTicks(0, max, 6), fmtRound, "model-call time by what it waits for");
     wf.forEach(function (r, i) {
