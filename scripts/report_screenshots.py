@@ -1,6 +1,13 @@
-"""Full-page Chromium screenshots of reports on captured runs of 1, 5, 100 and 1,000 model calls (the loopback
-model server, the real openai SDK, a growing conversation with a tool call per turn), to look at every chart
-at each size: ``python scripts/report_screenshots.py [OUT_DIR] [--calls 1,5,100,1000]``."""
+"""Chromium screenshots of reports.
+
+``python scripts/report_screenshots.py [OUT_DIR] [--calls 1,5,100,1000]``: full pages of reports on captured runs
+of 1, 5, 100 and 1,000 model calls (the loopback model server, the real openai SDK, a growing conversation with a
+tool call per turn), to look at every chart at each size.
+
+``python scripts/report_screenshots.py --docs docs/screenshots``: the first screen (900 px tall) at 800 and
+1,400 px wide of the demo's page (``agentprof demo``) and of the reports on the bundled Claude Code session and
+kv-cache-tester folder, as ``agentprof report`` writes them; prints each page's layout check (sideways scroll,
+cut boxes, longest visible block of text)."""
 
 from __future__ import annotations
 
@@ -36,11 +43,61 @@ def capture(n: int, out: Path) -> Path:
     return Path(run.path)
 
 
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "traces" / "samples"
+DOC_REPORTS = {
+    "claude-code": [SAMPLES / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl",
+                    SAMPLES / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d"],
+    "kv-cache-tester": [SAMPLES / "kv-cache-tester"],
+}
+
+
+def docs(out: Path) -> int:
+    """First-screen PNGs of the demo page and the samples' reports at 800 and 1,400 px."""
+    import subprocess
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(ROOT))
+    from tests.report.report_support import LAYOUT_PROBE
+
+    out.mkdir(parents=True, exist_ok=True)
+    cli = [sys.executable, "-m", "agentprof.cli"]
+    with tempfile.TemporaryDirectory() as tmp:
+        pages = {}
+        subprocess.run([*cli, "demo", "--out", tmp, "--traces", tmp], check=True, stdout=subprocess.DEVNULL)
+        pages["demo"] = Path(tmp) / "demo.html"
+        for name, paths in DOC_REPORTS.items():
+            pages[name] = Path(tmp) / f"{name}.html"
+            subprocess.run([*cli, "report", *map(str, paths), "-o", str(pages[name])], check=True,
+                           stdout=subprocess.DEVNULL)
+        exe = shutil.which("chromium") or shutil.which("chromium-browser")
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=exe, headless=True, args=["--no-sandbox", "--disable-gpu"])
+            for name, html in pages.items():
+                for width in (800, 1400):
+                    page = browser.new_page(viewport={"width": width, "height": 900})
+                    page.goto(html.resolve().as_uri())
+                    page.wait_for_selector("html[data-rendered]", timeout=60_000)
+                    got = page.evaluate(LAYOUT_PROBE)
+                    page.screenshot(path=str(out / f"{name}-{width}.png"))
+                    print(f"{name} at {width} px: page {got['scrollWidth']} px wide, {len(got['clipped'])} boxes cut,"
+                          f" {len(got['spilled'])} past their panel,"
+                          f" longest visible block {got['blocks'][0][0] if got['blocks'] else 0} words")
+                    page.close()
+            browser.close()
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", nargs="?", default="reports/screenshots")
     ap.add_argument("--calls", default="1,5,100,1000")
+    ap.add_argument("--docs", metavar="DIR", help="first screens of the demo and samples reports into DIR instead")
     args = ap.parse_args()
+    if args.docs:
+        return docs(Path(args.docs))
     from playwright.sync_api import sync_playwright
 
     from agentprof.report.html import write_report

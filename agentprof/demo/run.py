@@ -86,8 +86,9 @@ def _sample(sample: str) -> tuple[str, str, list[Path]]:
 def _stages(label: str, about: str, trace: Trace, paths: list[Path], systems: list[str]) -> TraceResult:
     from agentprof.report.stages import run_stages
 
-    res = run_stages(trace, systems)
-    return TraceResult(label, about, trace, paths, res.analysis, res.replay, res.cache, res.cache_model, res.notes)
+    res = run_stages(trace, systems, serving=[])  # the demo's page has no serving panel: not simulated
+    notes = {k: v for k, v in res.notes.items() if k != "serving"}
+    return TraceResult(label, about, trace, paths, res.analysis, res.replay, res.cache, res.cache_model, notes)
 
 
 def disclosure(agent: AgentRun, imported: TraceResult, calibration: CalibrationError | None) -> list[str]:

@@ -17,8 +17,6 @@ closed form through Poisson tails. Decode-sized iterations, so the caller multip
 
 from __future__ import annotations
 
-from scipy.stats import poisson
-
 
 def adp_hold_iters(ranks: int, lam: float, timeout: float, batching: float) -> float:
     """Mean iterations a new request waits before its context phase is scheduled (see the module docstring):
@@ -27,6 +25,9 @@ def adp_hold_iters(ranks: int, lam: float, timeout: float, batching: float) -> f
     g = max(int(ranks), 1)
     if lam <= 0.0:
         return 0.0
+    # imported here, not with the module: only data-parallel attention needs it, and it costs a report ~1 s
+    from scipy.stats import poisson
+
     m = lam * timeout                       # expected arrivals before the timeout fires
     p_all = float(poisson.sf(g - 1, m))     # P(S_g < P): every rank has a request before the timeout
     s_mean = g / lam * float(poisson.sf(g, m))  # E[S_g; S_g < P]

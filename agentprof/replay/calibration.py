@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy.optimize import least_squares
 
 from agentprof import __version__
 from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
@@ -279,6 +278,8 @@ def _fit_unit(f: Features, idx: np.ndarray, mu_theta: np.ndarray, sd: np.ndarray
     mu = to_x(mu_theta)
     sub = f.subset(idx)
     fixed = _fixed_terms(sub, level)
+    from scipy.optimize import least_squares  # here, not at import: scipy.optimize costs a report ~0.5 s
+
     x = least_squares(lambda x: _residuals(sub, np.arange(idx.size), x, mu, sd, fixed, attn_eff), mu.copy(),
                       method="lm").x
     x[fixed] = mu[fixed]

@@ -44,7 +44,7 @@ def _default_name(paths: tuple[str, ...]) -> str:
 @click.option("--skip-bad-lines", is_flag=True, help="Skip unreadable records instead of stopping.")
 @click.option("--serving-concurrency", default=None, metavar="LIST",
               help="Concurrencies for the serving panel, e.g. 1,8,50 ('none' skips it; default 1,4,16,50 up "
-                   "to 100 sessions).")
+                   "to 100 sessions, stopping where one system would simulate over 2,000 model calls).")
 @click.option("--attention", type=click.Choice(["auto", "tp", "dp"]), default="auto", show_default=True,
               help="Attention layout in the serving panel's simulations (see `agentprof replay --help`).")
 @click.option("--serving-levers", is_flag=True,
@@ -52,9 +52,10 @@ def _default_name(paths: tuple[str, ...]) -> str:
                    "FP8 KV, a 2 TB CPU tier, both (one simulation each; `agentprof replay --concurrency` always does).")
 @click.option("--deployment", type=click.Choice(["agentic", "benchmark"]), default="agentic", show_default=True,
               help="How each system is deployed in the replay and serving panels (see `agentprof replay --help`).")
-@click.option("--no-serving-bands", is_flag=True,
-              help="Skip the serving panel's bands (each system resting on estimates is simulated twice more at the "
-                   "largest concurrency, at the ranges' fast and slow ends).")
+@click.option("--serving-bands/--no-serving-bands", default=False,
+              help="Add the serving panel's ranges: each system resting on estimates simulated twice more at the "
+                   "largest concurrency, at the ranges' fast and slow ends (off by default: about as long as the "
+                   "panel itself).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the report in the default browser.")
 @click.option("--diff", "as_diff", is_flag=True,
               help="Compare two sides instead: exactly two PATHS, BASE and NEW (each a file or folder of runs); "
@@ -64,7 +65,7 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
            title: str | None, include_text: bool, no_analysis: bool, no_replay: bool, skip_bad_lines: bool,
            serving_concurrency: str | None, open_browser: bool, as_diff: bool, workers: int | None = None,
            scheduler: str | None = None, attention: str = "auto", serving_levers: bool = False,
-           deployment: str = "agentic", no_serving_bands: bool = False) -> None:
+           deployment: str = "agentic", serving_bands: bool = False) -> None:
     """Write one self-contained HTML report (opens offline, no network) for trace files or folders.
 
     \b
@@ -91,7 +92,7 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
     with err.status("analyzing", spinner="dots") if err.is_terminal else _null():
         res = run_stages(trace, systems, model, analysis=not no_analysis, replay=not no_replay, serving=serving,
                          attention=attention, serving_levers=serving_levers, deployment=deployment,
-                         serving_bands=not no_serving_bands)
+                         serving_bands=serving_bands)
     if title is None:
         title = Path(paths[0]).name + (f" and {len(paths) - 1} more input{'s' if len(paths) > 2 else ''}"
                                        if len(paths) > 1 else "")

@@ -72,14 +72,17 @@ def comparison_table(payloads: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def comparison_whatif(payloads: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per replayed system (in first-seen order): per trace its task time and speed-ups, or ``None``."""
+    """One row per replayed system (in first-seen order): per trace its task time, speed-ups, and the task speed-up's
+    range and why it is not larger (the first screen's, :mod:`agentprof.report.answer`), or ``None``."""
     order: list[str] = []
     display: dict[str, Any] = {}
     per: list[dict[str, dict[str, Any]]] = []
+    ranges: list[dict[str, Any]] = []
     for p in payloads:
         w = p.get("whatif") or {}
         rows = {r["name"]: r for r in (w.get("rows") or []) if isinstance(r, dict) and r.get("name")}
         per.append(rows)
+        ranges.append({a["name"]: a for a in (p.get("answer") or {}).get("systems") or []})
         for name, r in rows.items():
             if name not in display:
                 order.append(name)
@@ -87,10 +90,11 @@ def comparison_whatif(payloads: Sequence[dict[str, Any]]) -> list[dict[str, Any]
     out = []
     for name in order:
         cells = []
-        for rows in per:
-            r = rows.get(name)
+        for rows, answered in zip(per, ranges, strict=True):
+            r, a = rows.get(name), answered.get(name) or {}
             cells.append(None if r is None else {"e2e_s": r.get("e2e_s"), "speedup": r.get("speedup"),
-                                                 "model_speedup": r.get("model_speedup"), "error": r.get("error")})
+                                                 "model_speedup": r.get("model_speedup"), "error": r.get("error"),
+                                                 "band": a.get("band"), "why_not": a.get("why_not")})
         out.append({"name": name, "display": display[name], "cells": cells})
     return out
 

@@ -10,6 +10,7 @@ from agentprof import __version__
 from agentprof.analysis.failures import failures
 from agentprof.analysis.result import capture_cost
 from agentprof.report import results
+from agentprof.report.answer import answer
 from agentprof.report.gaps import trace_gaps
 from agentprof.report.headline import headline, trace_figures
 from agentprof.report.slowest import slow_calls, slow_tools
@@ -68,6 +69,7 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
         if not given.get(stage, False):  # notes on stages that ran are shown in their panel instead
             missing.append(f"{_STAGE_NAMES.get(stage, stage)}: {why}")
     hl = headline(fig, a, r)
+    whatif = results.whatif_panel(r, notes.get("replay"), hl)
     payload: dict[str, Any] = {
         "version": __version__,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -83,6 +85,7 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
             "first_start": _iso(int(fig["first_start_ns"])) if fig.get("first_start_ns") else None,
         },
         "headline": hl,
+        "answer": answer(hl, whatif, spans, _catalog() if whatif.get("status") == "ok" else None),
         "missing": missing,
         "diagnostics": {"count": len(trace.diagnostics),
                         "first": [d.message for d in trace.diagnostics[:3]]},
@@ -90,13 +93,23 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
         "slow": {"tools": slow_tools(spans, figures=(a or {}).get("tools")), "calls": slow_calls(spans, labels, t0), "failures": (a or {}).get("failures") or failures(spans)},
         "redundancy": results.redundancy_panel(analysis, a, labels, notes.get("analysis")),
         "cache": results.cache_panel(cache, notes.get("cache"), cache_model),
-        "whatif": results.whatif_panel(r, notes.get("replay"), hl),
+        "whatif": whatif,
         "serving": ({"status": "ok", **serving} if serving else
                     {"status": "missing", "reason": notes.get("serving") or "no serving simulation in this report"}),
         "corpus": results.corpus_panel(spans, a, fig),
         "flame": _flame(trace, analysis),
     }
     return payload
+
+
+def _catalog() -> Any:
+    """The hardware catalog, for the plain names of a band's estimates (None when it cannot be read)."""
+    try:
+        from agentprof.catalog.hardware import load_catalog
+
+        return load_catalog()
+    except Exception:
+        return None
 
 
 def _flame(trace: Trace, analysis: Any) -> dict[str, Any] | None:

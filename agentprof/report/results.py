@@ -182,7 +182,8 @@ def whatif_panel(r: dict[str, Any] | None, note: str | None = None,
         })
     if not rows:
         return _missing(note or "the replay result lists no systems")
-    notes = [str(v) for v in (r.get("standins") or {}).values()] + [str(n) for n in r.get("notes") or []]
+    notes = _grouped_standins([str(v) for v in (r.get("standins") or {}).values()]) + \
+        [str(n) for n in r.get("notes") or []]
     if note:
         notes.insert(0, note)
     hl = headline or {}
@@ -192,6 +193,17 @@ def whatif_panel(r: dict[str, Any] | None, note: str | None = None,
         else _num((recorded or {}).get("amdahl_bound"))
     return {"status": "ok", "rows": rows, "amdahl_bound_s": bound, "amdahl_ratio": ratio,
             "cache_policy": r.get("cache_policy"), "notes": notes}
+
+
+def _grouped_standins(lines: list[str]) -> list[str]:
+    """Stand-in notes that differ only in the traced model ("A replayed as K (why)", "B replayed as K (why)") as
+    one ("A, B replayed as K (why)"), in first-seen order."""
+    groups: dict[str, list[str]] = {}
+    for line in lines:
+        head, sep, tail = line.partition(" replayed as ")
+        groups.setdefault(sep + tail if sep else line, []).append(head if sep else "")
+    return [", ".join(h for h in heads if h) + tail if tail.startswith(" replayed as ") else tail
+            for tail, heads in groups.items()]
 
 
 # ---------------------------------------------------------------- corpus view

@@ -18,6 +18,10 @@ DEFAULT_SYSTEMS = ("h200+x86", "jalapeno", "rubin+vera")
 """Replayed when no ``--system`` is given: a GPU with an x86 host, OpenAI's Jalapeño, a GPU with a Vera host."""
 SERVING_MAX_SESSIONS = 100
 """The report simulates serving by default only up to this many sessions (each point is one simulation)."""
+SERVING_CALL_BUDGET = 2_000
+"""By default the serving sweep stops before the concurrency at which the simulated model calls per system (each
+point simulates max(sessions, concurrency) sessions) would pass this many: a simulation costs about its number of
+calls, so one long session keeps the report within seconds. ``--serving-concurrency`` asks for any list."""
 PROVIDER_TTL_S = 300.0
 """The provider-style curve uses Anthropic's default prompt-cache lifetime (5 minutes)."""
 
@@ -64,14 +68,15 @@ def _stand_in(replay_result: Any) -> str | None:
 def run_stages(trace: Trace, systems: Sequence[str] = (), model: str | None = None, analysis: bool = True,
                cache: bool = True, replay: bool = True,
                serving: Sequence[int] | None = None, attention: str = "auto",
-               serving_levers: bool = False, deployment: str = "agentic", serving_bands: bool = True) -> StageResults:
+               serving_levers: bool = False, deployment: str = "agentic", serving_bands: bool = False) -> StageResults:
     """Analyze; replay on ``systems`` (default :data:`DEFAULT_SYSTEMS`); sweep cache capacity for ``model``
     (default: the replay's stand-in for the traced model) — each as far as it can go. ``serving_levers``: simulate
     the levers of a slow system at the serving sweep's largest concurrency (:mod:`agentprof.replay.serving.levers`:
     one simulation each, 30-50 s more on a long session, so asked for); ``deployment``: the replay's and the
     serving panel's (:mod:`agentprof.replay.serving.deployment`); ``serving_bands``: the serving panel's band for
     systems resting on estimates (two more simulations each at the largest concurrency, about as long as the
-    central ones together). A system or model the
+    central ones together; asked for). ``serving`` None: the default concurrencies within
+    :data:`SERVING_CALL_BUDGET` (:func:`default_concurrency`). A system or model the
     caller named that the catalog rejects raises its :class:`AgentprofError`; any other failure becomes a
     note and an empty panel."""
     out = StageResults()
@@ -126,6 +131,20 @@ def run_stages(trace: Trace, systems: Sequence[str] = (), model: str | None = No
     return out
 
 
+def default_concurrency(n_sessions: int, n_calls: int, levels: Sequence[int]) -> tuple[list[int], list[int]]:
+    """(kept, dropped): the leading ``levels`` whose simulated model calls per system stay within
+    :data:`SERVING_CALL_BUDGET` (at least the first two), and the rest."""
+    per_session = n_calls / max(n_sessions, 1)
+    kept: list[int] = []
+    total = 0.0
+    for c in sorted(levels):
+        total += max(n_sessions, c) * per_session
+        if len(kept) >= 2 and total > SERVING_CALL_BUDGET:
+            break
+        kept.append(c)
+    return kept, [c for c in sorted(levels) if c not in kept]
+
+
 def _serving_stage(out: StageResults, trace: Trace, systems: Sequence[str], model: str | None, replay: bool,
                    serving: Sequence[int] | None, attention: str = "auto", levers: bool = False,
                    deployment: str = "agentic", bands: bool = True) -> None:
@@ -148,8 +167,21 @@ def _serving_stage(out: StageResults, trace: Trace, systems: Sequence[str], mode
             return
         from agentprof.replay.serving import ServingConfig
 
-        out.serving = sweep(trace, list(systems) or _default_systems(), serving or DEFAULT_CONCURRENCY, model,
+        levels = list(serving or DEFAULT_CONCURRENCY)
+        dropped: list[int] = []
+        if serving is None:
+            calls = trace.spans.filter(pl.col("kind") == "model").height
+            levels, dropped = default_concurrency(n, calls, levels)
+        out.serving = sweep(trace, list(systems) or _default_systems(), levels, model,
                             ServingConfig(attention=attention, levers=levers, deployment=deployment), bands=bands)
+        if dropped:
+            out.serving["not_simulated"] = {
+                "concurrency": dropped,
+                "reason": f"{', '.join(map(str, dropped))} concurrent sessions not simulated by default (over "
+                          f"{SERVING_CALL_BUDGET:,} simulated calls per system); ask with --serving-concurrency "
+                          + ",".join(map(str, sorted(levels + dropped)))}
+        if not bands:
+            out.serving["bands"] = "not simulated (ask with --serving-bands)"
     except AgentprofError:
         if systems or model:
             raise

@@ -229,6 +229,8 @@ def report_view(path: str, size_bytes: int, payload: dict[str, Any], width: int 
                  f"wall {fmt_duration(hl.get('wall_s'))} · provider cache read share "
                  f"{fmt_pct(hl.get('cache_read_share'))}")
     parts: list[RenderableType] = [lines]
+    if payload.get("answer"):
+        parts.append(answer_view(payload["answer"]))
     if hl.get("time"):
         parts.append(time_split_view(hl["time"], width))
     elif hl.get("amdahl_bound_s") is not None:
@@ -240,6 +242,40 @@ def report_view(path: str, size_bytes: int, payload: dict[str, Any], width: int 
     if payload.get("missing"):
         parts.append(Text("not in this report:", style="bold yellow"))
         parts.extend(safe_text.text("• " + m, 1000) for m in payload["missing"])
+    return Group(*parts)
+
+
+def answer_view(ans: dict[str, Any]) -> RenderableType:
+    """The report's first screen (``payload["answer"]``): the split, each replayed system's task time and speed-up
+    with its range and why not more, and the biggest lever, in the page's words."""
+    parts: list[RenderableType] = []
+    if ans.get("split"):
+        parts.append(Text(ans["split"]))
+    systems = ans.get("systems") or []
+    if systems:
+        t = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
+        t.add_column("replayed on", no_wrap=True)
+        t.add_column("task time", justify="right", no_wrap=True)
+        t.add_column("speed-up (range)", justify="right", no_wrap=True)
+        t.add_column("why not more", ratio=1)
+        for r in systems:
+            if r.get("error"):
+                t.add_row(_t(r["name"]), "—", "—", Text("not replayed: " + str(r["error"])))
+                continue
+            band = r.get("band")
+            sp = fmt_x(r.get("speedup")) + (f" ({fmt_x(band[0])}–{fmt_x(band[1])})" if band else "")
+            t.add_row(_t(r["name"]), fmt_duration(r.get("e2e_s")), sp, Text(r.get("why_not") or ""))
+        parts.append(t)
+    lever = ans.get("lever")
+    ceiling = ans.get("ceiling")
+    if lever or ceiling:
+        line = Text()
+        if lever:
+            line.append("biggest lever: ", style="bold")
+            line.append(lever["text"] + ". ")
+        if ceiling:
+            line.append(ceiling["text"][:1].upper() + ceiling["text"][1:] + ".")
+        parts.append(line)
     return Group(*parts)
 
 
@@ -272,6 +308,8 @@ def serving_view(sv: dict[str, Any], width: int | None = None) -> RenderableType
             notes.append(f"{row['system']} band at {b['concurrency']} (every ranged estimate at its fast / slow end): "
                          f"TTFT p99 {fmt_duration(min(p99))}–{fmt_duration(max(p99))}"
                          + (f", tasks/hour {min(tph):.1f}–{max(tph):.1f}" if len(tph) == 2 and None not in tph else ""))
+    if (sv.get("not_simulated") or {}).get("reason"):
+        notes.append(sv["not_simulated"]["reason"])
     return Group(head, *tables, *(safe_text.text(n, 1000, style="dim") for n in notes))
 
 

@@ -135,3 +135,47 @@ class Browser:
         finally:
             self._pw.stop()
             shutil.rmtree(self._dir, ignore_errors=True)
+
+
+LAYOUT_PROBE = r"""() => {
+  // what a reader meets at this width: sideways scroll, clipped boxes, and the longest visible block of text
+  const out = {scrollWidth: document.scrollingElement.scrollWidth, width: window.innerWidth, clipped: [], blocks: []};
+  for (const el of document.querySelectorAll('body *')) {
+    if (!el.getClientRects().length || el.closest('svg') || el.tagName === 'CANVAS') continue;
+    if (el.closest('details:not([open])') && !el.closest('summary') && el.tagName !== 'DETAILS') continue;
+    const cs = getComputedStyle(el);
+    if (cs.overflowX !== 'visible' && cs.textOverflow !== 'ellipsis' && el.scrollWidth > el.clientWidth + 1)
+      out.clipped.push(`${el.tagName}.${el.className} ${el.scrollWidth}>${el.clientWidth}: ${el.innerText.slice(0, 60)}`);
+  }
+  // spilled: boxes reaching past the right edge of their panel (drawn over its border or beyond)
+  out.spilled = [];
+  for (const sec of document.querySelectorAll('section.panel')) {
+    const edge = sec.getBoundingClientRect().right;
+    for (const el of sec.querySelectorAll('*')) {
+      if (el.closest('svg') && el.tagName !== 'svg') continue;
+      const r = el.getBoundingClientRect();
+      if (r.width && r.right > edge + 1 && getComputedStyle(el).position !== 'fixed')
+        out.spilled.push(`${sec.id}: ${el.tagName}.${el.className} ${Math.round(r.right)}>${Math.round(edge)}`);
+    }
+  }
+  out.spilled = out.spilled.slice(0, 10);
+  // words per block: each visible text node counts toward its nearest ancestor that is not laid out inline
+  const words = new Map();
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    const p = n.parentElement;
+    if (!p || p.closest('svg, script, style, select, noscript, .tip') || !p.getClientRects().length) continue;
+    const shut = p.closest('details:not([open])');
+    if (shut && !p.closest('summary')) continue;  // a closed disclosure shows its summary only
+    let b = p;
+    while (b.parentElement && getComputedStyle(b).display.startsWith('inline')) b = b.parentElement;
+    const w = n.textContent.split(/\s+/).filter(x => /[\p{L}\p{N}]/u.test(x)).length;
+    if (w) words.set(b, (words.get(b) || 0) + w);
+  }
+  for (const [b, w] of words) out.blocks.push([w, b.tagName + '.' + b.className, b.innerText.slice(0, 80)]);
+  out.blocks.sort((a, b) => b[0] - a[0]);
+  out.blocks = out.blocks.slice(0, 5);
+  return out; }"""
+"""A page's layout as a reader meets it: ``scrollWidth`` against the viewport ``width``; ``clipped``, every box
+whose content is cut sideways or scrolls sideways (single-line cells cut with an ellipsis and a title excepted);
+``spilled``, boxes reaching past their panel's right edge; ``blocks``, the five visible text blocks with the most words (text in closed disclosures is not visible)."""

@@ -72,18 +72,19 @@ def test_export_unwritable_output_is_a_clear_error(tmp_path, capsys, fmt):
     assert code == 2 and err.startswith("error: ") and "cannot write" in err
 
 
-def test_no_serving_bands_leaves_the_serving_panel_without_bands(tmp_path, capsys):
-    """The serving panel's bands are on by default; --no-serving-bands skips their simulations, and nothing else."""
-    out = tmp_path / "cc.html"
-    code, _, _ = _run(["report", str(BIG_SESSION), "-o", str(out), "--system", "jalapeno", "--model", "gpt-oss-120b",
-                       "--serving-concurrency", "1,2", "--no-serving-bands", "--no-analysis"], capsys)
-    assert code == 0
-    data = json.loads(out.read_text().split('type="application/json">', 1)[1].split("</script>", 1)[0])
-    row = data["serving"]["systems"][0]
+def test_serving_bands_are_asked_for(tmp_path, capsys):
+    """The serving panel's bands are off by default (the one-session report stays fast); --serving-bands adds their
+    simulations and nothing else; --no-serving-bands is the default spelled out."""
+    def run(*extra: str) -> dict:
+        out = tmp_path / f"cc{'-'.join(extra)}.html"
+        code, _, _ = _run(["report", str(BIG_SESSION), "-o", str(out), "--system", "jalapeno", "--model",
+                           "gpt-oss-120b", "--serving-concurrency", "1,2", "--no-analysis", *extra], capsys)
+        assert code == 0
+        return json.loads(out.read_text().split('type="application/json">', 1)[1].split("</script>", 1)[0])["serving"]
+
+    plain, off, on = run(), run("--no-serving-bands"), run("--serving-bands")
+    row = plain["systems"][0]
     assert row["system"] == "jalapeno" and "band" not in row and len(row["ttft_p99_s"]) == 2
-    out2 = tmp_path / "cc2.html"
-    code, _, _ = _run(["report", str(BIG_SESSION), "-o", str(out2), "--system", "jalapeno", "--model", "gpt-oss-120b",
-                       "--serving-concurrency", "1,2", "--no-analysis"], capsys)
-    data2 = json.loads(out2.read_text().split('type="application/json">', 1)[1].split("</script>", 1)[0])
-    row2 = data2["serving"]["systems"][0]
-    assert row2["band"]["concurrency"] == 2 and row2["ttft_p99_s"] == row["ttft_p99_s"]
+    assert "--serving-bands" in plain["bands"] and "band" not in off["systems"][0]
+    row2 = on["systems"][0]
+    assert row2["band"]["concurrency"] == 2 and row2["ttft_p99_s"] == row["ttft_p99_s"] and "bands" not in on

@@ -67,6 +67,11 @@ def test_comparison_rows_are_each_traces_own_figures():
         for cell, part in zip(w["cells"], parts, strict=True):
             row = next(s for s in part.replay.systems if s.name == w["name"])
             assert cell["e2e_s"] == pytest.approx(row.e2e_s) and cell["speedup"] == pytest.approx(row.speedup_vs_recorded)
+    # and each cell's range and why-not are that trace's first screen's (one number, written once)
+    for i, run in enumerate(c["runs"]):
+        for a in run["payload"]["answer"]["systems"]:
+            cell = next(w for w in c["whatif"] if w["name"] == a["name"])["cells"][i]
+            assert cell["band"] == a["band"] and cell["why_not"] == a["why_not"] and a["why_not"]
     assert c["notes"] == ["simulated: nothing"]
     # each run carries the same payload a one-trace report would embed
     assert c["runs"][0]["payload"]["headline"]["model_calls"] == 1
@@ -101,7 +106,7 @@ def test_comparison_page_renders_offline(browser, tmp_path):
         assert page.locator(f"#run{i}-whatif .waitingfor svg").count() == 1
     head = page.locator("#compare table.cmp").first.locator("thead th").all_inner_texts()
     assert head[1:] == ["short run", EVIL_LABEL]  # the label is text, not markup
-    assert "simulated: the first run's model" in page.locator("#compare-notes").inner_text()
+    assert "simulated: the first run's model" in page.locator("#compare-notes").text_content()
     assert page.locator("#compare .cmprow .splitbar").count() == 2
     page.locator("#compare").screenshot(path=str(tmp_path / "compare.png"))
     assert (tmp_path / "compare.png").stat().st_size > 5_000

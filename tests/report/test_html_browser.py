@@ -192,6 +192,7 @@ def test_whatif_draws_what_model_calls_wait_for(kv_folder, browser, tmp_path):
     assert "What the model calls wait for" in o.page.locator("#whatif").inner_text()
     assert "band" in o.page.locator("#whatif").inner_text()  # Jalapeño's task speed-up band
     # and what it rests on: the estimates it moved, the same list as the replay's band.ranged
+    o.page.evaluate("() => document.querySelectorAll('#whatif details').forEach(d => { d.open = true; })")
     items = [" ".join(t.split()) for t in o.page.locator("#whatif .wi-bands li").all_inner_texts()]
     assert [i.split(":")[0] for i in items] == systems
     for name, item in zip(systems, items, strict=True):

@@ -18,7 +18,7 @@ CONC = [1, 4, 16]
 def stages(kv_folder):
     # the benchmark deployment (HBM only): H200 is slow at 16 sessions there, so the levers show
     return run_stages(kv_folder, systems=SYSTEMS, cache=False, serving=CONC, serving_levers=True,
-                      deployment="benchmark")
+                      deployment="benchmark", serving_bands=True)
 
 
 @pytest.mark.browser
@@ -37,7 +37,12 @@ def test_serving_panel_draws_both_charts(browser, kv_folder, stages, tmp_path):
     text = sec.inner_text()
     for name in SYSTEMS:
         assert name in text
-    why_text = " ".join(sec.locator(".sv-why").inner_text().split())
+    # the explanations sit behind disclosures (closed: the first read stays short); opened, they read in full
+    assert sec.locator("details.sv-why").count() == len(SYSTEMS)
+    assert page.evaluate("() => [...document.querySelectorAll('#serving details')].every(d => !d.open)")
+    page.evaluate("() => document.querySelectorAll('#serving details').forEach(d => { d.open = true; })")
+    text = sec.inner_text()
+    why_text = " ".join(" ".join(sec.locator(".sv-why").all_inner_texts()).split())
     assert "calls in flight" in why_text and "Deployment: benchmark settings" in why_text
     assert "(benchmark deployment)" in stages.serving["cache"] and stages.serving["cache"] in text
     assert {d["deployment"]["name"] for s in stages.replay.systems for d in s.deployments} == {"benchmark"}

@@ -26,11 +26,9 @@
   function view(F, host, before, id, tocBox) {
     var sec = mk("section", { class: "panel", id: id });
     sec.appendChild(mk("h2", null, "Where the loop and the tools spend their time (sampled stacks)"));
-    sec.appendChild(mk("p", { class: "lede" }, "Icicle view of stack samples, one per place: the agent's own loop " +
-      "(orchestration: the gaps between spans and orchestration spans), parsing, and each tool. Width = sampled wall " +
-      "time; dark = on a CPU, medium = runnable but waiting for a CPU (a busy machine), light = waiting on I/O, " +
-      "sleep or a child. Click a bar to zoom, click the top bar to zoom out. " +
-      "Function and file names only."));
+    sec.appendChild(mk("p", { class: "lede" }, "Stack samples per place: the agent's own loop (orchestration), " +
+      "parsing, each tool. Width: sampled wall time; dark: on a CPU, medium: waiting for a CPU, light: I/O, sleep " +
+      "or a child. Click a bar to zoom in, the top bar to zoom out. Function and file names only."));
     var pick = mk("select", { "aria-label": "place" });
     F.places.forEach(function (p, i) {
       pick.appendChild(mk("option", { value: String(i) }, p.where + " \u2014 " + fmtS(p.wall_s) + " sampled, " +
@@ -61,7 +59,7 @@
         var pc = Math.round(cpu * 100), pb = Math.max(pc, Math.round(busy * 100));
         var bar = mk("div", { title: label(node) + "  " + file(node) + "\n" + fmtS(node[1]) + " sampled, " +
           fmtS(node[2]) + " on CPU (" + pc + " %), " + fmtS(node[4] || 0) + " waiting for a CPU" });
-        bar.style.cssText = "position:absolute;box-sizing:border-box;overflow:hidden;white-space:nowrap;cursor:pointer;" +
+        bar.style.cssText = "position:absolute;box-sizing:border-box;overflow:hidden;white-space:nowrap;text-overflow:ellipsis;cursor:pointer;" +
           "border:1px solid #fff;border-radius:2px;padding:0 3px;color:#1b1b1b;left:" + x + "px;top:" + depth * ROW +
           "px;width:" + w + "px;height:" + ROW + "px;background:linear-gradient(90deg,hsl(24,85%,62%) " + pc +
           "%,hsl(32,85%,72%) " + pc + "%,hsl(32,85%,72%) " + pb + "%,hsl(40,80%,86%) " + pb + "%)";

@@ -111,6 +111,35 @@
     return hh + "h" + (mm ? " " + String(mm).padStart(2, "0") + "m" : "");
   }
 
+  // round duration ticks for an axis in seconds (5 m, 10 m, 1 h …), labelled without zero parts
+  function durTicks(lo, hi, n) {
+    var st = timeStep((hi - lo) * 1e6, n) / 1e6, out = [];
+    for (var v = Math.ceil(lo / st - 1e-9) * st; v <= hi + st * 1e-9; v += st) out.push(v);
+    return out;
+  }
+  function fmtRound(sec) {
+    if (!isNum(sec)) return "—";
+    if (sec === 0) return "0";
+    if (Math.abs(sec) < 1) return fmtDur(sec);
+    if (Math.abs(sec) < 60 || Math.abs(sec / 60 - Math.round(sec / 60)) > 1e-6) return +sec.toPrecision(6) + " s";
+    var m = Math.round(sec / 60), hh = Math.floor(m / 60), mm = m - hh * 60;
+    if (!hh) return m + " m";
+    return hh + " h" + (mm ? " " + mm + " m" : "");
+  }
+  /* a disclosure: a one-line summary that opens on the details (kept out of the first read) */
+  function details(cls, summary, kids) {
+    return h("details", { class: "more" + (cls ? " " + cls : "") }, [h("summary", null, summary)].concat(kids || []));
+  }
+  /* a long explanation as a list of its sentences, so no paragraph runs on */
+  function sentences(text) {
+    var parts = String(text).split(/(?<=[.;])\s+(?=[A-Z(])/);
+    return h("ul", { class: "sentences" }, parts.filter(function (t) { return t.trim(); }).map(function (t) { return h("li", null, t); }));
+  }
+  function uniq(list) {
+    var seen = {};
+    return list.filter(function (t) { t = String(t); if (seen[t]) return false; seen[t] = 1; return true; });
+  }
+
   /* ---------- page scaffolding ---------- */
   var app = document.getElementById("app");
   var toc = document.getElementById("toc");
@@ -176,6 +205,7 @@
   function renderHeadline() {
     var hl = D.headline || {};
     var sec = panel("headline", "Where the time went", null);
+    renderAnswer(sec, D.answer);
     var cards = h("div", { class: "cards" });
     sec.appendChild(cards);
     var t = hl.time || {}, sh = hl.shares || {};
@@ -204,6 +234,11 @@
         (isNum(hl.max_speedup_active) ? " (" + fmtX(hl.max_speedup_active) + " of agent-active time, " + fmtDur(hl.amdahl_bound_active_s) + ")" : "")
         : "needs the analysis", null, !isNum(hl.amdahl_bound_s)));
 
+  }
+
+  /* the time split as one stacked bar with its legend (the headline's seconds, shares of wall) */
+  function splitBar(hl) {
+    var t = hl.time || {};
     var wall = hl.time && isNum(hl.time.wall_s) ? hl.time.wall_s : null;
     if (wall && wall > 0) {
       var bar = h("div", { class: "splitbar", role: "img", "aria-label": "time split" });
@@ -218,9 +253,49 @@
         bar.appendChild(seg);
         leg.appendChild(h("span", { class: "item" }, [h("span", { class: "swatch", style: { background: COLOR[k] } }), KIND_LABEL[k] + " " + fmtPct(v / wall)]));
       });
-      if (covered < wall * 0.999) leg.appendChild(h("span", { class: "item muted" }, "overlap / critical path: buckets are measured on wall-clock time; parallel work is counted once"));
-      sec.appendChild(h("div", { class: "split" }, [bar, leg]));
+      if (covered < wall * 0.999) leg.appendChild(h("span", { class: "item muted" }, "parallel work counted once"));
+      return h("div", { class: "split" }, [bar, leg]);
     }
+    return null;
+  }
+
+  /* the first screen's answer (payload "answer", written once in agentprof.report.answer): the split, each
+     replayed system's task time and speed-up with its range and why not more, and the biggest lever */
+  function renderAnswer(sec, A) {
+    var hl = D.headline || {};
+    var box = h("div", { class: "answer" });
+    if (A && A.split) box.appendChild(h("p", { class: "ans-split" }, A.split));
+    var sb = splitBar(hl);
+    if (sb) box.appendChild(sb);
+    var sys = (A && A.systems) || [];
+    if (sys.length) {
+      var body = sys.map(function (r) {
+        if (r.error) return h("tr", null, [h("td", { class: "name" }, r.name), h("td", { class: "muted", colspan: "3" }, "not replayed: " + r.error)]);
+        var sp = fmtX(r.speedup) + (r.band ? " (" + fmtX(r.band[0]) + "–" + fmtX(r.band[1]) + ")" : "");
+        var name = h("td", { class: "name" }, r.name);
+        if (r.display) name.title = r.display;
+        return h("tr", { "data-system": r.name }, [name, h("td", { class: "r" }, fmtDur(r.e2e_s)),
+          h("td", { class: "r sp" + (isNum(r.speedup) && r.speedup >= 1 ? " up" : " down") }, sp), h("td", null, r.why_not || "")]);
+      });
+      box.appendChild(h("table", { class: "t ans-sys" }, [h("thead", null, h("tr", null, [h("th", null, "replayed on"),
+        h("th", { class: "r" }, "task time"), h("th", { class: "r" }, "speed-up (range)"), h("th", null, "why not more")])), h("tbody", null, body)]));
+    }
+    var lever = [];
+    if (A && A.lever) lever.push(h("b", null, "Biggest lever: "), A.lever.text + ".");
+    if (A && A.ceiling) lever.push(" " + A.ceiling.text.charAt(0).toUpperCase() + A.ceiling.text.slice(1) + ".");
+    if (lever.length) box.appendChild(h("p", { class: "ans-lever" }, lever));
+    var ranged = sys.filter(function (r) { return r.band && r.band_causes; });
+    if (ranged.length) {
+      var rows = ((D.whatif || {}).rows) || [], params = {};
+      rows.forEach(function (r) { params[r.name] = r.band_ranged || []; });
+      box.appendChild(details("ans-ranges", "Why the speed-ups are ranges", [h("ul", null, ranged.map(function (r) {
+        return h("li", null, r.name + " " + fmtX(r.band[0]) + "–" + fmtX(r.band[1]) + ": " + r.band_causes +
+          "; the range puts each at its fast and at its slow end.");
+      })), details("params", "Catalog numbers behind the ranges", [h("ul", { class: "mono small" }, ranged.map(function (r) {
+        return h("li", null, r.name + ": " + (params[r.name] || []).join(", "));
+      }))])]));
+    }
+    if (box.childNodes.length) sec.appendChild(box);
   }
 
   function renderMissing() {
@@ -590,6 +665,12 @@
   }
 
   /* ---------- SVG charts ---------- */
+  /* a chart's drawing width: the space its panel gives it (600–1000 units), so text keeps its size on a narrow
+     screen instead of shrinking with a wide drawing */
+  function fitWidth(sec) {
+    var w = sec && sec.clientWidth ? sec.clientWidth - 36 : 1000;
+    return Math.round(Math.max(600, Math.min(1000, w)));
+  }
   function chartFrame(width, height, m) {
     var svg = s("svg", { viewBox: "0 0 " + width + " " + height, preserveAspectRatio: "xMidYMid meet", role: "img" });
     return { svg: svg, w: width - m.l - m.r, h: height - m.t - m.b, m: m };
@@ -634,8 +715,7 @@
   function renderRedundancy() {
     var R = D.redundancy || {};
     var sec = panel("redundancy", "Prompt redundancy per call",
-      "For each model call along a session: the share of its prompt that repeats an earlier prompt (what a prefix cache could serve) " +
-      "and the share the provider actually served from its cache. Gaps are tokens recomputed for nothing; marked calls are cache misses, explained below.");
+      "Per model call: the share of its prompt that repeats an earlier prompt (what a prefix cache could serve) and the share the provider served from its cache. Marked calls are cache misses, explained below.");
     if (R.status !== "ok") { missing(sec, R.reason || "the redundancy analysis is not in this report"); return; }
     var sum = R.summary || {};
     var cards = h("div", { class: "cards", style: { marginBottom: "12px" } });
@@ -667,24 +747,24 @@
     var tb = h("tbody");
     misses.forEach(function (m) {
       tb.appendChild(h("tr", null, [
-        h("td", null, m.session), h("td", { class: "r" }, fmtInt(m.call)),
-        h("td", null, [h("span", { class: "tag err" }, m.cause)].concat((m.others || []).map(function (o) { return h("span", { class: "tag", style: { marginLeft: "4px" } }, o); }))),
-        h("td", null, m.where || "—"),
+        h("td", { class: "ell", title: m.session }, m.session), h("td", { class: "r" }, fmtInt(m.call)),
+        h("td", null, [h("span", { class: "tag err" }, m.cause)].concat((m.others || []).map(function (o) { return h("span", { class: "tag", style: { marginLeft: "4px" } }, o); }))
+          .concat([h("div", { class: "muted small" }, "first diverging: " + (m.where || "—"))])),
         h("td", { class: "r" }, fmtTok(m.prompt_tokens)), h("td", { class: "r" }, fmtTok(m.reusable_tokens)), h("td", { class: "r" }, fmtTok(m.cached_tokens)),
-        h("td", null, m.detail || ""), h("td", null, m.fix || ""),
+        h("td", { class: "detail" }, [m.detail ? h("div", null, m.detail) : null, m.fix ? h("div", { class: "fix" }, [h("b", null, "Fix: "), m.fix]) : null]),
       ]));
     });
     sec.appendChild(h("div", { class: "scroll" }, h("table", { class: "t" }, [
-      h("thead", null, h("tr", null, [h("th", null, "session"), h("th", { class: "r" }, "call"), h("th", null, "cause"), h("th", null, "first diverging block"),
-        h("th", { class: "r" }, "prompt (est.)"), h("th", { class: "r" }, "reusable (est.)"), h("th", { class: "r" }, "cached (provider)"), h("th", null, "detail"), h("th", null, "fix")])), tb])));
-    sec.appendChild(h("p", { class: "hint" }, "Units: prompt and reusable are tokens estimated offline with " + ((D.meta || {}).tokenizer || "agentprof's tokenizer") +
+      h("thead", null, h("tr", null, [h("th", null, "session"), h("th", { class: "r" }, "call"), h("th", null, "cause and first diverging block"),
+        h("th", { class: "r" }, "prompt (est.)"), h("th", { class: "r" }, "reusable (est.)"), h("th", { class: "r" }, "cached (provider)"), h("th", null, "detail and fix")])), tb])));
+    sec.appendChild(details("units", "Units of the token columns", [h("p", null, "Prompt and reusable are tokens estimated offline with " + ((D.meta || {}).tokenizer || "agentprof's tokenizer") +
       " (reusable in whole " + fmtInt((D.meta || {}).block_size || 64) + "-token blocks, against the best earlier prompt); cached is the provider's own count of tokens read from its cache. " +
-      "The two tokenizers differ, so reusable can exceed the estimated prompt, and cached can exceed reusable."));
+      "The two tokenizers differ, so reusable can exceed the estimated prompt, and cached can exceed reusable.")]));
     if (R.n_misses > misses.length) sec.appendChild(h("p", { class: "hint" }, "Showing the first " + fmtInt(misses.length) + " of " + fmtInt(R.n_misses) + " misses."));
   }
 
   function redundancyChart(holder, ss, R) {
-    var f = chartFrame(1000, 300, { l: 52, r: 58, t: 12, b: 40 });
+    var f = chartFrame(fitWidth(holder.closest("section")), 300, { l: 52, r: 58, t: 12, b: 40 });
     var nx = ss.x.length, xmax = Math.max(1, ss.x[nx - 1] || nx);
     // calls sit in the middle of equal slots (half a slot of room at each end), so bars never leave the plot
     var x = function (v) { return (v - 0.5) / xmax * f.w; };
@@ -728,7 +808,7 @@
     });
     var hover = s("rect", { x: f.m.l, y: f.m.t, width: f.w, height: f.h, fill: "transparent" });
     hover.addEventListener("mousemove", function (e) {
-      var box = f.svg.getBoundingClientRect(), px = (e.clientX - box.left) / box.width * 1000 - f.m.l;
+      var box = f.svg.getBoundingClientRect(), px = (e.clientX - box.left) / box.width * (f.w + f.m.l + f.m.r) - f.m.l;
       var v = 0.5 + px / f.w * xmax, best = 0, bd = Infinity;
       for (var i = 0; i < nx; i++) { var d = Math.abs(ss.x[i] - v); if (d < bd) { bd = d; best = i; } }
       var lines = [{ b: "call " + ss.x[best] }];
@@ -752,7 +832,7 @@
     var sec = panel("cache", "KV cache: hit rate against capacity",
       "Simulated token hit rate of a prefix KV cache (LMCache behaviour) for each tier as its capacity grows, with the sessions interleaved on their recorded times.");
     if (C.status !== "ok") { missing(sec, C.reason || "no cache simulation in this report"); return; }
-    var f = chartFrame(1000, 300, { l: 52, r: 40, t: 14, b: 42 });  // room for the last tick label
+    var f = chartFrame(fitWidth(sec), 300, { l: 52, r: 40, t: 14, b: 42 });  // room for the last tick label
     var all = [];
     C.tiers.forEach(function (t) { t.capacity_bytes.forEach(function (b) { if (b > 0) all.push(b); }); });
     var lo = Math.min.apply(null, all), hi = Math.max.apply(null, all);
@@ -788,7 +868,7 @@
     sec.appendChild(h("div", { class: "chart" }, f.svg));
     sec.appendChild(legendRow(items));
     if (C.note) sec.appendChild(h("p", { class: "hint" }, C.note));
-    sec.appendChild(h("p", { class: "hint" }, "An LRU hierarchy keeps the most recently used prefixes in its fastest tier: with HBM of size A in front of CPU memory of size B, HBM serves the hits the curve shows at A, and the CPU tier adds those between A and A + B."));
+    sec.appendChild(details("tiers", "Reading one curve for several tiers", [h("p", null, "An LRU hierarchy keeps the most recently used prefixes in its fastest tier: with HBM of size A in front of CPU memory of size B, HBM serves the hits the curve shows at A, and the CPU tier adds those between A and A + B.")]));
   }
 
 
@@ -822,7 +902,7 @@
       y = function (v) { return f.h - v / hi * f.h; };
       tks = ticks(0, hi, 5);
     }
-    axisLeft(f, y, tks, fmt, label);
+    axisLeft(f, y, tks, logY ? fmtRound : fmt, label);  // round tick labels (1 s, 10 s, 100 s)
     axisBottom(f, x, conc, function (n) { return String(n); }, "concurrent sessions");
     V.systems.forEach(function (r, i) {
       if (!r[key]) return;
@@ -850,9 +930,13 @@
   function renderServing() {
     var V = D.serving || {};
     var sec = panel("serving", "Serving many sessions",
-      "The sessions replayed together on each system: calls issued as each session's tools and waits end, continuous batching with chunked prefill, KV-capacity admission and a shared prefix cache. TTFT p99 and finished tasks per hour against the number of concurrent sessions.");
+      "The sessions replayed together on each system (continuous batching, a shared prefix cache): TTFT p99 and finished tasks per hour against the number of concurrent sessions.");
     if (V.status !== "ok") { missing(sec, V.reason || "no serving simulation in this report"); return; }
-    sec.appendChild(h("p", { class: "hint" }, fmtInt(V.sessions) + " session(s) served as " + V.model + ", " + V.cache + "."));
+    sec.appendChild(h("p", { class: "hint" }, fmtInt(V.sessions) + " session(s) served as " + V.model + "."));
+    if (V.cache) sec.appendChild(details("sv-cache", "Cache tiers each system ran with", [h("p", null, V.cache + ".")]));
+    var later = [];
+    if (V.not_simulated && V.not_simulated.reason) later.push(V.not_simulated.reason + ".");
+    if (typeof V.bands === "string") later.push("Ranges for systems resting on estimates: " + V.bands + ".");
     var row = h("div", { class: "sv-charts" });
     var a = servingChart(V, "ttft_p99_s", "TTFT p99", true, function (v) { return fmtDur(v); });
     var b = servingChart(V, "tasks_per_hour", "tasks / hour", false, function (v) { return v >= 10 ? v.toFixed(0) : v.toFixed(1); });
@@ -864,22 +948,24 @@
     var body = V.systems.map(function (r) {
       return h("tr", null, [h("td", null, r.system)].concat(V.concurrency.map(function (n, k) {
         if (r.error) return h("td", { class: "r muted" }, "—");
-        return h("td", { class: "r" }, fmtDur(r.ttft_p99_s[k]) + " · " + (isNum(r.tasks_per_hour[k]) ? r.tasks_per_hour[k].toFixed(1) + "/h" : "—") + " · hits " + fmtPct(r.hit_share[k], 0));
+        return h("td", { class: "r" }, [h("div", null, fmtDur(r.ttft_p99_s[k])), h("div", { class: "muted" }, (isNum(r.tasks_per_hour[k]) ? r.tasks_per_hour[k].toFixed(1) + "/h" : "—") + " · hits " + fmtPct(r.hit_share[k], 0))]);
       })));
     });
-    sec.appendChild(h("table", { class: "t sv-table" }, [h("thead", null, head), h("tbody", null, body)]));
+    if (later.length) sec.appendChild(h("p", { class: "hint sv-more" }, later.join(" ")));
+    sec.appendChild(h("table", { class: "t sv-table" }, [h("caption", null, "TTFT p99, then tasks per hour and prompt tokens served from cache, by concurrent sessions"), h("thead", null, head), h("tbody", null, body)]));
     var bands = V.systems.filter(function (r) { return r.band && r.band.ranged; }).map(function (r) {
       var b = r.band, lo = function (k) { return Math.min(b[k][0], b[k][1]); }, hi = function (k) { return Math.max(b[k][0], b[k][1]); };
       var ok = function (k) { return b[k] && isNum(b[k][0]) && isNum(b[k][1]); };
-      return h("li", null, r.system + " at " + b.concurrency + " sessions: TTFT p50 " + (ok("serving_ttft_p50_s") ? fmtDur(lo("serving_ttft_p50_s")) + " – " + fmtDur(hi("serving_ttft_p50_s")) : "—") +
+      return h("li", null, [r.system + " at " + b.concurrency + " sessions: TTFT p50 " + (ok("serving_ttft_p50_s") ? fmtDur(lo("serving_ttft_p50_s")) + " – " + fmtDur(hi("serving_ttft_p50_s")) : "—") +
         ", p99 " + (ok("serving_ttft_p99_s") ? fmtDur(lo("serving_ttft_p99_s")) + " – " + fmtDur(hi("serving_ttft_p99_s")) : "—") +
-        ", tasks/hour " + (ok("serving_tasks_per_hour") ? lo("serving_tasks_per_hour").toFixed(1) + " – " + hi("serving_tasks_per_hour").toFixed(1) : "—") +
-        " (ranged: " + b.ranged.join(", ") + ")");
+        ", tasks/hour " + (ok("serving_tasks_per_hour") ? lo("serving_tasks_per_hour").toFixed(1) + " – " + hi("serving_tasks_per_hour").toFixed(1) : "—"),
+        h("div", { class: "mono small muted" }, "ranged: " + b.ranged.join(", "))]);
     });
-    if (bands.length) sec.appendChild(h("div", { class: "callout sv-bands" }, [h("h3", null, "Bands"), h("p", { class: "hint" },
-      "Systems resting on estimates, simulated again with every ranged estimate at its fast and at its slow end (dashed bars in the charts)."), h("ul", null, bands)]));
-    var why = V.systems.filter(function (r) { return r.why; }).map(function (r) { return h("li", null, r.system + " at " + V.concurrency[V.concurrency.length - 1] + ": " + r.why); });
-    if (why.length) sec.appendChild(h("div", { class: "callout sv-why" }, [h("h3", null, "Why"), h("ul", null, why)]));
+    if (bands.length) sec.appendChild(details("sv-bands", "Ranges (dashed bars): every estimate at its fast and at its slow end", [h("ul", null, bands)]));
+    var last = V.concurrency[V.concurrency.length - 1];
+    V.systems.filter(function (r) { return r.why; }).forEach(function (r) {
+      sec.appendChild(details("sv-why", "Why: " + r.system + " at " + last + " sessions", [sentences(r.why)]));
+    });
     // a slow system's deployment levers, each simulated on the same sessions (the why line's figures, as a table)
     V.systems.forEach(function (r) {
       var lv = r.levers;
@@ -909,15 +995,15 @@
   function renderWhatIf() {
     var W = D.whatif || {};
     var sec = panel("whatif", "Device what-if",
-      "The same task replayed on each serving system: model time shrinks with faster hardware, tools and orchestration scale with the host CPU only where they are CPU-bound, waits do not move.");
+      "The same task replayed on each system: model calls follow the hardware, tools and orchestration the host CPU where they are CPU-bound; waits do not move.");
     if (W.status !== "ok") { missing(sec, W.reason || "no replay in this report"); return; }
     var rowsD = W.rows || [];
     var max = 0;
     rowsD.forEach(function (r) { var t = (r.model_s || 0) + (r.tool_s || 0) + (r.orchestration_s || 0) + (r.wait_s || 0); if (t > max) max = t; if (isNum(r.e2e_s) && r.e2e_s > max) max = r.e2e_s; });
     if (!(max > 0)) { missing(sec, "the replay has no timed work to compare (the trace has no usable times)"); return; }
-    var rowH = 34, f = chartFrame(1000, 60 + rowH * rowsD.length, { l: 110, r: 250, t: 22, b: 38 });
+    var rowH = 34, f = chartFrame(fitWidth(sec), 60 + rowH * rowsD.length, { l: 110, r: 250, t: 22, b: 38 });
     var x = function (v) { return v / max * f.w; };
-    axisBottom(f, x, ticks(0, max, 6), function (v) { return fmtDur(v); }, "task time");
+    axisBottom(f, x, durTicks(0, max, 6), fmtRound, "task time");
     var parts = [["model_s", "model", COLOR.model], ["tool_s", "tool", COLOR.tool], ["orchestration_s", "orchestration", COLOR.orchestration], ["wait_s", "wait", COLOR.wait]];
     rowsD.forEach(function (r, i) {
       var yy = f.m.t + i * rowH + 6, acc = 0;
@@ -956,13 +1042,16 @@
     renderWaitingFor(sec, rowsD);
     // what each band rests on: the estimates it moved (catalog ranges, the deployment's estimated CPU tier)
     var banded = rowsD.filter(function (r) { return r.band_ranged && r.band_ranged.length && r.band && r.band.e2e_s; });
-    if (banded.length) sec.appendChild(h("div", { class: "callout wi-bands" }, [h("h3", null, "Bands"), h("ul", null, banded.map(function (r) {
+    var causes = {};
+    (((D.answer || {}).systems) || []).forEach(function (a) { causes[a.name] = a.band_causes; });
+    if (banded.length) sec.appendChild(details("wi-bands", "Ranges: task time with every estimate at its fast and its slow end", [h("ul", null, banded.map(function (r) {
       var e = r.band.e2e_s, m = r.band.model_calls_s || [];
-      return h("li", null, r.name + ": task " + fmtDur(Math.min(e[0], e[1])) + " – " + fmtDur(Math.max(e[0], e[1])) +
+      return h("li", null, [r.name + ": task " + fmtDur(Math.min(e[0], e[1])) + " – " + fmtDur(Math.max(e[0], e[1])) +
         (isNum(m[0]) && isNum(m[1]) ? ", model calls " + fmtDur(Math.min(m[0], m[1])) + " – " + fmtDur(Math.max(m[0], m[1])) : "") +
-        " with every ranged estimate at its fast / slow end (" + r.band_ranged.join(", ") + ")");
+        (causes[r.name] ? "; " + causes[r.name] : "") + ".", h("div", { class: "mono small muted" }, r.band_ranged.join(", "))]);
     }))]));
-    if (W.notes && W.notes.length) sec.appendChild(h("ul", { class: "hint" }, W.notes.map(function (n) { return h("li", null, n); })));
+    var wn = uniq(W.notes || []);
+    if (wn.length) sec.appendChild(details("wi-notes", "About these figures (" + wn.length + (wn.length === 1 ? " note)" : " notes)"), [h("ul", null, wn.map(function (n) { return h("li", null, n); }))]));
   }
 
   /* what each system's model calls wait for (replay waiting_for: the parts sum to the model-call time) */
@@ -974,9 +1063,9 @@
     var max = 0;
     wf.forEach(function (r) { var t = 0; kinds.forEach(function (k) { t += r.waiting_for[k[0]] || 0; }); if (t > max) max = t; });
     if (!(max > 0)) return;
-    var rowH = 30, f = chartFrame(1000, 46 + rowH * wf.length, { l: 110, r: 250, t: 8, b: 38 });
+    var rowH = 30, f = chartFrame(fitWidth(sec), 46 + rowH * wf.length, { l: 110, r: 250, t: 8, b: 38 });
     var x = function (v) { return v / max * f.w; };
-    axisBottom(f, x, ticks(0, max, 6), function (v) { return fmtDur(v); }, "model-call time by what it waits for");
+    axisBottom(f, x, durTicks(0, max, 6), fmtRound, "model-call time by what it waits for");
     wf.forEach(function (r, i) {
       var yy = f.m.t + i * rowH + 4, acc = 0, tot = 0;
       kinds.forEach(function (k) { tot += r.waiting_for[k[0]] || 0; });
@@ -1030,7 +1119,7 @@
         tb2.appendChild(h("tr", null, [
           h("td", null, h("span", { class: "swatch", style: { background: COLOR[c.kind] }, title: c.kind })),
           h("td", { class: "name" }, [c.name, c.status === "error" ? h("span", { class: "tag err", style: { marginLeft: "6px" } }, c.error_type || "error") : null]),
-          h("td", { class: "ell", title: c.session }, c.session), h("td", { class: "r" }, fmtDur(c.start_s)), h("td", { class: "r" }, fmtDur(c.dur_s)), h("td", { class: "r" }, tok),
+          h("td", { class: "ell", title: c.session }, c.session), h("td", { class: "r" }, fmtDur(c.start_s)), h("td", { class: "r" }, fmtDur(c.dur_s)), h("td", { class: "r wrap" }, tok),
         ]));
       });
       right.appendChild(h("table", { class: "t" }, [h("thead", null, h("tr", null, [h("th", null, ""), h("th", null, "span"), h("th", null, "session"),
@@ -1072,7 +1161,7 @@
       xt = [];
       for (var tv = Math.ceil(lo / st) * st; tv <= hi + 1e-9; tv += st) xt.push(tv);
     } else xt = ticks(lo, hi, 4);
-    axisBottom(f, x, xt, fmt, null);
+    axisBottom(f, x, xt, metric.unit === "s" ? fmtRound : fmt, null);
     bins.forEach(function (c, i) {
       if (!c) return;
       var r = s("rect", { x: f.m.l + x(lo + i * w) + 0.5, y: f.m.t + y(c), width: Math.max(1, x(lo + w) - 1), height: f.h - y(c), fill: metric.color || COLOR.model });
@@ -1106,18 +1195,19 @@
     if (co && isNum(co.total_s)) {
       var cost = "agentprof's own cost while capturing: " + fmtDur(co.total_s) + " of CPU" +
         (isNum(co.total_share_of_wall) ? " (" + (100 * co.total_share_of_wall).toFixed(2) + " % of wall)" : "");
+      var more = [];
       if (isNum(co.background_cpu_s) && co.background_cpu_s > 0) {
-        cost += ": " + fmtDur(co.s) + " on the agent's threads and " + fmtDur(co.background_cpu_s) +
-          " on its background thread (prompt fingerprints). The agent's wall time grows by between " + fmtDur(co.s) +
-          " (the background work overlaps its waits on a free core) and " + fmtDur(co.total_s) +
-          " (it holds the GIL while the agent runs Python).";
+        cost += ": " + fmtDur(co.s) + " on the agent's threads, " + fmtDur(co.background_cpu_s) + " on its background thread.";
+        more.push("The background thread computes prompt fingerprints. The agent's wall time grows by between " + fmtDur(co.s) +
+          " (the background work overlaps its waits on a free core) and " + fmtDur(co.total_s) + " (it holds the GIL while the agent runs Python).");
       } else {
         cost += " on the agent's threads.";
       }
-      items.push(cost + " The first profile in a process includes loading agentprof's capture modules and tokenizer.");
+      more.push("The first profile in a process includes loading agentprof's capture modules and tokenizer.");
+      items.push([cost, details("capture", "How to read this", more.map(function (t) { return h("p", null, t); }))]);
     }
     var dg = D.diagnostics || {};
-    if (dg.count) items.push(fmtInt(dg.count) + " input diagnostics" + (dg.first && dg.first.length ? ", e.g. " + dg.first.join("; ") : "") + ".");
+    if (dg.count) items.push([fmtInt(dg.count) + " input diagnostics", dg.first && dg.first.length ? details("diagnostics", "first " + dg.first.length, [h("ul", null, dg.first.map(function (t) { return h("li", null, t); }))]) : "."]);
     items.push(D.timeline && D.timeline.text ? "This report includes captured prompt and response text (opted in)." : "No prompt or response text is included in this report; only counts and hashes.");
     items.push("Generated by agentprof " + (D.version || "") + ". This file makes no network requests.");
     append(foot, h("ul", null, items.map(function (t) { return h("li", null, t); })));
@@ -1131,7 +1221,7 @@
   function renderCompareHead() {
     var C = DATA.compare, runs = C.runs || [];
     document.getElementById("subtitle").textContent = runs.length + " traces side by side" + (DATA.generated ? " · generated " + DATA.generated : "");
-    var sec = panel("compare", "Side by side", "The same figures for each trace; each trace's full report follows below under its label.");
+    var sec = panel("compare", "Side by side", "Each trace's time split, what each system does to it, and its biggest lever; its full report follows below under its label.");
     sec.appendChild(h("ul", { class: "runs" }, runs.map(function (r, i) {
       return h("li", null, [h("a", { href: "#run" + i }, h("b", null, r.label)), r.about ? h("span", { class: "muted" }, " — " + r.about) : null]);
     })));
@@ -1148,14 +1238,9 @@
       sec.appendChild(h("div", { class: "cmprow" }, [h("div", { class: "cmplabel" }, [h("b", null, r.label), h("span", { class: "muted" }, " " + fmtDur(wall))]), bar]));
     });
     sec.appendChild(legendRow(KINDS.map(function (k) { return { color: COLOR[k], label: KIND_LABEL[k] }; })));
-    var head = h("tr", null, [h("th", null, "")].concat(runs.map(function (r) { return h("th", { class: "r" }, r.label); })));
-    var body = (C.table || []).map(function (row) {
-      return h("tr", null, [h("td", null, row.label)].concat(row.values.map(function (v) { return h("td", { class: "r" }, fmtAs(row.fmt, v)); })));
-    });
-    sec.appendChild(h("table", { class: "t cmp" }, [h("thead", null, head), h("tbody", null, body)]));
     var W = C.whatif || [];
     if (W.length) {
-      sec.appendChild(h("h3", { class: "sub" }, "Device what-if: task time on each system (speed-up of the task · of its model calls, against the recorded run)"));
+      sec.appendChild(h("h3", { class: "sub" }, "Task time on each system, and the task's speed-up (its range)"));
       var wbody = W.map(function (row) {
         var name = h("td", null, row.name);
         if (row.display) name.title = row.display;
@@ -1163,14 +1248,28 @@
           if (!c) return h("td", { class: "r muted" }, "not replayed");
           if (c.error) return h("td", { class: "r muted" }, "not replayed: " + c.error);
           var txt = fmtDur(c.e2e_s);
-          if (isNum(c.speedup) && row.name !== "recorded") txt += " · task " + fmtX(c.speedup) + (isNum(c.model_speedup) ? " · model calls " + fmtX(c.model_speedup) : "");
-          return h("td", { class: "r" }, txt);
+          if (isNum(c.speedup) && row.name !== "recorded") txt += " · " + fmtX(c.speedup) + (c.band ? " (" + fmtX(c.band[0]) + "–" + fmtX(c.band[1]) + ")" : "");
+          var td = h("td", { class: "r" }, [h("div", null, txt), c.why_not && row.name !== "recorded" ? h("div", { class: "muted small" }, c.why_not) : null]);
+          if (isNum(c.model_speedup) && row.name !== "recorded") td.title = "model calls " + fmtX(c.model_speedup);
+          return td;
         })));
       });
       var whead = h("tr", null, [h("th", null, "system")].concat(runs.map(function (r) { return h("th", { class: "r" }, r.label); })));
-      sec.appendChild(h("table", { class: "t cmp" }, [h("thead", null, whead), h("tbody", null, wbody)]));
+      sec.appendChild(h("table", { class: "t cmp cmp-whatif" }, [h("thead", null, whead), h("tbody", null, wbody)]));
     }
-    if (C.notes && C.notes.length) sec.appendChild(h("div", { class: "callout", id: "compare-notes" }, [h("h3", null, "About these figures"), h("ul", null, C.notes.map(function (n) { return h("li", null, n); }))]));
+    var levers = runs.filter(function (r) { var A = (r.payload || {}).answer || {}; return A.lever || A.ceiling; });
+    if (levers.length) sec.appendChild(h("ul", { class: "cmp-levers" }, levers.map(function (r) {
+      var A = r.payload.answer;
+      return h("li", null, [h("b", null, r.label + ": "), A.lever ? "biggest lever: " + A.lever.text + ". " : "",
+        A.ceiling ? A.ceiling.text.charAt(0).toUpperCase() + A.ceiling.text.slice(1) + "." : ""]);
+    })));
+    var head = h("tr", null, [h("th", null, "")].concat(runs.map(function (r) { return h("th", { class: "r" }, r.label); })));
+    var body = (C.table || []).map(function (row) {
+      return h("tr", null, [h("td", null, row.label)].concat(row.values.map(function (v) { return h("td", { class: "r" }, fmtAs(row.fmt, v)); })));
+    });
+    sec.appendChild(h("h3", { class: "sub" }, "Headline figures"));
+    sec.appendChild(h("table", { class: "t cmp" }, [h("thead", null, head), h("tbody", null, body)]));
+    if (C.notes && C.notes.length) { var cn = details("", "About these figures (" + C.notes.length + (C.notes.length === 1 ? " note)" : " notes)"), [h("ul", null, uniq(C.notes).map(function (n) { return h("li", null, n); }))]); cn.id = "compare-notes"; sec.appendChild(cn); }
   }
   function renderTrace() {
     guard("headline", renderHeadline);
