@@ -77,7 +77,7 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
            arrival_rate: float | None, cache_ttl: float | None, hash_scope: str, as_json: bool,
            workers: int | None = None, scheduler: str | None = None, pools: str | None = None,
            attention: str = "auto", kv_dtype: str = "auto", deployment: str = "agentic",
-           speculative: str = "none") -> None:
+           speculative: str = "none", overflow: str = "compact", sessions: int | None = None) -> None:
     """Replay traces on serving systems: how much faster does the whole task get, not just the model calls?
 
     Every model call is re-timed by the calibrated device model, CPU-bound orchestration scales with the
@@ -97,9 +97,10 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
 
     cat = _catalog(catalogs)
     cpu = _cpu_map(cpu_bound, cpu_bound_file)
-    simulate = concurrency is not None or any(v is not None for v in (cap_wait, arrival_rate, cache_ttl, pools))
+    simulate = concurrency is not None or any(v is not None for v in (cap_wait, arrival_rate, cache_ttl, pools,
+                                                                      sessions))
     serving = serving_config(concurrency or 1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools,
-                             attention, kv_dtype, deployment) \
+                             attention, kv_dtype, deployment, overflow, sessions) \
         if simulate else None
     trace = load(paths, workers, scheduler)  # the prefix cache couples sessions: only the import is distributed
     res = run(trace, list(systems), model=model, cache_policy=cache_policy, concurrency=concurrency or 1,

@@ -30,7 +30,7 @@ from agentprof.replay.cachepolicy import (
     parse_policy,
 )
 from agentprof.replay.calibration import Fitted, load_fitted
-from agentprof.replay.context import beyond_context, context_note
+from agentprof.replay.context import beyond_context, context_note, covering_standin
 from agentprof.replay.costmodel import call_times, disk_load_s, kv_load_s
 from agentprof.replay.equations import WAITING_FOR
 from agentprof.replay.orchestration import (
@@ -319,6 +319,18 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
             if note:
                 standins[str(nm) if nm else "(unnamed)"] = note
         model_of.append(resolved[nm][0].key)
+    if serving is not None and serving.overflow == "stand-in" and model is None:
+        need = np.nan_to_num(inp) + np.nan_to_num(out)
+        for key in list(specs):
+            sel = np.array([k == key for k in model_of], dtype=bool) & replayable
+            if not sel.any():
+                continue
+            m, note = covering_standin(specs[key], float(need[sel].max()), extra)
+            if m is not specs[key]:
+                specs.pop(key)
+                specs[m.key] = m
+                model_of = [m.key if k == key else k for k in model_of]
+                notes.append(note)
     model_arr = np.array(model_of, dtype=object)
 
     # orchestration: CPU-bound split, once

@@ -8,6 +8,7 @@ from typing import Any
 from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.replay.serving.capacity import plan_for
+from agentprof.replay.serving.metrics import beyond_text
 from agentprof.replay.serving.simulate import ServingConfig, simulate
 from agentprof.trace.schema import Trace
 
@@ -44,6 +45,9 @@ def sweep(trace: Trace, systems: Sequence[str], concurrency: Sequence[int] = DEF
             "ttft_p50_s": [d["ttft_s"]["p50"] for d in runs], "ttft_p99_s": [d["ttft_s"]["p99"] for d in runs],
             "queue_p99_s": [d["queue_s"]["p99"] for d in runs],
             "tasks_per_hour": [d["tasks_per_hour"] for d in runs],
+            "tasks_completed": [d["tasks_completed"] for d in runs],
+            "beyond_context": runs[-1].get("beyond_context") if runs else None,
+            "beyond": beyond_text(runs[-1]) if runs else "",
             "energy_wh_per_task": [d.get("energy_wh_per_task") for d in runs],
             "hit_share": [d["hit_share"]["total"] for d in runs],
             "calls_in_flight": [d["calls_in_flight_mean"] for d in runs],

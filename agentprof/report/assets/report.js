@@ -868,6 +868,9 @@
       })));
     });
     sec.appendChild(h("table", { class: "t sv-table" }, [h("thead", null, head), h("tbody", null, body)]));
+    V.systems.filter(function (r) { return r.beyond; }).forEach(function (r) {
+      sec.appendChild(h("p", { class: "hint sv-beyond" }, r.system + " at " + V.concurrency[V.concurrency.length - 1] + ": " + r.beyond));
+    });
     var bands = V.systems.filter(function (r) { return r.band && r.band.ranged; }).map(function (r) {
       var b = r.band, lo = function (k) { return Math.min(b[k][0], b[k][1]); }, hi = function (k) { return Math.max(b[k][0], b[k][1]); };
       var ok = function (k) { return b[k] && isNum(b[k][0]) && isNum(b[k][1]); };
