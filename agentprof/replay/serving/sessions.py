@@ -134,11 +134,12 @@ def block_ids(keys: np.ndarray, offs: np.ndarray, conv: np.ndarray, first: np.nd
 
 def known_starts(calls: pl.DataFrame) -> pl.Expr:
     """Each call's start as the simulation takes it, the same for every importer: the recorded start; where an
-    importer could not tell it (a log that stamps only replies), the latest instant known before the call in its
-    conversation (the previous call's reply, else the session's start), else its own end. Never 0: a missing time
-    filled with the epoch turns a session's wall time into a Unix timestamp."""
+    importer could not tell it (a log that stamps only replies), its own end, so the unknown time before the reply
+    stays in the gap as recorded (as the one-session replay keeps an unplaced call's time); with neither end, the
+    latest instant known before it in its conversation, else the session's start. Never 0: a missing time filled
+    with the epoch turns a session's wall time into a Unix timestamp."""
     prev = pl.coalesce("end_ns", "start_ns").shift(1).forward_fill().over("conversation_id")
-    t0 = pl.coalesce(pl.col("start_ns"), prev, pl.col("a0"), pl.col("end_ns"))
+    t0 = pl.coalesce(pl.col("start_ns"), pl.col("end_ns"), prev, pl.col("a0"))
     first_known = pl.coalesce("start_ns", "end_ns").drop_nulls().first().over("conversation_id")
     return pl.coalesce(t0, first_known, pl.lit(0, dtype=pl.Int64))
 

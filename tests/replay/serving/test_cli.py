@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agentprof.importers import load_any
 from agentprof.trace import write
 
 from ...cli_support import run
@@ -15,6 +16,22 @@ from .conftest import KVCT
 
 SERVING_KEYS = ("concurrency", "ttft_s", "tpot_s", "queue_s", "task_s", "task_speedup_median", "tasks_per_hour",
                 "output_tokens_per_s", "hit_share", "utilization", "energy_wh_per_task", "cost_per_task")
+
+
+@pytest.mark.parametrize("sample", ["mini-swe-agent", "openhands"])
+def test_logs_with_inferred_times_give_durations(capsys, sample) -> None:
+    # these logs stamp replies only: a call whose start is unknown must not turn a task into a Unix timestamp
+    code, out, err = run(capsys, "replay", str(KVCT.parent / sample), "-s", "h200+x86", "--concurrency", "4",
+                         "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    sv = d["systems"][0]["serving"]
+    spans = load_any(str(KVCT.parent / sample)).spans
+    wall = (spans["end_ns"].max() - spans["start_ns"].min()) / 1e9  # the whole recording, retries included
+    assert 0 < sv["task_s"]["p90"] <= wall * 8 and sv["task_s"]["p90"] < 30 * 86400
+    assert sv["tasks_per_hour"] > 0.1 and sv["tasks_completed"] == 4
+    assert sv["energy_wh_per_task"] < sv["power"]["busy_kw"] * 1000 * sv["makespan_s"] / 3600
+    assert sv["beyond_context"] == {**sv["beyond_context"], "count": 0, "policy": "compact", "sessions": 0}
 
 
 def test_replay_concurrency_json_has_a_serving_object_per_system(capsys) -> None:
