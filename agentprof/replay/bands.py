@@ -35,7 +35,7 @@ def at_end(b: Bounded, corner: str | None, faster_high: bool) -> float:
 def _pick(name: str, b: Bounded, corner: Corner) -> Bounded:
     if (b.low is None and b.high is None) or name not in FAST_HIGH | FAST_LOW:
         return b
-    return Bounded(at_end(b, corner, name in FAST_HIGH), b.source, b.low, b.high)
+    return Bounded(at_end(b, corner, name in FAST_HIGH), b.source, b.low, b.high, b.evidence)
 
 
 def _fields(fields: dict[str, Bounded], corner: Corner, moved: list[str], where: str) -> dict[str, Bounded]:
@@ -64,6 +64,29 @@ def ranged(system: System) -> list[str]:
     corner_system(system, "fast", moved)
     corner_system(system, "slow", moved)
     return sorted(set(moved))
+
+
+def evidence(system: System, names: list[str]) -> dict[str, str]:
+    """The evidence class (:data:`agentprof.catalog.hardware.EVIDENCE`) of each catalog number a band moves,
+    by its band name (``jalapeno.hbm_bw``); the agentic deployment's estimated tier is an estimate."""
+    where = {system.accelerator.key: system.accelerator.fields, system.host.key: system.host.fields,
+             f"{system.key}.params": system.params}
+    out = {}
+    for name in names:
+        owner, _, key = name.rpartition(".")
+        if name == ESTIMATED_TIER:
+            out[name] = "estimate"
+        elif name == f"{system.link.key}.bw":
+            out[name] = system.link.bw.evidence_class
+        elif owner in where and key in where[owner]:
+            out[name] = where[owner][key].evidence_class
+    return out
+
+
+def ranged_text(band: dict) -> str:
+    """A band's moved numbers, each with its evidence class: ``jalapeno.hbm_bw [seed], ...``."""
+    ev = band.get("evidence") or {}
+    return ", ".join(f"{n} [{ev[n]}]" if n in ev else n for n in band.get("ranged") or [])
 
 
 def corner_system(system: System, corner: Corner, moved: list[str] | None = None) -> System:

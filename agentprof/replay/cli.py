@@ -118,7 +118,7 @@ def _print_replay(res: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from agentprof.replay.bands import ESTIMATED_TIER
+    from agentprof.replay.bands import ESTIMATED_TIER, ranged_text
     from agentprof.report.safe_text import markup
 
     console = Console()
@@ -186,7 +186,7 @@ def _print_replay(res: Any) -> None:
                           f"{fmt_duration(min(b['e2e_s']))}–{fmt_duration(max(b['e2e_s']))}, model calls "
                           f"{fmt_duration(min(b['model_calls_s']))}–{fmt_duration(max(b['model_calls_s']))}, "
                           "task speed-up "
-                          f"{fmt_x(lo)}–{fmt_x(hi)}{served} (ranged: {', '.join(b['ranged'])})")
+                          f"{fmt_x(lo)}–{fmt_x(hi)}{served} (ranged: {ranged_text(b)})")
     for note in res.standins.values():
         console.print(f"[yellow]stand-in[/yellow] {markup(note, 1000)}")
     o = res.orchestration
@@ -300,7 +300,8 @@ def _catalog_dict(cat: Any, calibrated: set[str | None]) -> dict[str, Any]:
              "hbm_bw_tb_s": a.hbm_bw / 1e12, "fp8_pflops": num(a, "fp8_flops", 1e15),
              "fp4_pflops": num(a, "fp4_flops", 1e15), "bf16_pflops": num(a, "bf16_flops", 1e15),
              "tdp_w": num(a, "tdp_w"), "allin_kw": num(a, "allin_kw"), "calibrated": a.key in calibrated,
-             "proxy": a.proxy, "estimates": sorted(k for k, f in a.fields.items() if f.is_estimate)}
+             "proxy": a.proxy, "estimates": sorted(k for k, f in a.fields.items() if f.is_estimate),
+             "evidence": {k: f.evidence_class for k, f in a.fields.items()}}
             for a in cat.accelerators.values()]
     hosts = [{"key": h.key, "display": h.display, "cores": h.fields["cores"].value,
               "mem_bw_gb_s": num(h, "mem_bw", 1e9), "st_speed": h.st_speed,

@@ -21,6 +21,7 @@ from agentprof.catalog import CatalogError, ModelSpec, find_model, resolve_model
 from agentprof.catalog.hardware import HardwareCatalog, System, load_catalog
 from agentprof.replay.active import human_wait_s, set_agent_active
 from agentprof.replay.bands import banded, corner_system
+from agentprof.replay.bands import evidence as band_evidence
 from agentprof.replay.cachepolicy import (
     CacheHits,
     CachePolicy,
@@ -504,7 +505,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                           _human_s=human_s, _indexes=indexes)
             if any(e.error for e in ends.systems):
                 continue
-            row.band = {"ranged": moved, **{k: [getattr(e, k) for e in ends.systems]
+            row.band = {"ranged": moved, "evidence": band_evidence(system, moved), **{k: [getattr(e, k) for e in ends.systems]
                                             for k in ("e2e_s", "model_calls_s", "speedup_vs_recorded",
                                                       "speedup_vs_recorded_active")}}
             if row.serving is not None and all(e.serving is not None for e in ends.systems):

@@ -73,7 +73,7 @@ def _band(plan: Any, system: Any, resolved: Any, spec: Any, cat: HardwareCatalog
           n: int) -> dict[str, Any] | None:
     """TTFT p50 / p99 and tasks per hour at ``n`` sessions with every ranged estimate at its fast and at its slow
     end ([fast, slow], as the replay's ``band``), and which numbers moved; None when nothing is ranged."""
-    from agentprof.replay.bands import banded, corner_system
+    from agentprof.replay.bands import banded, corner_system, evidence
     from agentprof.replay.replay import serving_band
     from agentprof.replay.serving.deployment import estimated_tier
     from agentprof.replay.systems import resolve
@@ -87,7 +87,7 @@ def _band(plan: Any, system: Any, resolved: Any, spec: Any, cat: HardwareCatalog
                 for c in ("fast", "slow")]
     except CatalogError:
         return None
-    return {"ranged": moved, "concurrency": n, **serving_band(ends)}
+    return {"ranged": moved, "evidence": evidence(system, moved), "concurrency": n, **serving_band(ends)}
 
 
 def _cache_text(base: ServingConfig, rows: list[dict[str, Any]]) -> str:

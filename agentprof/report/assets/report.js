@@ -847,6 +847,11 @@
     });
     return f.svg;
   }
+  // a band's moved catalog numbers, each with its evidence class (measured, vendor, seed, estimate)
+  function rangedText(names, ev) {
+    return names.map(function (n) { return ev && ev[n] ? n + " [" + ev[n] + "]" : n; }).join(", ");
+  }
+
   function renderServing() {
     var V = D.serving || {};
     var sec = panel("serving", "Serving many sessions",
@@ -877,7 +882,7 @@
       return h("li", null, r.system + " at " + b.concurrency + " sessions: TTFT p50 " + (ok("serving_ttft_p50_s") ? fmtDur(lo("serving_ttft_p50_s")) + " – " + fmtDur(hi("serving_ttft_p50_s")) : "—") +
         ", p99 " + (ok("serving_ttft_p99_s") ? fmtDur(lo("serving_ttft_p99_s")) + " – " + fmtDur(hi("serving_ttft_p99_s")) : "—") +
         ", tasks/hour " + (ok("serving_tasks_per_hour") ? lo("serving_tasks_per_hour").toFixed(1) + " – " + hi("serving_tasks_per_hour").toFixed(1) : "—") +
-        " (ranged: " + b.ranged.join(", ") + ")");
+        " (ranged: " + rangedText(b.ranged, b.evidence) + ")");
     });
     if (bands.length) sec.appendChild(h("div", { class: "callout sv-bands" }, [h("h3", null, "Bands"), h("p", { class: "hint" },
       "Systems resting on estimates, simulated again with every ranged estimate at its fast and at its slow end (dashed bars in the charts)."), h("ul", null, bands)]));
@@ -945,7 +950,7 @@
       f.svg.appendChild(s("text", { x: f.m.l + x(acc) + 6, y: yy + (second.length ? 9 : 13) }, right));
       if (second.length) {
         var sec2 = s("text", { x: f.m.l + x(acc) + 6, y: yy + 21, class: "hint" }, second.join(", "));
-        if (r.band_ranged && r.band_ranged.length) titled(sec2, r.name + " band: every ranged estimate at its fast / slow end (" + r.band_ranged.join(", ") + ")");
+        if (r.band_ranged && r.band_ranged.length) titled(sec2, r.name + " band: every ranged estimate at its fast / slow end (" + rangedText(r.band_ranged, r.band_evidence) + ")");
         f.svg.appendChild(sec2);
       }
     });
@@ -963,7 +968,7 @@
       var e = r.band.e2e_s, m = r.band.model_calls_s || [];
       return h("li", null, r.name + ": task " + fmtDur(Math.min(e[0], e[1])) + " – " + fmtDur(Math.max(e[0], e[1])) +
         (isNum(m[0]) && isNum(m[1]) ? ", model calls " + fmtDur(Math.min(m[0], m[1])) + " – " + fmtDur(Math.max(m[0], m[1])) : "") +
-        " with every ranged estimate at its fast / slow end (" + r.band_ranged.join(", ") + ")");
+        " with every ranged estimate at its fast / slow end (" + rangedText(r.band_ranged, r.band_evidence) + ")");
     }))]));
     if (W.notes && W.notes.length) sec.appendChild(h("ul", { class: "hint" }, W.notes.map(function (n) { return h("li", null, n); })));
   }

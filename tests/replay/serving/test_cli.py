@@ -149,6 +149,10 @@ def test_capacity_bands_search_each_corner(capsys) -> None:
     fast, slow = row["band"]["concurrency"]
     assert fast >= row["concurrency"] >= slow and fast > slow
     assert {"rubin.hbm_bw", "agentic.default.cpu_tier_gib_per_instance"} <= set(row["band"]["ranged"])
+    # each moved number with its evidence class: Rubin's bandwidth is NVIDIA's figure, Vera's CPU speed an estimate
+    ev = row["band"]["evidence"]
+    assert set(ev) == set(row["band"]["ranged"])
+    assert ev["rubin.hbm_bw"] == "vendor" and ev["vera.st_speed"] == "estimate" and ev["rubin.fp8_flops"] == "estimate"
     code, out, err = run(capsys, *args, "--no-bands")
     assert code == 0 and "band" not in json.loads(out)["systems"][0]
     code, _, err = run(capsys, "capacity", str(KVCT), "-s", "jalapeno", "--slo", "ttft_p99=30s",
