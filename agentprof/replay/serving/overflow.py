@@ -137,6 +137,9 @@ def apply(plan: SessionPlan, window: float, basis: str, policy: str) -> Overflow
             inp, out = float(plan.input_tokens[c]), float(plan.output_tokens[c])
             gap = float(plan.gap_s[c])
             ids = plan.node_ids[offs[c]:offs[c + 1]]
+            if not np.isnan(plan.fixed_s[c]):  # not sent to the server (no token counts): kept as recorded
+                add(c, gap, inp, out, ids)
+                continue
             cur = inp - removed
             if policy == "reject":
                 if inp + out > window:
