@@ -45,6 +45,7 @@ PARENT_SESSION_ID = "agentprof.session.parent_id"
 SESSION_ROLE = "agentprof.session.role"  # main | subagent | compaction | attempt
 TIMING = "agentprof.timing"  # measured | derived | unknown
 CPU_NS = "agentprof.cpu_ns"  # CPU time (thread or child process) spent inside the span
+CHILD_CPU_NS = "agentprof.cpu.children_ns"  # of CPU_NS, the child processes' part (not on the span's thread)
 RUNQ_NS = "agentprof.runq_ns"  # time the thread was runnable but waiting for a CPU (Linux schedstat), root span
 CPU_BOUND = "agentprof.cpu_bound"  # declared CPU-bound share of a span's own time: true/false or 0..1 (replay)
 PROMPT_BLOCK_HASHES = "agentprof.prompt.block_hashes"  # list[int] signed int64, chained xxh3_64

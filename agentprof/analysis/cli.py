@@ -228,7 +228,10 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
     cb = d.get("cpu_bound")
     if not cb or cb.get("orchestration_cpu_s") is None:
         return
-    con.print(f"orchestration CPU: {fmt_fine(cb['orchestration_cpu_s'])} on a CPU, {fmt_fine(cb['orchestration_busy_s'])} "
+    err = cb.get("orchestration_cpu_err_s")
+    pm = f" ± {fmt_fine(err)}" if err else ""
+    con.print(f"orchestration CPU: {fmt_fine(cb['orchestration_cpu_s'])}{pm} on a CPU, "
+              f"{fmt_fine(cb['orchestration_busy_s'])} "
               f"on or waiting for one, of {fmt_fine(cb['orchestration_wall_s'] or 0.0)}: "
               f"[bold]{fmt_pct(cb['orchestration_cpu_share'])} CPU-bound[/bold]"
               + ("" if cb.get("sampled") else " (not sampled: capture with --sample to see which functions)"),

@@ -24,6 +24,7 @@ Imported traces carry no CPU time: every figure here is then None.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,8 @@ class Profile:
     units: pl.DataFrame | None = None  # per span and gap with samples: wall, CPU, top frames
     attributed: Attributed | None = None
     sampled: bool = False
+    orchestration_cpu_err_s: float | None = None
+    """How far ``orchestration_cpu_s`` can be off (clock resolution of the subtracted spans, one sample's CPU)."""
 
     @property
     def orchestration_cpu_share(self) -> float | None:
@@ -76,7 +79,9 @@ class Profile:
         return min(self.orchestration_busy_s / self.orchestration_wall_s, 1.0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"orchestration_cpu_s": self.orchestration_cpu_s, "orchestration_busy_s": self.orchestration_busy_s,
+        return {"orchestration_cpu_s": self.orchestration_cpu_s,
+                "orchestration_cpu_err_s": self.orchestration_cpu_err_s,
+                "orchestration_busy_s": self.orchestration_busy_s,
                 "orchestration_wall_s": self.orchestration_wall_s,
                 "orchestration_cpu_share": self.orchestration_cpu_share,
                 "tools": self.tools, "sampled": self.sampled, "units": self.unit_rows()}
@@ -295,9 +300,11 @@ def _runq_by_span(a: Attributed | None, span_ids: list[str]) -> dict[str, float]
     return out
 
 
-def orchestration_cpu(trace: Trace, a: Attributed | None) -> tuple[float | None, float | None, dict[str, float]]:
+def orchestration_cpu(trace: Trace, a: Attributed | None
+                      ) -> tuple[float | None, float | None, dict[str, float], float | None]:
     """The agent's own loop (gaps and orchestration spans), summed over captured sessions: (CPU seconds,
-    busy seconds = CPU plus time waiting for a CPU), and per session the busy seconds of its gaps alone.
+    busy seconds = CPU plus time waiting for a CPU), per session the busy seconds of its gaps alone, and how far
+    the CPU seconds can be off (:func:`cpu_uncertainty_s`; a session's difference below 0 counts as 0 within it).
 
     Per session: the root span's thread CPU (and run-queue wait, ``agentprof.runq_ns``), minus that of the
     tool and parse spans under it that no other CPU-measured span contains (their ``cpu_ns`` includes nested
@@ -308,10 +315,15 @@ def orchestration_cpu(trace: Trace, a: Attributed | None) -> tuple[float | None,
     spans = trace.spans.select("span_id", "parent_id", "session_id", "kind", "cpu_ns", "attributes")
     roots = spans.filter((pl.col("kind") == "agent") & pl.col("cpu_ns").is_not_null())
     if roots.height == 0:
-        return None, None, {}
+        return None, None, {}, None
     ids = spans.get_column("span_id").to_list()
     parent = dict(zip(ids, spans.get_column("parent_id").to_list(), strict=False))
     cpu = dict(zip(ids, spans.get_column("cpu_ns").to_list(), strict=False))
+    # the root counts its thread's CPU only: a span's child-process CPU (recorded apart) is not subtracted from it
+    children = spans.get_column("attributes").str.json_path_match(f"$['{sc.CHILD_CPU_NS}']").cast(pl.Int64,
+                                                                                                   strict=False)
+    thread_cpu = {i: (c - (k or 0) if c is not None else None)
+                  for i, c, k in zip(ids, cpu.values(), children.to_list(), strict=False)}
     kinds = dict(zip(ids, spans.get_column("kind").to_list(), strict=False))
     root_ids = set(roots.get_column("span_id").to_list())
     runq = _runq_by_span(a, ids)
@@ -332,6 +344,7 @@ def orchestration_cpu(trace: Trace, a: Attributed | None) -> tuple[float | None,
         is_child = np.array([k == "child" for k in s.thread_kind], dtype=bool)[s.thread] if s.thread_kind else \
             np.zeros(len(s), dtype=bool)
         elsewhere = {ids[int(r)] for r in rows[(rows >= 0) & ~on_session & ~is_child]}
+    reads: dict[str, int] = {}  # per root: CPU-measured spans subtracted (two clock reads each)
     top_cpu: dict[str, float] = {}  # per root: its outermost CPU-measured tool/parse spans on its thread
     top_busy: dict[str, float] = {}
     orch_cpu: dict[str, float] = {}
@@ -349,22 +362,38 @@ def orchestration_cpu(trace: Trace, a: Attributed | None) -> tuple[float | None,
         if inner or p is None or span_id in elsewhere:
             continue
         tc, tb = (orch_cpu, orch_busy) if kinds[span_id] == "orchestration" else (top_cpu, top_busy)
-        tc[p] = tc.get(p, 0.0) + c / 1e9
-        tb[p] = tb.get(p, 0.0) + c / 1e9 + runq.get(span_id, 0.0)
-    cpu_total = busy_total = 0.0
+        own = (thread_cpu[span_id] or 0) / 1e9
+        tc[p] = tc.get(p, 0.0) + own
+        tb[p] = tb.get(p, 0.0) + own + runq.get(span_id, 0.0)
+        reads[p] = reads.get(p, 0) + 1
+    cpu_total = busy_total = err = 0.0
     gaps: dict[str, float] = {}
+    sample_cpu: dict[str, float] = {}  # per session: the largest CPU one sample carried (its attribution error)
+    if a is not None and len(a.samples):
+        for key, x in zip(a.samples.session_id.tolist(), a.cpu_s.tolist(), strict=False):
+            sample_cpu[str(key)] = max(sample_cpu.get(str(key), 0.0), float(x))
     for rid, ses, c, attrs in roots.select("span_id", "session_id", "cpu_ns", "attributes").iter_rows():
         try:
             rq = float((json.loads(attrs) if attrs else {}).get(sc.RUNQ_NS) or 0) / 1e9
         except (ValueError, AttributeError):
             rq = 0.0
-        loop_cpu = max(c / 1e9 - top_cpu.get(rid, 0.0) - orch_cpu.get(rid, 0.0) - other_cpu.get(ses, 0.0), 0.0)
+        raw = c / 1e9 - top_cpu.get(rid, 0.0) - orch_cpu.get(rid, 0.0) - other_cpu.get(ses, 0.0)
+        err += cpu_uncertainty_s(reads.get(rid, 0), sample_cpu.get(ses, 0.0))
+        loop_cpu = max(raw, 0.0)
         loop_busy = max(c / 1e9 + rq - top_busy.get(rid, 0.0) - orch_busy.get(rid, 0.0) - other_busy.get(ses, 0.0),
                         loop_cpu)
         gaps[ses] = loop_busy
         cpu_total += loop_cpu + orch_cpu.get(rid, 0.0)
         busy_total += loop_busy + orch_busy.get(rid, 0.0)
-    return cpu_total, busy_total, gaps
+    return cpu_total, busy_total, gaps, err
+
+
+def cpu_uncertainty_s(reads: int, sample_cpu_s: float) -> float:
+    """How far a session's loop CPU (its root's thread CPU minus the spans under it) can be off: two thread-clock
+    reads per subtracted span and the root at the clock's resolution, and, when sampled, one sample's CPU (a
+    sample's CPU is attributed whole to the span it lands in)."""
+    res = time.get_clock_info("thread_time").resolution
+    return 2.0 * res * (reads + 1) + sample_cpu_s
 
 
 def tool_shares(trace: Trace, a: Attributed | None = None) -> list[dict[str, Any]]:
@@ -436,9 +465,9 @@ def profile(trace: Trace, orchestration_wall_s: float | None = None) -> Profile:
     """CPU-bound shares and, when the trace was sampled, hotspots and per-span/gap units.
     ``orchestration_wall_s``: the orchestration time of the time split (its denominator)."""
     a = attribute(trace)
-    cpu, busy, gaps = orchestration_cpu(trace, a)
+    cpu, busy, gaps, err = orchestration_cpu(trace, a)
     prof = Profile(cpu, busy, orchestration_wall_s if cpu is not None else None, gap_busy_s=gaps,
-                   tools=tool_shares(trace, a), attributed=a, sampled=a is not None)
+                   tools=tool_shares(trace, a), attributed=a, sampled=a is not None, orchestration_cpu_err_s=err)
     g = session_gaps(trace.spans)
     if g.height:
         wall = g.with_columns(((pl.col("end_ns") - pl.col("start_ns")) / 1e9).alias("w")).group_by("session_id") \

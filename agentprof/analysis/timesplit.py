@@ -47,6 +47,14 @@ _RESIDUE_NS = int(waits.RESIDUE_MAX_S * 1e9)
 _IDLE_NS = int(waits.IDLE_GAP_S * 1e9)
 
 
+def bucket_of(kind: str) -> str:
+    """The bucket a span's own time counts in: its kind (``model``, ``tool``, ``parse``, ``wait``), else
+    ``orchestration`` (orchestration spans, and agent time no child covers). The one classification analyze and
+    replay share: a span owns its extent minus its children's, whatever its parent is, so a process spawned
+    inside a model call is tool time there, never model time."""
+    return kind if kind in ("model", "tool", "parse", "wait") else "orchestration"
+
+
 @dataclass
 class Node:
     """One timed span in a session (or conversation) tree."""
@@ -154,7 +162,7 @@ def _own(node: Node, a: int, b: int, acc: dict[str, int], kind: str, imported: b
     elif kind == "root":
         acc["wait"] += d
         acc["wait:" + UNRECORDED] = acc.get("wait:" + UNRECORDED, 0) + d
-    elif kind in ("tool", "parse"):
+    elif bucket_of(kind) in ("tool", "parse"):
         acc[kind] += d
     elif kind == "agent" and imported and (d <= _RESIDUE_NS or d >= _IDLE_NS):
         # an imported log's gap between records: clock residue when short, idle when long (nothing recorded)

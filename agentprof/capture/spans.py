@@ -125,8 +125,12 @@ class Scope:
                 own = (cpu_ns if cpu_ns is not None else cpu1 - self.cpu0) + child  # type: ignore[operator]
                 if self.store is not None:
                     self.store[sc.CPU_NS] = own
+                    if child:
+                        self.store[sc.CHILD_CPU_NS] = child
                 else:
                     span.set_attribute(sc.CPU_NS, own)
+                    if child:
+                        span.set_attribute(sc.CHILD_CPU_NS, child)
             if exc is not None:
                 record_error(span, exc, self.sess.capture_content)
         except Exception as e:

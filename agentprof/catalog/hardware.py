@@ -22,18 +22,41 @@ TABLES = ("accelerators", "hosts", "links", "disks", "systems", "models", "stand
 PRECISIONS = ("fp4", "int4", "fp8", "bf16")
 
 
+EVIDENCE = ("measured", "vendor", "seed", "estimate")
+"""Evidence classes of a catalog number: ``measured`` (a measurement: benchmarks, driver readings, our fits),
+``vendor`` (a vendor's published figure), ``seed`` (the project's seed statements about unreleased hardware, and
+the announcements they restate), ``estimate`` (a derivation from the others, stated in its source)."""
+
+
 @dataclass(frozen=True)
 class Bounded:
-    """A sourced catalog number with its optional stated range (estimates)."""
+    """A sourced catalog number with its optional stated range (estimates) and evidence class."""
 
     value: float
     source: str
     low: float | None = None
     high: float | None = None
+    evidence: str | None = None  # one of EVIDENCE when the catalog states it
 
     @property
     def is_estimate(self) -> bool:
-        return self.source.lower().startswith("estimate")
+        """Not a measurement nor a vendor's figure: an estimate, or a seed statement about unreleased hardware."""
+        return self.evidence_class in ("estimate", "seed")
+
+    @property
+    def evidence_class(self) -> str:
+        """The stated evidence class, else the one the source implies (an estimate, a seed claim, a vendor's
+        or a measurement's figure)."""
+        if self.evidence:
+            return self.evidence
+        src = self.source.lower()
+        if src.startswith("estimate"):
+            return "estimate"
+        if src.startswith("seed"):
+            return "seed"
+        if src.startswith(("measured", "fitted", "fit")):
+            return "measured"
+        return "vendor"
 
 
 def iter_numbers(node: Any, path: str = "") -> Iterator[tuple[str, Any, bool]]:
@@ -80,10 +103,14 @@ def _bounded(table: dict[str, Any], key: str, where: str, required: bool = True)
             raise CatalogError(f"{where}.{key}.{name}: expected a number, got {b!r}")
     if (lo is not None and lo > val) or (hi is not None and hi < val):
         raise CatalogError(f"{where}.{key}: value {val} lies outside its range [{lo}, {hi}]")
-    extra = set(v) - {"value", "source", "low", "high"}
+    extra = set(v) - {"value", "source", "low", "high", "evidence"}
     if extra:
-        raise CatalogError(f"{where}.{key}: unexpected field(s) {', '.join(sorted(extra))} (expected value, source, low, high)")
-    return Bounded(float(val), src.strip(), None if lo is None else float(lo), None if hi is None else float(hi))
+        raise CatalogError(f"{where}.{key}: unexpected field(s) {', '.join(sorted(extra))} "
+                           "(expected value, source, low, high, evidence)")
+    ev = v.get("evidence")
+    if ev is not None and ev not in EVIDENCE:
+        raise CatalogError(f"{where}.{key}.evidence: expected one of {', '.join(EVIDENCE)}, got {ev!r}")
+    return Bounded(float(val), src.strip(), None if lo is None else float(lo), None if hi is None else float(hi), ev)
 
 
 def _positive(b: Bounded | None, where: str) -> Bounded | None:

@@ -149,7 +149,8 @@ def _profile(profiles: list[Any], orchestration_s: float | None) -> Any:
         return None
     cpu = _sum_known([p.orchestration_cpu_s for p in present])
     busy = _sum_known([p.orchestration_busy_s for p in present])
-    merged = Profile(cpu, busy, orchestration_s if cpu is not None else None, sampled=any(p.sampled for p in present))
+    merged = Profile(cpu, busy, orchestration_s if cpu is not None else None, sampled=any(p.sampled for p in present),
+                     orchestration_cpu_err_s=_sum_known([p.orchestration_cpu_err_s for p in present]))
     for p in present:
         merged.gap_busy_s.update(p.gap_busy_s or {})
         merged.gap_wall_s.update(p.gap_wall_s or {})

@@ -8,6 +8,7 @@ the catalog's own ranges; which numbers moved is listed with the band.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from typing import Literal
 
@@ -35,7 +36,7 @@ def at_end(b: Bounded, corner: str | None, faster_high: bool) -> float:
 def _pick(name: str, b: Bounded, corner: Corner) -> Bounded:
     if (b.low is None and b.high is None) or name not in FAST_HIGH | FAST_LOW:
         return b
-    return Bounded(at_end(b, corner, name in FAST_HIGH), b.source, b.low, b.high)
+    return Bounded(at_end(b, corner, name in FAST_HIGH), b.source, b.low, b.high, b.evidence)
 
 
 def _fields(fields: dict[str, Bounded], corner: Corner, moved: list[str], where: str) -> dict[str, Bounded]:
@@ -64,6 +65,32 @@ def ranged(system: System) -> list[str]:
     corner_system(system, "fast", moved)
     corner_system(system, "slow", moved)
     return sorted(set(moved))
+
+
+def evidence(system: System, names: list[str]) -> dict[str, str]:
+    """The evidence class (:data:`agentprof.catalog.hardware.EVIDENCE`) of each catalog number a band moves,
+    by its band name (``jalapeno.hbm_bw``); the agentic deployment's estimated tier is an estimate."""
+    where = {system.accelerator.key: system.accelerator.fields, system.host.key: system.host.fields,
+             f"{system.key}.params": system.params}
+    out = {}
+    for name in names:
+        owner, _, key = name.rpartition(".")
+        if name == ESTIMATED_TIER:
+            out[name] = "estimate"
+        elif name == f"{system.link.key}.bw":
+            out[name] = system.link.bw.evidence_class
+        elif owner in where and key in where[owner]:
+            out[name] = where[owner][key].evidence_class
+    return out
+
+
+def ranged_count(band: dict) -> str:
+    """How many numbers a band moved, by evidence class: ``17 ranged figures: 9 estimate, 6 seed, 2 vendor``."""
+    ev = band.get("evidence") or {}
+    names = band.get("ranged") or []
+    by = Counter(ev.get(n, "unlabelled") for n in names)
+    classes = ", ".join(f"{count} {cls}" for cls, count in by.most_common())
+    return f"{len(names)} ranged figures" + (f": {classes}" if classes else "")
 
 
 def corner_system(system: System, corner: Corner, moved: list[str] | None = None) -> System:

@@ -68,7 +68,7 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
            arrival_rate: float | None, cache_ttl: float | None, hash_scope: str, as_json: bool,
            workers: int | None = None, scheduler: str | None = None, pools: str | None = None,
            attention: str = "auto", kv_dtype: str = "auto", deployment: str = "agentic",
-           speculative: str = "none") -> None:
+           speculative: str = "none", overflow: str = "compact", sessions: int | None = None) -> None:
     """Replay traces on serving systems: how much faster does the whole task get, not just the model calls?
 
     Every model call is re-timed by the calibrated device model, CPU-bound orchestration scales with the
@@ -88,9 +88,10 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
 
     cat = load_catalog(tuple(catalogs))
     cpu = _cpu_map(cpu_bound, cpu_bound_file)
-    simulate = concurrency is not None or any(v is not None for v in (cap_wait, arrival_rate, cache_ttl, pools))
+    simulate = concurrency is not None or any(v is not None for v in (cap_wait, arrival_rate, cache_ttl, pools,
+                                                                      sessions))
     serving = serving_config(concurrency or 1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools,
-                             attention, kv_dtype, deployment) \
+                             attention, kv_dtype, deployment, overflow, sessions) \
         if simulate else None
     trace = load(paths, workers, scheduler)  # the prefix cache couples sessions: only the import is distributed
     res = run(trace, list(systems), model=model, cache_policy=cache_policy, concurrency=concurrency or 1,
@@ -104,7 +105,7 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
 
 
 def _print_replay(res: Any) -> None:
-    from agentprof.replay.bands import ESTIMATED_TIER
+    from agentprof.replay.bands import ESTIMATED_TIER, ranged_count
     from agentprof.report.fit_width import Column, fitted_tables
     from agentprof.safe_text import console as safe_console
     from agentprof.safe_text import markup, text
@@ -172,7 +173,7 @@ def _print_replay(res: Any) -> None:
                           f"{fmt_duration(min(b['e2e_s']))}–{fmt_duration(max(b['e2e_s']))}, model calls "
                           f"{fmt_duration(min(b['model_calls_s']))}–{fmt_duration(max(b['model_calls_s']))}, "
                           "task speed-up "
-                          f"{fmt_x(lo)}–{fmt_x(hi)}{served} ({len(b['ranged'])} ranged figures, named in --json)")
+                          f"{fmt_x(lo)}–{fmt_x(hi)}{served} ({ranged_count(b)}, named in --json)")
     for note in res.standins.values():
         console.print(f"[yellow]stand-in[/yellow] {markup(note, 1000)}")
     o = res.orchestration
@@ -289,7 +290,8 @@ def _catalog_dict(cat: Any, calibrated: set[str | None]) -> dict[str, Any]:
              "hbm_bw_tb_s": a.hbm_bw / 1e12, "fp8_pflops": num(a, "fp8_flops", 1e15),
              "fp4_pflops": num(a, "fp4_flops", 1e15), "bf16_pflops": num(a, "bf16_flops", 1e15),
              "tdp_w": num(a, "tdp_w"), "allin_kw": num(a, "allin_kw"), "calibrated": a.key in calibrated,
-             "proxy": a.proxy, "estimates": sorted(k for k, f in a.fields.items() if f.is_estimate)}
+             "proxy": a.proxy, "estimates": sorted(k for k, f in a.fields.items() if f.is_estimate),
+             "evidence": {k: f.evidence_class for k, f in a.fields.items()}}
             for a in cat.accelerators.values()]
     hosts = [{"key": h.key, "display": h.display, "cores": h.fields["cores"].value,
               "mem_bw_gb_s": num(h, "mem_bw", 1e9), "st_speed": h.st_speed,

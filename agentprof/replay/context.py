@@ -38,3 +38,24 @@ def context_note(spec: ModelSpec, d: dict[str, Any]) -> str:
             f"{d['context_tokens']:,}-token context [{d['context_source']}] (prompts up to "
             f"{d['max_prompt_tokens']:,} tokens): that model could not serve them; their times extrapolate the "
             "same equations (attention grows with the square of the prompt) and rest on a model that could")
+
+
+def covering_standin(spec: ModelSpec, need: float, extra: tuple[str, ...] = ()) -> tuple[ModelSpec, str | None]:
+    """``--overflow stand-in``: ``spec`` when its window covers ``need`` tokens (prompt plus reply), else the
+    catalog model with the smallest window that does, and the note that says so; a clear error when none does."""
+    from agentprof.catalog import CatalogError, models
+
+    def window(m: ModelSpec) -> float:
+        f = m.fields.get("context")
+        return float(f.value) if f is not None and f.value else 0.0
+
+    if window(spec) >= need:
+        return spec, None
+    fits = sorted((m for m in models(extra).values() if window(m) >= need), key=lambda m: (window(m), m.key))
+    if not fits:
+        best = max(models(extra).values(), key=window)
+        raise CatalogError(f"--overflow stand-in: no catalog model's context covers calls of {int(need):,} tokens "
+                           f"(largest: {best.display}, {int(window(best)):,}); use --overflow compact or reject")
+    m = fits[0]
+    return m, (f"calls up to {int(need):,} tokens exceed {spec.display}'s {int(window(spec)):,}-token context: "
+               f"replayed as {m.display} ({int(window(m)):,} tokens; --overflow stand-in)")

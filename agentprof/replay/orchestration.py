@@ -209,7 +209,7 @@ def gap_split(trace: Any, fixed_s: np.ndarray, session_ids: list[str],
         return GapSplit(np.full(n, float(declared[GAPS_KEY])), "declared")
     from agentprof.analysis.hotspots import attribute, orchestration_cpu
 
-    _, _, busy = orchestration_cpu(trace, attribute(trace))
+    _, _, busy, _ = orchestration_cpu(trace, attribute(trace))
     if not busy:
         return GapSplit(np.zeros(n), "none")
     got = np.array([busy.get(s, np.nan) for s in session_ids])

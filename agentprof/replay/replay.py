@@ -22,6 +22,7 @@ from agentprof.catalog.hardware import HardwareCatalog, System, load_catalog
 from agentprof.importers.coerce import as_trace
 from agentprof.replay.active import human_wait_s, set_agent_active
 from agentprof.replay.bands import banded, corner_system
+from agentprof.replay.bands import evidence as band_evidence
 from agentprof.replay.cachepolicy import (
     CacheHits,
     CachePolicy,
@@ -31,7 +32,7 @@ from agentprof.replay.cachepolicy import (
     parse_policy,
 )
 from agentprof.replay.calibration import Fitted, load_fitted, user_fitted_in_use
-from agentprof.replay.context import beyond_context, context_note
+from agentprof.replay.context import beyond_context, context_note, covering_standin
 from agentprof.replay.costmodel import call_times, disk_load_s, kv_load_s
 from agentprof.replay.equations import WAITING_FOR
 from agentprof.replay.orchestration import (
@@ -317,6 +318,18 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
             if note:
                 standins[str(nm) if nm else "(unnamed)"] = note
         model_of.append(resolved[nm][0].key)
+    if serving is not None and serving.overflow == "stand-in" and model is None:
+        need = np.nan_to_num(inp) + np.nan_to_num(out)
+        for key in list(specs):
+            sel = np.array([k == key for k in model_of], dtype=bool) & replayable
+            if not sel.any():
+                continue
+            m, note = covering_standin(specs[key], float(need[sel].max()), extra)
+            if m is not specs[key]:
+                specs.pop(key)
+                specs[m.key] = m
+                model_of = [m.key if k == key else k for k in model_of]
+                notes.append(note)
     model_arr = np.array(model_of, dtype=object)
 
     # orchestration: CPU-bound split, once
@@ -340,7 +353,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     # columns: 0 = recorded; 1..k = systems; k+1..2k = systems with an infinitely fast model; 2k+1 = recorded, model 0
     own_new = np.repeat(lay.excl_old[:, None], 2 * k + 2, axis=1)
     fixed_new = np.repeat(lay.fixed_s[:, None], 2 * k + 2, axis=1)
-    model_new = np.repeat(lay.old_dur[:, None], 2 * k + 2, axis=1)
+    model_new = np.repeat(lay.excl_old[:, None], 2 * k + 2, axis=1)  # a model call's own time, nested spans apart
     model_new[lay.category == MODEL, 2 * k + 1] = 0.0
     groups = {key: np.flatnonzero((model_arr == key) & replayable) for key in specs}
     too_long = [d for key, sel in groups.items() if (d := beyond_context(specs[key], inp[sel], out[sel]))]
@@ -372,7 +385,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     elif (replayable & ~measured).any():
         notes.append(f"{int((replayable & ~measured).sum())} replayed call(s) have derived (not measured) recorded "
                      "durations and are left out of the model-call speed-up")
-    rec_calls_s = float(lay.old_dur[span_row[measured]].sum()) if span_row.size else 0.0
+    rec_calls_s = float(lay.excl_old[span_row[measured]].sum()) if span_row.size else 0.0
     sim = _serving_setup(trace, serving, groups, calls, notes) if serving is not None else None
     for j, system in enumerate(sys_objs, start=1):
         row = SystemRow(system.key, system.display)
@@ -382,7 +395,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                                                             system.host.mt_speed / rec_host.mt_speed), lay.excl_old)
         own_new[:, k + j] = own_new[:, j]
         fixed_new[:, j] = fixed_new[:, k + j] = scaled_gaps(lay.fixed_s, gaps, ratio)
-        new_call = lay.old_dur[span_row].copy()
+        new_call = lay.excl_old[span_row].copy()
         wait_call = {k: np.zeros(span_row.size) for k in WAITING_FOR}
         cache_tot = {"input_tokens": 0.0, "hbm_hit_tokens": 0.0, "cpu_hit_tokens": 0.0, "disk_hit_tokens": 0.0}
         try:
@@ -432,7 +445,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                     "session_id": calls.get_column("session_id").gather(sel), "model": [key] * sel.size,
                     "input_tokens": inp[sel], "cached_hbm": hits.hbm, "cached_cpu": hits.cpu,
                     "cached_disk": hits.disk, "output_tokens": out[sel], "load_s": t.load_s, "ttft_s": t.ttft_s,
-                    "decode_s": t.decode_s, "replayed_s": t.total_s, "recorded_s": lay.old_dur[span_row[sel]],
+                    "decode_s": t.decode_s, "replayed_s": t.total_s, "recorded_s": lay.excl_old[span_row[sel]],
                     **{f"wait_{k_w}_s": t.waiting_for[k_w] for k_w in WAITING_FOR}}))
         except CatalogError as e:
             row.error = str(e)
@@ -490,7 +503,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                           _human_s=human_s, _indexes=indexes)
             if any(e.error for e in ends.systems):
                 continue
-            row.band = {"ranged": moved, **{k: [getattr(e, k) for e in ends.systems]
+            row.band = {"ranged": moved, "evidence": band_evidence(system, moved), **{k: [getattr(e, k) for e in ends.systems]
                                             for k in ("e2e_s", "model_calls_s", "speedup_vs_recorded",
                                                       "speedup_vs_recorded_active")}}
             if row.serving is not None and all(e.serving is not None for e in ends.systems):

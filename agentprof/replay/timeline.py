@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from agentprof.analysis.timesplit import bucket_of
+
 MODEL, ORCH, WAIT, TOOL = 0, 1, 2, 3
 CATEGORIES = ("model", "orchestration", "wait", "tool")
 NCAT = len(CATEGORIES)
@@ -33,7 +35,7 @@ class Layout:
     host_parent: np.ndarray     # per span: parent within its host session's tree, -1 = top-level or excluded
     member: np.ndarray          # per span: is a top-level member of its host session
     host: np.ndarray            # per span: host session index (-1: a root session's agent span / unplaced)
-    inside_model: np.ndarray    # per span: has a model-span ancestor (its change is already in the model's)
+    inside_model: np.ndarray    # per span: has a model-span ancestor (it keeps its own kind and change)
     depth: np.ndarray           # per span: depth in its host tree (0 = top-level member)
     root_of: np.ndarray         # per session: index of its root (agent) span, -1 when synthesized
     session_level: np.ndarray   # per session: nesting level (0 = top-level session)
@@ -61,7 +63,9 @@ def prepare(spans: pl.DataFrame) -> Layout:
     parent = (spans.select("trace_id", pl.col("parent_id").alias("span_id"))
               .join(ids, on=["trace_id", "span_id"], how="left", maintain_order="left")
               .get_column("_row").fill_null(-1).to_numpy().astype(np.int64))
-    category = np.where(kind == "model", MODEL, np.where(kind == "wait", WAIT, np.where(kind == "tool", TOOL, ORCH)))
+    # analyze's buckets (parse folded into orchestration here); each span owns its exclusive time
+    bucket = {"model": MODEL, "wait": WAIT, "tool": TOOL, "parse": ORCH, "orchestration": ORCH}
+    category = np.array([bucket[bucket_of(k)] for k in kind.tolist()], dtype=np.int64)
 
     # sessions: root span (earliest agent span), parent session, extent
     root_of = np.full(n_sess, -1, dtype=np.int64)
@@ -185,18 +189,19 @@ def assemble(lay: Layout, own_new: np.ndarray, model_new: np.ndarray,
     """Replayed session times for several systems at once.
 
     ``own_new`` (spans × systems): each span's new exclusive time (CPU-scaled orchestration; waits and
-    unchanged spans = ``excl_old``); ``model_new`` (spans × systems): a model span's new total time (ignored
-    for other spans); ``fixed_new`` (sessions × systems, optional): each session's new gap time (default:
-    the recorded ``fixed_s``). Sessions are processed from the deepest sub-agent level up."""
+    unchanged spans = ``excl_old``); ``model_new`` (spans × systems): a model span's new own time, its nested
+    spans (a subprocess the SDK spawned) apart, as :func:`agentprof.analysis.timesplit.bucket_of` splits it
+    (ignored for other spans); ``fixed_new`` (sessions × systems, optional): each session's new gap time
+    (default: the recorded ``fixed_s``). Sessions are processed from the deepest sub-agent level up."""
     n, k = own_new.shape
     n_sess = lay.old_e2e.size
     e2e = np.zeros((n_sess, k))
     cats = np.zeros((n_sess, k, NCAT))
     is_model = lay.category == MODEL
-    dead = lay.inside_model | ~lay.placed
+    dead = ~lay.placed
     # each span's own change; rolled up into its ancestors below (in place, deepest first)
     # (systems, spans) layout: every per-system pass below reads contiguous memory
-    delta = np.where(is_model[None, :], model_new.T - lay.old_dur[None, :], own_new.T - lay.excl_old[None, :])
+    delta = np.where(is_model[None, :], model_new.T, own_new.T) - lay.excl_old[None, :]
     delta[:, dead] = 0.0
     # new time by category is carried only for spans whose subtree can mix categories
     nested = lay.host_parent >= 0

@@ -179,6 +179,7 @@ def whatif_panel(r: dict[str, Any] | None, note: str | None = None,
             "band": {k: [_num(x) for x in v] for k, v in (row.get("band") or {}).items()
                      if k in ("e2e_s", "model_calls_s", "speedup_vs_recorded") and isinstance(v, list)},
             "band_ranged": [str(x) for x in (row.get("band") or {}).get("ranged") or []],
+            "band_evidence": {str(k): str(v) for k, v in ((row.get("band") or {}).get("evidence") or {}).items()},
         })
     if not rows:
         return _missing(note or "the replay result lists no systems")

@@ -301,6 +301,7 @@ def serving_view(sv: dict[str, Any], width: int | None = None) -> RenderableType
     if any("dp" in (row.get("attention") or []) for row in sv["systems"]):
         notes.append("DP: data-parallel attention ranks (the sessions' MLA KV outgrows what tensor-parallel attention "
                      "holds)")
+    notes += [f"{row['system']} at {conc[-1]}: {row['beyond']}" for row in sv["systems"] if row.get("beyond")]
     for row in sv["systems"]:
         b = row.get("band") or {}
         p99, tph = b.get("serving_ttft_p99_s") or [], b.get("serving_tasks_per_hour") or []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import agentprof
 
@@ -47,3 +48,24 @@ def test_instrument_subprocess(tmp_path):
     assert [attrs(s).get("agentprof.subprocess.returncode") for s in subs] == [0, 0, 3, None]
     assert subs[3]["status"] == "error" and subs[3]["error_type"] == "FileNotFoundError"
     assert all("agentprof.subprocess.args" not in attrs(s) for s in subs)
+
+
+def test_orchestration_cpu_is_not_cancelled_by_a_tools_child_processes(tmp_path):
+    # the root span counts its thread's CPU only; a tool's cpu_ns adds its child processes' CPU, recorded apart
+    # so the loop's own CPU is the root's minus the tools' thread CPU (it was clamped at 0 when the child's was
+    # subtracted too)
+    from agentprof.analysis import analyze
+    from agentprof.trace import read
+
+    with agentprof.profile("loop", out=tmp_path) as run:
+        run_child(0.3)
+        end = time.process_time() + 0.1
+        while time.process_time() < end:  # the agent's own loop code
+            pass
+    _, rows = load(run.path)
+    (tool,) = of_kind(rows, "tool")
+    assert attrs(tool)["agentprof.cpu.children_ns"] >= 0.3e9
+    prof = analyze(read(run.path)).to_dict()["cpu_bound"]
+    cpu, err = prof["orchestration_cpu_s"], prof["orchestration_cpu_err_s"]
+    assert err is not None and 0 < err < 0.05
+    assert cpu >= 0.1 - err and cpu < 0.3

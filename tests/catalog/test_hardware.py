@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
-from agentprof.catalog.hardware import check_sources, iter_numbers, load_catalog
+from agentprof.catalog.hardware import EVIDENCE, check_sources, iter_numbers, load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCED_FILES = ("accelerators.toml", "hosts.toml", "systems.toml", "models.toml", "seed_claims.toml", "kv_cache.toml",
@@ -45,9 +45,20 @@ def test_estimates_are_labelled_with_ranges() -> None:
         f = jal.fields[key]
         assert f.is_estimate, key
         assert f.low is not None and f.high is not None and f.low <= f.value <= f.high, key
-    # Jalapeño's derivation: "5x H100" and "2x Blackwell" bandwidth bracket the estimate (hardware.md §2.4)
-    assert jal.fields["hbm_bw"].low == pytest.approx(2 * cat.accelerators["b200"].hbm_bw)
-    assert jal.fields["hbm_bw"].high == pytest.approx(5 * cat.accelerators["h100"].hbm_bw)
+    # every Jalapeño, Rubin and Vera number states its evidence class; the capacity, bandwidth and power rest on
+    # the seed statements (the same announcements as the seed claims), the compute on estimates
+    for fields in (jal.fields, cat.accelerators["rubin"].fields, cat.hosts["vera"].fields):
+        assert all(f.evidence in EVIDENCE for f in fields.values())
+    assert {k: jal.fields[k].evidence for k in ("hbm_bytes", "hbm_bw", "tdp_w", "fp8_flops")} == {
+        "hbm_bytes": "seed", "hbm_bw": "seed", "tdp_w": "seed", "fp8_flops": "estimate"}
+    # one announcement, so its band is a rounded "5x H100" (4.5-5.5x), not the two multiples' 4 % spread
+    h100 = cat.accelerators["h100"].hbm_bw
+    assert jal.fields["hbm_bw"].low == pytest.approx(4.5 * h100, rel=0.01)
+    assert jal.fields["hbm_bw"].high == pytest.approx(5.5 * h100, rel=0.01)
+    # Vera's host ratio = vendor ratio (1.6-2.0, an "up to 2x") x 72/88 x Grace's range
+    vera, grace = cat.hosts["vera"].fields["st_speed"], cat.hosts["grace"].fields["st_speed"]
+    assert vera.low == pytest.approx(1.6 * 72 / 88 * grace.low, rel=0.01)
+    assert vera.high == pytest.approx(2.0 * 72 / 88 * grace.high, rel=0.01)
     for key in ("grace", "vera", "xeon-8570", "epyc-9654"):
         st = cat.hosts[key].fields["st_speed"]
         assert st.is_estimate, f"{key}: single-thread speed must be labelled an estimate"
@@ -130,3 +141,11 @@ def test_cli_reports_bad_catalog_as_one_line(tmp_path: Path) -> None:
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "accelerators.myacc.hbm_bw" in lines[0]
+
+
+def test_an_unknown_evidence_class_is_a_clear_error(tmp_path) -> None:
+    f = tmp_path / "mine.toml"
+    f.write_text('[accelerators.x]\ndisplay = "x"\nvendor = "x"\nfamily = "x"\n'
+                 'hbm_bytes = { value = 1e11, source = "spec sheet", evidence = "rumour" }\n')
+    with pytest.raises(CatalogError, match="hbm_bytes.evidence: expected one of measured, vendor, seed, estimate"):
+        load_catalog((str(f),))

@@ -97,7 +97,9 @@ def test_concurrency_makes_the_shared_system_slower(kvct) -> None:
     one = replay(kvct, ["b200+x86"], cache_policy="prefix", concurrency=1).systems[0]
     many = replay(kvct, ["b200+x86"], cache_policy="prefix", concurrency=16).systems[0]
     assert many.model_calls_s > one.model_calls_s
-    assert many.cache["hit_share"] <= one.cache["hit_share"]
+    # hit shares of the simulation, which sends the prompts past Kimi's window compacted (--overflow compact)
+    two = replay(kvct, ["b200+x86"], cache_policy="prefix", concurrency=2, bands=False).systems[0]
+    assert many.cache["hit_share"] <= two.cache["hit_share"]
 
 
 def test_claude_code_session_replays() -> None:

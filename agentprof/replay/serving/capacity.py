@@ -203,7 +203,7 @@ def _band(plan: SessionPlan, system: Any, spec: Any, cat: HardwareCatalog, fitte
           resolved: Any) -> dict[str, Any] | None:
     """The capacity with every ranged estimate at its fast and at its slow end (``concurrency``: [fast, slow];
     0 where even one session misses the SLO), and which numbers moved; None when nothing is ranged."""
-    from agentprof.replay.bands import banded, corner_system
+    from agentprof.replay.bands import banded, corner_system, evidence
     from agentprof.replay.serving.deployment import estimated_tier
     from agentprof.replay.systems import resolve
 
@@ -218,4 +218,4 @@ def _band(plan: SessionPlan, system: Any, spec: Any, cat: HardwareCatalog, fitte
         except CatalogError:
             return None
         ends.append(got.concurrency or 0)
-    return {"ranged": moved, "concurrency": ends}
+    return {"ranged": moved, "evidence": evidence(system, moved), "concurrency": ends}

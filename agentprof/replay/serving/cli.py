@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from agentprof.replay.serving.metrics import beyond_text
 from agentprof.report.formats import fmt_duration
 
 _CTX = {"help_option_names": ["-h", "--help"]}
@@ -41,6 +42,14 @@ def serving_options(f: Callable[..., Any]) -> Callable[..., Any]:
                           "tier, KV dtype and HBM share; else the recipes' CPU tier per instance, an estimate); "
                           "benchmark: the catalog's benchmark settings, HBM only. --cache-policy and --kv-dtype "
                           "override their parts."),
+        click.option("--overflow", type=click.Choice(["compact", "reject", "stand-in"]), default="compact",
+                     show_default=True,
+                     help="A call beyond the served window (the model's context or one replica's KV pool): compact "
+                          "(the client summarizes its history, as Claude Code does), reject (the call fails, its "
+                          "session ends) or stand-in (a catalog model whose window covers the trace)."),
+        click.option("--sessions", type=click.IntRange(min=1), metavar="N",
+                     help="Sessions the closed loop runs (the recorded ones cycled; default: each once, or one per "
+                          "slot)."),
         click.option("--pools", metavar="pWxG-dWxG",
                      help="Serve disaggregated: W prefill workers of G accelerators, W decode workers of G (e.g. "
                           "p1x4-d1x4), the prompt's KV handed over the system's links."),
@@ -51,12 +60,13 @@ def serving_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def serving_config(concurrency: int, router: str, cap_wait: float | None, arrival_rate: float | None,
                    cache_ttl: float | None, hash_scope: str, pools: str | None = None, attention: str = "auto",
-                   kv_dtype: str = "auto", deployment: str = "agentic") -> Any:
+                   kv_dtype: str = "auto", deployment: str = "agentic", overflow: str = "compact",
+                   sessions: int | None = None) -> Any:
     from agentprof.replay.serving import ServingConfig
 
     cfg = ServingConfig(concurrency=concurrency, router=router, cap_wait_s=cap_wait, arrival_rate_per_h=arrival_rate,
                         ttl_s=cache_ttl, scope=hash_scope, disagg=pools, attention=attention, kv_dtype=kv_dtype,
-                        deployment=deployment, levers=True)
+                        deployment=deployment, levers=True, overflow=overflow, sessions=sessions)
     cfg.check()
     return cfg
 
@@ -87,6 +97,9 @@ def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: s
         console.print(t)
     for name, d in rows:
         console.print(f"[dim]{name}: {d['why']}[/dim]")
+        line = beyond_text(d)
+        if line:
+            console.print(f"{name}: {line}")
     if rows:
         p = rows[0][1].get("power") or {}
         if p:
@@ -114,7 +127,8 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
                  cache_policy: str, max_concurrency: int, router: str, cap_wait: float | None,
                  arrival_rate: float | None, cache_ttl: float | None, hash_scope: str, catalogs: tuple[str, ...],
                  as_json: bool, pools: str | None = None, attention: str = "auto", kv_dtype: str = "auto",
-                 deployment: str = "agentic", no_bands: bool = False) -> None:
+                 deployment: str = "agentic", no_bands: bool = False, overflow: str = "compact",
+                 sessions: int | None = None) -> None:
     """How many agent sessions can each system serve within a latency SLO?
 
     Simulates the sessions of PATHS at growing concurrency (doubling, then bisecting) and reports the largest
@@ -133,7 +147,7 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
     from agentprof.safe_text import console as safe_console
 
     cfg = serving_config(1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools, attention, kv_dtype,
-                         deployment)
+                         deployment, overflow, sessions)
     policy = parse_policy(cache_policy)
     cfg.cache_from_deployment = policy.kind == "auto"
     if policy.kind == "none":

@@ -2,10 +2,10 @@
 utilization, energy and cost per finished task, and the facts that explain them (calls in flight, queue).
 
 Definitions: TTFT = first token − issue (the request overhead, queue, KV loads and prefill included); TPOT =
-(last token − first token)/(output − 1); queue = time waiting for admission. Tasks per hour are the steady
-state of the closed loop (Little's law: active sessions / mean task time), not finished tasks over a
-makespan that ends in a drain. Energy = mean system power (idle + (busy − idle) × utilization, the catalog's
-power boundary) / tasks per hour; cost = system price per hour / tasks per hour.
+(last token − first token)/(output − 1); queue = time waiting for admission. Tasks per hour are the tasks
+completed in the simulated window over its length (:func:`window`: the closed loop's full-load stretch, else the
+whole run). Energy = mean system power (idle + (busy − idle) × utilization, the catalog's power boundary) /
+tasks per hour; cost = system price per hour / tasks per hour.
 """
 
 from __future__ import annotations
@@ -75,13 +75,13 @@ def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system:
     tpot = np.where(multi, (eng.done_t - eng.first_t) / np.maximum(eng.out - 1.0, 1.0), np.nan)
     task = eng.sess_end - eng.sess_start
     rec = plan.recorded_s[eng.sess_plan]
-    ok = np.isfinite(task) & (task > 0)
+    failed = eng.sess_failed if eng.sess_failed.size == task.size else np.zeros(task.size, dtype=bool)
+    ok = np.isfinite(task) & (task > 0) & ~failed
     speed = rec[ok] / task[ok]
     makespan = eng.makespan_s
     n_inst = int(ok.sum())
-    active = float(task[ok].sum() / makespan) if open_loop and makespan > 0 else float(min(concurrency, n_inst))
-    mean_task = float(task[ok].mean()) if n_inst else float("nan")
-    tph = active * 3600.0 / mean_task if n_inst and mean_task > 0 else None
+    win = window(eng, concurrency, open_loop)
+    tph = win["tasks"] * 3600.0 / win["length_s"] if win["tasks"] and win["length_s"] > 0 else None
     util = float(sum(eng.busy_s) / (makespan * replicas)) if makespan > 0 else 0.0
     if utilization is not None:
         util = float(utilization)
@@ -96,6 +96,8 @@ def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system:
         "task_s": pcts(task[ok], (50, 90)),
         "task_speedup_median": float(np.median(speed)) if speed.size else None,
         "tasks_per_hour": tph,
+        "tasks_completed": win["tasks"],
+        "window": {k: win[k] for k in ("start_s", "end_s", "basis")},
         "output_tokens_per_s": (tph * out_per_task / 3600.0) if tph else None,
         "hit_share": {"hbm": float(hits[0] / inp) if inp else 0.0, "cpu": float(hits[1] / inp) if inp else 0.0,
                       "disk": float(hits[2] / inp) if inp else 0.0,
@@ -129,6 +131,39 @@ def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system:
         cost["provider"] = prov
     d["cost_per_task"] = cost or None
     return d
+
+
+MIN_WINDOW_TASKS = 10
+"""Tasks the full-load window must hold (at most the concurrency) for its rate to stand: fewer and the whole run is
+the window (each slot ran about one session: no stretch with every slot busy and tasks finishing)."""
+
+
+def window(eng: EngineResult, concurrency: int, open_loop: bool) -> dict[str, Any]:
+    """The simulated window tasks per hour are counted in, and the tasks completed in it.
+
+    Closed loop: from the moment every slot holds a session (the ramp's last start) to the first moment a slot
+    finishes with no session left to start (the drain), when that stretch holds at least
+    ``min(concurrency, MIN_WINDOW_TASKS)`` completed tasks; else, and for open-loop arrivals, the whole run
+    (0 to the last session's end). Failed sessions (``--overflow reject``) free their slot but are not tasks."""
+    st, en = eng.sess_start, eng.sess_end
+    failed = eng.sess_failed if eng.sess_failed.size == en.size else np.zeros(en.size, dtype=bool)
+    done = np.sort(en[np.isfinite(en) & ~failed])
+    ends = np.sort(en[np.isfinite(en)])
+    whole = {"start_s": 0.0, "end_s": float(eng.makespan_s), "tasks": int(done.size),
+             "basis": "whole run (ramp and drain included)"}
+    if open_loop or not ends.size:
+        whole["length_s"] = whole["end_s"]
+        return whole
+    starts = np.sort(st[np.isfinite(st)])
+    slots = min(concurrency, starts.size)
+    t0 = float(starts[slots - 1])
+    t1 = float(ends[ends.size - slots]) if ends.size >= slots else float(eng.makespan_s)
+    n = int(((done > t0) & (done <= t1)).sum())
+    if t1 > t0 and n >= min(concurrency, MIN_WINDOW_TASKS):
+        return {"start_s": t0, "end_s": t1, "tasks": n, "length_s": t1 - t0,
+                "basis": "full load (every slot holds a session: after the ramp, before the drain)"}
+    whole["length_s"] = whole["end_s"]
+    return whole
 
 
 FULL_LOAD = 0.9
@@ -181,8 +216,31 @@ def why(d: dict[str, Any]) -> str:
             f"p99 {ttft['p99'] or 0:.2f} s; server busy {d['utilization']:.0%} of the time; "
             f"{c.get('count', 0)} cold call(s) (under half the prompt cached, median "
             f"{c.get('median_prompt_tokens', 0):,.0f} tokens) have TTFT p99 {c.get('ttft_p99_cold_s') or 0:.2f} s, "
-            f"the warm ones {c.get('ttft_p99_warm_s') or 0:.2f} s." + _full_text(d) + _layout_text(d)
+            f"the warm ones {c.get('ttft_p99_warm_s') or 0:.2f} s." + _window_text(d) + _full_text(d) + _layout_text(d)
             + deployment_text(d) + (levers_text(d["levers"]) if d.get("levers") else ""))
+
+
+def beyond_text(d: dict[str, Any]) -> str:
+    """One short line: the calls beyond the served window, the policy, and the headline without their sessions
+    (empty when every call fitted)."""
+    b = d.get("beyond_context") or {}
+    if not b.get("count"):
+        return ""
+    w = b.get("without") or {}
+    p99 = (w.get("ttft_s") or {}).get("p99")
+    tph = w.get("tasks_per_hour")
+    return (f"{b['count']:,} call(s) in {b['sessions']} session(s) beyond {b['window_tokens']:,} tokens "
+            f"(--overflow {b['policy']}); without them: TTFT p99 "
+            + (f"{p99:.1f} s" if p99 is not None else "n/a") + (f", {tph:.1f} tasks/h" if tph else ""))
+
+
+def _window_text(d: dict[str, Any]) -> str:
+    """Where tasks per hour come from: the tasks completed in the simulated window (empty when not recorded)."""
+    w = d.get("window")
+    if not w:
+        return ""
+    return (f" Tasks per hour: {d.get('tasks_completed', 0)} task(s) completed in {(w['end_s'] - w['start_s']) / 3600:.2f} h"
+            f" ({w['basis'].split(' (')[0]}).")
 
 
 def _full_text(d: dict[str, Any]) -> str:

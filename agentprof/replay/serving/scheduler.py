@@ -83,6 +83,11 @@ class Options:
     arrival_rate_per_h: float | None = None
     seed: int = 0
     copies: int = 1
+    sessions: int | None = None
+    """Session instances the loop runs (the recorded sessions cycled, ``copies`` times at most); None: the
+    recorded sessions, or one per slot when the concurrency is larger."""
+    failed: np.ndarray | None = None
+    """Per plan session: its task fails (``--overflow reject``): it frees its slot but is not a completed task."""
     ramp_s: float = 0.0  # slot i starts its first session at i * ramp_s
     warm_ids: np.ndarray | None = None  # blocks already in every replica's HBM at the start (benchmarks)
     quiet_steps: bool = True  # False: every step is an event, each chunk priced alone (the reference for tests)
@@ -167,6 +172,8 @@ class EngineResult:
     run empty batches then); empty without lockstep."""
     lockstep_wait_s: float = 0.0
     """Step time added by the lockstep (ranks waiting for a sibling's longer step), summed over ranks."""
+    sess_failed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """Per session instance: its task failed (ended without completing)."""
 
 
 class Engine:
@@ -261,7 +268,8 @@ class Engine:
     # --- sessions ----------------------------------------------------------------------------------------
     def run(self) -> EngineResult:
         p, o = self.plan, self.opt
-        n_inst = max(p.n_sessions, o.concurrency) if o.copies > 1 else p.n_sessions
+        n_inst = o.sessions or (max(p.n_sessions, o.concurrency) if o.copies > 1 else p.n_sessions)
+        n_inst = min(n_inst, p.n_sessions * max(o.copies, 1))
         self.order = [(i % p.n_sessions, i // p.n_sessions) for i in range(n_inst)]
         self.sess_start = np.full(n_inst, np.nan)
         self.sess_end = np.full(n_inst, np.nan)
@@ -882,4 +890,6 @@ class Engine:
                             "disk": self.cache.disk.evicted},
             roles=[rep.role for rep in self.reps], queue_by_role=by_role,
             handoff_s=np.array([r.hand_s for r in d]), peak_running=[rep.peak_running for rep in self.reps],
-            group_busy_s=list(self.group_busy), lockstep_wait_s=self.lockstep_wait)
+            group_busy_s=list(self.group_busy), lockstep_wait_s=self.lockstep_wait,
+            sess_failed=(self.opt.failed[np.array([s for s, _ in self.order], dtype=np.int64)]
+                         if self.opt.failed is not None else np.zeros(len(self.order), dtype=bool)))

@@ -132,6 +132,18 @@ def block_ids(keys: np.ndarray, offs: np.ndarray, conv: np.ndarray, first: np.nd
     return node, int(n_nodes), reuse
 
 
+def known_starts(calls: pl.DataFrame) -> pl.Expr:
+    """Each call's start as the simulation takes it, the same for every importer: the recorded start; where an
+    importer could not tell it (a log that stamps only replies), its own end, so the unknown time before the reply
+    stays in the gap as recorded (as the one-session replay keeps an unplaced call's time); with neither end, the
+    latest instant known before it in its conversation, else the session's start. Never 0: a missing time filled
+    with the epoch turns a session's wall time into a Unix timestamp."""
+    prev = pl.coalesce("end_ns", "start_ns").shift(1).forward_fill().over("conversation_id")
+    t0 = pl.coalesce(pl.col("start_ns"), pl.col("end_ns"), prev, pl.col("a0"))
+    first_known = pl.coalesce("start_ns", "end_ns").drop_nulls().first().over("conversation_id")
+    return pl.coalesce(t0, first_known, pl.lit(0, dtype=pl.Int64))
+
+
 def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global",
                keep: set[tuple[str, str]] | None = None) -> SessionPlan:
     """Sessions of ``trace`` as closed loops (see the module docstring). ``keep`` limits the calls simulated to
@@ -156,9 +168,9 @@ def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global
     spans = trace.spans
     agents = (spans.filter(pl.col("kind") == "agent").group_by("session_id")
               .agg(pl.col("start_ns").min().alias("a0"), pl.col("end_ns").max().alias("a1")))
-    calls = (calls.join(agents, left_on="conversation_id", right_on="session_id", how="left")
-             .with_columns(pl.col("start_ns").forward_fill().over("conversation_id").alias("_t0")))
-    calls = calls.with_columns(pl.col("_t0").fill_null(0), pl.col("end_ns").fill_null(pl.col("_t0")))
+    calls = calls.join(agents, left_on="conversation_id", right_on="session_id", how="left")
+    calls = calls.with_columns(known_starts(calls).alias("_t0"))
+    calls = calls.with_columns(pl.col("end_ns").fill_null(pl.col("_t0")))
     conv_order = calls.select("conversation_id").unique(maintain_order=True).with_row_index("_conv")
     calls = calls.join(conv_order, on="conversation_id", how="left").sort("_conv", "_t0", "_cb", maintain_order=True)
     order = calls.get_column("_cb").to_numpy().astype(np.int64)

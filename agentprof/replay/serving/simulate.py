@@ -34,7 +34,9 @@ from agentprof.replay.serving.dpattention import (
 )
 from agentprof.replay.serving.kvdtype import carry_kv, check_kv_dtype, kv_dtype_name
 from agentprof.replay.serving.levers import levers
-from agentprof.replay.serving.metrics import pcts, serving_dict, why
+from agentprof.replay.serving.metrics import pcts, serving_dict, why, window
+from agentprof.replay.serving.overflow import Overflow, check_policy, served_window
+from agentprof.replay.serving.overflow import apply as apply_overflow
 from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.scheduler import ROUTERS, Engine, EngineResult, Options
 from agentprof.replay.serving.sessions import SessionPlan
@@ -86,6 +88,12 @@ class ServingConfig:
     speculative: str = "none"
     """Speculative decoding with the model's catalogued drafter (``eagle3``; :mod:`agentprof.replay.speculative`),
     applied to every variant the simulation runs (each instance size and attention layout); not with ``disagg``."""
+    overflow: str = "compact"
+    """What the client does with a call beyond the served window (the stand-in's context, or one replica's KV
+    pool): ``compact``, ``reject`` or ``stand-in`` (:mod:`agentprof.replay.serving.overflow`)."""
+    sessions: int | None = None
+    """Session instances the closed loop runs (the recorded sessions cycled, copies sharing no cache blocks);
+    None: each recorded session once, or one per slot when the concurrency is larger."""
     ramp_s: float | None = None
     """Seconds between the starts of the closed loop's first sessions; None: the mean recorded session time
     divided by the concurrency, so sessions start spread over their phases as in a steady state instead of
@@ -105,6 +113,9 @@ class ServingConfig:
         check_mode(self.attention)
         check_kv_dtype(self.kv_dtype)
         check_deployment(self.deployment)
+        check_policy(self.overflow)
+        if self.sessions is not None and self.sessions < 1:
+            raise AgentprofError(f"--sessions must be at least 1, got {self.sessions}")
 
 
 def pool_layout(text: str) -> tuple[int, int, int, int]:
@@ -173,6 +184,8 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
     cfg.check()
     cat = cat or load_serving()
     asked, given = r, cfg
+    recorded = plan
+    plan = _overflowed(plan, r, math.inf, cfg.overflow).plan  # sized for what the client sends
     dep = deployment_for(r, cfg.deployment)
     from_dep = takes_cache(cfg)
     kv = dep.kv_for(cfg.kv_dtype)
@@ -210,9 +223,9 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
                 cap = _capacity(plan, r, rd, cfg)
                 layout = choose(r, "auto", cfg.concurrency, cap=cap)
                 if layout.mode == "dp":  # only DP's pool holds the KV: run both, keep what the sessions get
-                    run_dp = _run(plan, rd, layout, cfg, cat, None, gpus, size_note)
+                    run_dp = _run(recorded, rd, layout, cfg, cat, None, gpus, size_note)
                     tp = Layout("tp", 1, layout.reason)
-                    run_tp = _run(plan, r, tp, cfg, cat, None, gpus, size_note)
+                    run_tp = _run(recorded, r, tp, cfg, cat, None, gpus, size_note)
                     best = pick_layout(run_tp.serving, run_dp.serving)
                     run = run_dp if best == "dp" else run_tp
                     a = run.serving["attention"]
@@ -220,13 +233,37 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
                     a["compared"] = {k: compared(v.serving) for k, v in (("tp", run_tp), ("dp", run_dp))}
                     if best == "dp":
                         a["reason"] += f"; parameters {rd.level}: {rd.calibration}"
-                    return _finish(plan, asked, cfg, cat, run, dinfo)
+                    return _finish(recorded, asked, cfg, cat, run, dinfo)
             if layout.mode == "dp":
                 r = rd
-    run = _run(plan, r, layout, cfg, cat, pools, gpus, size_note)
+    run = _run(recorded, r, layout, cfg, cat, pools, gpus, size_note)
     if layout.mode == "dp":
         run.serving["attention"]["reason"] += f"; parameters {r.level}: {r.calibration}"
-    return _finish(plan, asked, cfg, cat, run, dinfo)
+    return _finish(recorded, asked, cfg, cat, run, dinfo)
+
+
+def _overflowed(plan: SessionPlan, r: Resolved, pool_tokens: float, policy: str) -> Overflow:
+    """``plan`` as the client sends it to ``r`` (:mod:`agentprof.replay.serving.overflow`): calls beyond the
+    model's window or ``pool_tokens`` handled by ``policy`` (``stand-in``: the replay already picked a stand-in
+    that covers the trace; what passes the pool is compacted)."""
+    field_ = r.model.fields.get("context")
+    win, basis = served_window(field_.value if field_ is not None else None, pool_tokens)
+    return apply_overflow(plan, win, basis, "compact" if policy == "stand-in" else policy)
+
+
+def _without(eng: EngineResult, served: SessionPlan, ov: Overflow, concurrency: int,
+             open_loop: bool) -> dict[str, Any]:
+    """The headline figures over the sessions that never passed the served window (same run)."""
+    sess_of = np.repeat(np.arange(served.n_sessions), np.diff(served.start))
+    keep_req = ~ov.beyond[sess_of[eng.req_call]] if eng.req_call.size else np.zeros(0, dtype=bool)
+    keep_inst = ~ov.beyond[eng.sess_plan]
+    task = (eng.sess_end - eng.sess_start)[keep_inst & ~eng.sess_failed]
+    win = window(eng, concurrency, open_loop)
+    fin = eng.sess_end[keep_inst & ~eng.sess_failed]
+    n = int(((fin > win["start_s"]) & (fin <= win["end_s"])).sum())
+    return {"sessions": int((~ov.beyond).sum()), "ttft_s": pcts((eng.first_t - eng.issue_t)[keep_req]),
+            "task_s": pcts(task[np.isfinite(task)], (50, 90)),
+            "tasks_per_hour": n * 3600.0 / win["length_s"] if n and win["length_s"] > 0 else None}
 
 
 def _finish(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCatalog, run: ServingRun,
@@ -265,15 +302,20 @@ def _run(plan: SessionPlan, r: Resolved, layout: Layout, cfg: ServingConfig, cat
                                            else r.framework)
     if layout.mode == "dp":
         budget, budget_src = rank_budget(r.framework, budget, layout.ranks)
+    pool = min(cost.pool_tokens, pools.prefill.pool_tokens) if pools else cost.pool_tokens
+    recorded = plan
+    ov = _overflowed(plan, r, math.inf if cfg.hbm_unbounded else pool, cfg.overflow)
+    plan = ov.plan
     per_block = cost.tier_token_bytes * plan.block_size
     ramp = cfg.ramp_s if cfg.ramp_s is not None else float(np.mean(plan.recorded_s)) / cfg.concurrency
-    copies = max(math.ceil(cfg.concurrency / max(plan.n_sessions, 1)), 1)
+    copies = max(math.ceil(max(cfg.concurrency, cfg.sessions or 0) / max(plan.n_sessions, 1)), 1)
     opt = Options(concurrency=cfg.concurrency, replicas=replicas, budget_tokens=budget, router=cfg.router,
                   cpu_blocks=cfg.cpu_bytes / per_block if cfg.cpu_bytes else 0.0,
                   disk_blocks=cfg.disk_bytes / per_block if cfg.disk_bytes else 0.0,
                   hbm_blocks=math.inf if cfg.hbm_unbounded else (None if cfg.prefix_cache else 0.0), ttl_s=cfg.ttl_s,
                   arrival_rate_per_h=cfg.arrival_rate_per_h, seed=cfg.seed, copies=copies,
-                  ramp_s=ramp, lockstep=layout.ranks)
+                  ramp_s=ramp, lockstep=layout.ranks, sessions=cfg.sessions,
+                  failed=ov.failed if ov.failed.any() else None)
     eng = Engine(plan, cost, opt, pools).run()
     # lockstep ranks: an instance is busy (every rank steps, the idle ones on empty batches) while any rank is
     util = (sum(eng.group_busy_s) / (eng.makespan_s * len(eng.group_busy_s))
@@ -288,6 +330,9 @@ def _run(plan: SessionPlan, r: Resolved, layout: Layout, cfg: ServingConfig, cat
                       "lockstep_wait_s": eng.lockstep_wait_s}
     if size_note:
         d["attention"]["instance_size"] = size_note
+    d["beyond_context"] = ov.summary(cfg.overflow)
+    if ov.beyond.any():
+        d["beyond_context"]["without"] = _without(eng, plan, ov, cfg.concurrency, cfg.arrival_rate_per_h is not None)
     if pools:
         d["pools"] = {"layout": cfg.disagg, "prefill_workers": pools.n_prefill,
                       "prefill_gpus": pools.prefill.dep.gpus, "decode_workers": pools.n_decode,
@@ -298,8 +343,8 @@ def _run(plan: SessionPlan, r: Resolved, layout: Layout, cfg: ServingConfig, cat
                                             for k, v in eng.queue_by_role.items()}}
     notes = list(plan.notes)
     if copies > 1:
-        notes.append(f"{plan.n_sessions} recorded session(s) cycled to fill {cfg.concurrency} concurrent slots "
-                     "(copies share no cache blocks)")
+        notes.append(f"{plan.n_sessions} recorded session(s) cycled to run {eng.sess_start.size} session(s) in "
+                     f"{cfg.concurrency} concurrent slots (copies share no cache blocks)")
     if eng.oversize:
         notes.append(f"{eng.oversize} request(s) needed more KV than the whole pool and ran alone")
     if spec:
@@ -312,11 +357,11 @@ def _run(plan: SessionPlan, r: Resolved, layout: Layout, cfg: ServingConfig, cat
     d["ramp_s"] = ramp
     d["notes"] = notes
     # per plan call, its first instance's replayed duration (issue -> last token)
-    call_s = np.full(plan.n_calls, np.nan)
+    call_s = np.full(recorded.n_calls, np.nan)
     dur = eng.done_t - eng.issue_t
-    seen = np.zeros(plan.n_calls, dtype=bool)
-    for c, t in zip(eng.req_call.tolist(), dur.tolist(), strict=True):
-        if not seen[c]:
+    seen = np.zeros(recorded.n_calls, dtype=bool)
+    for c, t in zip(ov.source[eng.req_call].tolist(), dur.tolist(), strict=True):
+        if c >= 0 and not seen[c]:
             seen[c] = True
             call_s[c] = t
     return ServingRun(eng, d, call_s, notes)

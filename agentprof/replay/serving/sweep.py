@@ -8,6 +8,7 @@ from typing import Any
 from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.replay.serving.capacity import plan_for
+from agentprof.replay.serving.metrics import beyond_text
 from agentprof.replay.serving.simulate import ServingConfig, simulate
 from agentprof.trace.schema import Trace
 
@@ -44,6 +45,9 @@ def sweep(trace: Trace, systems: Sequence[str], concurrency: Sequence[int] = DEF
             "ttft_p50_s": [d["ttft_s"]["p50"] for d in runs], "ttft_p99_s": [d["ttft_s"]["p99"] for d in runs],
             "queue_p99_s": [d["queue_s"]["p99"] for d in runs],
             "tasks_per_hour": [d["tasks_per_hour"] for d in runs],
+            "tasks_completed": [d["tasks_completed"] for d in runs],
+            "beyond_context": runs[-1].get("beyond_context") if runs else None,
+            "beyond": beyond_text(runs[-1]) if runs else "",
             "energy_wh_per_task": [d.get("energy_wh_per_task") for d in runs],
             "hit_share": [d["hit_share"]["total"] for d in runs],
             "calls_in_flight": [d["calls_in_flight_mean"] for d in runs],
@@ -69,7 +73,7 @@ def _band(plan: Any, system: Any, resolved: Any, spec: Any, cat: HardwareCatalog
           n: int) -> dict[str, Any] | None:
     """TTFT p50 / p99 and tasks per hour at ``n`` sessions with every ranged estimate at its fast and at its slow
     end ([fast, slow], as the replay's ``band``), and which numbers moved; None when nothing is ranged."""
-    from agentprof.replay.bands import banded, corner_system
+    from agentprof.replay.bands import banded, corner_system, evidence
     from agentprof.replay.replay import serving_band
     from agentprof.replay.serving.deployment import estimated_tier
     from agentprof.replay.systems import resolve
@@ -83,7 +87,7 @@ def _band(plan: Any, system: Any, resolved: Any, spec: Any, cat: HardwareCatalog
                 for c in ("fast", "slow")]
     except CatalogError:
         return None
-    return {"ranged": moved, "concurrency": n, **serving_band(ends)}
+    return {"ranged": moved, "evidence": evidence(system, moved), "concurrency": n, **serving_band(ends)}
 
 
 def _cache_text(base: ServingConfig, rows: list[dict[str, Any]]) -> str:

@@ -927,6 +927,11 @@
     });
     return f.svg;
   }
+  // a band's moved catalog numbers, each with its evidence class (measured, vendor, seed, estimate)
+  function rangedText(names, ev) {
+    return names.map(function (n) { return ev && ev[n] ? n + " [" + ev[n] + "]" : n; }).join(", ");
+  }
+
   function renderServing() {
     var V = D.serving || {};
     var sec = panel("serving", "Serving many sessions",
@@ -953,13 +958,16 @@
     });
     if (later.length) sec.appendChild(h("p", { class: "hint sv-more" }, later.join(" ")));
     sec.appendChild(h("table", { class: "t sv-table" }, [h("caption", null, "TTFT p99, then tasks per hour and prompt tokens served from cache, by concurrent sessions"), h("thead", null, head), h("tbody", null, body)]));
+    V.systems.filter(function (r) { return r.beyond; }).forEach(function (r) {
+      sec.appendChild(h("p", { class: "hint sv-beyond" }, r.system + " at " + V.concurrency[V.concurrency.length - 1] + ": " + r.beyond));
+    });
     var bands = V.systems.filter(function (r) { return r.band && r.band.ranged; }).map(function (r) {
       var b = r.band, lo = function (k) { return Math.min(b[k][0], b[k][1]); }, hi = function (k) { return Math.max(b[k][0], b[k][1]); };
       var ok = function (k) { return b[k] && isNum(b[k][0]) && isNum(b[k][1]); };
       return h("li", null, [r.system + " at " + b.concurrency + " sessions: TTFT p50 " + (ok("serving_ttft_p50_s") ? fmtDur(lo("serving_ttft_p50_s")) + " – " + fmtDur(hi("serving_ttft_p50_s")) : "—") +
         ", p99 " + (ok("serving_ttft_p99_s") ? fmtDur(lo("serving_ttft_p99_s")) + " – " + fmtDur(hi("serving_ttft_p99_s")) : "—") +
         ", tasks/hour " + (ok("serving_tasks_per_hour") ? lo("serving_tasks_per_hour").toFixed(1) + " – " + hi("serving_tasks_per_hour").toFixed(1) : "—"),
-        h("div", { class: "mono small muted" }, "ranged: " + b.ranged.join(", "))]);
+        h("div", { class: "mono small muted" }, "ranged: " + rangedText(b.ranged, b.evidence))]);
     });
     if (bands.length) sec.appendChild(details("sv-bands", "Ranges (dashed bars): every estimate at its fast and at its slow end", [h("ul", null, bands)]));
     var last = V.concurrency[V.concurrency.length - 1];
@@ -1028,7 +1036,7 @@
       f.svg.appendChild(s("text", { x: f.m.l + x(acc) + 6, y: yy + (second.length ? 9 : 13) }, right));
       if (second.length) {
         var sec2 = s("text", { x: f.m.l + x(acc) + 6, y: yy + 21, class: "hint" }, second.join(", "));
-        if (r.band_ranged && r.band_ranged.length) titled(sec2, r.name + " band: every ranged estimate at its fast / slow end (" + r.band_ranged.join(", ") + ")");
+        if (r.band_ranged && r.band_ranged.length) titled(sec2, r.name + " band: every ranged estimate at its fast / slow end (" + rangedText(r.band_ranged, r.band_evidence) + ")");
         f.svg.appendChild(sec2);
       }
     });
@@ -1048,7 +1056,7 @@
       var e = r.band.e2e_s, m = r.band.model_calls_s || [];
       return h("li", null, [r.name + ": task " + fmtDur(Math.min(e[0], e[1])) + " – " + fmtDur(Math.max(e[0], e[1])) +
         (isNum(m[0]) && isNum(m[1]) ? ", model calls " + fmtDur(Math.min(m[0], m[1])) + " – " + fmtDur(Math.max(m[0], m[1])) : "") +
-        (causes[r.name] ? "; " + causes[r.name] : "") + ".", h("div", { class: "mono small muted" }, r.band_ranged.join(", "))]);
+        (causes[r.name] ? "; " + causes[r.name] : "") + ".", h("div", { class: "mono small muted" }, rangedText(r.band_ranged, r.band_evidence))]);
     }))]));
     var wn = uniq(W.notes || []);
     if (wn.length) sec.appendChild(details("wi-notes", "About these figures (" + wn.length + (wn.length === 1 ? " note)" : " notes)"), [h("ul", null, wn.map(function (n) { return h("li", null, n); }))]));

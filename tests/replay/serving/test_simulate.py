@@ -9,7 +9,17 @@ import pytest
 from agentprof.analysis.calls import model_calls
 from agentprof.analysis.redundancy import redundancy_columns
 from agentprof.replay import replay
-from agentprof.replay.serving import ServingConfig, simulate
+from agentprof.replay.serving import ServingConfig, build_plan, simulate
+from agentprof.replay.serving.overflow import TRIGGER_SHARE
+from agentprof.trace.schema import Trace
+
+
+def compacted(plan, window: float) -> set[int]:
+    """Plan sessions whose context passes the compaction trigger of ``window`` (--overflow compact changes them;
+    the one-session replay prices their calls as recorded)."""
+    need = plan.input_tokens + plan.output_tokens
+    return {i for i in range(plan.n_sessions)
+            if (need[plan.calls_of(i).start:plan.calls_of(i).stop] > TRIGGER_SHARE * window).any()}
 
 
 @pytest.mark.parametrize("deployment", ["agentic", "benchmark"])
@@ -26,12 +36,18 @@ def test_concurrency_one_matches_single_session_replay(kvct, plan, resolved, sys
     assert rep.systems[0].deployments[0]["deployment"]["cpu_tier_bytes"] == run.serving["deployment"]["cpu_tier_bytes"]
     # the longest sessions outgrow a 4-chip Jalapeño instance's HBM, and H200's at the recipe's 85 %: the tier
     # serves their evicted blocks in both (recomputed without one)
+    # (in the simulation those sessions' prompts beyond the 262K window are compacted: they no longer evict)
     cpu_hits = rep.systems[0].cache["cpu_hit_tokens"]
     assert (cpu_hits > 0) == (deployment == "agentic")
-    assert (run.engine.hits[:, 1].sum() > 0) == (cpu_hits > 0)
     task = run.engine.sess_end - run.engine.sess_start
     assert task.size == plan.n_sessions == 19
+    # a session whose context passes the compaction trigger is compacted (--overflow compact), unlike the
+    # one-session replay, which prices its calls as recorded: the others must agree
+    skip = compacted(plan, run.serving["beyond_context"]["window_tokens"])
+    assert 0 < len(skip) < plan.n_sessions
     for i, sid in enumerate(plan.session_ids):
+        if i in skip:
+            continue
         replayed, recorded = want[sid]
         e2e = plan.recorded_s[i] - recorded + replayed  # sequential sessions: gaps kept, calls re-timed
         assert task[i] == pytest.approx(e2e, rel=0.01), sid
@@ -53,8 +69,10 @@ def test_ttft_p99_and_queue_do_not_decrease_with_concurrency(plan, resolved, ram
         ttft.append(d["ttft_s"]["p99"])
         queue.append(d["queue_s"]["p99"])
         wait.append(d["queue_wait_mean_s"])
-    # equal up to rounding where two concurrencies never overlap a call (the same p99 call, summed in another order)
-    assert all(b >= a * (1 - 1e-9) for a, b in zip(ttft, ttft[1:], strict=False)), ttft
+    # equal up to rounding where two concurrencies never overlap a call (the same p99 call, summed in another
+    # order); the p99 of one sample path may dip a little (12.44 -> 12.21 s from 2 to 4 sessions on B200), the
+    # queue itself may not
+    assert all(b >= a * 0.97 for a, b in zip(ttft, ttft[1:], strict=False)), ttft
     assert all(b >= a * (1 - 1e-9) for a, b in zip(queue, queue[1:], strict=False)), queue
     assert all(b >= a * (1 - 1e-9) for a, b in zip(wait, wait[1:], strict=False)), wait
     assert queue[-1] > 0 and ttft[-1] > ttft[0]
@@ -74,11 +92,15 @@ def test_littles_law_on_the_simulated_queue(plan, resolved) -> None:
 
 
 def test_unbounded_hbm_hit_share_equals_the_analysis_prefix_reuse(kvct, plan, resolved) -> None:
-    cb = model_calls(kvct)
+    # the sessions within the stand-in's window (the others are compacted, so their prompts are not the recorded)
+    skip = {plan.session_ids[i] for i in compacted(plan, 262_144)}
+    sub = Trace(kvct.meta, kvct.spans.filter(~pl.col("session_id").is_in(list(skip))), kvct.diagnostics)
+    cb = model_calls(sub)
     reusable = redundancy_columns(cb).get_column("reusable_tokens").fill_null(0).sum()
     want = reusable / cb.calls.get_column("input_tokens").sum()
-    run = simulate(plan, resolved("h200+x86"),
+    run = simulate(build_plan(sub), resolved("h200+x86"),
                    ServingConfig(concurrency=8, hbm_unbounded=True, scope="session"))
+    assert run.serving["beyond_context"]["count"] == 0
     assert run.serving["hit_share"]["total"] == pytest.approx(want, abs=1e-4)
     assert run.serving["hit_share"]["cpu"] == 0.0
     assert run.serving["evicted_blocks"]["hbm"] == 0
@@ -94,7 +116,8 @@ def test_fifty_real_sessions_get_ttft_in_seconds_and_the_why(plan, resolved) -> 
     assert hbm_only["attention"]["layout"] == "dp" and tiered["attention"]["layout"] == "tp"
     assert hbm_only["ttft_s"]["p50"] < 5.0 and hbm_only["hit_share"]["hbm"] > 0.9
     assert tiered["ttft_s"]["p50"] < 5.0
-    assert tiered["hit_share"]["cpu"] > 0.2 and tiered["hit_share"]["total"] > 0.9
+    # (the sessions past the 262K window are compacted: the tier serves the others' evicted prefixes)
+    assert tiered["hit_share"]["cpu"] > 0.05 and tiered["hit_share"]["total"] > 0.9
     assert tiered["calls_in_flight_mean"] < 10  # agents spend most of their time away from the model
     why = tiered["why"]
     for needle in ("calls in flight", "CPU", "queue p99", "cold call"):
@@ -124,7 +147,7 @@ def test_nvlink_c2c_loads_cpu_hits_faster_than_pcie(plan, resolved) -> None:
     assert c2c.serving["host_link"]["gb_s"] > 4 * pcie.serving["host_link"]["gb_s"]
     # the same CPU-tier hits cost a fraction of the time to bring into HBM over NVLink-C2C
     for run in (pcie, c2c):
-        assert run.serving["hit_share"]["cpu"] > 0.2
+        assert run.serving["hit_share"]["cpu"] > 0.05
     sel = pcie.engine.hits[:, 1] > 0
     per_tok = pcie.engine.load_s[sel].sum() / pcie.engine.hits[sel, 1].sum()
     sel2 = c2c.engine.hits[:, 1] > 0
@@ -181,7 +204,10 @@ def test_concurrency_one_with_a_drafter_matches_single_session_replay(kvct, plan
     plain = simulate(plan, resolved(system), ServingConfig(concurrency=1))
     assert run.serving["speculative"]["accept"] == rep.systems[0].deployments[0]["speculative"]["accept"]
     task = run.engine.sess_end - run.engine.sess_start
+    skip = compacted(plan, run.serving["beyond_context"]["window_tokens"])
     for i, sid in enumerate(plan.session_ids):
+        if i in skip:
+            continue
         replayed, recorded = want[sid]
         assert task[i] == pytest.approx(plan.recorded_s[i] - recorded + replayed, rel=0.01), sid
     assert (task < plain.engine.sess_end - plain.engine.sess_start).all()
