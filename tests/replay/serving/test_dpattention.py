@@ -85,8 +85,11 @@ def test_dp_kv_pool_grows_by_the_ranks_less_the_replicated_weights(few, resolved
     assert dp["replicas"] == g and dp["attention"]["ranks_per_instance"] == g
     # the same calls ran; more of their prompts hit (each rank keeps its own sessions' prefixes)
     assert dp["calls"] == tp["calls"]
-    assert dp["hit_share"]["hbm"] > tp["hit_share"]["hbm"] + 0.2
-    assert dp["ttft_s"]["p50"] < tp["ttft_s"]["p50"] / 3  # the recomputes TP's small pool forced are gone
+    # (the margin is 0.12 with the driver-reported 150.75e9 B of H200 HBM, 0.2 with the 141e9 before: TP's pool grew)
+    assert dp["hit_share"]["hbm"] > tp["hit_share"]["hbm"] + 0.1
+    # the recomputes TP's small pool forced are gone (0.63x with the driver's 150.75e9 B, under 1/3 with 141e9: the
+    # larger TP pool recomputes less)
+    assert dp["ttft_s"]["p50"] < 0.75 * tp["ttft_s"]["p50"]
     # auto weighs the sessions' KV against both pools: here only DP holds it, so it simulates both layouts and keeps
     # the one whose sessions finish their tasks faster; its two runs are the forced ones above, figure for figure
     auto = simulate(few, r, cfg(12)).serving
