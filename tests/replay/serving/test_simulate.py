@@ -24,10 +24,10 @@ def test_concurrency_one_matches_single_session_replay(kvct, plan, resolved, sys
     run = simulate(plan, resolved(system), ServingConfig(concurrency=1, deployment=deployment))
     assert rep.systems[0].deployments[0]["deployment"]["name"] == run.serving["deployment"]["name"] == deployment
     assert rep.systems[0].deployments[0]["deployment"]["cpu_tier_bytes"] == run.serving["deployment"]["cpu_tier_bytes"]
-    # the longest sessions outgrow a 4-chip Jalapeño instance's HBM, and H200's at the recipe's 85 %: the tier
-    # serves their evicted blocks in both (recomputed without one)
+    # the longest sessions outgrow a 4-chip Jalapeño instance's HBM: the tier serves their evicted blocks in both
+    # (recomputed without one); H200's driver-reported 150.75e9 B at the recipe's 85 % holds them (141e9 did not)
     cpu_hits = rep.systems[0].cache["cpu_hit_tokens"]
-    assert (cpu_hits > 0) == (deployment == "agentic")
+    assert (cpu_hits > 0) == (deployment == "agentic" and system == "jalapeno")
     assert (run.engine.hits[:, 1].sum() > 0) == (cpu_hits > 0)
     task = run.engine.sess_end - run.engine.sess_start
     assert task.size == plan.n_sessions == 19
