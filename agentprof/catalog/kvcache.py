@@ -140,3 +140,46 @@ def block_host_s_per_token(framework: str, model: str, hardware: str) -> tuple[f
         if fw in (framework.lower(), eng) and mk == model and hw == hardware:
             return val, src
     return 0.0, "default: no per-block host time listed (blocks of 16-64 tokens: negligible)"
+
+
+MEMORY_PATH = CATALOG_DIR / "memory.toml"
+MEMORY_BASES = ("total", "free")
+
+
+@lru_cache(maxsize=1)
+def _memory_entries() -> tuple[tuple[str, str | None, str | None, str | None, str | None, str, float, str], ...]:
+    out = []
+    for e, where, val, src in _rows(MEMORY_PATH, "memory", "fraction",
+                                    lambda v: None if 0 < v <= 1 else "a fraction in (0, 1]"):
+        basis = e.get("basis", "total")
+        if basis not in MEMORY_BASES:
+            raise CatalogError(f"{where}.basis: expected one of {', '.join(MEMORY_BASES)}, got {basis!r}")
+        tp = e.get("tensor_parallel")
+        if tp is not None and not (isinstance(tp, str) and tp.startswith("tp") and tp[2:].isdigit()):
+            raise CatalogError(f"{where}.tensor_parallel: expected \"tp<N>\" (e.g. \"tp4\"), got {tp!r}")
+        out.append((str(e["framework"]).lower(), e.get("model"), e.get("hardware"), e.get("precision"), tp,
+                    str(basis), val, src))
+    return tuple(out)
+
+
+def memory_fraction(framework: str, model: str, hardware: str, precision: str = "", tp: int = 0
+                    ) -> tuple[float, str, str]:
+    """(fraction, basis, source): the share of the accelerator's memory the engine gives weights and KV as the
+    recipe set it (``memory.toml``): basis ``total`` (KV = fraction x HBM - weights) or ``free`` (KV = fraction x
+    (HBM - weights))."""
+    eng = engine(framework)
+    for fw, mk, hw, prec, t, basis, val, src in _memory_entries():
+        if (fw in (framework.lower(), eng) and (mk is None or mk == model) and (hw is None or hw == hardware)
+                and (prec is None or prec == precision) and (t is None or t == f"tp{tp}")):
+            return val, basis, src
+    return 0.9, "total", "default: 0.9 of HBM (vLLM's long-standing gpu_memory_utilization), no engine entry"
+
+
+def usable_fraction(framework: str, model: str, hardware: str, hbm_bytes: float, weights_per_gpu: float,
+                    precision: str = "", tp: int = 0) -> tuple[float, str]:
+    """(mem_util, source): :func:`memory_fraction` as the share of HBM weights plus KV may take, whatever the basis
+    (a ``free`` fraction f of what the weights leave is (f·(HBM − weights) + weights) / HBM of the whole)."""
+    f, basis, src = memory_fraction(framework, model, hardware, precision, tp)
+    if basis == "free" and hbm_bytes > 0:
+        return (f * max(hbm_bytes - weights_per_gpu, 0.0) + weights_per_gpu) / hbm_bytes, f"{f:g} of free; {src}"
+    return f, src

@@ -21,7 +21,13 @@ import polars as pl
 
 from agentprof.catalog import find_model
 from agentprof.catalog.hardware import HardwareCatalog
-from agentprof.catalog.kvcache import block_host_s_per_token, engine, kv_bytes, tokenize_s_per_token
+from agentprof.catalog.kvcache import (
+    block_host_s_per_token,
+    engine,
+    kv_bytes,
+    tokenize_s_per_token,
+    usable_fraction,
+)
 from agentprof.errors import TraceFormatError
 from agentprof.replay.calibration import Fitted, step_params
 from agentprof.replay.costmodel import Deployment, StepParams, call_times
@@ -99,6 +105,13 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
         yield r, hw, dep, p, how
 
 
+def row_mem_util(r: Mapping[str, Any], hw: str, dep: Deployment) -> float:
+    """The share of HBM the row's engine gave weights and KV (``catalog/memory.toml``: the AgentX servers' logged KV
+    pools), as :func:`agentprof.catalog.kvcache.usable_fraction` states it."""
+    return usable_fraction(str(r["framework"]).lower(), dep.model.key, hw, dep.accel.hbm_bytes,
+                           dep.weight_bytes_per_gpu, str(r["precision"]).lower(), dep.gpus)[0]
+
+
 def fit_rows(df: pl.DataFrame) -> pl.DataFrame:
     """The points the attention efficiency is fitted on: healthy (hit rate >= 0.9), concurrency <= 8, measured."""
     return df.filter((pl.col("server_gpu_cache_hit_rate") >= HEALTHY_HIT) & (pl.col("conc") <= MAX_CONC)
@@ -112,7 +125,7 @@ def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff
     for r, hw, dep, p, how in deployed_points(fit_rows(df), fitted, cat, attn_eff, by_accelerator):
         inp, out = float(r["mean_input_tokens"]), float(r["mean_output_tokens_actual"])
         t = call_times(dep, p, np.array([inp]), np.array([r["server_gpu_cache_hit_rate"] * inp]), np.array([out]),
-                       batch=int(r["conc"]))
+                       batch=int(r["conc"]), mem_util=row_mem_util(r, hw, dep))
         rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(r["conc"]), "calibration": how,
                      "meas_ttft": r["mean_ttft"], "pred_ttft": float(t.ttft_s[0]), "meas_itl": r["mean_itl"],
                      "pred_itl": float(t.decode_s[0]) / max(out - 1.0, 1.0)})

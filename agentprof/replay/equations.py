@@ -22,8 +22,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-RHO_MAX_AGG = 0.95
-RHO_MAX_DIS = 0.97
+QUEUE_SPREAD = 0.15
+"""Log-normal spread (sd of log) of a prefill's service time that the queue's wait is averaged over. Near the knee
+of a closed loop the wait is steep in the service time, so a point estimate of it turns a prefill a little too slow
+into a wait many times too long; the mean over a spread does not. Estimate: chosen among 0, 0.15 and 0.3 on the
+ISL/OSL cross-validation (p90 TTFT 45.9, 39.4, 47.9 %: a wide spread puts the saturated tail into every loop sized
+near its knee, as the disaggregated recipes are); the 8k1k anchors' peak-throughput ratios scatter with a log-sd of
+0.2 (docs/DEVICE_MODEL.md §4, "Long prompts")."""
+_Z, _W = np.polynomial.hermite_e.hermegauss(5)
+_W = _W / _W.sum()
 WAITING_FOR = ("compute", "bandwidth", "overhead", "kv_load", "queueing")
 """What a call waits for: compute (FLOPs), weight/KV bandwidth, fixed overhead (per step: launches, collectives,
 scheduling; per request), KV load from lower tiers (and the disaggregated KV transfer), queueing."""
@@ -74,23 +81,41 @@ class Times:
     """Sequences one decode step holds (per instance): ``b_run``, or a disaggregated pool's by Little's law."""
 
 
+def closed_wait(clients: np.ndarray, demand: np.ndarray, think: np.ndarray, q: np.ndarray | float,
+                spread: float | None = None) -> np.ndarray:
+    """Mean wait (excluding its own service) at a queue that ``clients`` closed-loop clients visit once per cycle,
+    each bringing ``demand`` seconds of work and spending ``think`` seconds elsewhere in the cycle. The smooth
+    form of mean-value analysis for one queue and a delay: the wait is the larger root of
+    ``W² − x·W − q·d²·(n − 1) = 0``, ``x = d·(n − 1) − think``: at light load ``q·d·u/(1 − u)``, ``u = d·(n − 1)/think``
+    (the queueing factor ``q`` as the fit knows it), and past the knee the saturated loop's ``d·(n − 1) − think``
+    (the queue sets the cycle, ``n·d``), with no cap or pole between. The wait is averaged over a log-normal
+    ``spread`` of the demand (5-point Gauss-Hermite), so an uncertain service time near the knee gives a smooth
+    mean, not a knife edge."""
+    spread = QUEUE_SPREAD if spread is None else spread
+    n1 = np.maximum(np.asarray(clients, dtype=float) - 1.0, 0.0)
+    d0 = np.maximum(np.asarray(demand, dtype=float), 0.0)
+    z = np.maximum(np.asarray(think, dtype=float), 0.0)
+    d = d0[..., None] * np.exp(spread * _Z)  # the nodes on a last axis: one pass over all of them
+    x = d * n1[..., None] - z[..., None]
+    w = 0.5 * (x + np.sqrt(x * x + 4.0 * np.asarray(q, dtype=float)[..., None] * d * d * n1[..., None]))
+    return w @ _W
+
+
 def _disagg_cycle(w: Work, t_step: np.ndarray, accept: np.ndarray, s_alone: np.ndarray, work: np.ndarray,
                   t0: np.ndarray, q: np.ndarray, handoff: np.ndarray | float) -> tuple[np.ndarray, ...]:
-    """A disaggregated request at decode step ``t_step``: (tpot, prefill-pool queueing, hand-off wait, the
-    first token's core time, the saturated prefill pool's TTFT ``sat``). A closed loop of ``conc`` clients over
-    ``n_prefill`` workers each busy ``work`` per prompt: the pool's queue grows as ``rho/(1-rho)`` and, once the
-    pool binds, the cycle is ``conc·work/n_prefill`` and TTFT that less the decode."""
+    """A disaggregated request at decode step ``t_step``: (tpot, prefill-pool wait, hand-off wait, the first
+    token's time). A closed loop of the clients holding a decode slot (``conc`` less those queued for one) over
+    ``n_prefill`` workers each busy ``work`` per prompt (:func:`closed_wait`, the pool as one queue of demand
+    ``work / n_prefill``: Seidmann's reduction of a multi-server station); the rest of the cycle (the prompt's own
+    prefill, transfer, hand-off, decode) is the loop's think time."""
     tpot = t_step / accept
-    cycle = s_alone + w.xfer_s + w.osl * tpot
-    rho = np.minimum(np.divide(w.conc * work, cycle * w.n_prefill, out=np.zeros_like(cycle, dtype=float),
-                               where=cycle > 0), RHO_MAX_DIS)
-    q_dis = q * rho / (1.0 - rho) * work
     # the hand-off: the decode engine takes the transferred request in on its own iterations (poll the
     # transfer, admit, emit the first token), so the wait is a number of its decode steps, not a fixed time
     hand = (w.wait_steps + handoff) * t_step
-    core = t0 + s_alone + w.xfer_s + q_dis + hand
-    sat = w.conc * work / w.n_prefill - (w.osl - 1.0) * tpot
-    return tpot, q_dis, hand, core, sat
+    base = t0 + s_alone + w.xfer_s + hand
+    d = work / w.n_prefill
+    q_dis = closed_wait(w.conc / (1.0 + w.over), d, base - d + w.load_s + (w.osl - 1.0) * tpot, q)
+    return tpot, q_dis, hand, base + q_dis
 
 
 def decode_batch(w: Work, step_s: Callable[[np.ndarray], np.ndarray], accept: np.ndarray, s_alone: np.ndarray,
@@ -107,9 +132,9 @@ def decode_batch(w: Work, step_s: Callable[[np.ndarray], np.ndarray], accept: np
         return hi
 
     def gap(b: np.ndarray) -> np.ndarray:
-        tpot, _, _, core, sat = _disagg_cycle(w, step_s(b), accept, s_alone, work, t0, q, handoff)
+        tpot, _, _, core = _disagg_cycle(w, step_s(b), accept, s_alone, work, t0, q, handoff)
         dec = (w.osl - 1.0) * tpot
-        return hi * dec / np.maximum(w.load_s + np.maximum(core, sat) + dec, 1e-12) - b
+        return hi * dec / np.maximum(w.load_s + core + dec, 1e-12) - b
 
     b0, g0 = hi, gap(hi)
     b1 = np.clip(b0 + g0, 1.0, hi)
@@ -167,18 +192,16 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     pf_cmp_bound = mix_cmp >= mix_bw
     # arrival in the middle of a running step, then the scheduler's polling / streaming interval
     wait_step = (0.5 * others + w.wait_steps) * t_step
-    busy = t_step + pf_rate * s_alone
-    rho_agg = np.minimum(np.divide(pf_rate * s_alone, busy, out=np.zeros_like(busy, dtype=float), where=busy > 0),
-                         RHO_MAX_AGG)
-    q_agg = q * rho_agg / (1.0 - rho_agg) * s_alone
-    tpot, q_dis, hand, ttft_dis_core, sat = _disagg_cycle(w, t_step, accept, s_alone, work, t0, q, handoff)
+    tpot, q_dis, hand, ttft_dis_core = _disagg_cycle(w, t_step, accept, s_alone, work, t0, q, handoff)
     decode = (w.osl - 1.0) * tpot
+    # aggregated: the running batch's clients queue for the engine's prefill (each brings a prefill of ``s_alone``;
+    # the rest of its cycle is overhead, the scheduler interval and its decode): a closed loop, as the pool's
+    q_agg = closed_wait(w.b_run, s_alone, t0 + w.load_s + wait_step + decode, q)
     # clients beyond the decode slots (KV capacity, the recipe's max batch) wait for a running sequence to
-    # finish (closed loop, Little's law); a saturated prefill pool bounds the request rate on its own: the
-    # first token waits for whichever of the two bottlenecks is slower, not for both in turn
+    # finish (closed loop, Little's law): a whole cycle of a running client, its prefill-pool queue included; the
+    # waiting ones are not in the pool's loop (_disagg_cycle), so a saturated pool and full slots are not paid twice
     over_dis = w.over * (ttft_dis_core + w.load_s + decode)
-    sat_extra = np.maximum(sat - ttft_dis_core - over_dis, 0.0)
-    queue_pf = np.where(dis, q_dis + sat_extra + hand, wait_step + q_agg)
+    queue_pf = np.where(dis, q_dis + hand, wait_step + q_agg)
     ride_cmp = np.where(dis, pf_cmp, mix_cmp)
     ride_bw = np.where(dis, pf_mem, mix_bw)
     ride = np.maximum(ride_cmp, ride_bw)

@@ -195,6 +195,38 @@ def _baseline(test: pl.DataFrame, train: pl.DataFrame) -> pl.DataFrame:
                          "base_e2e": [o[2] for o in out]}, schema={f"base_{m}": pl.Float64 for m in METRICS})
 
 
+LOOKUP_AXES = ("isl", "osl", "conc")
+"""The columns the nearest-point lookup measures distance on (log2 ratios, summed), with the decode GPUs."""
+
+
+def nearest_lookup(test: pl.DataFrame, train: pl.DataFrame, same: tuple[str, ...] = ("hardware", "framework")
+                   ) -> pl.DataFrame:
+    """The nearest-point lookup baseline across prompt and output lengths: for each test point, the measured TTFT,
+    TPOT and E2E of the ``train`` point with the same ``same`` columns (hardware and framework by default) whose
+    ISL, OSL, concurrency and decode GPUs are nearest (sum of |log2 ratio|); null where no such point exists. It is
+    what looking up the closest measured configuration answers for a setting never measured."""
+    def gpus(df: pl.DataFrame) -> pl.Expr:
+        if "num_decode_gpu" in df.columns:
+            return pl.coalesce(pl.col("num_decode_gpu").cast(pl.Float64) / pl.col("decode_num_workers").cast(pl.Float64),
+                               pl.col("tp").cast(pl.Float64), pl.lit(1.0))
+        return pl.coalesce(pl.col("tp").cast(pl.Float64), pl.lit(1.0))
+
+    axes = [*LOOKUP_AXES, "_g"]
+    tr = train.with_columns(gpus(train).alias("_g")).select(
+        *same, *(pl.col(a).cast(pl.Float64) for a in axes), "median_ttft_s", "median_tpot_s", "median_e2el_s")
+    out: list[tuple[float | None, ...]] = []
+    for r in test.with_columns(gpus(test).alias("_g")).iter_rows(named=True):
+        cand = tr.filter(pl.all_horizontal([pl.col(c) == r[c] for c in same]))
+        if not cand.height:
+            out.append((None, None, None))
+            continue
+        dist = sum((pl.col(a) / float(r[a])).log(2).abs() for a in axes)
+        b = cand.with_columns(dist.alias("_d")).sort("_d").row(0, named=True)
+        out.append((b["median_ttft_s"], b["median_tpot_s"], b["median_e2el_s"]))
+    return pl.DataFrame({f"base_{m}": [o[i] for o in out] for i, m in enumerate(METRICS)},
+                        schema={f"base_{m}": pl.Float64 for m in METRICS})
+
+
 def leave_out(df: pl.DataFrame, unit: str = "layout", cat: HardwareCatalog | None = None,
               attn_eff: float | None = None) -> dict[str, Any]:
     """Leave-one-``unit``-out cross-validation (``layout``: each parallel layout of a group with other layouts;

@@ -21,7 +21,13 @@ from agentprof.catalog.adpbalance import adp_balance
 from agentprof.catalog.decodeslots import decode_slots
 from agentprof.catalog.draftdepth import draft_depth
 from agentprof.catalog.hardware import HardwareCatalog
-from agentprof.catalog.kvcache import engine, kv_bytes, prefill_collectives_exposed, wait_steps
+from agentprof.catalog.kvcache import (
+    engine,
+    kv_bytes,
+    prefill_collectives_exposed,
+    usable_fraction,
+    wait_steps,
+)
 from agentprof.catalog.serving import load_serving
 from agentprof.errors import AgentprofError, TraceFormatError
 from agentprof.replay.adpwait import adp_hold_iters
@@ -32,7 +38,12 @@ REQUIRED = ("hardware", "precision", "isl", "osl", "conc")
 MEASURED = ("median_ttft_s", "median_tpot_s", "median_e2el_s")
 # InferenceX draws each length uniformly in [0.8 L, L] (RANDOM_RANGE_RATIO 0.8): mean 0.9 L [S1-wf, S1-bench]
 LENGTH_MEAN_FRACTION = 0.9
-MEM_UTIL = 0.95  # measured deployments run: frameworks give KV what the weights leave (SGLang up to ~0.9-0.95)
+MEM_UTIL = 0.95
+"""The share of HBM weights plus KV took before the engine's own memory fraction was counted per recipe
+(``catalog/memory.toml``, :func:`agentprof.catalog.kvcache.usable_fraction`); kept for before/after measurements."""
+PER_ENGINE_MEMORY = True
+"""Size each point's KV pool from the recipe's memory fraction (``memory.toml``) of the driver-reported HBM;
+False applies :data:`MEM_UTIL` to every point (the model before, for before/after measurements)."""
 # fixed-width parameter vector of a configuration, natural units
 PARAMS = ("tau_s", "kappa", "mbu", "mfu", "t0_s", "q", "t_req_s", "accept", "mfu_pf", "handoff", "a2a_ratio")
 
@@ -139,6 +150,9 @@ class Features:
     draft: np.ndarray        # MTP tokens drafted per sequence and step (draft_depth.toml; 0 unlisted)
     slots: np.ndarray        # the recipe's decode slots, all decode workers (decode_slots.toml; NaN unlisted)
     in_domain: np.ndarray    # bool: the decode instance fits its accelerator's scale-up domain
+    mem_util: np.ndarray     # share of HBM the decode instance's engine gives weights + KV (memory.toml)
+    kv_cap: np.ndarray       # sequences at the mean context one decode instance holds (KV pool; decode slots)
+    n_decode: np.ndarray     # decode instances (disaggregated decode workers; 1 aggregated)
 
     def subset(self, sel: np.ndarray) -> Features:
         """The points selected by a boolean mask or an index array."""
@@ -221,6 +235,9 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     draft_a = np.zeros(n)
     slots_a = np.full(n, np.nan)
     in_dom = np.ones(n, dtype=bool)
+    mem_a = np.full(n, MEM_UTIL)
+    cap_a = np.full(n, np.nan)
+    ndec_a = np.ones(n)
     covered = np.zeros(n, dtype=bool)
     keys: list[PointKey | None] = []
     why: list[str] = []
@@ -276,13 +293,19 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         b = conc / ndw
         ctx = isl_m + osl_m / 2.0
         # a batch drains (sequences finish and free their KV): capacity at the mean context
-        cap = max(float(dec.max_batch(ctx, MEM_UTIL)), 1.0)
+        mu = MEM_UTIL
+        if PER_ENGINE_MEMORY:  # the recipe's memory fraction of the driver-reported HBM (memory.toml)
+            mu = usable_fraction(fw, model.key, hw, acc.hbm_bytes, dec.weight_bytes_per_gpu, prec, gd)[0]
+        mem_a[j] = mu
+        cap = max(float(dec.max_batch(ctx, mu)), 1.0)
         if disagg:  # the recipe's decode slots (max batch size x ranks x workers), where the catalog lists them
             slots, _ = decode_slots(fw, model.key, hw, spec, layout, float(row["isl"]), float(row["osl"]))
             if slots is not None:
                 slots_a[j] = slots
                 cap = min(cap, max(slots / ndw, 1.0))
         b_run = max(min(b, cap), 1.0)
+        cap_a[j] = cap
+        ndec_a[j] = ndw
         layers[j] = dec.layers
         in_dom[j] = gd <= dec.scaleup_domain
         g_dec[j] = gd
@@ -327,8 +350,17 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     work = Work(disagg=disagg_a, **wk)
     return Features(keys=keys, covered=covered, why=why, layers=layers, g_dec=g_dec, g_pf=g_pf,
                     dpa_dec=dpa_dec, dpa_pf=dpa_pf, work=work,
-                    mtp=mtp_a, draft=draft_a, slots=slots_a, in_domain=in_dom, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
+                    mtp=mtp_a, draft=draft_a, slots=slots_a, in_domain=in_dom, mem_util=mem_a, kv_cap=cap_a,
+                    n_decode=ndec_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
                     e2e=meas("median_e2el_s"))
+
+
+def resident_batch(f: Features) -> np.ndarray:
+    """Sequences each measured point held in a decode instance by Little's law: of ``conc`` closed-loop clients,
+    the share of each request's time spent decoding, (E2E − TTFT) / E2E, over the decode instances. The KV pool
+    the model sizes (:attr:`Features.kv_cap`) must hold at least this many, or the measurement could not have run
+    (NaN where a time is missing)."""
+    return f.conc / f.n_decode * (f.e2e - f.ttft) / f.e2e
 
 
 ADP_BALANCE = True

@@ -11,7 +11,7 @@ from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
 from agentprof.catalog.hardware import EVIDENCE, check_sources, iter_numbers, load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCED_FILES = ("accelerators.toml", "hosts.toml", "systems.toml", "models.toml", "seed_claims.toml", "kv_cache.toml",
+SOURCED_FILES = ("accelerators.toml", "hosts.toml", "systems.toml", "models.toml", "seed_claims.toml", "kv_cache.toml", "memory.toml",
                  "scheduling.toml", "serving.toml", "decode_slots.toml", "draft_depth.toml", "agentic.toml",
                  "speculative.toml")
 

@@ -128,7 +128,7 @@ def test_kv_capacity_is_soft_a_batch_drains() -> None:
     d = dep("kimi-k2.5", "h200", "int4")
     inp, out = 150000.0, 10000.0
     cap = float(d.max_batch(inp + out / 2))
-    free = 141e9 * 0.9 - d.weight_bytes_per_gpu
+    free = d.accel.hbm_bytes * 0.9 - d.weight_bytes_per_gpu  # the driver-reported HBM (150.75e9 on H200)
     assert cap == np.floor(free / ((inp + out / 2) * 61 * 1152))
     args = (np.array([inp]), np.array([140000.0]), np.array([out]))
     under = call_times(d, P, *args, batch=int(cap))
@@ -270,8 +270,9 @@ def test_disaggregated_hand_off_is_decode_steps_of_the_deployment() -> None:
     step = np.where(f.mtp, t1.tpot * 1.7, t1.tpot)
     dis = f.disagg
     np.testing.assert_allclose(t1.tpot, t0.tpot)
-    np.testing.assert_allclose((t1.ttft - t0.ttft)[dis], 20.0 * step[dis], rtol=1e-9)
-    np.testing.assert_allclose((t1.parts["queueing"] - t0.parts["queueing"])[dis], 20.0 * step[dis], rtol=1e-9)
+    # (to 0.1 %: the longer hand-off also lengthens the closed loop's cycle, which shortens its prefill-pool wait)
+    np.testing.assert_allclose((t1.ttft - t0.ttft)[dis], 20.0 * step[dis], rtol=1e-3)
+    np.testing.assert_allclose((t1.parts["queueing"] - t0.parts["queueing"])[dis], 20.0 * step[dis], rtol=1e-3)
     assert t1.ttft[~dis] == pytest.approx(t0.ttft[~dis])
     np.testing.assert_allclose(sum(t1.parts.values()), t1.e2e, rtol=1e-12)
 
@@ -300,8 +301,10 @@ def test_clients_beyond_the_recipes_decode_slots_wait_for_one() -> None:
     f0.work.over[:] = 0.0
     t0 = predict_times(f0, theta)
     # (a running client's cycle: its first token and its decode, t0.e2e)
-    np.testing.assert_allclose(t.ttft, t0.ttft + f.work.over * t0.e2e, rtol=1e-9)
-    np.testing.assert_allclose(t.tpot, t0.tpot)
+    # (to 1 %: the clients waiting for a slot are out of the prefill pool's loop, so the running ones queue there a
+    # little less than when every client cycles through it)
+    np.testing.assert_allclose(t.ttft, t0.ttft + f.work.over * t0.e2e, rtol=1e-2)
+    np.testing.assert_allclose(t.tpot, t0.tpot, rtol=1e-2)  # (the decode batch by Little's law sees that wait)
     np.testing.assert_allclose(sum(t.parts.values()), t.e2e, rtol=1e-12)
 
 
@@ -318,7 +321,7 @@ def test_full_decode_slots_and_a_saturated_prefill_pool_bind_as_the_slower() -> 
     t = predict_times(f, theta)
     slot_bound, pool_bound, both = t.ttft
     assert pool_bound > slot_bound > 0.0
-    assert both == pytest.approx(max(slot_bound, pool_bound), rel=1e-9)
+    assert both == pytest.approx(max(slot_bound, pool_bound), rel=1e-3)  # the pool's loop holds the admitted clients
     np.testing.assert_allclose(sum(t.parts.values()), t.e2e, rtol=1e-12)
 
 

@@ -28,7 +28,6 @@ from agentprof.catalog.serving import load_serving
 from agentprof.replay.calibration import Fitted, borrowed_handoff, is_disaggregated, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.fidelity import METRICS, Check, check, summarize
-from agentprof.replay.points import MEM_UTIL as POINTS_MEM_UTIL
 from agentprof.replay.points import _layout, expert_ranks, point_features
 from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.scheduler import Engine, Options
@@ -227,7 +226,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             slots = None if np.isnan(f.slots[j]) else float(f.slots[j])
             ttft, tpot, e2e = simulate_pools_point(pre, pre_p, dec, dec_p, npw, ndw, int(row["conc"]),
                                                    float(row["isl"]), float(row["osl"]), budget,
-                                                   mem_util=POINTS_MEM_UTIL, decode_slots=slots,
+                                                   mem_util=float(f.mem_util[j]), decode_slots=slots,
                                                    overlap_comm=not f.work.pf_serial_s[j] > 0)
             pred["ttft"][j], pred["tpot"][j], pred["e2e"][j] = ttft, tpot, e2e
             simulated[j] = True
@@ -251,7 +250,8 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]), draft_tokens=float(f.draft[j]))
         budget, _ = budgets.budget_tokens(key.framework)
         ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget,
-                                         mem_util=POINTS_MEM_UTIL, per_client=BENCH_PROMPTS_PER_CLIENT, warmup=0)
+                                         mem_util=float(f.mem_util[j]), per_client=BENCH_PROMPTS_PER_CLIENT,
+                                         warmup=0)
         pred["ttft"][j], pred["tpot"][j], pred["e2e"][j] = ttft, tpot, e2e
         simulated[j] = True
     t = t.with_columns(*(pl.Series(f"pred_{m}", pred[m]) for m in METRICS), pl.Series("simulated", simulated))
@@ -366,7 +366,7 @@ def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | No
     if arrivals not in ("closed", "rate"):
         raise ValueError(f"arrivals: expected 'closed' or 'rate', got {arrivals!r}")
     private, closed = prefixes == "private", arrivals == "closed"
-    from agentprof.replay.agentic import HEALTHY_HIT, deployed_points
+    from agentprof.replay.agentic import HEALTHY_HIT, deployed_points, row_mem_util
 
     cat = cat or load_catalog()
     budgets = load_serving()
@@ -391,6 +391,7 @@ def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | No
                                       float(r["mean_output_tokens_actual"]), budget, shared_fraction=hit,
                                       spread=0.0, stat=np.nanmean, rate_per_s=rate,
                                       users=int(r["conc"]) if own else None, detail=det, cpu_tokens=cpu_tokens,
+                                      mem_util=row_mem_util(r, hw, dep),
                                       think_s=think if closed else 0.0)
         rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(r["conc"]),
                      "hit_rate": float(r["server_gpu_cache_hit_rate"] or 0.0), "sim_hit": det.get("hit_share"),

@@ -155,7 +155,8 @@ def test_capacity_bands_search_each_corner(capsys) -> None:
     assert ev["rubin.hbm_bw"] == "vendor" and ev["vera.st_speed"] == "estimate" and ev["rubin.fp8_flops"] == "estimate"
     code, out, err = run(capsys, *args, "--no-bands")
     assert code == 0 and "band" not in json.loads(out)["systems"][0]
-    code, _, err = run(capsys, "capacity", str(KVCT), "-s", "jalapeno", "--slo", "ttft_p99=30s",
+    # one Jalapeño session's p99 is 28 s (its cold first prompts), its fast end serves more
+    code, _, err = run(capsys, "capacity", str(KVCT), "-s", "jalapeno", "--slo", "ttft_p99=20s",
                        "--max-concurrency", "4", "--attention", "tp")
     assert code != 0 and "even one session gets" in err and "at its fast end: up to" in err
 

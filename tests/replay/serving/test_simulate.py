@@ -34,11 +34,11 @@ def test_concurrency_one_matches_single_session_replay(kvct, plan, resolved, sys
     run = simulate(plan, resolved(system), ServingConfig(concurrency=1, deployment=deployment))
     assert rep.systems[0].deployments[0]["deployment"]["name"] == run.serving["deployment"]["name"] == deployment
     assert rep.systems[0].deployments[0]["deployment"]["cpu_tier_bytes"] == run.serving["deployment"]["cpu_tier_bytes"]
-    # the longest sessions outgrow a 4-chip Jalapeño instance's HBM, and H200's at the recipe's 85 %: the tier
-    # serves their evicted blocks in both (recomputed without one)
-    # (in the simulation those sessions' prompts beyond the 262K window are compacted: they no longer evict)
+    # (prompts beyond the 262K window are compacted in the simulation)
+    # the longest sessions outgrow a 4-chip Jalapeño instance's HBM: the tier serves their evicted blocks in both
+    # (recomputed without one); H200's driver-reported 150.75e9 B at the recipe's 85 % holds them (141e9 did not)
     cpu_hits = rep.systems[0].cache["cpu_hit_tokens"]
-    assert (cpu_hits > 0) == (deployment == "agentic")
+    assert (cpu_hits > 0) == (deployment == "agentic" and system == "jalapeno")
     task = run.engine.sess_end - run.engine.sess_start
     assert task.size == plan.n_sessions == 19
     # a session whose context passes the compaction trigger is compacted (--overflow compact), unlike the
@@ -87,7 +87,7 @@ def test_littles_law_on_the_simulated_queue(plan, resolved) -> None:
     L = e.queue_area / horizon
     lam = e.queue_entries / horizon
     W = e.queue_s.sum() / e.queue_entries
-    assert e.queue_s.sum() > 100  # the queue is not trivially empty
+    assert e.queue_s.sum() > 50  # the queue is not trivially empty (a minute and more of waits)
     assert pytest.approx(lam * W, rel=1e-6) == L
 
 

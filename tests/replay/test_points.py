@@ -1,0 +1,69 @@
+"""KV capacity of the benchmark points: the driver-reported HBM, the recipe's memory fraction per engine, and the
+batch Little's law reads off every measured point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from agentprof.catalog import CatalogError
+from agentprof.catalog.kvcache import memory_fraction, usable_fraction
+from agentprof.replay.points import point_features, resident_batch
+
+from .conftest import CAT
+
+
+@pytest.fixture(scope="module")
+def feats(points: pl.DataFrame):
+    return point_features(points, CAT)
+
+
+def test_every_measured_batch_fits_the_modelled_kv_pool(feats) -> None:
+    # the sequences a point held by Little's law must fit the pool the model sizes, or it could not have run
+    held = resident_batch(feats)
+    ok = feats.covered & np.isfinite(held)
+    assert ok.sum() > 1000
+    ratio = held[ok] / feats.kv_cap[ok]
+    assert ratio.max() <= 1.01  # the recipes' decode slots bind at 1.002 (Little's law lands on them)
+    assert (ratio > 0.9).sum() >= 5  # the check has teeth: some points sit at their limit
+
+
+def test_deepseek_fp8_on_four_b200s_holds_the_recipes_batch_at_8k_prompts() -> None:
+    # the 8k1k recipe runs TP4 with --max-running-requests 32 and mem-fraction-static 0.95 (dsr1_fp8_b200.sh): the
+    # driver's 192.27e9 bytes leave ~15 GB of KV per GPU, 54 sequences at the mean context; the marketing 180e9 left
+    # 3.3 GB, 11 sequences
+    row = pl.DataFrame({"hardware": ["b200"], "framework": ["sglang"], "model_prefix": ["dsr1"], "precision": ["fp8"],
+                        "spec_decoding": ["none"], "isl": [8192], "osl": [1024], "conc": [32], "tp": [4], "ep": [1],
+                        "dp_attention": [False], "disagg": [False]})
+    f = point_features(row, CAT)
+    assert f.mem_util[0] == pytest.approx(0.95)
+    assert 40 <= f.kv_cap[0] <= 70 and f.work.over[0] == 0.0
+
+
+def test_tensorrt_llm_takes_its_fraction_of_what_the_weights_leave() -> None:
+    f, basis, src = memory_fraction("dynamo-trt", "gpt-oss-120b", "gb200")
+    assert (f, basis) == (0.85, "free") and "free_gpu_memory_fraction" in src
+    util, _ = usable_fraction("trt", "gpt-oss-120b", "b200", 192e9, 40e9)
+    assert util * 192e9 == pytest.approx(0.85 * (192e9 - 40e9) + 40e9)
+    assert usable_fraction("vllm", "gpt-oss-120b", "h200", 150e9, 40e9)[0] == 0.9  # a share of the whole
+
+
+def test_a_memory_entry_out_of_range_is_one_clear_error(tmp_path: Path, monkeypatch) -> None:
+    from agentprof.catalog import kvcache
+
+    bad = tmp_path / "memory.toml"
+    bad.write_text('[[memory]]\nframework = "vllm"\nbasis = "total"\nfraction = { value = 1.5, source = "x" }\n')
+    monkeypatch.setattr(kvcache, "MEMORY_PATH", bad)
+    kvcache._memory_entries.cache_clear()
+    try:
+        with pytest.raises(CatalogError, match=r"memory\[0\]\.fraction: expected a fraction in \(0, 1\], got 1.5"):
+            memory_fraction("vllm", "gpt-oss-120b", "h200")
+        bad.write_text('[[memory]]\nframework = "vllm"\nbasis = "spare"\nfraction = { value = 0.9, source = "x" }\n')
+        kvcache._memory_entries.cache_clear()
+        with pytest.raises(CatalogError, match=r"memory\[0\]\.basis: expected one of total, free"):
+            memory_fraction("vllm", "gpt-oss-120b", "h200")
+    finally:
+        kvcache._memory_entries.cache_clear()
