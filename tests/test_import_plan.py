@@ -1,5 +1,5 @@
 """The package's import plan (scripts/import_plan.py): imports run down the pipeline, never back up a floor,
-and the circles among modules do not grow."""
+and no modules import each other round a circle."""
 
 from __future__ import annotations
 
@@ -21,10 +21,9 @@ def test_no_import_runs_back_up_a_floor():
     assert plan["upward"] == []
 
 
-def test_circles_do_not_grow():
-    """Known circle: the AgentX attention fit and the calibration driver (replay.agentic, replay.calibration)."""
+def test_no_circle_among_modules():
     plan = _plan_module().plan()
-    assert len(plan["circles"]) <= 1, plan["circles"]
+    assert plan["circles"] == []
 
 
 def test_the_plan_sees_a_planted_circle_and_an_upward_import(tmp_path, monkeypatch):

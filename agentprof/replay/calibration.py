@@ -8,7 +8,6 @@ group and an unseen layout falls back to it. Parameters (natural units) are :dat
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import math
 from dataclasses import dataclass, field
@@ -19,7 +18,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from agentprof import __version__
 from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.replay.costmodel import StepParams
@@ -28,7 +26,6 @@ from agentprof.replay.points import (
     Features,
     PointKey,
     fixed_overhead,
-    load_points,
     point_features,
     predict,
 )
@@ -350,57 +347,6 @@ def file_sha256(path: str | Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = None,
-             agentic_points: str | Path | None = DEFAULT_AGENTIC) -> Fitted:
-    """Fit on a points CSV and attach the provenance (file, hash, date, method, points used).
-
-    With ``agentic_points`` (the AgentX long-prompt points, when the file exists) the global prefill-attention
-    efficiency is fitted on them and the points are refitted with it, twice (it barely moves 1K-prompt fits);
-    then each accelerator's own efficiency on its own points (``attn_eff_by_accelerator``; the pooled one stays the
-    fallback), with the per-block host time its recipe lists (``scheduling.toml [block_host]``) separated, as in the
-    pooled one: that time is the recipe's (vLLM's ``--block-size=1``), not the accelerator's."""
-    from agentprof.replay.agentic import (
-        fit_attn_eff,
-        fit_attn_eff_per_accelerator,
-        load_agentic,
-        predictions,
-        summarize,
-    )
-    from agentprof.resources import shipped
-
-    points = shipped(points)  # the defaults are repository paths; an installed wheel carries copies
-    agentic_points = shipped(agentic_points) if agentic_points is not None else None
-    cat = cat or load_catalog()
-    df = load_points(points)
-    fitted = fit(df, cat)
-    agentic: dict[str, Any] = {}
-    if agentic_points is not None and Path(agentic_points).is_file():
-        adf = load_agentic(agentic_points)
-        for _ in range(2):
-            # the pooled fallback (accelerators without AgentX points, and the fixed-sequence fits) with the recipes'
-            # per-block host time separated as the per-accelerator fits below separate it: folded in, MI355X's
-            # --block-size=1 host time made every other accelerator's attention slower (0.077 against 0.121)
-            eta, agentic = fit_attn_eff(adf, fitted, cat)
-            fitted = fit(df, cat, eta)
-        # each accelerator's own eta on its own points, with the terms the pooled eta fitted (a 1K-token prompt's
-        # attention is ~3 % of its prefill, so the fixed-sequence fit keeps the pooled value)
-        by_acc, acc_info = fit_attn_eff_per_accelerator(adf, fitted, cat)
-        # the stored errors describe the shipped fit: the points were refitted with eta after its search
-        agentic.update(summarize(predictions(adf, fitted, cat, eta, by_acc)))
-        agentic = {"data_file": str(agentic_points), "data_sha256": file_sha256(agentic_points), **agentic,
-                   "attn_eff_pooled": eta, **acc_info}
-        del agentic["attn_eff"]
-        fitted.attn_eff_by_accelerator = by_acc
-    used = sum(e.points for e in fitted.entries["layout"].values())
-    fitted.provenance = {
-        "data_file": str(points), "data_sha256": file_sha256(points),
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "method": METHOD, "agentprof_version": __version__, "points_in_file": df.height, "points_used": used,
-    }
-    fitted.agentic = agentic
-    return fitted
 
 
 # --- storage -------------------------------------------------------------------------------------------------

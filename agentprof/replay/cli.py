@@ -328,7 +328,8 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
       agentprof devices fit --points my_points.csv --out my-fitted.toml --json --skip-levels
     """
     from agentprof.outputs import checked_output, write_with
-    from agentprof.replay.calibration import fit_file, user_fitted_path, write_fitted
+    from agentprof.replay.calibration import user_fitted_path, write_fitted
+    from agentprof.replay.devicefit import fit_file
     from agentprof.replay.fidelity import check, level_errors
     from agentprof.replay.points import load_points
     from agentprof.resources import shipped

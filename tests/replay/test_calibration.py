@@ -17,11 +17,11 @@ from agentprof.replay.calibration import (
     PARAMS,
     _parse_fitted,
     fit,
-    fit_file,
     load_fitted,
     nearest_group,
     to_toml,
 )
+from agentprof.replay.devicefit import fit_file
 from agentprof.replay.fidelity import check, cross_validate
 from agentprof.replay.points import PointKey, load_points
 
