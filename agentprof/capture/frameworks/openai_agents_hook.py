@@ -77,13 +77,7 @@ def _wrap_invoke(original: Any) -> Any:
         ctx = kwargs.get("context")
         span = tool_span.start(str(getattr(tool, "name", None) or "tool"), "openai-agents",
                                getattr(ctx, "tool_call_id", None))
-        try:
-            result = await original(*args, **kwargs)
-        except BaseException as e:
-            tool_span.end(span, e)
-            raise
-        tool_span.end(span)
-        return result
+        return await tool_span.awaited(span, original(*args, **kwargs))
 
     setattr(invoke, ORIGINAL, original)
     return invoke

@@ -29,13 +29,7 @@ def _wrap(original: Any) -> Any:
                                                            "kind", None)
         span = None if kind == "output" else tool_span.start(str(getattr(call, "tool_name", "tool")),
                                                             "pydantic-ai", getattr(call, "tool_call_id", None))
-        try:
-            result = await original(self, first, *args, **kwargs)
-        except BaseException as e:
-            tool_span.end(span, e)
-            raise
-        tool_span.end(span)
-        return result
+        return await tool_span.awaited(span, original(self, first, *args, **kwargs))
 
     setattr(method, ORIGINAL, original)
     return method

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from agentprof import semconv as sc
 from agentprof.capture.failsafe import internal_error
 from agentprof.capture.frameworks.decorated import DECORATED
 from agentprof.capture.session import current
 from agentprof.capture.spans import DetachedSpan
+
+T = TypeVar("T")
 
 
 def start(name: str, framework: str, call_id: str | None = None) -> DetachedSpan | None:
@@ -38,3 +41,15 @@ def end(span: DetachedSpan | None, error: BaseException | str | None = None) -> 
         span.finish({sc.ERROR_TYPE: error})
     else:
         span.finish()
+
+
+async def awaited(span: DetachedSpan | None, call: Awaitable[T]) -> T:
+    """Await a framework's tool call inside ``span`` (from :func:`start`): ended with the call's exception, which
+    passes on unchanged, or as ok."""
+    try:
+        result = await call
+    except BaseException as e:
+        end(span, e)
+        raise
+    end(span)
+    return result
