@@ -222,10 +222,7 @@ class HttpxSender(_Sender):
                 last = data
             if not responses and last:
                 _usage(rec, json.loads(last).get("usage"), responses)
-        if rec.output_tokens == 0:
-            rec.output_tokens = chunks
-        if not np.isfinite(rec.ttft_s):
-            raise _EmptyReply("the stream ended without an output token")
+        _finish(rec, chunks)
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -310,16 +307,22 @@ class SdkSender(_Sender):
                         rec.e2e_s = now - t_send
                 if chunk.usage is not None:
                     _usage(rec, chunk.usage.model_dump(), False)
-        if rec.output_tokens == 0:
-            rec.output_tokens = chunks
-        if not np.isfinite(rec.ttft_s):
-            raise _EmptyReply("the stream ended without an output token")
+        _finish(rec, chunks)
 
     async def close(self) -> None:
         await self.client.close()
 
 
 ENGINES = {"httpx": HttpxSender, "sdk": SdkSender}
+
+
+def _finish(rec: CallRecord, chunks: int) -> None:
+    """The end of a stream, for either engine: without a usage count the output chunks stand in for the output
+    tokens, and a stream that never produced output is an error."""
+    if rec.output_tokens == 0:
+        rec.output_tokens = chunks
+    if not np.isfinite(rec.ttft_s):
+        raise _EmptyReply("the stream ended without an output token")
 
 
 class _EmptyReply(Exception):
