@@ -138,8 +138,9 @@ MIN_WINDOW_TASKS = 10
 the window (each slot ran about one session: no stretch with every slot busy and tasks finishing)."""
 
 
-def window(eng: EngineResult, concurrency: int, open_loop: bool) -> dict[str, Any]:
-    """The simulated window tasks per hour are counted in, and the tasks completed in it.
+def window(eng: EngineResult, concurrency: int, open_loop: bool, keep: np.ndarray | None = None) -> dict[str, Any]:
+    """The simulated window tasks per hour are counted in, and the tasks completed in it (with ``keep``, a mask
+    over the run's sessions, only theirs are counted: the window itself is the whole run's).
 
     Closed loop: from the moment every slot holds a session (the ramp's last start) to the first moment a slot
     finishes with no session left to start (the drain), when that stretch holds at least
@@ -148,8 +149,9 @@ def window(eng: EngineResult, concurrency: int, open_loop: bool) -> dict[str, An
     st, en = eng.sess_start, eng.sess_end
     failed = eng.sess_failed if eng.sess_failed.size == en.size else np.zeros(en.size, dtype=bool)
     done = np.sort(en[np.isfinite(en) & ~failed])
+    counted = done if keep is None else en[np.isfinite(en) & ~failed & keep]
     ends = np.sort(en[np.isfinite(en)])
-    whole = {"start_s": 0.0, "end_s": float(eng.makespan_s), "tasks": int(done.size),
+    whole = {"start_s": 0.0, "end_s": float(eng.makespan_s), "tasks": int(counted.size),
              "basis": "whole run (ramp and drain included)"}
     if open_loop or not ends.size:
         whole["length_s"] = whole["end_s"]
@@ -160,6 +162,8 @@ def window(eng: EngineResult, concurrency: int, open_loop: bool) -> dict[str, An
     t1 = float(ends[ends.size - slots]) if ends.size >= slots else float(eng.makespan_s)
     n = int(((done > t0) & (done <= t1)).sum())
     if t1 > t0 and n >= min(concurrency, MIN_WINDOW_TASKS):
+        if keep is not None:
+            n = int(((counted > t0) & (counted <= t1)).sum())
         return {"start_s": t0, "end_s": t1, "tasks": n, "length_s": t1 - t0,
                 "basis": "full load (every slot holds a session: after the ramp, before the drain)"}
     whole["length_s"] = whole["end_s"]

@@ -258,9 +258,8 @@ def _without(eng: EngineResult, served: SessionPlan, ov: Overflow, concurrency: 
     keep_req = ~ov.beyond[sess_of[eng.req_call]] if eng.req_call.size else np.zeros(0, dtype=bool)
     keep_inst = ~ov.beyond[eng.sess_plan]
     task = (eng.sess_end - eng.sess_start)[keep_inst & ~eng.sess_failed]
-    win = window(eng, concurrency, open_loop)
-    fin = eng.sess_end[keep_inst & ~eng.sess_failed]
-    n = int(((fin > win["start_s"]) & (fin <= win["end_s"])).sum())
+    win = window(eng, concurrency, open_loop, keep_inst)
+    n = win["tasks"]
     return {"sessions": int((~ov.beyond).sum()), "ttft_s": pcts((eng.first_t - eng.issue_t)[keep_req]),
             "task_s": pcts(task[np.isfinite(task)], (50, 90)),
             "tasks_per_hour": n * 3600.0 / win["length_s"] if n and win["length_s"] > 0 else None}
