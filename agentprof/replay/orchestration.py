@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from agentprof import semconv as sc
+from agentprof.analysis.tools import tool_name
 from agentprof.catalog import read_toml
 from agentprof.errors import AgentprofError
 
@@ -82,10 +83,8 @@ def load_cpu_map(path: str | Path) -> dict[str, float]:
 
 
 def tool_names(spans: pl.DataFrame) -> pl.Series:
-    """Tool name per span: ``gen_ai.tool.name`` when recorded, else the span name minus ``execute_tool ``."""
-    attr = spans.get_column("attributes").str.json_path_match(f"$['{sc.TOOL_NAME}']")
-    from_name = spans.get_column("name").str.strip_prefix(f"{sc.OP_EXECUTE_TOOL} ")
-    return attr.fill_null(from_name)
+    """Tool name per span, by the analysis' one rule (:func:`agentprof.analysis.tools.tool_name`)."""
+    return spans.select(tool_name()).to_series()
 
 
 def cpu_split(spans: pl.DataFrame, host_parent: np.ndarray, excl_s: np.ndarray,
