@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 from rich.console import Console, ConsoleOptions, RenderableType
+from rich.containers import Lines
 from rich.markup import escape
 from rich.segment import Segment
 from rich.text import Span, Text
@@ -60,17 +61,50 @@ def lines(value: Any) -> str:
     return _UNSAFE_IN_LINES.sub(_visible, "" if value is None else str(value))
 
 
+_FIGURE_SPACE = re.compile(
+    r"(?<=\d) (?=(?:%|×|[hmsd]\b|ms\b|µs\b|ns\b|min\b|[KMGTP]i?B\b|[kMGT]?Wh?\b|[KMGT]B/s\b))"
+    r"|(?<=\d [hmd]) (?=\d)")
+"""A space inside a figure: between a number and its unit (``12 %``, ``3.6 s``, ``500 GiB``) and between the
+parts of a duration (``2 h 36 m``)."""
+_JOIN = "\ue000"
+"""A one-cell stand-in that is not whitespace, so the word wrap never breaks a figure there."""
+
+
+class FigureText(Text):
+    """Text whose word wrap never splits a figure from its unit or a duration into its parts (``2 h`` at the end
+    of one line, ``36 m`` at the start of the next reads as two numbers)."""
+
+    def wrap(self, console: Console, width: int, **kwargs: Any) -> Lines:
+        glued = self.copy()
+        glued.plain = _FIGURE_SPACE.sub(_JOIN, self.plain)
+        out = Text.wrap(glued, console, width, **kwargs)
+        for line in out:
+            line.plain = line.plain.replace(_JOIN, " ")
+        return out
+
+
+def figures_whole(t: Text) -> Text:
+    """``t`` as :class:`FigureText` when it holds a figure with a space in it; ``t`` itself otherwise."""
+    if isinstance(t, FigureText) or not _FIGURE_SPACE.search(t.plain):
+        return t
+    out = FigureText(t.plain, style=t.style, justify=t.justify, overflow=t.overflow, no_wrap=t.no_wrap,
+                     end=t.end, tab_size=t.tab_size)
+    out.spans = list(t.spans)
+    return out
+
+
 class SafeConsole(Console):
     """A Rich console that escapes unsafe characters in everything it prints: strings and ``Text`` before they
     are measured and wrapped (so nothing is cut), any other text segment as it is rendered. Its own styles and
-    cursor controls are not text and pass. The last step before the terminal, behind :func:`shown`."""
+    cursor controls are not text and pass. The last step before the terminal, behind :func:`shown`. Text it
+    wraps keeps every figure whole (:class:`FigureText`)."""
 
     def render_str(self, text: str, **kwargs: Any) -> Text:
         return safe_text(super().render_str(text, **kwargs))
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         if isinstance(renderable, Text):
-            renderable = safe_text(renderable)
+            renderable = figures_whole(safe_text(renderable))
         for seg in super().render(renderable, options):
             if seg.control or not _UNSAFE_IN_LINES.search(seg.text):
                 yield seg

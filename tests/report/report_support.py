@@ -172,10 +172,22 @@ LAYOUT_PROBE = r"""() => {
     const w = n.textContent.split(/\s+/).filter(x => /[\p{L}\p{N}]/u.test(x)).length;
     if (w) words.set(b, (words.get(b) || 0) + w);
   }
+  // split: visible text a line may break inside a figure (a plain space between a number and its unit, or
+  // between a duration's parts): the page joins them with a no-break space
+  out.split = [];
+  const figure = /\d [hmd] \d|\d (%|×|[hmsd]\b|ms\b|µs\b|min\b|[KMGTP]i?B\b|[kMGT]?Wh?\b)/;
+  const walk2 = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walk2.nextNode(); n; n = walk2.nextNode()) {
+    const p = n.parentElement;
+    if (!p || p.closest('svg, script, style, noscript') || !p.getClientRects().length) continue;
+    const m = n.textContent.match(figure);
+    if (m && out.split.length < 10) out.split.push(n.textContent.slice(Math.max(0, m.index - 20), m.index + 20));
+  }
   for (const [b, w] of words) out.blocks.push([w, b.tagName + '.' + b.className, b.innerText.slice(0, 80)]);
   out.blocks.sort((a, b) => b[0] - a[0]);
   out.blocks = out.blocks.slice(0, 5);
   return out; }"""
 """A page's layout as a reader meets it: ``scrollWidth`` against the viewport ``width``; ``clipped``, every box
 whose content is cut sideways or scrolls sideways (single-line cells cut with an ellipsis and a title excepted);
-``spilled``, boxes reaching past their panel's right edge; ``blocks``, the five visible text blocks with the most words (text in closed disclosures is not visible)."""
+``spilled``, boxes reaching past their panel's right edge; ``blocks``, the five visible text blocks with the most words (text in closed disclosures is not visible); ``split``, visible text
+where a line may break inside a figure."""

@@ -24,11 +24,24 @@ SESSION = SAMPLES / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 DURATION = re.compile(r"\b\d+ [hm] \d\d [ms]\b")
 
 
+SPLIT_FIGURE = (re.compile(r"\d$"), re.compile(r"(%|×|[hmsd]\b|ms\b|µs\b|min\b|[KMGTP]i?B\b|[kMGT]?Wh?\b)"))
+SPLIT_DURATION = (re.compile(r"\d [hmd]$"), re.compile(r"\d"))
+
+
+def split_figures(out: str) -> list[str]:
+    """Line ends that split a figure: a number at the end of a line whose unit starts the next (``1`` / ``%``),
+    or a duration's first part at the end of a line and its next part starting the next (``2 h`` / ``36 m``)."""
+    lines = [line.rstrip() for line in out.splitlines()]
+    return [f"{a[-12:]!r} / {b.lstrip()[:12]!r}" for a, b in zip(lines, lines[1:], strict=False)
+            for end, start in (SPLIT_FIGURE, SPLIT_DURATION) if end.search(a) and start.match(b.lstrip())]
+
+
 def _readable(out: str, width: int) -> None:
     assert out.strip()
     wide = [line for line in out.splitlines() if len(line) > width]
     assert not wide, f"{len(wide)} line(s) wider than {width}: {wide[:3]}"
     assert "…" not in out, [line for line in out.splitlines() if "…" in line][:3]
+    assert not split_figures(out), split_figures(out)[:3]
 
 
 def _render(tables, width: int) -> str:

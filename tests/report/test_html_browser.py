@@ -70,7 +70,7 @@ def test_trace_text_is_shown_as_text(browser, tmp_path):
     tip = page.locator(".tip")
     assert tip.is_visible()
     assert EVIL_TOOL in tip.inner_text() and "&lt;script&gt;" in tip.inner_html()
-    foot = page.locator("#foot").inner_text()  # agentprof's own capture time, against the 60 s wall
+    foot = page.locator("#foot").inner_text().replace("\xa0", " ")  # agentprof's capture time, against 60 s wall
     assert "own cost while capturing: 123 ms of CPU (0.21 % of wall) on the agent's threads" in foot
     failed = page.locator("#failures").inner_text()  # the failed tool, counted with its time and error type
     assert failed.startswith("Failed: 1 tool call (") and "1 ToolError" in failed and "model" not in failed
@@ -155,7 +155,8 @@ def test_report_with_every_stage(which, request, browser, tmp_path):
     _only_the_file(o, path)
     page = o.page
     t = a["time"]
-    assert f"{100 * t['model_s'] / t['wall_s']:.1f} %" in page.locator("#headline").inner_text()
+    headline = page.locator("#headline").inner_text().replace("\xa0", " ")  # figures joined by no-break spaces
+    assert f"{100 * t['model_s'] / t['wall_s']:.1f} %" in headline
     # per-call chart: one line per available series, one marker per miss in the chosen session
     assert page.locator("#redundancy svg path[fill=none]").count() >= 2
     assert page.locator("#redundancy tbody tr").count() == min(len(a["cache_misses"]), MAX_MISSES)

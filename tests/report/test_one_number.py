@@ -71,7 +71,7 @@ def test_page_shows_one_amdahl_bound_and_one_cache_read_share(codex, tmp_path, b
     page = browser.open(path).page
     cards = {k: v for k, v in page.eval_on_selector_all(
         ".card", "els => els.map(e => [e.querySelector('.k').textContent, e.querySelector('.v').textContent])")}
-    bound = cards["Amdahl bound"]
+    bound = cards["Amdahl bound"].replace("\xa0", " ")  # the page joins a figure's parts with no-break spaces
     labels = page.eval_on_selector_all("svg text", "els => els.map(e => e.textContent)")
     marks = [t for t in labels if t.startswith("Amdahl bound")]
     assert marks and all(m.startswith(f"Amdahl bound {bound} (") for m in marks), (bound, marks)

@@ -34,6 +34,7 @@ def _check_widths(browser, path) -> list:
         assert got["scrollWidth"] <= width, (width, got)
         assert got["clipped"] == [] and got["spilled"] == [], (width, got["clipped"], got["spilled"])
         assert got["blocks"][0][0] <= MAX_WORDS, (width, got["blocks"][0])
+        assert got["split"] == [], (width, got["split"])
         pages.append(o.page)
     return pages
 
