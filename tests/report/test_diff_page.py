@@ -1,5 +1,6 @@
 """The ``agentprof diff`` page in a real headless Chromium: it renders BASE and NEW side by side with the
-tested changes, requests nothing but the file, logs no errors, and keeps trace text (tool names) as text."""
+tested changes, requests nothing but the file, logs no errors, keeps trace text (tool names) as text and never
+breaks a line inside a figure."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from agentprof.analysis.diff import diff
 from agentprof.cli import main
 from agentprof.report.diff_page import render_diff_page, write_diff_page
 
-from .report_support import SEC, T0, make_trace, span
+from .report_support import LAYOUT_PROBE, SEC, T0, make_trace, span
 
 EVIL = '<img src=x onerror=alert(1)>run</script>'
 
@@ -74,6 +75,7 @@ def test_diff_page_renders_side_by_side_offline(browser, result, tmp_path):
     wb = pair.locator(".bar.base").bounding_box()["width"]
     wn = pair.locator(".bar.new").bounding_box()["width"]
     assert 3.0 < wn / wb < 5.0
+    assert page.evaluate(LAYOUT_PROBE)["split"] == []  # no line may break inside a figure
     page.screenshot(path=str(tmp_path / "diff.png"), full_page=True)
     assert (tmp_path / "diff.png").stat().st_size > 10_000
     page.close()
