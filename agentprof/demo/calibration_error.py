@@ -24,18 +24,19 @@ class CalibrationError:
     data_file: str
 
     def sentence(self) -> str:
-        """One line for people: held-out errors, and the long-prompt TTFT error when known."""
+        """One sentence for people: held-out errors, and the long-prompt errors in the fit when known."""
 
         def pct(v: float | None) -> str:
             return f"{v * 100:.0f} %" if v is not None else "n/a"
 
-        s = (f"cross-validated on {self.covered:,} of {self.points:,} InferenceX serving points (fit on one "
-             f"ISL/OSL setting, predict the other): median error TTFT {pct(self.median['ttft'])}, "
-             f"TPOT {pct(self.median['tpot'])}, end-to-end {pct(self.median['e2e'])} "
-             f"(p90 {pct(self.p90['ttft'])} / {pct(self.p90['tpot'])} / {pct(self.p90['e2e'])})")
+        where = f"{self.covered:,}" + (f" of {self.points:,}" if self.covered != self.points else "")
+        s = (f"Its error on {where} InferenceX serving points, fit on one ISL/OSL setting and predicting the "
+             f"other: median TTFT {pct(self.median['ttft'])}, TPOT {pct(self.median['tpot'])}, end-to-end "
+             f"{pct(self.median['e2e'])} (p90 {pct(self.p90['ttft'])}, {pct(self.p90['tpot'])}, "
+             f"{pct(self.p90['e2e'])})")
         if self.agentic.get("points"):
-            s += (f"; on {self.agentic['points']} long agentic prompts TTFT {pct(self.agentic.get('median_ape_ttft'))}"
-                  f", inter-token {pct(self.agentic.get('median_ape_itl'))}")
+            s += (f"; on the {self.agentic['points']} long agentic prompts it was fitted on: TTFT "
+                  f"{pct(self.agentic.get('median_ape_ttft'))}, inter-token {pct(self.agentic.get('median_ape_itl'))}")
         return s
 
 

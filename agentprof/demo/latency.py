@@ -52,10 +52,9 @@ class DeviceLatency:
 
     @property
     def display(self) -> str:
-        """One line: model, system and where its parameters come from."""
+        """A few words: model, system and its deployment (where the parameters come from: :attr:`calibration`)."""
         r = self._resolved
-        return (f"{r.model.display} on {r.system.key} ({r.system.display}; {r.dep.gpus} accelerators, "
-                f"{r.precision}, {r.framework}; {r.calibration})"
+        return (f"{r.model.display} on {r.system.key} ({r.dep.gpus} accelerators, {r.precision}, {r.framework})"
                 + (f", latencies scaled by {self.scale:g}" if self.scale != 1 else ""))
 
     @property

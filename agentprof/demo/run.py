@@ -92,17 +92,16 @@ def _stages(label: str, about: str, trace: Trace, paths: list[Path], systems: li
 
 
 def disclosure(agent: AgentRun, imported: TraceResult, calibration: CalibrationError | None) -> list[str]:
-    """What in the demo is simulated and what is real, one sentence each."""
+    """What in the demo is simulated, estimated and real, a short paragraph each (at most 60 words)."""
     lat = agent.latency
     cal = calibration.sentence() if calibration else \
-        "its measured error is in docs/DEVICE_MODEL.md (the calibration points are not in this installation)"
+        "Its measured error is in docs/DEVICE_MODEL.md (the calibration points are not in this installation)"
     standins = sorted({v for v in (getattr(imported.replay, "standins", None) or {}).values()})
     return [
-        "Simulated: the captured run's model. A scripted model on a loopback server (127.0.0.1; no network, no "
-        f"weights) writes the answers; its time to first token and per-token times are the device cost model's "
-        f"for {lat.display}.",
-        "Simulated: every device what-if. Replay is an analytical cost model, not a measurement; " + cal + ". "
-        "Jalapeño's parameters are declared estimates with no measurement to check them against."
+        "Simulated: the captured run's model. A scripted model on 127.0.0.1 (no network, no weights) writes the "
+        f"answers, with the device cost model's first-token and per-token times for {lat.display}.",
+        "Simulated: every device what-if, from an analytical cost model, not a measurement. " + cal + ".",
+        "Estimates: Jalapeño's parameters are declared, with no measurement to check them."
         + (" Closed models are replayed through open stand-ins: " + "; ".join(standins) + "." if standins else ""),
         "Real: the agent code (agentprof/demo/agent.py, unmodified), the openai SDK streaming over HTTP, its "
         "tools on a fresh copy of the sample repository, the test runs in child processes, the JSON parsing of "

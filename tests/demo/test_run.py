@@ -182,6 +182,8 @@ def test_terminal_shows_figures_what_if_and_what_is_simulated(demo):
                    str(result.report_path), "captured demo run", "real Codex CLI"):
         assert needle in out, needle
     assert result.calibration is not None and result.calibration.covered > 0
+    for paragraph in result.disclosure:  # what is simulated and what is real, each readable at a glance
+        assert len([w for w in paragraph.split() if re.search(r"\w", w)]) <= 60, paragraph
     assert steps and "127.0.0.1" in steps[0]
     narrow = Console(record=True, width=80)
     show_result(result, narrow)
