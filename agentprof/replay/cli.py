@@ -150,7 +150,8 @@ def _print_replay(res: Any) -> None:
                    f"{fmt_share(lev.get('median_ape_ttft'))}" if lev else "")
             console.print(f"[dim]{markup(s.name)}: {markup(d['model'])} {d['precision']} on {d['accelerators']} accelerator(s), "
                           f"step overhead {d['t_fixed_ms']} ms — calibration {d.get('calibration_level', '?')}"
-                          f"{err}: {d['calibration']}[/dim]")
+                          f"{err}[/dim]")
+            console.print(f"[dim]  parameters: {markup(d['calibration'], 1000)}[/dim]")
             sp = d.get("speculative")
             if sp:
                 console.print(f"{markup(s.name)}: speculative decoding {sp['method']}: {sp['draft_tokens']:g} draft "
@@ -174,16 +175,17 @@ def _print_replay(res: Any) -> None:
                           f"{fmt_duration(min(b['model_calls_s']))}–{fmt_duration(max(b['model_calls_s']))}, "
                           "task speed-up "
                           f"{fmt_x(lo)}–{fmt_x(hi)}{served} ({ranged_count(b)}, named in --json)")
-    for note in res.standins.values():
-        console.print(f"[yellow]stand-in[/yellow] {markup(note, 1000)}")
+    for line in standin_lines(res.standins):
+        console.print(f"[yellow]stand-in[/yellow] {markup(line, 1000)}")
     o = res.orchestration
-    console.print(f"CPU-bound orchestration scaled by host: {o['cpu_bound_s']:.1f} s "
-                  f"(declared {o['cpu_bound_declared_s']:.1f}, attribute {o['cpu_bound_attribute_s']:.1f}, "
-                  f"cpu_ns {o['cpu_bound_cpu_ns_s']:.1f}, parse {o['cpu_bound_parse_s']:.1f}); "
-                  f"not CPU-bound (I/O or unknown): {o['not_cpu_bound_s']:.1f} s; recorded host {o['recorded_host']}")
+    console.print(f"CPU-bound orchestration scaled by host: {fmt_duration(o['cpu_bound_s'])} (declared "
+                  f"{fmt_duration(o['cpu_bound_declared_s'])}, attribute {fmt_duration(o['cpu_bound_attribute_s'])}, "
+                  f"cpu_ns {fmt_duration(o['cpu_bound_cpu_ns_s'])}, parse {fmt_duration(o['cpu_bound_parse_s'])}); "
+                  f"not CPU-bound (I/O or unknown): {fmt_duration(o['not_cpu_bound_s'])}; recorded host "
+                  f"{markup(o['recorded_host'])}")
     if o.get("gaps_s"):
-        console.print(f"gaps between spans (the agent's own loop): {o['gaps_s']:.1f} s, of which "
-                      f"{o['gaps_cpu_bound_s']:.1f} s CPU-bound ({o['gaps_source']}) scaled by host")
+        console.print(f"gaps between spans (the agent's own loop): {fmt_duration(o['gaps_s'])}, of which "
+                      f"{fmt_duration(o['gaps_cpu_bound_s'])} CPU-bound ({markup(o['gaps_source'])}) scaled by host")
     for n in res.notes:
         console.print(f"[dim]note: {markup(n, 1000)}[/dim]")
     served = [(s.name, s.serving) for s in res.systems if s.serving]
@@ -192,6 +194,23 @@ def _print_replay(res: Any) -> None:
 
         print_serving(console, served, f"serving: {res.concurrency} concurrent session(s) per system")
     console.print(markup(res.finding(), None))
+
+
+def standin_lines(standins: dict[str, str]) -> list[str]:
+    """One line per stand-in and reason: ``claude-opus-4-5, claude-sonnet-4-5 (2 models) replayed as …``, where the
+    notes (``NAME replayed as …``) say the same of several recorded models."""
+    by_rest: dict[str, list[str]] = {}
+    for name, note in standins.items():
+        rest = note[len(name):] if note.startswith(name) else None
+        by_rest.setdefault(rest if rest is not None else note, []).append(name if rest is not None else "")
+    out = []
+    for rest, names in by_rest.items():
+        named = [n for n in names if n]
+        if not named:
+            out.append(rest)
+        else:
+            out.append(", ".join(named) + (f" ({len(named)} models)" if len(named) > 1 else "") + rest)
+    return out
 
 
 @click.group("devices", context_settings=_CTX)
