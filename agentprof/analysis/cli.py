@@ -89,8 +89,15 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     sh = t["shares"]
     active = t["agent_active_s"] or 0.0
     human = wall - active
-    rows = [("model", t["model_s"], "model"), ("  TTFT / prefill", t["model_ttft_s"], None),
-            ("  decode", t["model_decode_s"], None), ("tool", t["tool_s"], "tool"),
+    # the TTFT / decode split covers the calls that recorded a first token; the rest of the model time is shown
+    # as not split rather than as a 0 s prefill
+    split = (t["model_ttft_s"] or 0.0) + (t["model_decode_s"] or 0.0)
+    unsplit = (t["model_s"] or 0.0) - split
+    model_rows: list[tuple[str, Any, str | None]] = [("  TTFT / prefill", t["model_ttft_s"], None),
+                                                     ("  decode", t["model_decode_s"], None)] if split > 0 else []
+    if unsplit > 1e-3:
+        model_rows.append(("  no first token recorded", unsplit, None))
+    rows = [("model", t["model_s"], "model"), *model_rows, ("tool", t["tool_s"], "tool"),
             ("parse", t["parse_s"], "parse"), ("orchestration", t["orchestration_s"], "orchestration"),
             ("  glue (outside spans)", t["glue_s"], None), ("wait", t["wait_s"], "wait")]
     rows += [(f"  wait: {k}", v, None) for k, v in t["waits_by_reason"].items()]

@@ -26,6 +26,20 @@ def test_analyze_terminal_output(capsys):
         assert text in out
 
 
+@pytest.mark.parametrize("sample", ["claude-code", "codex"])
+def test_model_time_without_a_first_token_is_not_called_prefill(capsys, sample):
+    """Claude Code's log records no first token: its model time is not a 0 s prefill plus a 0 s decode; Codex's
+    records some, and only those calls are split."""
+    code, out, _ = run(capsys, "analyze", str(SAMPLES / sample), "--json", "--no-progress")
+    t = json.loads(out)["time"]
+    code, out, _ = run(capsys, "analyze", str(SAMPLES / sample), "--no-progress")
+    assert code == 0
+    rows = {line[:27].strip(): line[27:].split() for line in out.splitlines() if line.startswith("  ")}
+    unsplit = t["model_s"] - t["model_ttft_s"] - t["model_decode_s"]
+    assert unsplit > 1 and "no first token recorded" in rows
+    assert ("TTFT / prefill" in rows) == (t["model_ttft_s"] > 0)
+
+
 def test_analyze_empty_trace_is_a_clear_error(capsys, tmp_path):
     p = tmp_path / "empty.jsonl"
     p.write_text('{"record":"meta","format":"agentprof-trace","version":1,"name":"crashed"}\n')
