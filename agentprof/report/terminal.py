@@ -325,7 +325,7 @@ def measured_view(panel: dict[str, Any], width: int | None = None, title: str = 
     for run in panel["runs"]:
         parts.append(safe_text.text((f"{run['label']}: " if run.get("label") else "") + run["head"], 1000))
         if run.get("sources"):
-            parts.append(safe_text.text("sessions from " + run["sources"], 1000, style="dim"))
+            parts.append(safe_text.text("trace files: " + run["sources"], 1000, style="dim"))
         parts.append(safe_text.text(run["counts"], 1000))
         cols = [Column(run["columns"][0], "left", name=True), *(Column(h) for h in run["columns"][1:])]
         parts.extend(fitted_tables(None, cols, [[safe_text.text(c, 200) for c in r["cells"]] for r in run["rows"]],

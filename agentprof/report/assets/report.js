@@ -1007,7 +1007,7 @@
       "Recorded sessions replayed against a real endpoint by agentprof loadtest: what the server delivered and, where a prediction was asked for, the device model's figures for the same sessions beside them.");
     M.runs.forEach(function (r) {
       var box = h("div", { class: "lt-run" }, [h("h3", { class: "sub" }, (r.label ? r.label + ": " : "") + r.head)]);
-      if (r.sources) box.appendChild(h("p", { class: "hint" }, "Sessions from " + r.sources + "."));
+      if (r.sources) box.appendChild(h("p", { class: "hint" }, "Trace files: " + r.sources + "."));
       box.appendChild(h("p", { class: "lt-counts" }, r.counts));
       var head = h("tr", null, r.columns.map(function (c, i) { return h("th", i ? { class: "r" } : null, c); }));
       var body = r.rows.map(function (row) {
