@@ -15,8 +15,9 @@
 #   SESSIONS       session counts to run (default "1 8 32")
 #   MAX_CALLS      calls sent per session (default 8); CAP_WAIT seconds between calls at most (default 2)
 #   OUT            folder for the results (default ./gpu-check-out)
-# Writes $OUT/loadtest-N.json per session count, $OUT/loadtest-N.txt (the terminal table) and
-# $OUT/gpu_check.md (one row per session count: measured, predicted, error).
+# Writes $OUT/loadtest-N.json, .txt (the terminal table) and .html per session count, $OUT/report.html (the
+# samples' report with every run in "Measured on your backend") and $OUT/gpu_check.md (one row per session count:
+# measured, predicted, error).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -68,14 +69,16 @@ for _ in $(seq 1 180); do
   sleep 5
 done
 
+LOADTESTS=()
 for n in $SESSIONS; do
   echo "gpu_check: $n session(s) at once" >&2
   "$PYTHON" -m agentprof loadtest $SAMPLES --endpoint "$URL" --model served --concurrency "$n" --sessions "$n" \
     --max-calls "$MAX_CALLS" --cap-wait "$CAP_WAIT" --predict "$SYSTEM" --predict-model "$PREDICT_MODEL" \
-    --json > "$OUT/loadtest-$n.json"
-  "$PYTHON" -c "import json,sys; from agentprof.loadtest.cli import print_result; print_result(json.load(open(sys.argv[1])))" \
-    "$OUT/loadtest-$n.json" > "$OUT/loadtest-$n.txt"
+    --out "$OUT/loadtest-$n.json" --html "$OUT/loadtest-$n.html" > "$OUT/loadtest-$n.txt"
+  LOADTESTS+=(--loadtest "$OUT/loadtest-$n.json")
 done
+"$PYTHON" -m agentprof report $SAMPLES --no-replay --serving-concurrency none "${LOADTESTS[@]}" \
+  -o "$OUT/report.html" > /dev/null
 
 "$PYTHON" - "$OUT" "$SERVER" "$([ "$SERVER" = vllm ] && echo "$MODEL" || echo agentprof.demo.prefix_server)" "$SYSTEM" "$PREDICT_MODEL" $SESSIONS <<'EOF'
 import json, sys

@@ -9,8 +9,6 @@ from typing import Any
 
 import click
 
-from agentprof.report.formats import fmt_duration
-
 _CTX = {"help_option_names": ["-h", "--help"]}
 
 
@@ -53,12 +51,16 @@ _CTX = {"help_option_names": ["-h", "--help"]}
 @click.option("--client", "engine", type=click.Choice(["httpx", "sdk"]), default="httpx", show_default=True,
               help="Load engine: httpx (lean stream reading) or sdk (the openai SDK's AsyncOpenAI).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--out", "out_json", type=click.Path(dir_okay=False), metavar="FILE.json",
+              help="Also write the result as JSON, for `agentprof report TRACE --loadtest FILE.json`.")
+@click.option("--html", "out_html", type=click.Path(dir_okay=False), metavar="FILE.html",
+              help="Also write the result as a one-file HTML page (the report's 'Measured on your backend' panel).")
 def loadtest_cmd(paths: tuple[str, ...], endpoint: str, model: str, concurrency: int, sessions: int | None,
                  max_calls: int | None, cap_wait: float | None, time_scale: float, api: str, predict: str | None,
                  predict_model: str | None, tokenizer: str | None, template_tokens: int | None, seed: int | None,
                  price: str | None,
                  retries: int, timeout_s: float, api_key: str, ignore_eos: bool, engine: str,
-                 as_json: bool) -> None:
+                 as_json: bool, out_json: str | None = None, out_html: str | None = None) -> None:
     """Replay recorded agent sessions against your endpoint and measure TTFT, TPOT, cache hits and cost per task.
 
     Each session's calls go in order with the recorded gaps between them, --concurrency sessions at once.
@@ -69,13 +71,15 @@ def loadtest_cmd(paths: tuple[str, ...], endpoint: str, model: str, concurrency:
     Example:
       agentprof loadtest traces/samples/kv-cache-tester \\
           --endpoint http://127.0.0.1:8000/v1 --model served --concurrency 8 \\
-          --max-calls 10 --cap-wait 5 --predict h200+x86
+          --max-calls 10 --cap-wait 5 --predict h200+x86 --out lt-8.json
+      agentprof report traces/samples/kv-cache-tester --loadtest lt-8.json
     """
     from agentprof.errors import AgentprofError
     from agentprof.importers import load_any
     from agentprof.loadtest.client import Endpoint
     from agentprof.loadtest.results import parse_price
     from agentprof.loadtest.run import loadtest
+    from agentprof.outputs import checked_output
 
     if retries < 0:
         raise AgentprofError(f"--retries must be at least 0, got {retries}")
@@ -84,6 +88,8 @@ def loadtest_cmd(paths: tuple[str, ...], endpoint: str, model: str, concurrency:
     if template_tokens is not None and template_tokens < 0:
         raise AgentprofError(f"--template-tokens must be at least 0, got {template_tokens}")
     p = parse_price(price) if price else None
+    json_path = checked_output(out_json, (".json",), "a load-test result") if out_json else None
+    html_path = checked_output(out_html, (".html", ".htm"), "a load-test page") if out_html else None
     ep = Endpoint(endpoint, model, api, api_key or "EMPTY", timeout_s, retries, ignore_eos, client=engine)
     trace = load_any(list(paths))
     progress, on_start, on_call = _progress(os.environ.get("AGENTPROF_PROGRESS") != "0")
@@ -93,10 +99,33 @@ def loadtest_cmd(paths: tuple[str, ...], endpoint: str, model: str, concurrency:
     finally:
         if progress is not None:
             progress.stop()
+    d = res.to_dict()
+    _write(json_path, lambda: json.dumps(d, indent=2) + "\n")
+    if html_path is not None:
+        from agentprof.report.html import render_measured
+        from agentprof.report.measured import panel
+
+        _write(html_path, lambda: render_measured(panel([(json_path.name if json_path else "", d)]),
+                                                  f"load test: {d['model']} at {d['endpoint']}"))
     if as_json:
-        click.echo(json.dumps(res.to_dict(), indent=2, default=str))
+        click.echo(json.dumps(d, indent=2))
+    else:
+        print_result(d)
+    for path in (json_path, html_path):
+        if path is not None:
+            click.echo(f"wrote {path}", err=True)
+
+
+def _write(path: Any, text: Any) -> None:
+    """Write ``text()`` to ``path`` (nothing when ``path`` is None); a failed write is one error line."""
+    from agentprof.errors import AgentprofError
+
+    if path is None:
         return
-    print_result(res.to_dict())
+    try:
+        path.write_text(text(), encoding="utf-8")
+    except OSError as e:
+        raise AgentprofError(f"{path}: cannot write: {e.strerror or e}") from None
 
 
 def _progress(enabled: bool) -> tuple[Any, Any, Any]:
@@ -125,62 +154,11 @@ def _progress(enabled: bool) -> tuple[Any, Any, Any]:
     return prog, on_start, on_call
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x * 100:.1f} %"
-
-
-def _err(x: float | None, points: bool = False) -> str:
-    if x is None:
-        return "—"
-    return f"{x * 100:+.1f} pts" if points else f"{x * 100:+.0f} %"
-
-
 def print_result(d: dict[str, Any]) -> None:
-    """The terminal view: what ran, then one row per figure (measured, predicted, error); fits 80 columns."""
-    from rich import box
-    from rich.table import Table
+    """The terminal view: what ran, then one row per figure (measured, predicted, error); fits 80 columns. The
+    rows are the report panel's (:func:`agentprof.report.measured.run_view`), made once for both."""
+    from agentprof.report.measured import run_view
+    from agentprof.report.terminal import measured_view, show
 
-    from agentprof.safe_text import console as safe_console
-    from agentprof.safe_text import markup
-
-    con = safe_console()
-    c, t = d["calls"], d["tasks"]
-    con.print(markup(f"loadtest: {d['sessions']} session(s), {d['concurrency']} at once, model {d['model']} at "
-                     f"{d['endpoint']} ({d['api']})"))
-    errs = ", ".join(f"{k} ×{v}" for k, v in d["errors"].items())
-    con.print(markup(f"calls {c['sent']} sent, {c['ok']} ok, {c['failed']} failed{f' ({errs})' if errs else ''}; "
-                     f"{d['retries']} retries; tasks {t['completed']} of {d['sessions']} completed in "
-                     f"{fmt_duration(d['wall_s'])}"))
-    pred = d.get("predicted")
-    err = d.get("error") or {}
-    tab = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
-    tab.add_column("figure", no_wrap=True)
-    tab.add_column("measured", justify="right", no_wrap=True)
-    if pred:
-        tab.add_column(f"predicted {pred['system']}"[:24], justify="right", no_wrap=True)
-        tab.add_column("error", justify="right", no_wrap=True)
-    for key, name in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("e2e_s", "E2E")):
-        for q in ("p50", "p90", "p99"):
-            row = [f"{name} {q}", fmt_duration(d[key][q])]
-            if pred:
-                row += [fmt_duration(pred[key][q]), _err(err.get(f"{key}.{q}"))]
-            tab.add_row(*row)
-    row = ["task p50", fmt_duration(t["task_s"]["p50"])]
-    if pred:
-        row += [fmt_duration(pred["tasks"]["task_s"]["p50"]), _err(err.get("tasks.task_s.p50"))]
-    tab.add_row(*row)
-    row = ["cache read", _pct(d["cache_read_share"])]
-    if pred:
-        row += [_pct(pred["cache_read_share"]), _err(err.get("cache_read_share"), points=True)]
-    tab.add_row(*row)
-    tab.add_row("trace reuse", _pct(d["trace_reuse_share"]), *(["", ""] if pred else []))
-    cost = d["cost_per_task"]
-    tab.add_row("cost/task", "—" if cost is None else f"${cost:,.4f}", *(["", ""] if pred else []))
-    con.print(tab)
-    drift = d["prompt_tokens"]["drift"]
-    if drift is not None:
-        con.print(f"prompt tokens as served vs recorded: {drift * 100:+.2f} %; output tokens "
-                  f"{d['output_tokens']['served']:,} of {d['output_tokens']['asked']:,} asked")
-    for n in d["notes"] + ((pred or {}).get("notes") or []):
-        con.print(markup(f"note: {n}"))
+    show(measured_view({"status": "ok", "runs": [run_view(d, "loadtest")]}, title=""))
     sys.stdout.flush()

@@ -16,7 +16,8 @@ from agentprof.loadtest.workload import Workload
 from agentprof.replay.serving.metrics import pcts
 
 FIGURES = (("ttft_s", "p50"), ("ttft_s", "p90"), ("ttft_s", "p99"), ("tpot_s", "p50"), ("tpot_s", "p90"),
-           ("tpot_s", "p99"), ("e2e_s", "p50"), ("e2e_s", "p90"), ("e2e_s", "p99"), ("tasks", "task_s.p50"))
+           ("tpot_s", "p99"), ("e2e_s", "p50"), ("e2e_s", "p90"), ("e2e_s", "p99"), ("tasks", "task_s.p50"),
+           ("tasks", "task_s.p90"), ("tasks", "task_s.p99"))
 """Figures compared between the measurement and the prediction (``cache_read_share`` too, in points)."""
 
 

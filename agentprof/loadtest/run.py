@@ -6,6 +6,7 @@ import asyncio
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentprof.errors import AgentprofError
@@ -13,6 +14,7 @@ from agentprof.loadtest.client import CallRecord, Endpoint, RunRecords, run
 from agentprof.loadtest.prompts import WORDS, PromptSynth, check_words, probe_words
 from agentprof.loadtest.results import Price, catalog_price, summarize
 from agentprof.loadtest.workload import Workload, prepare
+from agentprof.report.measured import MARK, VERSION
 from agentprof.trace.schema import Trace
 
 APIS = ("chat", "responses")
@@ -31,11 +33,13 @@ class LoadtestResult:
     predicted: dict[str, Any] | None = None
     error: dict[str, float | None] | None = None
     notes: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"endpoint": self.endpoint.url, "model": self.endpoint.model, "api": self.endpoint.api,
-                **self.measured, "prompts": self.prompts, "predicted": self.predicted, "error": self.error,
-                "notes": self.notes}
+        """The result document (``--json``, ``--out``): ``MARK`` first, so the report can tell the file."""
+        return {MARK: VERSION, "endpoint": self.endpoint.url, "model": self.endpoint.model, "api": self.endpoint.api,
+                "sources": self.sources, **self.measured, "prompts": self.prompts, "predicted": self.predicted,
+                "error": self.error, "notes": self.notes}
 
 
 def root_url(url: str) -> str:
@@ -130,7 +134,8 @@ def loadtest(trace: Trace, endpoint: Endpoint, concurrency: int = 1, sessions: i
                      "--enable-prompt-tokens-details)")
     if measured["cost_per_task"] is None and measured["tasks"]["completed"]:
         notes.append(f"no catalog price for {endpoint.model!r}: pass --price IN,OUT[,CACHED] for cost per task")
-    res = LoadtestResult(measured, wl, rec, endpoint, prompts, notes=notes)
+    res = LoadtestResult(measured, wl, rec, endpoint, prompts, notes=notes,
+                         sources=[Path(s).name for s in trace.meta.sources])
     if predict:
         from agentprof.loadtest.predict import errors
         from agentprof.loadtest.predict import predict as simulate

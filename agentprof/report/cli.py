@@ -56,6 +56,9 @@ def _default_name(paths: tuple[str, ...]) -> str:
               help="Add the serving panel's ranges: each system resting on estimates simulated twice more at the "
                    "largest concurrency, at the ranges' fast and slow ends (off by default: about as long as the "
                    "panel itself).")
+@click.option("--loadtest", "loadtests", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Add a 'Measured on your backend' panel from an `agentprof loadtest --out FILE` result "
+                   "(repeatable: one block per load test).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the report in the default browser.")
 @click.option("--diff", "as_diff", is_flag=True,
               help="Compare two sides instead: exactly two PATHS, BASE and NEW (each a file or folder of runs); "
@@ -65,20 +68,24 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
            title: str | None, include_text: bool, no_analysis: bool, no_replay: bool, skip_bad_lines: bool,
            serving_concurrency: str | None, open_browser: bool, as_diff: bool, workers: int | None = None,
            scheduler: str | None = None, attention: str = "auto", serving_levers: bool = False,
-           deployment: str = "agentic", serving_bands: bool = False) -> None:
+           deployment: str = "agentic", serving_bands: bool = False, loadtests: tuple[str, ...] = ()) -> None:
     """Write one self-contained HTML report (opens offline, no network) for trace files or folders.
 
     \b
     Example:
       agentprof report traces/run.jsonl -o reports/run.html --system jalapeno --system h200+x86 --model gpt-oss-120b
+      agentprof report traces/run.jsonl --loadtest lt-8.json --loadtest lt-32.json   # measured beside predicted
       agentprof report --diff traces/main/ traces/pr/ -o reports/diff.html     # BASE and NEW side by side
     """
     if as_diff:
+        if loadtests:
+            raise click.UsageError("--loadtest adds a panel to a trace's report, not to --diff")
         from agentprof.report.diff_cli import report_diff
 
         report_diff(paths, output, title, skip_bad_lines, open_browser)
         return
     from agentprof.outputs import checked_output
+    from agentprof.report import measured
     from agentprof.report.html import render_payload
     from agentprof.report.payload import build_payload
     from agentprof.report.stages import run_stages
@@ -87,6 +94,7 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
     out = checked_output(output if output else Path("reports") / f"{_default_name(paths)}.html", (".html", ".htm"),
                          "an HTML report")
     serving = _concurrency_list(serving_concurrency)
+    tested = [(Path(f).name, measured.read(f)) for f in loadtests]  # a bad file is an error before the work
     trace = _load(paths, skip_bad_lines, workers, scheduler)
     err = safe_console(stderr=True)
     with err.status("analyzing", spinner="dots") if err.is_terminal else _null():
@@ -98,7 +106,8 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
                                        if len(paths) > 1 else "")
     payload = build_payload(trace, analysis=res.analysis, replay=res.replay, cache=res.cache, title=title,
                             include_text=include_text, notes=res.notes, cache_model=res.cache_model,
-                            serving=res.serving)
+                            serving=res.serving,
+                            measured=measured.panel(tested, trace.meta.sources) if tested else None)
     try:
         out.write_text(render_payload(payload), encoding="utf-8")
     except OSError as e:

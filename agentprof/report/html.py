@@ -9,6 +9,7 @@ network access at all (``default-src 'none'``).
 from __future__ import annotations
 
 import base64
+import datetime as _dt
 import hashlib
 import html
 import json
@@ -87,21 +88,30 @@ def render_payload(payload: dict[str, Any]) -> str:
                      nav=True)
 
 
+def render_measured(panel: dict[str, Any], title: str) -> str:
+    """A page of the load-test panel alone (``agentprof loadtest --html``), drawn by the report's own script."""
+    data = {"page": "loadtest", "title": title, "version": __version__, "measured": panel,
+            "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    js = asset("report.js").strip("\n")
+    return fill_page("load test", js, asset("report.css"), data, title)
+
+
 def render(trace: Trace, analysis: Any = None, replay: Any = None, cache: Any = None, *,
            title: str | None = None, include_text: bool = False, notes: dict[str, str] | None = None,
            max_spans: int = DEFAULT_MAX_SPANS, cache_model: str | None = None,
-           serving: dict[str, Any] | None = None) -> str:
+           serving: dict[str, Any] | None = None, measured: dict[str, Any] | None = None) -> str:
     """One self-contained HTML report of ``trace`` and whichever stage results are given.
 
     ``analysis`` (an ``Analysis`` or its ``to_dict()``), ``replay`` (a ``ReplayResult`` or dict) and ``cache``
     (a capacity sweep, or ``[(label, sweep), ...]`` for ``cache_model``) are optional: a panel whose input is
     missing says so, with the reason from ``notes`` (``{"analysis": "...", "replay": "...", "cache": "..."}``)
     when given. Prompt text is included only with ``include_text`` and only where the trace captured it.
-    ``serving`` is a concurrency sweep (:func:`agentprof.replay.serving.sweep.sweep`) for the serving panel.
+    ``serving`` is a concurrency sweep (:func:`agentprof.replay.serving.sweep.sweep`) for the serving panel,
+    ``measured`` the load-test panel (:func:`agentprof.report.measured.panel`).
     """
     payload = build_payload(trace, analysis=analysis, replay=replay, cache=cache, title=title,
                             include_text=include_text, notes=notes, max_spans=max_spans, cache_model=cache_model,
-                            serving=serving)
+                            serving=serving, measured=measured)
     return render_payload(payload)
 
 

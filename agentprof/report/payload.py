@@ -42,11 +42,12 @@ def _basename(p: str) -> str:
 def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache: Any = None, *,
                   title: str | None = None, include_text: bool = False, notes: dict[str, str] | None = None,
                   max_spans: int = DEFAULT_MAX_SPANS, cache_model: str | None = None,
-                  serving: dict[str, Any] | None = None) -> dict[str, Any]:
+                  serving: dict[str, Any] | None = None, measured: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything the page shows, as plain JSON-safe data (see ``docs/REPORT.md`` for the layout).
 
     ``cache`` is a capacity sweep or a list of ``(label, sweep)``; ``cache_model`` names the model whose KV
     size the sweep used. ``notes`` explain missing or defaulted stages (``analysis``, ``cache``, ``replay``).
+    ``measured`` is the load-test panel (:func:`agentprof.report.measured.panel`), shown only when given.
     """
     notes = dict(notes or {})
     spans = trace.spans
@@ -99,6 +100,8 @@ def build_payload(trace: Trace, analysis: Any = None, replay: Any = None, cache:
         "corpus": results.corpus_panel(spans, a, fig),
         "flame": _flame(trace, analysis),
     }
+    if measured is not None:
+        payload["measured"] = measured
     return payload
 
 

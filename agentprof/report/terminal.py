@@ -239,6 +239,8 @@ def report_view(path: str, size_bytes: int, payload: dict[str, Any], width: int 
     sv = payload.get("serving") or {}
     if sv.get("status") == "ok":
         parts.append(serving_view(sv, width))
+    if (payload.get("measured") or {}).get("status") == "ok":
+        parts.append(measured_view(payload["measured"], width))
     if payload.get("missing"):
         parts.append(Text("not in this report:", style="bold yellow"))
         parts.extend(safe_text.text("• " + m, 1000) for m in payload["missing"])
@@ -312,6 +314,24 @@ def serving_view(sv: dict[str, Any], width: int | None = None) -> RenderableType
     if (sv.get("not_simulated") or {}).get("reason"):
         notes.append(sv["not_simulated"]["reason"])
     return Group(head, *tables, *(safe_text.text(n, 1000, style="dim") for n in notes))
+
+
+def measured_view(panel: dict[str, Any], width: int | None = None, title: str = "Measured on your backend"
+                  ) -> RenderableType:
+    """The load-test panel (:func:`agentprof.report.measured.panel`): per load test what ran, its counts and a
+    figure / measured / predicted / error table, stacked to fit ``width`` (the console's by default)."""
+    width = width if width is not None else Console().width
+    parts: list[RenderableType] = [Text(title, style="bold")] if title else []
+    for run in panel["runs"]:
+        parts.append(safe_text.text((f"{run['label']}: " if run.get("label") else "") + run["head"], 1000))
+        if run.get("sources"):
+            parts.append(safe_text.text("trace files: " + run["sources"], 1000, style="dim"))
+        parts.append(safe_text.text(run["counts"], 1000))
+        cols = [Column(run["columns"][0], "left", name=True), *(Column(h) for h in run["columns"][1:])]
+        parts.extend(fitted_tables(None, cols, [[safe_text.text(c, 200) for c in r["cells"]] for r in run["rows"]],
+                                   width))
+        parts.extend(safe_text.text("note: " + n, 1000, style="dim") for n in run["notes"])
+    return Group(*parts)
 
 
 def show(renderable: RenderableType, console: Console | None = None) -> None:

@@ -62,6 +62,9 @@ def test_unreachable_endpoint_and_bad_options_are_one_line_errors(capsys):
     code, _, err = run(capsys, "loadtest", ONE, "--endpoint", "http://127.0.0.1:9/v1", "--model", "m",
                        "--concurrency", "0")
     assert code == 2 and "--concurrency must be at least 1" in err
+    code, _, err = run(capsys, "loadtest", ONE, "--endpoint", "http://127.0.0.1:9/v1", "--model", "m",
+                       "--out", "result.txt")  # refused before the run, not after it
+    assert code == 2 and "result.txt: the file name's suffix picks the format" in err and "use .json" in err
 
 
 def test_overloaded_calls_are_retried_and_counted(four_sessions):

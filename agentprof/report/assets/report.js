@@ -154,7 +154,7 @@
     var sec = h("section", { class: "panel", id: PRE + id }, [h("h2", null, title)]);
     if (lede) sec.appendChild(h("p", { class: "lede" }, lede));
     app.appendChild(sec);
-    toc.appendChild(h("a", { href: "#" + PRE + id }, title));
+    if (toc) toc.appendChild(h("a", { href: "#" + PRE + id }, title));
     return sec;
   }
   function missing(sec, reason) { sec.appendChild(h("div", { class: "missing" }, reason)); }
@@ -1005,6 +1005,26 @@
     });
   }
 
+  /* ---------- measured on your backend: agentprof loadtest results (rows of text made once, in Python) ---------- */
+  function renderMeasured() {
+    var M = D.measured;
+    if (!M || M.status !== "ok") return;
+    var sec = panel("measured", "Measured on your backend",
+      "Recorded sessions replayed against a real endpoint by agentprof loadtest: what the server delivered and, where a prediction was asked for, the device model's figures for the same sessions beside them.");
+    M.runs.forEach(function (r) {
+      var box = h("div", { class: "lt-run" }, [h("h3", { class: "sub" }, (r.label ? r.label + ": " : "") + r.head)]);
+      if (r.sources) box.appendChild(h("p", { class: "hint" }, "Trace files: " + r.sources + "."));
+      box.appendChild(h("p", { class: "lt-counts" }, r.counts));
+      var head = h("tr", null, r.columns.map(function (c, i) { return h("th", i ? { class: "r" } : null, c); }));
+      var body = r.rows.map(function (row) {
+        return h("tr", null, row.cells.map(function (c, i) { return h("td", i ? { class: "r" } : null, c); }));
+      });
+      box.appendChild(h("table", { class: "t lt-table" }, [h("thead", null, head), h("tbody", null, body)]));
+      var n = r.notes || [];
+      if (n.length) box.appendChild(details("lt-notes", "About these figures (" + n.length + (n.length === 1 ? " note)" : " notes)"), [h("ul", null, n.map(function (t) { return h("li", null, t); }))]));
+      sec.appendChild(box);
+    });
+  }
   /* ---------- device what-if ---------- */
   function renderWhatIf() {
     var W = D.whatif || {};
@@ -1292,6 +1312,7 @@
     guard("redundancy", renderRedundancy);
     guard("cache", renderCache);
     guard("what-if", renderWhatIf);
+    guard("measured", renderMeasured);
     guard("serving", renderServing);
     guard("slowest", renderSlow);
     guard("corpus", renderCorpus);
@@ -1318,6 +1339,10 @@
 
   if (DATA.compare) {
     renderCompare();
+  } else if (DATA.page === "loadtest") {
+    renderHeader();
+    guard("measured", renderMeasured);
+    guard("footer", renderFooter);
   } else {
     renderHeader();
     renderTrace();
