@@ -1,11 +1,12 @@
 """What ``agentprof collect`` has received, and the session files it writes from it.
 
-Every request is kept (in the OTLP JSON shape) and, shortly after data arrives, the whole of it is mapped
-again with the OTLP importer's mapping: a span's session can depend on spans that arrive later (its parent
-names the session; children are usually exported first), so mapping everything keeps the files equal to what
+Every request is read into records once, when it is first flushed (:func:`.otlp_json.decode_request`);
+shortly after data arrives, all the records are linked again with the OTLP importer's mapping
+(:func:`.otlp_json.map_decoded`): a span's session can depend on spans that arrive later (its parent names the
+session; children are usually exported first), so linking everything keeps the files equal to what
 ``agentprof import`` makes of the same data. Each session (with its sub-agent sessions) is one agentprof JSONL
-file, replaced atomically when it changes, so a reader never sees half a file and a killed collector leaves
-the last complete version.
+file, written only when its spans or diagnostics changed and replaced atomically, so a reader never sees half
+a file and a killed collector leaves the last complete version.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import polars as pl
 
 from agentprof.importers.context import ImportContext
 from agentprof.importers.otlp_events import GENERIC
-from agentprof.importers.otlp_json import import_requests
+from agentprof.importers.otlp_json import Decoded, decode_request, map_decoded
 from agentprof.trace.files import write_jsonl
 from agentprof.trace.schema import Diagnostic, Trace, TraceMeta
 
@@ -45,6 +46,7 @@ class SessionFile:
     model_calls: int = 0
     tool_calls: int = 0
     digest: str = ""
+    written: tuple[pl.DataFrame, list[Diagnostic]] | None = None  # what the file holds, to skip rewriting it
 
 
 @dataclass
@@ -63,6 +65,7 @@ class Store:
         self._write_lock = threading.Lock()
         self._dirty = threading.Event()
         self._taken: set[Path] = set()
+        self._decoded: list[Decoded] = []  # requests[:len(_decoded)], read into records
 
     def add(self, signal: str, doc: dict[str, Any], items: int) -> None:
         """Keep one decoded request; the writer thread maps and writes it soon."""
@@ -79,16 +82,18 @@ class Store:
                 self.flush()
 
     def flush(self) -> list[SessionFile]:
-        """Map everything received so far and write the sessions whose file changed; returns every file."""
+        """Read the requests that arrived since the last flush, link them with all the earlier ones and write the
+        sessions whose file changed; returns every file."""
         with self._write_lock:
             self._dirty.clear()
             with self._lock:
-                reqs = list(self.requests)
-            if not reqs:
-                return []
+                new = self.requests[len(self._decoded):]
             ctx = ImportContext(skip_bad_lines=True)
             try:
-                trace = import_requests(reqs, ctx, SOURCE)
+                self._decoded.extend(decode_request(line, doc) for line, doc in new)
+                if not self._decoded:
+                    return []
+                trace = map_decoded(self._decoded, ctx, SOURCE)
             except Exception as e:  # the receiver keeps running; the files keep their last version
                 self.errors.append(f"{type(e).__name__}: {e}")
                 return list(self.files.values())
@@ -116,6 +121,8 @@ class Store:
         if generic:
             mine.append(Diagnostic("otlp_unmapped", f"{generic} record(s) with no agent, model or tool meaning "
                                    "kept as generic spans", SOURCE))
+        if f.written is not None and f.written[1] == mine and f.written[0].equals(spans):
+            return  # the same spans and diagnostics: the same bytes
         meta = TraceMeta(source_format="otlp-json", name=root, created=self.started,
                          extra={"collected_by": SOURCE})
         from agentprof import __version__
@@ -124,6 +131,7 @@ class Store:
         tmp = f.path.with_name(f".{f.path.name}.tmp")
         write_jsonl(Trace(meta, spans, mine), tmp)
         digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+        f.written = (spans, mine)
         if digest == f.digest:
             tmp.unlink()
             return

@@ -286,9 +286,14 @@ class _Mapper:
 
 def event_spans(requests: Iterable[dict[str, Any]], ctx: ImportContext, path: str) -> list[dict[str, Any]]:
     """Span records (kind, session, usage columns and timing set) for the log records of ``requests``."""
-    logs = sorted(log_records(requests), key=lambda x: (x.session, x.ts is None, x.ts or 0, x.order))
+    return map_events(log_records(requests), ctx, path)
+
+
+def map_events(logs: list[_Log], ctx: ImportContext, path: str) -> list[dict[str, Any]]:
+    """Span records for log records as :func:`log_records` reads them, in the order they came (the records are
+    read, not changed)."""
     m = _Mapper(ctx, path)
-    for log in logs:
+    for _i, log in sorted(enumerate(logs), key=lambda x: (x[1].session, x[1].ts is None, x[1].ts or 0, x[0])):
         m.add(log)
     out = m.finish()
     if m.generic:
