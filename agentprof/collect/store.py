@@ -88,11 +88,11 @@ class Store:
             self._dirty.clear()
             with self._lock:
                 new = self.requests[len(self._decoded):]
+            if not new:  # nothing arrived since the files were written from all of it
+                return list(self.files.values())
             ctx = ImportContext(skip_bad_lines=True)
             try:
                 self._decoded.extend(decode_request(line, doc) for line, doc in new)
-                if not self._decoded:
-                    return []
                 trace = map_decoded(self._decoded, ctx, SOURCE)
             except Exception as e:  # the receiver keeps running; the files keep their last version
                 self.errors.append(f"{type(e).__name__}: {e}")
