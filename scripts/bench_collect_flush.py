@@ -1,6 +1,6 @@
 """Time ``agentprof collect``'s flush on ~10k GenAI spans arriving in batches (the OpenTelemetry SDK's spans,
 encoded by its OTLP encoder and decoded as the receiver decodes them), and check that the files written after
-many flushes equal those of one flush of everything.
+many flushes equal those of one flush of everything and those of linking every record at once.
 
     PYTHONPATH=. .venv/bin/python scripts/bench_collect_flush.py [--sessions 40] [--calls 125] [--batches 20]
 """
@@ -81,7 +81,7 @@ def main() -> None:
             one.add("traces", r, items(r, "traces"))
         t = time.process_time()
         one.flush()
-        whole = time.process_time() - t
+        at_once = time.process_time() - t
         many = Store(Path(d) / "many", started=one.started)
         many.out.mkdir()
         step = -(-len(reqs) // args.batches)
@@ -92,11 +92,17 @@ def main() -> None:
             t = time.process_time()
             many.flush()
             times.append(time.process_time() - t)
-        same = files(one.out) == files(many.out)
+        whole = Store(Path(d) / "whole", started=one.started)
+        whole.out.mkdir()
+        whole._whole = True  # every record linked at once, as `agentprof import` does
+        for r in reqs:
+            whole.add("traces", r, items(r, "traces"))
+        whole.flush()
+        same = files(one.out) == files(many.out) == files(whole.out)
     print(f"{n_spans:,} spans in {len(reqs)} requests, {args.sessions} sessions")
-    print(f"one flush of everything: {whole:.2f} CPU-s")
+    print(f"one flush of everything: {at_once:.2f} CPU-s")
     print(f"{len(times)} flushes as it arrives: {sum(times):.2f} CPU-s in all, last {times[-1]:.2f} CPU-s")
-    print(f"files equal to one flush of everything: {same}")
+    print(f"files equal to one flush of everything and to linking all records at once: {same}")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ FORMAT = "otlp-json"
 _MODEL_OPS = {"chat", "text_completion", "generate_content", "completion", "embeddings", "responses"}
 _OI_KINDS = {"LLM": "model", "EMBEDDING": "model", "TOOL": "tool", "AGENT": "agent"}
 _TL_KINDS = {"tool": "tool", "agent": "agent", "workflow": "agent"}
-_SESSION_KEYS = (sc.SESSION_ID, sc.CONVERSATION_ID, "session.id", "traceloop.association.properties.session_id",
+SPAN_SESSION_KEYS = (sc.SESSION_ID, sc.CONVERSATION_ID, "session.id", "traceloop.association.properties.session_id",
                  "langfuse.session.id")
 _RESOURCE_SESSION_KEYS = ("session.id", sc.CONVERSATION_ID)
 """Resource attributes that name the session of every span in the request (set by some SDK set-ups)."""
@@ -154,7 +154,7 @@ def decode_request(line: int | None, req: dict[str, Any]) -> Decoded:
         else:
             a = rec["attributes"]
             res_session = next((res_attrs[k] for k in _RESOURCE_SESSION_KEYS if res_attrs.get(k)), None)
-            if res_session is not None and not any(a.get(k) for k in _SESSION_KEYS):
+            if res_session is not None and not any(a.get(k) for k in SPAN_SESSION_KEYS):
                 a["session.id"] = res_session
             d.foreign.append((rec, scope, line))
     return d
@@ -207,9 +207,14 @@ def map_decoded(decoded: Sequence[Decoded], ctx: ImportContext, path: str) -> Tr
     else:
         meta = TraceMeta(source_format=FORMAT, sources=[path])
     if metric_points:
-        diags.append(Diagnostic("otlp_metrics", f"{metric_points} metric data point(s) received and not used "
-                                "(the spans and events carry the calls)", path))
+        diags.append(metrics_note(metric_points, path))
     return Trace(meta, spans_from_records(records), diags)
+
+
+def metrics_note(points: int, path: str) -> Diagnostic:
+    """What the trace says of the metric data points it received."""
+    return Diagnostic("otlp_metrics", f"{points} metric data point(s) received and not used (the spans and events "
+                      "carry the calls)", path)
 
 
 def _count_points(req: dict[str, Any]) -> int:
@@ -245,7 +250,7 @@ def _foreign_records(items: list[tuple[dict[str, Any], str | None, int | None]],
         if key in sessions:
             return sessions[key]
         a = rec["attributes"]
-        explicit = next((str(a[k]) for k in _SESSION_KEYS if a.get(k)), None)
+        explicit = next((str(a[k]) for k in SPAN_SESSION_KEYS if a.get(k)), None)
         parent = by_id.get((rec["trace_id"], rec["parent_id"])) if rec["parent_id"] else None
         psess = session_of(parent, depth + 1) if parent is not None and depth < 1000 else None
         if explicit:
