@@ -32,6 +32,7 @@ import numpy as np
 import polars as pl
 
 from agentprof import semconv as sc
+from agentprof.analysis.tools import tool_name
 from agentprof.trace.samples import Samples
 from agentprof.trace.schema import Trace
 
@@ -94,25 +95,14 @@ class Profile:
         return [{k: (v if not isinstance(v, float) or v == v else None) for k, v in r.items()} for r in rows]
 
 
-def tool_name(kind: str, name: str, attrs: str | None) -> str:
-    if attrs and sc.TOOL_NAME in attrs:
-        import json
-
-        try:
-            v = json.loads(attrs).get(sc.TOOL_NAME)
-            if v:
-                return str(v)
-        except ValueError:
-            pass
-    return name.removeprefix(f"{sc.OP_EXECUTE_TOOL} ")
-
-
-def _where_of(kind: str, name: str, attrs: str | None) -> str:
-    if kind == "tool":
-        return f"tool:{tool_name(kind, name, attrs)}"
-    if kind in ("parse", "model", "wait"):
-        return kind
-    return "orchestration"
+def span_where(spans: pl.DataFrame) -> list[str]:
+    """Per span row, where its samples belong: ``tool:<name>`` (the name by the analysis' one rule,
+    :func:`agentprof.analysis.tools.tool_name`), ``parse``, ``model``, ``wait``, else ``orchestration``."""
+    kind = pl.col("kind")
+    return spans.select(
+        pl.when(kind == "tool").then(pl.lit("tool:") + tool_name())
+        .when(kind.is_in(["parse", "model", "wait"])).then(kind)
+        .otherwise(pl.lit("orchestration"))).to_series().to_list()
 
 
 _GAPS_SCHEMA = {"session_id": pl.Utf8, "gap": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64}
@@ -162,8 +152,6 @@ def attribute(trace: Trace) -> Attributed | None:
     sid = spans.get_column("span_id").to_numpy()
     row_of = {v: i for i, v in enumerate(sid.tolist())}
     kind = spans.get_column("kind").to_list()
-    name = spans.get_column("name").to_list()
-    attrs = spans.get_column("attributes").to_list()
     start = spans.get_column("start_ns").fill_null(-1).to_numpy()
     end = spans.get_column("end_ns").fill_null(-1).to_numpy()
     sess = spans.get_column("session_id").to_numpy()
@@ -208,9 +196,9 @@ def attribute(trace: Trace) -> Attributed | None:
         hit = cover[np.arange(pick.size), best]
         span_row[pick[hit]] = rows[best[hit]]
     where = np.array(["orchestration"] * n, dtype=object)
-    for i in np.flatnonzero(span_row >= 0):
-        r = span_row[i]
-        where[i] = _where_of(kind[r], name[r], attrs[r])
+    hit = np.flatnonzero(span_row >= 0)
+    if hit.size:
+        where[hit] = np.array(span_where(spans), dtype=object)[span_row[hit]]
     gaps = session_gaps(spans)
     gap = np.full(n, -1, dtype=np.int64)
     free = np.flatnonzero((span_row < 0) & is_session)
@@ -404,10 +392,8 @@ def tool_shares(trace: Trace, a: Attributed | None = None) -> list[dict[str, Any
                            & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
     if t.height == 0:
         return []
-    names = [tool_name("tool", n, at) for n, at in zip(t.get_column("name").to_list(),
-                                                        t.get_column("attributes").to_list(), strict=False)]
     rq = [runq.get(x, 0.0) for x in t.get_column("span_id").to_list()]
-    df = (t.with_columns(pl.Series("tool", names), pl.Series("rq", rq, dtype=pl.Float64),
+    df = (t.with_columns(tool_name().alias("tool"), pl.Series("rq", rq, dtype=pl.Float64),
                          ((pl.col("end_ns") - pl.col("start_ns")) / 1e9).alias("wall"))
           .group_by("tool").agg(pl.len().alias("calls"), pl.col("wall").sum().alias("wall_s"),
                                 (pl.col("cpu_ns").sum() / 1e9).alias("cpu_s"), pl.col("rq").sum().alias("rq_s"))
@@ -436,11 +422,12 @@ def units(trace: Trace, a: Attributed) -> pl.DataFrame:
         if fr:
             u["self"][fr[-1]] = u["self"].get(fr[-1], 0.0) + float(a.wall_s[i])
     gaps = {(row["session_id"], row["gap"]): row for row in a.gaps.to_dicts()}
+    where_of = span_where(spans) if any(r >= 0 for _, r, _ in recs) else []
     out = []
     for (ses, r, g), u in recs.items():
         if r >= 0:
             row = spans.row(r, named=True)
-            where = _where_of(row["kind"], row["name"], row["attributes"])
+            where = where_of[r]
             a0, b0, label, cpu = row["start_ns"], row["end_ns"], row["name"], row["cpu_ns"]
             sid = row["span_id"]
         elif g >= 0:

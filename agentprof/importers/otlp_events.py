@@ -6,7 +6,12 @@ event's time and lasted ``duration_ms`` (Anthropic usage: ``input_tokens`` witho
 (``tool_name``, ``duration_ms``, ``success``), ``user_prompt`` the end of a ``user_turn`` wait that began when
 the session's previous event ended. Codex (``codex.*``): ``api_request`` opens a model call (``duration_ms``
 up to the response headers), its ``sse_event``\\ s extend it up to ``response.completed``, which carries the
-usage (OpenAI's: input includes the cached tokens); ``tool_result`` and ``user_prompt`` as Claude Code's.
+usage (OpenAI's: input includes the cached tokens; a ``response.completed`` without token counts, the
+transport's, ends the stream and leaves the call open for the usage event that follows); ``tool_result`` and
+``user_prompt`` as Claude Code's. Over Codex's websocket transport ``websocket_request`` (the request frame
+sent, ``duration_ms`` the send) opens the call as ``api_request`` does and ``websocket_event`` (one per message,
+``event.kind`` its type) extends it as ``sse_event`` does; a message that is no ``response.*`` event outside a
+call (``responsesapi.websocket_timing``) and ``websocket_connect`` (the handshake) are kept as generic spans.
 Sessions from ``session.id`` (Claude Code), ``conversation.id`` (Codex) or ``gen_ai.conversation.id``, else the
 record's trace id. Every other log record is kept as a zero-length ``orchestration`` span and counted in the
 diagnostics. Prompt, argument and output text in the events is not kept.
@@ -31,7 +36,8 @@ from agentprof.trace.otlp import decode_attributes, decode_value, hex_id
 from agentprof.trace.usage import normalize_usage
 
 CLAUDE = ("api_request", "api_error", "tool_result", "user_prompt")
-CODEX = ("codex.api_request", "codex.sse_event", "codex.tool_result", "codex.user_prompt")
+CODEX = ("codex.api_request", "codex.sse_event", "codex.tool_result", "codex.user_prompt", "codex.websocket_request",
+         "codex.websocket_event")
 SESSION_KEYS = ("session.id", "conversation.id", sc.CONVERSATION_ID, sc.SESSION_ID)
 CONTENT_KEYS = frozenset({"prompt", "arguments", "output", "tool_parameters", "tool_input", "error",
                           "error.message", "user.email", "body"})
@@ -80,6 +86,11 @@ def event_name(rec: dict[str, Any], attrs: dict[str, Any]) -> str | None:
         return None
     full = next((c for c in names if "." in c), names[0])  # Claude Code: body claude_code.X, event.name X
     return f"claude_code.{full}" if full in CLAUDE else full
+
+
+def _failed(log: _Log) -> bool:
+    """Codex's ``success`` attribute says the request or message failed."""
+    return str(log.attrs.get("success", "true")).lower() in ("false", "0")
 
 
 class _Log:
@@ -193,7 +204,7 @@ class _Mapper:
         a[sc.TOOL_NAME] = tool
         if log.attrs.get("call_id"):
             a[sc.TOOL_CALL_ID] = log.attrs["call_id"]
-        ok = str(log.attrs.get("success", "true")).lower() not in ("false", "0")
+        ok = not _failed(log)
         start, end = self._span_of(log)
         self._emit(log, "tool", sc.tool_span_name(tool), start, end, a, "ok" if ok else "error",
                    None if ok else "tool_failed")
@@ -212,7 +223,7 @@ class _Mapper:
         if call is None:
             return
         rec = call["rec"]
-        if incomplete:
+        if incomplete and not call.get("done"):
             rec["attributes"][sc.INCOMPLETE] = True
         rec["attributes"][sc.STREAM_CHUNKS] = call["chunks"]
         self.last_end[session] = max(self.last_end.get(session, rec["end_ns"] or 0), rec["end_ns"] or 0)
@@ -220,7 +231,8 @@ class _Mapper:
     def _codex_request(self, log: _Log) -> None:
         self._codex_close(log.session, incomplete=True)
         code = _num(log.attrs.get(sc.HTTP_STATUS_CODE))
-        failed = bool(log.attrs.get("error.message")) or (code is not None and not 200 <= code < 300)
+        failed = bool(log.attrs.get("error.message")) or (code is not None and not 200 <= code < 300) or \
+            _failed(log)
         rec = self._model(log, "openai", failed)
         rec["stream"] = True
         if failed:
@@ -230,6 +242,10 @@ class _Mapper:
 
     def _codex_sse(self, log: _Log) -> None:
         call = self.codex_open.get(log.session)
+        if call is None and log.name == "codex.websocket_event" and \
+                not str(log.attrs.get("event.kind") or "").startswith("response."):
+            self._generic(log)  # a websocket message that is no response event, outside any call
+            return
         if call is None:  # an event of a call whose request was not seen: its own call from here
             self._codex_request(_Log("codex.api_request", log.ts, {**log.attrs, "duration_ms": 0}, log.session,
                                      log.trace_id, log.order))
@@ -243,11 +259,14 @@ class _Mapper:
         if rec.get("ttft_s") is None and kind not in _STARTS and log.ts is not None and rec["start_ns"] is not None:
             rec["ttft_s"] = (log.ts - rec["start_ns"]) / 1e9
             rec["attributes"][sc.RESPONSE_TIME_TO_FIRST_CHUNK] = rec["ttft_s"]
-        if log.attrs.get("error.message") or kind == "response.failed":
+        a = log.attrs
+        if a.get("error.message") or kind == "response.failed" or _failed(log):
             rec["status"], rec["error_type"] = "error", kind or "sse_error"
             self._codex_close(log.session, incomplete=False)
+        elif kind == "response.completed" and a.get("input_token_count") is None and \
+                a.get("output_token_count") is None:
+            call["done"] = True  # the transport's report: the usage event follows
         elif kind == "response.completed":
-            a = log.attrs
             self._usage(rec, {"input_tokens": a.get("input_token_count"),
                               "input_tokens_details": {"cached_tokens": a.get("cached_token_count")},
                               "output_tokens": a.get("output_token_count"),
@@ -268,15 +287,20 @@ class _Mapper:
             self._tool(log)
         elif n in ("claude_code.user_prompt", "codex.user_prompt"):
             self._prompt(log)
-        elif n == "codex.api_request":
+        elif n in ("codex.api_request", "codex.websocket_request"):
             self._codex_request(log)
-        elif n == "codex.sse_event":
+        elif n in ("codex.sse_event", "codex.websocket_event"):
             self._codex_sse(log)
         else:
-            self.generic[n or "(unnamed log record)"] += 1
-            a = self._kept(log)
-            a[GENERIC] = "log"
-            self._emit(log, "orchestration", n or "log", log.ts, log.ts, a)
+            self._generic(log)
+
+    def _generic(self, log: _Log) -> None:
+        """A record with no known agent meaning: a zero-length span, counted by name in the diagnostics."""
+        n = log.name
+        self.generic[n or "(unnamed log record)"] += 1
+        a = self._kept(log)
+        a[GENERIC] = "log"
+        self._emit(log, "orchestration", n or "log", log.ts, log.ts, a)
 
     def finish(self) -> list[dict[str, Any]]:
         for session in list(self.codex_open):
@@ -286,9 +310,14 @@ class _Mapper:
 
 def event_spans(requests: Iterable[dict[str, Any]], ctx: ImportContext, path: str) -> list[dict[str, Any]]:
     """Span records (kind, session, usage columns and timing set) for the log records of ``requests``."""
-    logs = sorted(log_records(requests), key=lambda x: (x.session, x.ts is None, x.ts or 0, x.order))
+    return map_events(log_records(requests), ctx, path)
+
+
+def map_events(logs: list[_Log], ctx: ImportContext, path: str) -> list[dict[str, Any]]:
+    """Span records for log records as :func:`log_records` reads them, in the order they came (the records are
+    read, not changed)."""
     m = _Mapper(ctx, path)
-    for log in logs:
+    for _i, log in sorted(enumerate(logs), key=lambda x: (x[1].session, x[1].ts is None, x[1].ts or 0, x[0])):
         m.add(log)
     out = m.finish()
     if m.generic:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from agentprof import semconv as sc
 from agentprof.errors import TraceFormatError
 from agentprof.importers.context import ImportContext
 from agentprof.importers.jsonl import iter_records, read_bytes
-from agentprof.importers.otlp_events import GENERIC, event_spans
+from agentprof.importers.otlp_events import GENERIC, log_records, map_events
 from agentprof.trace.otlp import META_ATTRIBUTE, span_records
 from agentprof.trace.records import spans_from_records
 from agentprof.trace.schema import Diagnostic, Trace, TraceMeta
@@ -33,7 +34,7 @@ FORMAT = "otlp-json"
 _MODEL_OPS = {"chat", "text_completion", "generate_content", "completion", "embeddings", "responses"}
 _OI_KINDS = {"LLM": "model", "EMBEDDING": "model", "TOOL": "tool", "AGENT": "agent"}
 _TL_KINDS = {"tool": "tool", "agent": "agent", "workflow": "agent"}
-_SESSION_KEYS = (sc.SESSION_ID, sc.CONVERSATION_ID, "session.id", "traceloop.association.properties.session_id",
+SPAN_SESSION_KEYS = (sc.SESSION_ID, sc.CONVERSATION_ID, "session.id", "traceloop.association.properties.session_id",
                  "langfuse.session.id")
 _RESOURCE_SESSION_KEYS = ("session.id", sc.CONVERSATION_ID)
 """Resource attributes that name the session of every span in the request (set by some SDK set-ups)."""
@@ -106,50 +107,95 @@ def import_files(paths: Sequence[str | Path], ctx: ImportContext) -> Trace:
     return import_requests(_read_requests(path, ctx), ctx, str(path))
 
 
+@dataclass
+class Decoded:
+    """One OTLP request read into records: the per-record half of the mapping, which does not depend on other
+    requests (``agentprof collect`` reads each request once and maps all of them again as more arrive).
+    :func:`map_decoded` copies the records before it changes them."""
+
+    line: int | None
+    own: list[dict[str, Any]] = field(default_factory=list)
+    foreign: list[tuple[dict[str, Any], str | None, int | None]] = field(default_factory=list)
+    logs: list[Any] = field(default_factory=list)  # otlp_events log records
+    logs_error: str | None = None
+    metric_points: int = 0
+    meta: dict[str, Any] | None = None
+    bad: str | None = None
+
+
+def decode_request(line: int | None, req: dict[str, Any]) -> Decoded:
+    """The records of one request in the JSON shape (see :class:`Decoded`)."""
+    d = Decoded(line)
+    if "resourceLogs" in req:
+        try:
+            d.logs = log_records([req])
+        except (ValueError, TypeError, AttributeError) as e:
+            d.logs_error = str(e)
+        return d
+    if "resourceMetrics" in req:
+        d.metric_points = _count_points(req)
+        return d
+    if "resourceSpans" not in req:
+        d.bad = "not an OTLP request (no 'resourceSpans', 'resourceLogs' or 'resourceMetrics')"
+        return d
+    try:
+        recs = list(span_records(req))
+    except (ValueError, TypeError, AttributeError) as e:
+        d.bad = f"malformed OTLP request ({e})"
+        return d
+    for rec, res_attrs, scope in recs:
+        if META_ATTRIBUTE in res_attrs:
+            if d.meta is None:
+                try:
+                    d.meta = json.loads(res_attrs[META_ATTRIBUTE])
+                except (TypeError, ValueError):
+                    d.meta = {}
+            d.own.append(rec)
+        else:
+            a = rec["attributes"]
+            res_session = next((res_attrs[k] for k in _RESOURCE_SESSION_KEYS if res_attrs.get(k)), None)
+            if res_session is not None and not any(a.get(k) for k in SPAN_SESSION_KEYS):
+                a["session.id"] = res_session
+            d.foreign.append((rec, scope, line))
+    return d
+
+
 def import_requests(requests: Sequence[tuple[int | None, dict[str, Any]]], ctx: ImportContext, path: str) -> Trace:
     """The trace of OTLP requests in the JSON shape, each with the line it came from: the one mapping that
     ``agentprof import`` and ``agentprof collect`` share. Spans as described above; log records through
     :mod:`.otlp_events` (Claude Code's and Codex's events); metric requests are counted, not mapped."""
+    return map_decoded([decode_request(line, req) for line, req in requests], ctx, path)
+
+
+def _copy(rec: dict[str, Any]) -> dict[str, Any]:
+    return {**rec, "attributes": dict(rec["attributes"])}
+
+
+def map_decoded(decoded: Sequence[Decoded], ctx: ImportContext, path: str) -> Trace:
+    """The trace of decoded requests (:func:`decode_request`), in the order they came; the records in
+    ``decoded`` are left as they are."""
     own: list[dict[str, Any]] = []
     foreign: list[tuple[dict[str, Any], str | None, int | None]] = []
-    logs: list[dict[str, Any]] = []
+    logs: list[Any] = []
+    logs_error: str | None = None
     metric_points = 0
     meta_d: dict[str, Any] | None = None
-    for line, req in requests:
-        if "resourceLogs" in req:
-            logs.append(req)
-            continue
-        if "resourceMetrics" in req:
-            metric_points += _count_points(req)
-            continue
-        if "resourceSpans" not in req:
-            ctx.bad(path, line, "not an OTLP request (no 'resourceSpans', 'resourceLogs' or 'resourceMetrics')")
-            continue
-        try:
-            recs = list(span_records(req))
-        except (ValueError, TypeError, AttributeError) as e:
-            ctx.bad(path, line, f"malformed OTLP request ({e})")
-            continue
-        for rec, res_attrs, scope in recs:
-            if META_ATTRIBUTE in res_attrs:
-                if meta_d is None:
-                    try:
-                        meta_d = json.loads(res_attrs[META_ATTRIBUTE])
-                    except (TypeError, ValueError):
-                        meta_d = {}
-                own.append(rec)
-            else:
-                a = rec["attributes"]
-                res_session = next((res_attrs[k] for k in _RESOURCE_SESSION_KEYS if res_attrs.get(k)), None)
-                if res_session is not None and not any(a.get(k) for k in _SESSION_KEYS):
-                    a["session.id"] = res_session
-                foreign.append((rec, scope, line))
+    for d in decoded:
+        if d.bad is not None:
+            ctx.bad(path, d.line, d.bad)
+        if d.meta is not None and meta_d is None:
+            meta_d = d.meta
+        own.extend(_copy(r) for r in d.own)
+        foreign.extend((_copy(r), scope, line) for r, scope, line in d.foreign)
+        if logs_error is None:
+            logs.extend(d.logs)
+            logs_error = d.logs_error
+        metric_points += d.metric_points
     events: list[dict[str, Any]] = []
-    if logs:
-        try:
-            events = event_spans(logs, ctx, path)
-        except (ValueError, TypeError, AttributeError) as e:
-            ctx.bad(path, None, f"malformed OTLP logs request ({e})")
+    if logs_error is not None:
+        ctx.bad(path, None, f"malformed OTLP logs request ({logs_error})")
+    elif logs:
+        events = map_events(logs, ctx, path)
     records = own + _foreign_records(foreign, ctx, path, events)
     diags: list[Diagnostic] = []
     if meta_d is not None and not foreign and not events:
@@ -161,9 +207,14 @@ def import_requests(requests: Sequence[tuple[int | None, dict[str, Any]]], ctx: 
     else:
         meta = TraceMeta(source_format=FORMAT, sources=[path])
     if metric_points:
-        diags.append(Diagnostic("otlp_metrics", f"{metric_points} metric data point(s) received and not used "
-                                "(the spans and events carry the calls)", path))
+        diags.append(metrics_note(metric_points, path))
     return Trace(meta, spans_from_records(records), diags)
+
+
+def metrics_note(points: int, path: str) -> Diagnostic:
+    """What the trace says of the metric data points it received."""
+    return Diagnostic("otlp_metrics", f"{points} metric data point(s) received and not used (the spans and events "
+                      "carry the calls)", path)
 
 
 def _count_points(req: dict[str, Any]) -> int:
@@ -199,7 +250,7 @@ def _foreign_records(items: list[tuple[dict[str, Any], str | None, int | None]],
         if key in sessions:
             return sessions[key]
         a = rec["attributes"]
-        explicit = next((str(a[k]) for k in _SESSION_KEYS if a.get(k)), None)
+        explicit = next((str(a[k]) for k in SPAN_SESSION_KEYS if a.get(k)), None)
         parent = by_id.get((rec["trace_id"], rec["parent_id"])) if rec["parent_id"] else None
         psess = session_of(parent, depth + 1) if parent is not None and depth < 1000 else None
         if explicit:

@@ -183,7 +183,7 @@ def _serving_stage(out: StageResults, trace: Trace, systems: Sequence[str], mode
         if not bands:
             out.serving["bands"] = "not simulated (ask with --serving-bands)"
     except AgentprofError:
-        if systems or model:
+        if (systems or model) and out.replay is None:  # names the replay accepted are not what failed here
             raise
         out.notes["serving"] = _why(sys.exc_info()[1])  # type: ignore[arg-type]
     except Exception as e:

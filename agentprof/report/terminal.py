@@ -33,6 +33,11 @@ TIME_ROWS = (("model_s", "model"), ("tool_s", "tool"), ("parse_s", "parse"), ("o
 # the formats live in agentprof.report.formats (no rich import): every command's terminal output shares them
 
 
+def _width(width: int | None) -> int:
+    """``width``, or the terminal's when not given: what the ``*_view`` functions fit their tables to."""
+    return width if width is not None else Console().width
+
+
 def bar(share: float | None, width: int = 24, style: str = "blue") -> Text:
     """A horizontal bar of ``share`` (0–1) drawn with block characters."""
     if share is None or not math.isfinite(share):
@@ -95,7 +100,7 @@ def time_split_view(time: dict[str, Any], width: int | None = None) -> Renderabl
             notes.append(f"at most {fmt_x(sp)} faster while the agent works")
     cols = [Column("bucket", "left", name=True), Column("time"), Column("share"), Column("of agent-active"),
             Column("", "left")]
-    tables = fitted_tables("Where the time went", cols, rows, width if width is not None else Console().width)
+    tables = fitted_tables("Where the time went", cols, rows, _width(width))
     return Group(*tables, *([Text("; ".join(notes), style="dim")] if notes else []))
 
 
@@ -219,7 +224,7 @@ def slow_tools_view(tools: Sequence[dict[str, Any]]) -> Table:
 def report_view(path: str, size_bytes: int, payload: dict[str, Any], width: int | None = None) -> RenderableType:
     """What ``agentprof report`` wrote: the file, its size, the headline and what is missing; tables fit
     ``width`` (the console's by default)."""
-    width = width if width is not None else Console().width
+    width = _width(width)  # once for every panel below
     hl = payload.get("headline", {})
     lines = Text()
     lines.append("wrote ")
@@ -298,7 +303,7 @@ def serving_view(sv: dict[str, Any], width: int | None = None) -> RenderableType
                                           for a, b, lay in zip(row["ttft_p99_s"], row["tasks_per_hour"], att,
                                                                strict=True)]])
     cols = [Column("system", "left", name=True)] + [Column(str(n)) for n in conc]
-    tables = fitted_tables(None, cols, rows, width if width is not None else Console().width)
+    tables = fitted_tables(None, cols, rows, _width(width))
     notes = []
     if any("dp" in (row.get("attention") or []) for row in sv["systems"]):
         notes.append("DP: data-parallel attention ranks (the sessions' MLA KV outgrows what tensor-parallel attention "

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import polars as pl
 import pytest
 
 from agentprof.analysis import analyze
 from agentprof.analysis.hotspots import profile
+from agentprof.analysis.tools import tool_figures, tool_spans
 from agentprof.importers import load_any
 
 from . import cpu_heavy_agent
@@ -63,6 +66,21 @@ def test_hotspot_rows_have_the_documented_keys_and_places(sampled):
     assert hs and all(set(h) >= {"frame", "file", "where", "samples", "self_s", "total_s"} for h in hs)
     assert all(h["where"] in ("orchestration", "parse") or h["where"].startswith("tool:") for h in hs)
     assert [h["self_s"] for h in hs] == sorted((h["self_s"] for h in hs), reverse=True)
+
+
+def test_tool_places_name_tools_by_the_analysis_rule(sampled):
+    # a recorded gen_ai.tool.name wins over the span name: count_tokens' spans recorded as "tokenize"
+    _, trace = sampled
+    attrs = pl.col("attributes").str.replace('"gen_ai.tool.name": "count_tokens"', '"gen_ai.tool.name": "tokenize"',
+                                             literal=True)
+    renamed = dataclasses.replace(trace, spans=trace.spans.with_columns(attrs))
+    names = {t["name"] for t in tool_figures(tool_spans(renamed.spans))}
+    assert names == {"read_file", "fetch", "tokenize"}
+    prof = profile(renamed)
+    assert {t["tool"] for t in prof.tools} == names
+    places = {w.removeprefix("tool:") for w in prof.attributed.where.tolist() if w.startswith("tool:")}
+    places |= {w.removeprefix("tool:") for w in prof.units.get_column("where").to_list() if w.startswith("tool:")}
+    assert places and places <= names
 
 
 def test_units_cover_gaps_with_top_frames(sampled):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agentprof.importers import load_any
 
 T0 = 1_780_000_000_000_000_000
@@ -81,3 +83,70 @@ def test_span_session_from_resource_and_metrics_counted(tmp_path):
     assert sorted(t.spans["kind"]) == ["agent", "model"]
     assert [d.message for d in t.diagnostics if d.kind == "otlp_metrics"] == [
         "2 metric data point(s) received and not used (the spans and events carry the calls)"]
+
+
+MS = 1_000_000
+
+
+def _codex(name, t, **attrs):
+    """A Codex event as codex-rs/otel logs it (``event.name``, ``conversation.id``, values as strings)."""
+    return {"timeUnixNano": str(t), "body": {"stringValue": name},
+            "attributes": [_attr("event.name", name), _attr("conversation.id", "cx-1"), _attr("model", "gpt-5")]
+            + [_attr(k, str(v)) for k, v in attrs.items()]}
+
+
+def _usage(t):
+    # core/src/client.rs reports the usage as its own response.completed event, after the transport's
+    return _codex("codex.sse_event", t, **{"event.kind": "response.completed", "input_token_count": 5000,
+                                           "cached_token_count": 4096, "output_token_count": 120,
+                                           "reasoning_token_count": 64, "tool_token_count": 5184})
+
+
+def _load_codex(tmp_path, recs):
+    path = tmp_path / "codex-logs.jsonl"
+    path.write_text(json.dumps(_logs(recs)) + "\n")
+    t = load_any(path)
+    calls = t.spans.filter(t.spans["kind"] == "model").sort("start_ns").to_dicts()
+    return t, calls
+
+
+def test_codex_websocket_events_are_model_calls(tmp_path):
+    # the websocket transport (codex-api responses_websocket.rs): a handshake, the request frame sent
+    # (duration_ms: the send), one websocket_event per message, a timing message; then the usage event
+    recs = [_codex("codex.websocket_connect", T0 - 200 * MS, duration_ms=150, success="true", endpoint="/responses"),
+            _codex("codex.websocket_request", T0, duration_ms=3, success="true"),
+            _codex("codex.websocket_event", T0 + 100 * MS, **{"event.kind": "response.created", "duration_ms": 97}),
+            _codex("codex.websocket_event", T0 + 900 * MS, **{"event.kind": "response.output_text.delta"}),
+            _codex("codex.websocket_event", T0 + 2400 * MS, **{"event.kind": "response.completed"}),
+            _usage(T0 + 2401 * MS),
+            _codex("codex.websocket_event", T0 + 2500 * MS, **{"event.kind": "responsesapi.websocket_timing"}),
+            _codex("codex.tool_result", T0 + 3600 * MS, tool_name="shell", duration_ms=1100, success="true"),
+            _codex("codex.websocket_request", T0 + 4 * S, duration_ms=2, success="false",
+                   **{"error.message": "failed to send websocket request"})]
+    t, calls = _load_codex(tmp_path, recs)
+    assert len(calls) == 2
+    ok, failed = calls
+    assert (ok["start_ns"], ok["end_ns"]) == (T0 - 3 * MS, T0 + 2401 * MS)
+    assert (ok["input_tokens"], ok["cache_read_tokens"], ok["output_tokens"]) == (5000, 4096, 120)
+    assert ok["status"] == "ok" and ok["ttft_s"] == pytest.approx(0.903)
+    assert failed["status"] == "error" and failed["start_ns"] == T0 + 4 * S - 2 * MS
+    (tool,) = t.spans.filter(t.spans["kind"] == "tool").to_dicts()
+    assert tool["end_ns"] - tool["start_ns"] == 1100 * MS
+    # the handshake and the timing message mean no call: kept and counted by name
+    unmapped = " ".join(d.message for d in t.diagnostics if d.kind == "otlp_unmapped")
+    assert "codex.websocket_connect (1)" in unmapped and "codex.websocket_event (1)" in unmapped
+
+
+def test_codex_transport_completion_before_the_usage_is_one_call(tmp_path):
+    # over HTTP the transport logs response.completed (no token counts) before the usage event: one call
+    recs = [_codex("codex.api_request", T0, duration_ms=400, **{"http.response.status_code": 200}),
+            _codex("codex.sse_event", T0 + 900 * MS, **{"event.kind": "response.output_text.delta"}),
+            _codex("codex.sse_event", T0 + 2400 * MS, **{"event.kind": "response.completed", "duration_ms": 4}),
+            _usage(T0 + 2401 * MS),
+            _codex("codex.api_request", T0 + 5 * S, duration_ms=300, **{"http.response.status_code": 200})]
+    _, calls = _load_codex(tmp_path, recs)
+    assert len(calls) == 2
+    first, second = calls
+    assert first["end_ns"] == T0 + 2401 * MS and first["input_tokens"] == 5000
+    assert "agentprof.incomplete" not in (first["attributes"] or "")
+    assert second["input_tokens"] is None and second["start_ns"] == T0 + 5 * S - 300 * MS

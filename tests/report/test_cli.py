@@ -9,7 +9,7 @@ import pytest
 
 from agentprof.cli import main
 
-from .report_support import BIG_SESSION, BIG_SESSION_SUBAGENTS, KV_FOLDER
+from .report_support import BIG_SESSION, BIG_SESSION_SUBAGENTS, KV_FOLDER, SAMPLES
 
 
 def _run(argv, capsys) -> tuple[int, str, str]:
@@ -88,3 +88,16 @@ def test_serving_bands_are_asked_for(tmp_path, capsys):
     assert "--serving-bands" in plain["bands"] and "band" not in off["systems"][0]
     row2 = on["systems"][0]
     assert row2["band"]["concurrency"] == 2 and row2["ttft_p99_s"] == row["ttft_p99_s"] and "bands" not in on
+
+
+def test_report_without_token_counts_notes_the_serving_panel_and_renders_the_rest(tmp_path, capsys):
+    # aider's history logs no token counts: the named model is valid, the serving simulation cannot run
+    out = tmp_path / "aider.html"
+    code, stdout, err = _run(["report", str(SAMPLES / "aider" / ".aider.llm.history"), "-o", str(out),
+                              "-s", "h200+x86", "--model", "gpt-oss-120b"], capsys)
+    assert code == 0 and out.exists() and "Traceback" not in err
+    assert "Serving: no model call has input and output token counts" in " ".join(stdout.split())
+    data = json.loads(out.read_text().split('type="application/json">', 1)[1].split("</script>", 1)[0])
+    assert data["serving"]["status"] == "missing" and "token counts" in data["serving"]["reason"]
+    assert [r["name"] for r in data["whatif"]["rows"]] == ["recorded", "h200+x86"]
+    assert data["cache"]["model"] == "gpt-oss-120b" and data["redundancy"]["status"] == "ok"

@@ -13,7 +13,9 @@ from agentprof.report.terminal import (
     cachesim_view,
     progress_bar,
     replay_view,
+    serving_view,
     slow_tools_view,
+    time_split_view,
 )
 
 from .report_support import synthetic_session
@@ -74,3 +76,12 @@ def test_progress_bar_is_silent_off_a_terminal():
         for _ in range(3):
             advance()
     assert con.export_text() == ""
+
+
+def test_panels_fit_the_terminal_width_when_none_is_given(staged, monkeypatch):
+    # the views take the terminal's width (COLUMNS here) when the caller gives none: at 30 columns both tables
+    # stack as they do when given 30, not as at 160
+    monkeypatch.setenv("COLUMNS", "30")
+    for view, d in ((serving_view, staged.serving), (time_split_view, staged.analysis.to_dict()["time"])):
+        shown = _text(view(d))  # printed on a 160-column console: the fitting is the view's
+        assert shown == _text(view(d, 30)) and shown != _text(view(d, 160))
