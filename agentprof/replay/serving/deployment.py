@@ -193,7 +193,6 @@ def deploy(r: Resolved, cfg: ServingConfig, kv_demand_tokens: float) -> Deployed
             from agentprof.replay.systems import resolve
 
             r = carry_kv(resolve(r.system, r.model, load_catalog(), r.fitted, accept=r.params.accept, gpus=g), r)
-    if from_dep:
-        cfg = replace(cfg, cpu_bytes=dep.cpu_bytes(r.instances), cache_from_deployment=False)
-    cfg = replace(cfg, kv_dtype=kv)
+    tier = {"cpu_bytes": dep.cpu_bytes(r.instances), "cache_from_deployment": False} if from_dep else {}
+    cfg = replace(cfg, kv_dtype=kv, **tier)
     return Deployed(r, cfg, describe(dep, given, r, cfg.cpu_bytes, from_dep), size_note)

@@ -149,8 +149,9 @@ def _variant(r: Resolved, layout: Layout, pools: Pools | None, gpus: int, cfg: S
 def settle(layouts: Layouts, dp: dict[str, Any], tp: dict[str, Any], concurrency: int) -> tuple[int, dict[str, Any]]:
     """After both layouts ran: the variant whose sessions finish their tasks faster (its index) and its
     ``serving.attention`` with the reason and what each layout gave."""
+    if layouts.capacity is None or len(layouts.variants) != 2:
+        raise ValueError("settle takes the two runs of a layout step that chose to simulate both layouts")
     best = pick_layout(tp, dp)
-    assert layouts.capacity is not None
     reason = auto_reason(need_text(layouts.capacity, concurrency), tp, dp, best)
     if best == "dp":
         rd = layouts.variants[0].resolved

@@ -221,7 +221,7 @@ def test_concurrency_one_with_a_drafter_matches_single_session_replay(kvct, plan
     assert run.serving["tpot_s"]["p50"] < plain.serving["tpot_s"]["p50"]
 
 
-STEPS = ("overflow", "deployment", "layout", "run", "metrics", "why", "levers")
+STEPS = ("overflow", "deployment", "layout", "run", "metrics", "levers", "why")
 """The serving pipeline's step modules in order (agentprof.replay.serving.simulate is their driver)."""
 ENGINE = ("scheduler", "cache", "stepcost", "pools")
 """The engine the run step drives: its calls while it runs (per step, per call) are its inner loop."""
@@ -291,3 +291,21 @@ def test_a_report_enters_each_serving_step_once_per_simulated_configuration() ->
     for step in STEPS:
         assert 1 <= entries[step] <= configs, (step, entries[step], configs)
         assert {c for c, m in pairs if m == step} == {"simulate"}, step
+
+
+def test_no_step_module_imports_the_driver_or_a_later_step() -> None:
+    """Each step takes what the steps before it made: its imports (type-checking ones included) name neither the
+    driver nor a step after it, so metrics cannot reach the levers or the driver."""
+    import ast
+
+    folder = ROOT / "agentprof" / "replay" / "serving"
+    for i, step in enumerate(STEPS):
+        names = set()
+        for node in ast.walk(ast.parse((folder / f"{step}.py").read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.update(f"{node.module}.{a.name}" for a in node.names)
+        reached = {n.split(".")[3] for n in names if n.startswith("agentprof.replay.serving.")}
+        assert not reached & {"simulate", *STEPS[i + 1:]}, (step, sorted(reached))
+
