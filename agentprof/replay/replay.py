@@ -273,12 +273,11 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         deployment, kv_dtype = serving.deployment, serving.kv_dtype
         if speculative == "none":  # the simulation's drafter is the replay's
             speculative = serving.speculative
-        serving.speculative = speculative
-        serving.prefix_cache = policy.kind != "none"
+        serving = dc_replace(serving, speculative=speculative, prefix_cache=policy.kind != "none")
         if policy.kind != "auto":  # given explicitly: the deployment's CPU tier is not added
-            serving.cache_from_deployment = False
+            serving = dc_replace(serving, cache_from_deployment=False)
         if policy.kind == "lmcache" and not (serving.cpu_bytes or serving.disk_bytes):
-            serving.cpu_bytes, serving.disk_bytes = policy.cpu_bytes, policy.disk_bytes
+            serving = dc_replace(serving, cpu_bytes=policy.cpu_bytes, disk_bytes=policy.disk_bytes)
     if policy.kind == "auto" and deployment == "agentic":
         label = "auto: each system's agentic deployment (systems[].deployments[].deployment)"
     asked_policy = policy  # the band replays ask for the same

@@ -4,9 +4,10 @@
 ``cache`` (HBM + CPU + disk tiers), ``scheduler`` (continuous batching, chunked prefill, KV admission,
 preemption, replicas and routing), ``pools`` (disaggregated prefill and decode pools and the KV hand-off
 between them), ``dpattention`` (the attention layout and a DP rank's costs), ``kvdtype`` (the KV element type),
-``sizing`` (instances of a tp=fit system), ``levers`` (what would bring a slow run to seconds), ``metrics`` (the
-``serving`` object), ``simulate`` (one system),
-``capacity`` (the largest concurrency that meets an SLO), ``benchpoint`` (InferenceX points as a special case).
+``sizing`` (instances of a tp=fit system), ``config`` (the settings); ``simulate`` drives one system's
+configuration through the steps ``overflow``, ``deployment``, ``layout``, ``run``, ``metrics`` (the ``serving``
+object), ``why``, and ``levers`` (what would bring a slow run to seconds); ``capacity`` (the largest concurrency
+that meets an SLO), ``sweep`` (the report's panel), ``benchpoint`` (InferenceX points as a special case).
 """
 
 from agentprof.replay.serving.sessions import SessionPlan, build_plan

@@ -18,8 +18,9 @@ from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.errors import AgentprofError
 from agentprof.replay.context import beyond_context, context_note
+from agentprof.replay.serving.config import ServingConfig
 from agentprof.replay.serving.sessions import SessionPlan, build_plan
-from agentprof.replay.serving.simulate import ServingConfig, simulate
+from agentprof.replay.serving.simulate import simulate
 from agentprof.trace.schema import Trace
 
 _SLO = re.compile(r"^\s*(ttft|tpot|queue|task)_(p50|p90|p99)\s*=\s*([0-9.]+(?:e-?\d+)?)\s*(ms|s|min|h)?\s*$", re.I)

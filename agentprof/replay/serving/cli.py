@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import click
 
-from agentprof.replay.serving.metrics import beyond_text
+from agentprof.replay.serving.why import beyond_text
 from agentprof.report.formats import fmt_duration
 
 _CTX = {"help_option_names": ["-h", "--help"]}
@@ -149,13 +150,13 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
     cfg = serving_config(1, router, cap_wait, arrival_rate, cache_ttl, hash_scope, pools, attention, kv_dtype,
                          deployment, overflow, sessions)
     policy = parse_policy(cache_policy)
-    cfg.cache_from_deployment = policy.kind == "auto"
+    cfg = replace(cfg, cache_from_deployment=policy.kind == "auto")
     if policy.kind == "none":
         from agentprof.errors import AgentprofError
 
         raise AgentprofError("capacity needs a cache policy: auto, prefix or lmcache:cpu=SIZE[,disk=SIZE]")
     if policy.kind == "lmcache":
-        cfg.cpu_bytes, cfg.disk_bytes = policy.cpu_bytes, policy.disk_bytes
+        cfg = replace(cfg, cpu_bytes=policy.cpu_bytes, disk_bytes=policy.disk_bytes)
     cat = load_catalog(tuple(catalogs))
     trace = load_any(list(paths))
     res = capacity(trace, list(systems), list(slos), model=model, base=cfg, catalog=cat,

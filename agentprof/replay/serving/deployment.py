@@ -15,7 +15,8 @@ both the 8-GPU H200 and the 4-GPU B200 worker, and store FP8 KV on B200 [S61] (`
 An explicit ``--cache-policy`` or ``--kv-dtype`` replaces that part. Not taken from the recipes, and said so in the
 output: their speculative decoding (its acceptance on agent traffic is not measured, and a system without a
 recipe would be compared without it), their workers' tensor-parallel size (the simulation keeps the catalog's
-layout) and the KV-aware router (simulated as prefix affinity). ``benchmark`` applies none of this. Docs:
+layout) and the KV-aware router (simulated as prefix affinity). ``benchmark`` applies none of this. The
+simulation's deployment step is :func:`deploy`; the one-session replay takes the parts it needs. Docs:
 docs/DEVICE_MODEL.md §10.
 """
 
@@ -25,20 +26,14 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agentprof.catalog.agentic import load_agentic
-from agentprof.errors import AgentprofError
 from agentprof.replay.bands import at_end
+from agentprof.replay.serving.config import DEPLOYMENTS, check_choice
 
 if TYPE_CHECKING:
-    from agentprof.replay.serving.simulate import ServingConfig
+    from agentprof.replay.serving.config import ServingConfig
     from agentprof.replay.systems import Resolved
 
-DEPLOYMENTS = ("agentic", "benchmark")
 GIB = 2.0**30
-
-
-def check_deployment(name: str) -> None:
-    if name not in DEPLOYMENTS:
-        raise AgentprofError(f"unknown deployment {name!r}: expected {' or '.join(DEPLOYMENTS)}")
 
 
 @dataclass(frozen=True)
@@ -73,7 +68,7 @@ class Deployment:
 
 def deployment_for(r: Resolved, name: str) -> Deployment:
     """The deployment ``name`` (``agentic`` or ``benchmark``) for ``r``'s model on ``r``'s system."""
-    check_deployment(name)
+    check_choice("deployment", name, DEPLOYMENTS)
     if name == "benchmark":
         return Deployment("benchmark", "none", "the catalog's as-benchmarked settings: HBM prefix cache only, KV as "
                                                "the benchmark recipes stored it, the system's HBM share")
@@ -160,3 +155,44 @@ def describe(dep: Deployment, cfg: ServingConfig, r: Resolved, cpu_bytes: float,
                           else "--kv-dtype" if cfg.kv_dtype != "auto" else "catalog (as benchmarked)")
     d["mem_util_from"] = ("deployment: " + dep.mem_util_source) if dep.mem_util is not None else "catalog"
     return d
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """The deployment step's output: the system as the deployment serves these sessions (resolved at its instance
+    size), the settings the simulation runs with (CPU tier and KV dtype as deployed), the ``serving.deployment``
+    record and why the instances have that size (empty when as resolved)."""
+
+    resolved: Resolved
+    config: ServingConfig
+    record: dict[str, Any]
+    size_note: str
+
+
+def deploy(r: Resolved, cfg: ServingConfig, kv_demand_tokens: float) -> Deployed:
+    """The deployment step: ``cfg.deployment`` for ``r`` (HBM share, KV dtype, CPU tier) and, for many sessions on a
+    ``tp = "fit"`` system, instances sized to the ``kv_demand_tokens`` the tiers leave to HBM
+    (:mod:`agentprof.replay.serving.sizing`)."""
+    from agentprof.replay.serving.kvdtype import carry_kv
+    from agentprof.replay.serving.sizing import serving_gpus
+
+    dep = deployment_for(r, cfg.deployment)
+    from_dep = takes_cache(cfg)
+    kv = dep.kv_for(cfg.kv_dtype)
+    given = cfg
+    r = deployed(r, dep, cfg.kv_dtype)
+    size_note = ""
+    if not cfg.disagg:
+        fixed = (dep.cpu_bytes_fixed or 0.0) if from_dep else cfg.cpu_bytes + cfg.disk_bytes
+        per_inst = dep.cpu_bytes_per_instance if from_dep and dep.cpu_bytes_fixed is None else 0.0
+        kvb = r.dep.kv_token_bytes
+        g, size_note = serving_gpus(r, cfg.concurrency, 0.0 if cfg.hbm_unbounded else kv_demand_tokens - fixed / kvb,
+                                    per_inst / kvb)
+        if g != r.dep.gpus:
+            from agentprof.catalog.hardware import load_catalog
+            from agentprof.replay.systems import resolve
+
+            r = carry_kv(resolve(r.system, r.model, load_catalog(), r.fitted, accept=r.params.accept, gpus=g), r)
+    tier = {"cpu_bytes": dep.cpu_bytes(r.instances), "cache_from_deployment": False} if from_dep else {}
+    cfg = replace(cfg, kv_dtype=kv, **tier)
+    return Deployed(r, cfg, describe(dep, given, r, cfg.cpu_bytes, from_dep), size_note)

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING
 
 from agentprof.errors import AgentprofError
 from agentprof.replay.costmodel import disk_load_s, kv_load_s
+from agentprof.replay.serving.config import ATTENTION_MODES, check_choice
 from agentprof.replay.serving.stepcost import StepCost
 
 if TYPE_CHECKING:
     from agentprof.catalog.hardware import HardwareCatalog
     from agentprof.replay.systems import Resolved
 
-ATTENTION_MODES = ("auto", "tp", "dp")
 DP_FRAMEWORKS = ("sglang", "vllm", "trt", "dynamo-sglang", "dynamo-trt")
 """Serving frameworks that run data-parallel attention for MLA models: SGLang [S-DPA1], vLLM [S-DPA2], TensorRT-LLM and
 Dynamo on either [S-DPA3]. Others (ATOM, a system's declared software) run tensor-parallel attention under ``auto``."""
@@ -43,14 +43,6 @@ class Layout:
     mode: str
     ranks: int
     reason: str
-
-    def describe(self) -> dict[str, object]:
-        return {"layout": self.mode, "ranks_per_instance": self.ranks, "reason": self.reason}
-
-
-def check_mode(mode: str) -> None:
-    if mode not in ATTENTION_MODES:
-        raise AgentprofError(f"unknown attention layout {mode!r}: expected {', '.join(ATTENTION_MODES)}")
 
 
 @dataclass(frozen=True)
@@ -80,7 +72,7 @@ def choose(r: Resolved, mode: str, concurrency: int, disagg: bool = False, cap: 
     the one whose sessions finish their tasks faster (:func:`pick_layout`). One session is the single-session replay's layout; when the
     KV fits either way tensor-parallel keeps a prompt's attention on all GPUs and no rank waits for another's
     (docs/DEVICE_MODEL.md §10: DP pays a long prompt's attention on one rank and the lockstep)."""
-    check_mode(mode)
+    check_choice("attention layout", mode, ATTENTION_MODES)
     g = r.dep.gpus
     mla = r.model.attention == "mla"
     fw = r.framework

@@ -15,11 +15,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from agentprof.errors import AgentprofError
+from agentprof.replay.serving.config import KV_DTYPES, check_choice
 
 if TYPE_CHECKING:
     from agentprof.replay.systems import Resolved
 
-KV_DTYPES = ("auto", "bf16", "fp8")
 _BYTES = {"bf16": 2.0, "fp8": 1.0}
 _FP8_SOURCE = {
     "nvidia": "FP8 KV for MLA on Hopper and Blackwell: vLLM's FLASHMLA backend (kv-cache dtypes auto/fp8/fp8_e4m3, "
@@ -27,11 +27,6 @@ _FP8_SOURCE = {
               "and Blackwell, GSM8k within 1 % [S-KV8b]",
     "amd": "FP8 KV as the AgentX Kimi K2.5 vLLM runs on MI355X set it (--kv-cache-dtype fp8) [S47]",
 }
-
-
-def check_kv_dtype(name: str) -> None:
-    if name not in KV_DTYPES:
-        raise AgentprofError(f"unknown KV dtype {name!r}: expected {', '.join(KV_DTYPES)}")
 
 
 def fp8_source(vendor: str) -> str:
@@ -42,7 +37,7 @@ def fp8_source(vendor: str) -> str:
 
 def with_kv_dtype(r: Resolved, name: str) -> Resolved:
     """``r`` storing its KV as ``name`` (``auto``: as resolved, the catalog's as-deployed figure)."""
-    check_kv_dtype(name)
+    check_choice("KV dtype", name, KV_DTYPES)
     if name == "auto":
         return r
     b = _BYTES[name]

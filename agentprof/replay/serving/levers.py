@@ -13,23 +13,22 @@ the calls queue behind those recomputes (docs/DEVICE_MODEL.md §10). The levers 
   known to run DP attention (Jalapeño's undisclosed software: the figure says what it would give if it did);
 - and, not simulated, how many instances would hold the sessions' KV in HBM at the run's KV dtype and at FP8.
 
-Each lever is one more simulation of the same sessions (without levers of its own), so only slow runs pay for
-them, and only where asked (``replay --concurrency``; ``report --serving-levers``). The figures are the ``levers`` list of the ``serving`` object; the ``why`` sentence names them.
+Each lever is one more simulation of the same sessions (without levers of its own): :func:`variants` names the
+configurations, the driver (:mod:`agentprof.replay.serving.simulate`) runs them, :func:`table` makes the rows. Only
+slow runs pay for them, and only where asked (``replay --concurrency``; ``report --serving-levers``); the ``why``
+sentence names them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from agentprof.catalog import CatalogError
-from agentprof.errors import AgentprofError
 from agentprof.replay.serving.dpattention import DP_FRAMEWORKS
 from agentprof.replay.serving.sizing import instances_to_hold
 
 if TYPE_CHECKING:
-    from agentprof.replay.serving.simulate import ServingConfig
+    from agentprof.replay.serving.config import ServingConfig
     from agentprof.replay.systems import Resolved
 
 CPU_TIER_BYTES = 2e12
@@ -56,10 +55,9 @@ def _row(flag: str, s: dict[str, Any]) -> dict[str, Any]:
             "kv_pool_tokens_per_system": a.get("kv_pool_tokens_per_system"), "slow": slow(s)}
 
 
-def levers(r: Resolved, cfg: ServingConfig, d: dict[str, Any],
-           run: Callable[[ServingConfig], dict[str, Any]]) -> dict[str, Any] | None:
-    """The levers of a slow run ``d`` (None when it is not): each simulated by ``run`` on a copy of ``cfg``, plus
-    the instances that would hold the sessions' KV in HBM."""
+def variants(r: Resolved, cfg: ServingConfig, d: dict[str, Any]) -> list[tuple[str, ServingConfig]] | None:
+    """The levers of a slow run ``d`` (None when it is not), each a copy of ``cfg`` the driver simulates: ``r`` is
+    the system as the caller resolved it, ``cfg`` the settings as the deployment resolved them."""
     if not slow(d):
         return None
     a = d.get("attention") or {}
@@ -76,12 +74,16 @@ def levers(r: Resolved, cfg: ServingConfig, d: dict[str, Any],
     if (a.get("layout") == "tp" and r.model.attention == "mla" and int(a.get("accelerators_per_instance") or 1) > 1
             and (cfg.attention == "tp" or r.framework not in DP_FRAMEWORKS)):
         tries.append(("--attention dp", replace(cfg, attention="dp", levers=False)))
-    rows = []
-    for flag, c in tries:
-        try:
-            rows.append(_row(flag, run(c)))
-        except (CatalogError, AgentprofError) as e:  # e.g. DP's replicated weights do not fit
-            rows.append({"flag": flag, "error": str(e)})
+    return tries
+
+
+def table(r: Resolved, d: dict[str, Any], results: list[tuple[str, dict[str, Any] | Exception]]) -> dict[str, Any]:
+    """The ``levers`` object of the slow run ``d``: each lever's simulated figures (``results``: its ``serving``
+    object, or the error that stopped it, e.g. DP's replicated weights not fitting), plus the instances that would
+    hold the sessions' KV in HBM."""
+    a = d.get("attention") or {}
+    rows = [{"flag": flag, "error": str(got)} if isinstance(got, Exception) else _row(flag, got)
+            for flag, got in results]
     demand = float(a.get("kv_demand_tokens") or 0.0)
     inst = int(a.get("instances") or 1)
     ranks = int(a.get("ranks_per_instance") or 1)
@@ -92,7 +94,7 @@ def levers(r: Resolved, cfg: ServingConfig, d: dict[str, Any],
     hold = {"kv_demand_tokens": demand, "pool_per_instance_tokens": per_inst, "accelerators_per_instance": g,
             "layout": a.get("layout"), "ranks_per_instance": ranks, "kv_dtype": a.get("kv_dtype"),
             "instances": n, "accelerators": n * g if n else None}
-    if bf16 and n:
+    if a.get("kv_dtype") == "bf16" and n:
         n8 = instances_to_hold(demand, 2.0 * per_inst)  # FP8 halves the bytes per token
         hold["instances_fp8"] = n8
         hold["accelerators_fp8"] = n8 * g if n8 else None
@@ -100,28 +102,3 @@ def levers(r: Resolved, cfg: ServingConfig, d: dict[str, Any],
             "hit_share": d["hit_share"]["total"], "tried": rows, "hold_kv": hold,
             "basis": "each lever simulated on the same sessions; the instances that hold the sessions' KV "
                      "(concurrency x their mean prompt) in HBM are arithmetic, not simulated"}
-
-
-def levers_text(lv: dict[str, Any]) -> str:
-    """The levers in one sentence (the ``why`` line's last part)."""
-    parts = []
-    for row in lv["tried"]:
-        if row.get("error"):
-            parts.append(f"{row['flag']}: cannot run ({row['error']})")
-            continue
-        pool = row.get("kv_pool_tokens_per_system")
-        lay = "data-parallel" if row.get("layout") == "dp" else "tensor-parallel"
-        parts.append(f"{row['flag']}: TTFT p50 {row['ttft_p50_s'] or 0:.2f} s, p99 {row['ttft_p99_s'] or 0:.0f} s, "
-                     f"hits HBM {row['hit_share_hbm']:.0%} CPU {row['hit_share_cpu']:.0%}, {lay}"
-                     + (f", KV pool {pool / 1e6:.2f}M tokens" if pool else "")
-                     + (f" (still {SLOW_TTFT_S:g} s or more)" if row.get("slow") else ""))
-    h = lv["hold_kv"]
-    if h.get("instances"):
-        hold = (f"holding the sessions' {h['kv_demand_tokens'] / 1e6:.2f}M tokens of KV in HBM takes "
-                f"{h['instances']} instance(s) of {h['accelerators_per_instance']} ({h['accelerators']} accelerators) "
-                f"at {h['kv_dtype']}")
-        if h.get("instances_fp8"):
-            hold += f", {h['instances_fp8']} ({h['accelerators_fp8']}) at fp8"
-        parts.append(hold)
-    return (f" Slow: TTFT p50 {lv['ttft_p50_s']:.1f} s, of which {lv['queue_p50_s'] or 0:.1f} s queue (p50), with "
-            f"{lv['hit_share']:.0%} of prompt tokens cached. What would change it: " + "; ".join(parts) + ".")

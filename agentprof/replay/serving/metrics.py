@@ -1,5 +1,6 @@
-"""The ``serving`` object of a simulated system: latency percentiles, throughput, cache hits by tier,
-utilization, energy and cost per finished task, and the facts that explain them (calls in flight, queue).
+"""The metrics step (:func:`measure`): the ``serving`` object of a simulated configuration — latency percentiles,
+throughput, cache hits by tier, utilization, energy and cost per finished task, and the facts that explain them
+(calls in flight, queue, layout, calls beyond the window).
 
 Definitions: TTFT = first token − issue (the request overhead, queue, KV loads and prefill included); TPOT =
 (last token − first token)/(output − 1); queue = time waiting for admission. Tasks per hour are the tasks
@@ -10,14 +11,20 @@ tasks per hour; cost = system price per hour / tasks per hour.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from agentprof.catalog.serving import ServingCatalog
-from agentprof.replay.serving.levers import levers_text
+from agentprof.replay.serving.kvdtype import kv_dtype_name
 from agentprof.replay.serving.scheduler import EngineResult
 from agentprof.replay.serving.sessions import SessionPlan
+
+if TYPE_CHECKING:
+    from agentprof.replay.serving.config import ServingConfig
+    from agentprof.replay.serving.layout import Variant
+    from agentprof.replay.serving.overflow import Sent
+    from agentprof.replay.serving.run import Ran
 
 POWER_BOUNDARY = ("all-in draw of the system's accelerators with their share of host CPUs, NICs, switches and "
                   "cooling (SemiAnalysis all-in kW per GPU); facility overhead (PUE) excluded")
@@ -207,86 +214,73 @@ def cold_calls(eng: EngineResult) -> dict[str, Any]:
             "ttft_p99_warm_s": pcts(ttft[~cold])["p99"], "ttft_p99_cold_s": pcts(ttft[cold])["p99"]}
 
 
-def why(d: dict[str, Any]) -> str:
-    """One sentence that explains the latency: calls in flight, cache hits by tier, queueing, cold calls."""
-    h = d["hit_share"]
-    c = d.get("cold_calls") or {}
-    q = d["queue_s"]
-    ttft = d["ttft_s"]
-    return (f"{d['concurrency']} sessions keep {d['calls_in_flight_mean']:.1f} calls in flight on average "
-            f"(peak {d['calls_in_flight_peak']}): agents spend most of their time in tools and waits; "
-            f"{h['total']:.0%} of prompt tokens hit the cache (HBM {h['hbm']:.0%}, CPU {h['cpu']:.0%}, "
-            f"disk {h['disk']:.0%}); queue p99 {q['p99'] or 0:.2f} s; TTFT p50 {ttft['p50'] or 0:.2f} s, "
-            f"p99 {ttft['p99'] or 0:.2f} s; server busy {d['utilization']:.0%} of the time; "
-            f"{c.get('count', 0)} cold call(s) (under half the prompt cached, median "
-            f"{c.get('median_prompt_tokens', 0):,.0f} tokens) have TTFT p99 {c.get('ttft_p99_cold_s') or 0:.2f} s, "
-            f"the warm ones {c.get('ttft_p99_warm_s') or 0:.2f} s." + _window_text(d) + _full_text(d) + _layout_text(d)
-            + deployment_text(d) + (levers_text(d["levers"]) if d.get("levers") else ""))
+def measure(recorded: SessionPlan, served: Sent, v: Variant, ran: Ran, cfg: ServingConfig, cat: ServingCatalog,
+            size_note: str) -> tuple[dict[str, Any], np.ndarray]:
+    """The metrics step: the ``serving`` object of one configuration's run (without the deployment, levers and
+    why the driver adds) and, per ``recorded`` call, its first instance's replayed duration (issue -> last token;
+    NaN where not simulated)."""
+    r, pools, eng, ov = v.resolved, v.pools, ran.engine, served.overflow
+    plan = ov.plan
+    open_loop = cfg.arrival_rate_per_h is not None
+    # lockstep ranks: an instance is busy (every rank steps, the idle ones on empty batches) while any rank is
+    util = (sum(eng.group_busy_s) / (eng.makespan_s * len(eng.group_busy_s))
+            if eng.group_busy_s and eng.makespan_s > 0 else None)
+    d = serving_dict(plan, eng, cfg.concurrency, r.system.key, v.replicas, cat, open_loop,
+                     v.accelerators / max(r.system.count, 1), utilization=util)
+    d["attention"] = {"layout": v.layout.mode, "ranks_per_instance": v.layout.ranks, "reason": v.layout.reason,
+                      "instances": v.instances, "accelerators_per_instance": r.dep.gpus,
+                      "kv_pool_tokens_per_system": None if pools else v.cost.pool_tokens * v.replicas,
+                      "kv_dtype": kv_dtype_name(r), "kv_bytes_per_token": r.dep.kv_token_bytes,
+                      "kv_source": r.kv_source, "kv_demand_tokens": served.kv_demand_tokens,
+                      "calibration": r.calibration, "calibration_level": r.level,
+                      "lockstep_wait_s": eng.lockstep_wait_s}
+    if size_note:
+        d["attention"]["instance_size"] = size_note
+    d["beyond_context"] = dict(served.beyond_context)
+    if ov.beyond.any():
+        d["beyond_context"]["without"] = _without(eng, plan, ov.beyond, cfg.concurrency, open_loop)
+    if pools:
+        d["pools"] = {"layout": cfg.disagg, "prefill_workers": pools.n_prefill,
+                      "prefill_gpus": pools.prefill.dep.gpus, "decode_workers": pools.n_decode,
+                      "decode_gpus": r.dep.gpus, "accelerators": v.accelerators, "kv_link": pools.link,
+                      "kv_link_gb_s": pools.link_bw / 1e9,
+                      "handoff_s": pcts(eng.handoff_s + pools.t_req_s),
+                      "queue_wait_mean_s": {k: w["wait_s"] / max(w["entries"], 1)
+                                            for k, w in eng.queue_by_role.items()}}
+    notes = list(plan.notes)
+    if ran.copies > 1:
+        notes.append(f"{plan.n_sessions} recorded session(s) cycled to run {eng.sess_start.size} session(s) in "
+                     f"{cfg.concurrency} concurrent slots (copies share no cache blocks)")
+    if eng.oversize:
+        notes.append(f"{eng.oversize} request(s) needed more KV than the whole pool and ran alone")
+    if v.speculative:
+        d["speculative"] = v.speculative
+    d["budget_tokens"] = v.budget_tokens
+    d["budget_source"] = v.budget_source
+    d["kv_pool_tokens"] = v.cost.pool_tokens
+    d["host_link"] = {"key": r.system.link.key, "gb_s": r.system.link.bw.value / 1e9}
+    d["router"] = cfg.router
+    d["ramp_s"] = ran.ramp_s
+    d["notes"] = notes
+    call_s = np.full(recorded.n_calls, np.nan)
+    dur = eng.done_t - eng.issue_t
+    seen = np.zeros(recorded.n_calls, dtype=bool)
+    for c, t in zip(ov.source[eng.req_call].tolist(), dur.tolist(), strict=True):
+        if c >= 0 and not seen[c]:
+            seen[c] = True
+            call_s[c] = t
+    return d, call_s
 
 
-def beyond_text(d: dict[str, Any]) -> str:
-    """One short line: the calls beyond the served window, the policy, and the headline without their sessions
-    (empty when every call fitted)."""
-    b = d.get("beyond_context") or {}
-    if not b.get("count"):
-        return ""
-    w = b.get("without") or {}
-    p99 = (w.get("ttft_s") or {}).get("p99")
-    tph = w.get("tasks_per_hour")
-    return (f"{b['count']:,} call(s) in {b['sessions']} session(s) beyond {b['window_tokens']:,} tokens "
-            f"(--overflow {b['policy']}); without them: TTFT p99 "
-            + (f"{p99:.1f} s" if p99 is not None else "n/a") + (f", {tph:.1f} tasks/h" if tph else ""))
-
-
-def _window_text(d: dict[str, Any]) -> str:
-    """Where tasks per hour come from: the tasks completed in the simulated window (empty when not recorded)."""
-    w = d.get("window")
-    if not w:
-        return ""
-    return (f" Tasks per hour: {d.get('tasks_completed', 0)} task(s) completed in {(w['end_s'] - w['start_s']) / 3600:.2f} h"
-            f" ({w['basis'].split(' (')[0]}).")
-
-
-def _full_text(d: dict[str, Any]) -> str:
-    """The steady state: TTFT while every slot held a session (empty when every call came then)."""
-    f = d.get("full_load")
-    if not f or f["share"] >= 0.999:
-        return ""
-    return (f" While {FULL_LOAD:.0%} or more of the {d['concurrency']} slots held a session ({f['share']:.0%} of the "
-            f"calls): TTFT p50 "
-            f"{f['ttft_s']['p50'] or 0:.2f} s, queue p50 {f['queue_s']['p50'] or 0:.2f} s, {f['hit_share']:.0%} hits;"
-            " the other calls came in the ramp or as sessions finished.")
-
-
-def deployment_text(d: dict[str, Any]) -> str:
-    """The deployment the simulation ran (empty when not recorded): where its CPU tier, KV dtype and HBM share
-    come from, and what it did not take."""
-    dep = d.get("deployment")
-    if not dep:
-        return ""
-    if dep["name"] == "benchmark":
-        return " Deployment: benchmark settings (HBM prefix cache only unless --cache-policy adds tiers)."
-    what = "the validated agentic recipe" if dep["level"] == "recipe" else "an estimate from the agentic recipes"
-    cpu = dep["cpu_tier_bytes"]
-    tier = f"LMCache CPU tier {cpu / 2**30:,.0f} GiB" if cpu else "no CPU tier"
-    skip = f"; not taken: {'; '.join(dep['not_applied'])}" if dep.get("not_applied") else ""
-    return (f" Deployment: agentic, {what} ({dep['source']}): {tier}, {dep['kv_dtype']} KV, "
-            f"{dep['mem_util']:.0%} of HBM{skip}.")
-
-
-def _layout_text(d: dict[str, Any]) -> str:
-    """The attention layout the simulation ran and why (empty when not recorded)."""
-    a = d.get("attention")
-    if not a:
-        return ""
-    pool = a.get("kv_pool_tokens_per_system")
-    dtype = f" of {a['kv_dtype']}" if a.get("kv_dtype") else ""
-    kv = f"; KV pool {pool / 1e6:.2f}M tokens{dtype} per system" if pool else ""
-    demand = a.get("kv_demand_tokens")
-    kv += f" against the sessions' ~{demand / 1e6:.2f}M" if pool and demand else ""
-    g = a.get("accelerators_per_instance")
-    size = f"; {a['instances']} instance(s) of {g} accelerators" if g else ""
-    name = "data-parallel" if a["layout"] == "dp" else "tensor-parallel"
-    inst = f" {a['instance_size']}." if a.get("instance_size") else ""
-    return f" Attention {name}{size}{kv} ({a['reason']}).{inst}"
-
+def _without(eng: EngineResult, served: SessionPlan, beyond: np.ndarray, concurrency: int,
+             open_loop: bool) -> dict[str, Any]:
+    """The headline figures over the sessions that never passed the served window (same run)."""
+    sess_of = np.repeat(np.arange(served.n_sessions), np.diff(served.start))
+    keep_req = ~beyond[sess_of[eng.req_call]] if eng.req_call.size else np.zeros(0, dtype=bool)
+    keep_inst = ~beyond[eng.sess_plan]
+    task = (eng.sess_end - eng.sess_start)[keep_inst & ~eng.sess_failed]
+    win = window(eng, concurrency, open_loop, keep_inst)
+    n = win["tasks"]
+    return {"sessions": int((~beyond).sum()), "ttft_s": pcts((eng.first_t - eng.issue_t)[keep_req]),
+            "task_s": pcts(task[np.isfinite(task)], (50, 90)),
+            "tasks_per_hour": n * 3600.0 / win["length_s"] if n and win["length_s"] > 0 else None}

@@ -26,10 +26,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from agentprof.errors import AgentprofError
+from agentprof.replay.serving.config import OVERFLOW_POLICIES, check_choice
 from agentprof.replay.serving.sessions import SessionPlan
 
-POLICIES = ("compact", "reject", "stand-in")
 COMPACT_SOURCE = ("Claude Code auto-compaction measured on the bundled session 258c7280 "
                   "(traces/samples/claude-code; claude-opus-4-6, 200K window)")
 TRIGGER_SHARE = 167_060 / 200_000
@@ -42,12 +41,7 @@ KEPT_TOKENS = 21_460.0
 """Of that prompt, the head still served from the cache (system prompt and tools)."""
 
 
-def check_policy(policy: str) -> None:
-    if policy not in POLICIES:
-        raise AgentprofError(f"unknown overflow policy {policy!r}: expected {', '.join(POLICIES)}")
-
-
-@dataclass
+@dataclass(frozen=True)
 class Overflow:
     """The plan as the server sees it, and what the policy changed."""
 
@@ -66,6 +60,26 @@ class Overflow:
                 "window_tokens": int(self.window_tokens), "window": self.window_basis,
                 "compactions": self.compactions, "failed_sessions": int(self.failed.sum()),
                 **({"compaction_source": COMPACT_SOURCE} if policy != "reject" else {})}
+
+
+@dataclass(frozen=True)
+class Sent:
+    """The overflow step's output: the plan as the server sees it, its ``serving.beyond_context`` record and the KV
+    the sessions keep between their calls (concurrency x their mean simulated prompt as sent)."""
+
+    overflow: Overflow
+    beyond_context: dict[str, object]
+    kv_demand_tokens: float
+
+
+def fit(plan: SessionPlan, context: float | None, pool_tokens: float, policy: str, concurrency: int) -> Sent:
+    """The overflow step: ``plan`` as the client sends it to a model of ``context`` tokens whose replica holds
+    ``pool_tokens`` of KV, calls beyond handled by ``policy`` (``stand-in``: the replay already picked a stand-in
+    that covers the trace; what passes the pool is compacted)."""
+    win, basis = served_window(context, pool_tokens)
+    ov = apply(plan, win, basis, "compact" if policy == "stand-in" else policy)
+    sim = np.isnan(ov.plan.fixed_s)
+    return Sent(ov, ov.summary(policy), concurrency * (float(ov.plan.input_tokens[sim].mean()) if sim.any() else 0.0))
 
 
 def served_window(context: float | None, pool_tokens: float) -> tuple[float, str]:
@@ -88,7 +102,7 @@ def _shared_head(a: np.ndarray, b: np.ndarray) -> int:
 def apply(plan: SessionPlan, window: float, basis: str, policy: str) -> Overflow:
     """``plan`` with every call beyond ``window`` handled by ``policy`` (see the module docstring); ``plan``
     itself when every call fits."""
-    check_policy(policy)
+    check_choice("overflow policy", policy, OVERFLOW_POLICIES)
     need = plan.input_tokens + plan.output_tokens
     over = need > window
     n_s = plan.n_sessions

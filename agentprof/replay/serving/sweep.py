@@ -8,8 +8,9 @@ from typing import Any
 from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.replay.serving.capacity import plan_for
-from agentprof.replay.serving.metrics import beyond_text
-from agentprof.replay.serving.simulate import ServingConfig, simulate
+from agentprof.replay.serving.config import ServingConfig
+from agentprof.replay.serving.simulate import simulate
+from agentprof.replay.serving.why import beyond_text
 from agentprof.trace.schema import Trace
 
 DEFAULT_CONCURRENCY = (1, 4, 16, 50)

@@ -3,6 +3,11 @@ behaves like a queue should, and its cache agrees with the analysis."""
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
 import polars as pl
 import pytest
 
@@ -12,6 +17,8 @@ from agentprof.replay import replay
 from agentprof.replay.serving import ServingConfig, build_plan, simulate
 from agentprof.replay.serving.overflow import TRIGGER_SHARE
 from agentprof.trace.schema import Trace
+
+from .conftest import ROOT
 
 
 def compacted(plan, window: float) -> set[int]:
@@ -212,3 +219,93 @@ def test_concurrency_one_with_a_drafter_matches_single_session_replay(kvct, plan
         assert task[i] == pytest.approx(plan.recorded_s[i] - recorded + replayed, rel=0.01), sid
     assert (task < plain.engine.sess_end - plain.engine.sess_start).all()
     assert run.serving["tpot_s"]["p50"] < plain.serving["tpot_s"]["p50"]
+
+
+STEPS = ("overflow", "deployment", "layout", "run", "metrics", "levers", "why")
+"""The serving pipeline's step modules in order (agentprof.replay.serving.simulate is their driver)."""
+ENGINE = ("scheduler", "cache", "stepcost", "pools")
+"""The engine the run step drives: its calls while it runs (per step, per call) are its inner loop."""
+
+
+def serving_entries(run: Callable[[], Any]) -> tuple[Counter, Counter, int, int]:
+    """Run ``run`` under a profile hook and count, while a serving simulation runs (from the call of the driver's
+    ``simulate`` until it returns), the entries into each ``agentprof.replay.serving`` module: a call of a
+    function defined in it (its own dataclasses' generated ``__init__`` included) from a frame of another
+    agentprof module (stdlib frames between, e.g. ``dataclasses.replace``, are skipped), the engine's calls
+    excepted (:data:`ENGINE`: its inner loop). Also returned: the entries by (caller, callee) module, the
+    simulated configurations (``Engine.run`` calls) and the greatest depth of ``simulate`` calls."""
+    from agentprof.replay.serving.scheduler import Engine
+
+    pfx = "agentprof.replay.serving."
+    sim_code, run_code = simulate.__code__, Engine.run.__code__
+    entries: Counter = Counter()
+    pairs: Counter = Counter()
+    state = {"depth": 0, "deepest": 0, "configs": 0}
+
+    def caller(frame: Any) -> str:
+        f = frame.f_back
+        while f is not None and not f.f_globals.get("__name__", "").startswith("agentprof"):
+            f = f.f_back
+        return f.f_globals.get("__name__", "") if f is not None else ""
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        code = frame.f_code
+        if event == "return" and code is sim_code:
+            state["depth"] -= 1
+        if event != "call":
+            return
+        if code is sim_code:
+            state["depth"] += 1
+            state["deepest"] = max(state["deepest"], state["depth"])
+        elif code is run_code:
+            state["configs"] += 1
+        name = frame.f_globals.get("__name__", "")
+        if not state["depth"] or not name.startswith(pfx) or code.co_name == "<module>":
+            return
+        c = caller(frame)
+        if c != name and c.removeprefix(pfx) not in ENGINE:
+            entries[name.removeprefix(pfx)] += 1
+            pairs[(c.removeprefix(pfx), name.removeprefix(pfx))] += 1
+
+    sys.setprofile(hook)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return entries, pairs, state["configs"], state["deepest"]
+
+
+def test_a_report_enters_each_serving_step_once_per_simulated_configuration() -> None:
+    """One trace through the report's stages (a slow run, so its levers are simulated too): each step module is
+    entered at most once per simulated configuration, only by the driver, and the driver is never re-entered."""
+    from agentprof.importers import load_any
+    from agentprof.report.stages import run_stages
+
+    trace = load_any([str(ROOT / "traces" / "samples" / "claude-code" / "session-3fe1b6bc.jsonl")])
+    got: dict[str, Any] = {}
+    entries, pairs, configs, deepest = serving_entries(lambda: got.update(out=run_stages(
+        trace, systems=["jalapeno"], serving=[1], serving_levers=True, analysis=False, cache=False)))
+    row = got["out"].serving["systems"][0]
+    assert len(row["levers"]["tried"]) >= 2 and configs == 1 + len(row["levers"]["tried"])
+    assert deepest == 1 and entries["simulate"] == 1  # the sweep's one call; levers run inside it
+    for step in STEPS:
+        assert 1 <= entries[step] <= configs, (step, entries[step], configs)
+        assert {c for c, m in pairs if m == step} == {"simulate"}, step
+
+
+def test_no_step_module_imports_the_driver_or_a_later_step() -> None:
+    """Each step takes what the steps before it made: its imports (type-checking ones included) name neither the
+    driver nor a step after it, so metrics cannot reach the levers or the driver."""
+    import ast
+
+    folder = ROOT / "agentprof" / "replay" / "serving"
+    for i, step in enumerate(STEPS):
+        names = set()
+        for node in ast.walk(ast.parse((folder / f"{step}.py").read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.update(f"{node.module}.{a.name}" for a in node.names)
+        reached = {n.split(".")[3] for n in names if n.startswith("agentprof.replay.serving.")}
+        assert not reached & {"simulate", *STEPS[i + 1:]}, (step, sorted(reached))
+
