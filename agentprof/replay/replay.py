@@ -432,9 +432,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                 for k_w in WAITING_FOR:
                     wait_call[k_w][sel] = t.waiting_for[k_w]
                 if sim is not None and key == sim[0]:
-                    _apply_serving(row, sim, r0, new_call)  # the simulation deploys it itself
-                    # what the shared server adds (or saves) against the call alone counts as queueing
-                    wait_call["queueing"][sel] += new_call[sel] - t.total_s
+                    _apply_serving(row, sim, r0, r, new_call, wait_call)  # the simulation deploys it itself
                 cache_tot["input_tokens"] += float(inp[sel].sum())
                 cache_tot["hbm_hit_tokens"] += float(hits.hbm.sum())
                 cache_tot["cpu_hit_tokens"] += float(hits.cpu.sum())
@@ -540,15 +538,24 @@ def _serving_setup(trace: Trace, cfg: Any, groups: dict[str, np.ndarray], calls:
     return key, (cfg, plan), idx, sel
 
 
-def _apply_serving(row: SystemRow, sim: tuple[str, Any, np.ndarray, np.ndarray], r: Resolved,
-                   new_call: np.ndarray) -> None:
-    """Run the serving simulation on this system and take its per-call durations and cache hits."""
+def _apply_serving(row: SystemRow, sim: tuple[str, Any, np.ndarray, np.ndarray], r: Resolved, alone: Resolved,
+                   new_call: np.ndarray, wait_call: dict[str, np.ndarray]) -> None:
+    """Run the serving simulation on this system (from ``r`` as resolved) and take its per-call durations and
+    cache hits. What a served call waits for is the call alone on ``alone`` (the one-session deployment) with the
+    prompt, cache hits and reply the server saw, plus queueing for the rest: the shared server's waits, or what
+    a differently sized instance saves."""
     from agentprof.replay.serving import simulate
 
     _, (cfg, plan), idx, _ = sim
     run = simulate(plan, r, cfg)
     ok = (idx >= 0) & np.isfinite(run.call_s)
     new_call[idx[ok]] = run.call_s[ok]
+    e, q = run.engine, run.call_req[ok]
+    t = call_times(alone.dep, alone.params, e.inp[q], e.hits[q].sum(axis=1), e.out[q], 1, e.load_s[q],
+                   alone.system.mem_util)
+    for k_w in WAITING_FOR:
+        wait_call[k_w][idx[ok]] = t.waiting_for[k_w]
+    wait_call["queueing"][idx[ok]] += run.call_s[ok] - t.total_s
     row.serving = run.serving
     h = run.serving["hit_share"]
     row.cache = {"input_tokens": float(run.engine.inp.sum()), "hbm_hit_tokens": float(run.engine.hits[:, 0].sum()),

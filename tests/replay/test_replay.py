@@ -102,6 +102,21 @@ def test_concurrency_makes_the_shared_system_slower(kvct) -> None:
     assert many.cache["hit_share"] <= two.cache["hit_share"]
 
 
+def test_what_served_calls_wait_for_sums_to_their_time_and_is_never_negative(kvct) -> None:
+    """With the serving simulation, a call's parts are the call alone as the server received it (after any
+    compaction, with the hits it had) plus queueing for the rest: at one session queueing is close to nothing
+    and at eight it grows; no part is ever negative."""
+    from agentprof.replay.serving import ServingConfig
+
+    runs = {c: replay(kvct, ["jalapeno"], serving=ServingConfig(concurrency=c), bands=False).systems[0]
+            for c in (1, 8)}
+    for s in runs.values():
+        assert sum(s.waiting_for.values()) == pytest.approx(s.model_calls_s, rel=1e-9)
+        assert all(v >= 0 for v in s.waiting_for.values()), s.waiting_for
+    assert runs[1].waiting_for["queueing"] < 0.02 * runs[1].model_calls_s
+    assert runs[8].waiting_for["queueing"] > runs[1].waiting_for["queueing"]
+
+
 def test_claude_code_session_replays() -> None:
     t = load_any(str(CLAUDE))
     res = replay(t, ["b200+x86", "jalapeno"])

@@ -215,10 +215,10 @@ def cold_calls(eng: EngineResult) -> dict[str, Any]:
 
 
 def measure(recorded: SessionPlan, served: Sent, v: Variant, ran: Ran, cfg: ServingConfig, cat: ServingCatalog,
-            size_note: str) -> tuple[dict[str, Any], np.ndarray]:
+            size_note: str) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
     """The metrics step: the ``serving`` object of one configuration's run (without the deployment, levers and
     why the driver adds) and, per ``recorded`` call, its first instance's replayed duration (issue -> last token;
-    NaN where not simulated)."""
+    NaN where not simulated) and that instance's request in the engine's result (-1 where not simulated)."""
     r, pools, eng, ov = v.resolved, v.pools, ran.engine, served.overflow
     plan = ov.plan
     open_loop = cfg.arrival_rate_per_h is not None
@@ -263,13 +263,13 @@ def measure(recorded: SessionPlan, served: Sent, v: Variant, ran: Ran, cfg: Serv
     d["ramp_s"] = ran.ramp_s
     d["notes"] = notes
     call_s = np.full(recorded.n_calls, np.nan)
+    call_req = np.full(recorded.n_calls, -1, dtype=np.int64)
     dur = eng.done_t - eng.issue_t
-    seen = np.zeros(recorded.n_calls, dtype=bool)
-    for c, t in zip(ov.source[eng.req_call].tolist(), dur.tolist(), strict=True):
-        if c >= 0 and not seen[c]:
-            seen[c] = True
+    for i, (c, t) in enumerate(zip(ov.source[eng.req_call].tolist(), dur.tolist(), strict=True)):
+        if c >= 0 and call_req[c] < 0:
+            call_req[c] = i
             call_s[c] = t
-    return d, call_s
+    return d, call_s, call_req
 
 
 def _without(eng: EngineResult, served: SessionPlan, beyond: np.ndarray, concurrency: int,

@@ -49,6 +49,7 @@ class ServingRun:
     serving: dict[str, Any]
     call_s: np.ndarray  # per plan call: replayed duration in its first instance (NaN if not simulated)
     notes: list[str]
+    call_req: np.ndarray  # per plan call: the engine's request of its first instance (-1 if not simulated)
 
 
 def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCatalog | None = None) -> ServingRun:
@@ -68,7 +69,7 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
                     results.append((flag, e))
             d = {**d, "levers": levers.table(r, d, results)}
     d = {**d, "why": why.why(d)}
-    return ServingRun(ran.engine, d, ran.call_s, ran.notes)
+    return ServingRun(ran.engine, d, ran.call_s, ran.notes, ran.call_req)
 
 
 def _configuration(req: Request) -> tuple[ServingRun, ServingConfig]:
@@ -87,8 +88,8 @@ def _configuration(req: Request) -> tuple[ServingRun, ServingConfig]:
         served = (sent if pool >= sent.overflow.window_tokens
                   else overflow.fit(plan, context, pool, cfg.overflow, cfg.concurrency))
         ran = run.run(served.overflow, v, dep.config)
-        d, call_s = metrics.measure(plan, served, v, ran, dep.config, req.catalog, dep.size_note)
-        runs.append(ServingRun(ran.engine, d, call_s, d["notes"]))
+        d, call_s, call_req = metrics.measure(plan, served, v, ran, dep.config, req.catalog, dep.size_note)
+        runs.append(ServingRun(ran.engine, d, call_s, d["notes"], call_req))
     best = runs[0]
     if len(runs) == 2:  # auto ran data- and tensor-parallel: keep the one whose sessions finish faster
         i, attention = layout.settle(lay, runs[0].serving, runs[1].serving, cfg.concurrency)
