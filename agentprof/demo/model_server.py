@@ -298,6 +298,10 @@ class _Server(ThreadingHTTPServer):
         t.start()
 
 
+STOP_POLL_S = 0.05
+"""How often the serving loop checks for :meth:`ModelServer.stop` (a stop waits up to this long)."""
+
+
 class ModelServer:
     """Serve scripted model answers on ``127.0.0.1`` (ephemeral port); use as a context manager."""
 
@@ -326,7 +330,9 @@ class ModelServer:
             owner = server
 
         self._httpd = _Server((self._host, self._port), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="agentprof-model-server", daemon=True)
+        # the loop looks for a shutdown every STOP_POLL_S (socketserver's default 0.5 s made every stop wait ~0.4 s)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(STOP_POLL_S,),
+                                        name="agentprof-model-server", daemon=True)
         self._thread.start()
         return self
 

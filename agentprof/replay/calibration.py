@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -288,10 +289,11 @@ def _ape(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
 
 
 def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 1.0,
-        chain: PointKey | None = None, f: Features | None = None) -> Fitted:
+        chain: PointKey | None = None, f: Features | None = None, levels: Sequence[str] = LEVELS) -> Fitted:
     """Fit every level on the covered points of ``df`` (an InferenceX-style points table), with the global
     prefill-attention efficiency ``attn_eff`` held fixed. With ``chain`` only the family, hardware and group of
-    that configuration are fitted (what predicting it needs; cross-validation uses it to save time)."""
+    that configuration are fitted (what predicting it needs; cross-validation uses it to save time); ``levels``
+    (a leading part of :data:`LEVELS`) stops the fit early, e.g. without layouts for a group never measured."""
     cat = cat or load_catalog()
     f = f if f is not None else point_features(df, cat)
     cov = np.flatnonzero(f.covered)
@@ -312,7 +314,7 @@ def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 
             out.setdefault(name, []).append(int(i))
         return out
 
-    for level in LEVELS:
+    for level in levels:
         sd = PRIOR_SD * LEVEL_SD_SCALE[level]
         for name, ids in sorted(groups(level).items()):
             k0 = f.keys[ids[0]]

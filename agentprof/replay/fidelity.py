@@ -227,6 +227,18 @@ def nearest_lookup(test: pl.DataFrame, train: pl.DataFrame, same: tuple[str, ...
                         schema={f"base_{m}": pl.Float64 for m in METRICS})
 
 
+GROUP_LEVELS = ("family", "hardware", "group")
+"""The calibration levels a configuration of an unfitted group can be predicted from (no layout of it exists)."""
+
+
+def _with_family(whole: Fitted, own: Fitted, family: str) -> Fitted:
+    """``whole``'s entries with those of ``family`` replaced by ``own``'s, in the order a fit writes them (sorted
+    by name: the nearest-group lookup keeps the first of equal matches)."""
+    entries = {lv: dict(sorted({**{k: e for k, e in es.items() if e.attrs.get("family") != family},
+                                **own.entries[lv]}.items())) for lv, es in whole.entries.items()}
+    return Fitted(entries, {}, whole.attn_eff)
+
+
 def leave_out(df: pl.DataFrame, unit: str = "layout", cat: HardwareCatalog | None = None,
               attn_eff: float | None = None) -> dict[str, Any]:
     """Leave-one-``unit``-out cross-validation (``layout``: each parallel layout of a group with other layouts;
@@ -249,6 +261,10 @@ def leave_out(df: pl.DataFrame, unit: str = "layout", cat: HardwareCatalog | Non
             layouts_of.setdefault(k.group, set()).add(k.layout)
     tables = []
     skipped = 0
+    # a held-out group is predicted from group entries (its nearest sibling in its family, the hand-offs of
+    # disaggregated groups anywhere) and its own family's hardware and family fits, never from a layout: each
+    # fold refits only its family (families are fitted apart), up to groups; the other families come from one fit
+    whole = fit(df, cat, attn_eff, f=f_all, levels=GROUP_LEVELS) if unit == "group" else None
     for name, ids in sorted(units.items()):
         key = f_all.keys[ids[0]]
         assert key is not None
@@ -262,7 +278,11 @@ def leave_out(df: pl.DataFrame, unit: str = "layout", cat: HardwareCatalog | Non
         if unit == "layout":
             fitted = fit(train, cat, attn_eff, chain=key, f=f_all.subset(train_idx))
         else:
-            fitted = fit(train, cat, attn_eff, f=f_all.subset(train_idx))
+            assert whole is not None
+            fam = np.array([i for i in train_idx if (k := f_all.keys[i]) is not None and k.family == key.family],
+                           dtype=int)
+            own = fit(df[fam.tolist()], cat, attn_eff, f=f_all.subset(fam), levels=GROUP_LEVELS)
+            fitted = _with_family(whole, own, key.family)
         test = df[ids]
         ch = check(test, fitted, cat, f_all.subset(np.array(ids)))
         tables.append(pl.concat([ch.table.with_columns(pl.lit(name).alias("held_out"), pl.Series("row", ids)),

@@ -95,7 +95,7 @@ class Failing:
                 self.end_headers()
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()  # stops in 50 ms
 
     @property
     def url(self) -> str:

@@ -98,9 +98,11 @@ def test_html_report_runs_nothing_and_fetches_nothing(capsys, hostile, tmp_path,
     page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
     page.goto(out_html.resolve().as_uri())
     page.wait_for_selector("html[data-rendered]", timeout=30_000)
-    for el in page.locator("td, th, li").all()[:400]:  # hover what shows names (tooltips, titles)
+    # hover what shows names (tooltips, titles): every visible cell and item (a hidden one cannot be hovered),
+    # the real mouse moved onto each without Playwright's wait for it to be stable (half the time)
+    for el in page.locator("td:visible, th:visible, li:visible").all()[:400]:
         try:
-            el.hover(timeout=200)
+            el.hover(timeout=200, force=True)
         except Exception:
             pass
     page.keyboard.press("Tab")
