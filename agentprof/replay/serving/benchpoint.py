@@ -28,7 +28,7 @@ from agentprof.catalog.serving import load_serving
 from agentprof.replay.calibration import Fitted, borrowed_handoff, is_disaggregated, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.fidelity import METRICS, Check, check, summarize
-from agentprof.replay.points import _layout, expert_ranks, point_features
+from agentprof.replay.points import _layout, expert_ranks, point_attn_eff, point_features
 from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.scheduler import Engine, Options
 from agentprof.replay.serving.sessions import SessionPlan
@@ -200,6 +200,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
     vendor = {k: a.vendor for k, a in cat.accelerators.items()}
     pred = {m: t[f"pred_{m}"].to_numpy().astype(float).copy() for m in METRICS}
     simulated = np.zeros(t.height, dtype=bool)
+    eta = point_attn_eff(f, fitted.attn_eff)  # as the equations take it: the kernel's sourced figure, else the global
     deps: dict[tuple, Deployment] = {}
     for j, (key, row) in enumerate(zip(f.keys, rows, strict=True)):
         if key is None or not t["covered"][j]:
@@ -216,10 +217,10 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             hand = (e.param("handoff") if is_disaggregated(e.attrs.get("framework", ""))
                     else borrowed_handoff(fitted, key))
             pre_p = step_params(e.theta, pre.layers, pre.gpus, accept=1.0, dpa=pre.dp_attention).with_(
-                attn_eff=fitted.attn_eff)
+                attn_eff=eta[j])
             dec_p = step_params(e.theta, dec.layers, dec.gpus, accept=None if f.mtp[j] else 1.0,
                                 dpa=dec.dp_attention).with_(
-                attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]) + hand,
+                attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]) + hand,
                 draft_tokens=float(f.draft[j]))
             budget, _ = budgets.budget_tokens(key.framework)
             # the recipe's decode slots, as the equations bound the running batch (point_features)
@@ -247,7 +248,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
         # the terms as the fit used them: KV in the recipe's dtype, the points' memory fraction, the recipe's
         # scheduler interval before the first token
         p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0, dpa=dpa).with_(
-            attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]), draft_tokens=float(f.draft[j]))
+            attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]), draft_tokens=float(f.draft[j]))
         budget, _ = budgets.budget_tokens(key.framework)
         ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget,
                                          mem_util=float(f.mem_util[j]), per_client=BENCH_PROMPTS_PER_CLIENT,
