@@ -25,6 +25,7 @@ from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.catalog.kvcache import engine
 from agentprof.catalog.serving import load_serving
+from agentprof.replay.agentic import AGENTX_BENCHMARK_S, COMPLETE_SHARE, workload_think_s
 from agentprof.replay.calibration import Fitted, borrowed_handoff, is_disaggregated, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.fidelity import METRICS, Check, check, summarize
@@ -303,37 +304,6 @@ def simulate_cross_validate(df: pl.DataFrame, cat: HardwareCatalog | None = None
         tables.append(ch.table)
     pooled = summary_with_slices(Check(pl.concat(tables))) if tables else {}
     return {"pooled": pooled, "folds": folds}
-
-
-AGENTX_BENCHMARK_S = 1800.0
-"""Every AgentX run's profiling window: ``aiperf profile ... --benchmark-duration 1800`` [S47 benchmark_command.txt];
-the run then waits 30 s for the requests in flight and cancels them (aiperf.log)."""
-COMPLETE_SHARE = 0.9
-"""A run whose successful requests span less than this share of :data:`AGENTX_BENCHMARK_S` stopped serving before its
-window ended (the B200 TP4 LMCache run at 16 users: 176 done by 9:24, then ``queue=0r/16w`` until the window closed and
-its 16 requests in flight were cancelled [S47 aiperf.log]); its means come from the part before the stall, without the
-stalled requests, so it is not checked. Complete runs span 1,708–1,830 s."""
-
-
-def truncated(df: pl.DataFrame) -> pl.Series:
-    """Per row: the run stopped completing requests well before its profiling window ended (:data:`COMPLETE_SHARE`)."""
-    return (df["duration_seconds"].fill_null(0.0) < COMPLETE_SHARE * AGENTX_BENCHMARK_S).alias("truncated")
-
-
-def workload_think_s(df: pl.DataFrame) -> float:
-    """The users' mean time between a reply and their next call (tool runs and thinking; the AgentX scenario caps idle
-    time at 10 s), from the healthy points at concurrency <= 8 — the ones the attention efficiency is fitted on, where
-    the server keeps up: each user's cycle ``conc · duration / requests`` less the mean end-to-end latency; the
-    median over those points (9.6 s on the shipped data; 6–18 s per point)."""
-    from agentprof.replay.agentic import HEALTHY_HIT, MAX_CONC
-
-    ok = df.filter(pl.col("mean_e2el").is_not_null() & (pl.col("num_requests_successful").fill_null(0) > 0)
-                   & (pl.col("server_gpu_cache_hit_rate") >= HEALTHY_HIT) & (pl.col("conc") <= MAX_CONC))
-    ok = ok.filter(~truncated(ok))
-    if not ok.height:
-        return 0.0
-    z = ok["conc"] * ok["duration_seconds"] / ok["num_requests_successful"] - ok["mean_e2el"]
-    return max(float(z.median()), 0.0)
 
 
 def workload_reuse(df: pl.DataFrame, max_conc: int = 2) -> float:
