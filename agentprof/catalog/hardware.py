@@ -164,6 +164,13 @@ class Accelerator:
     def hbm_bw(self) -> float:
         return self.num("hbm_bw")
 
+    @property
+    def attn_fwd_eff(self) -> float | None:
+        """The published forward efficiency (fraction of the BF16 peak) of the attention kernel the chip's engines
+        run on fresh prompts, where the catalog sources one; None elsewhere (the fitted pooled value applies)."""
+        f = self.fields.get("attn_fwd_eff")
+        return None if f is None else f.value
+
     def peak_flops(self, precision: str) -> float:
         """Dense peak for a weight format: its own tensor-core rate if the chip has one, else BF16 (the weights
         are dequantized, as GPT-OSS MXFP4 on Hopper; hardware.md §5.1). INT4 weights compute in BF16/FP8."""
@@ -310,7 +317,7 @@ def _parse_link(key: str, t: Any, where: str) -> Link:
 
 _ACC_NUMS = ("hbm_bytes", "hbm_bw", "bf16_flops")
 _ACC_OPT = ("fp8_flops", "fp4_flops", "tdp_w", "allin_kw", "scaleup_bw", "scaleup_domain", "scaleout_bw",
-            "overhead_scale")
+            "overhead_scale", "attn_fwd_eff")
 _HOST_NUMS = ("cores", "st_speed")
 _HOST_OPT = ("mem_bw", "vendor_claim", "mt_speed")
 

@@ -34,9 +34,41 @@ from agentprof.replay.costmodel import Deployment, StepParams, call_times
 from agentprof.replay.points import PointKey
 
 HEALTHY_HIT = 0.9
+THINK_ITERATIONS = 4
+"""Fixed-point steps for the users in the server (:func:`predictions`); the map contracts fast (E2E moves little
+with one user more or less)."""
 MAX_CONC = 8
 COLUMNS = ("hw", "model", "framework", "precision", "tp", "ep", "conc", "mean_input_tokens",
            "mean_output_tokens_actual", "server_gpu_cache_hit_rate", "mean_ttft", "mean_itl")
+
+
+AGENTX_BENCHMARK_S = 1800.0
+"""Every AgentX run's profiling window: ``aiperf profile ... --benchmark-duration 1800`` [S47 benchmark_command.txt];
+the run then waits 30 s for the requests in flight and cancels them (aiperf.log)."""
+COMPLETE_SHARE = 0.9
+"""A run whose successful requests span less than this share of :data:`AGENTX_BENCHMARK_S` stopped serving before its
+window ended (the B200 TP4 LMCache run at 16 users: 176 done by 9:24, then ``queue=0r/16w`` until the window closed and
+its 16 requests in flight were cancelled [S47 aiperf.log]); its means come from the part before the stall, without the
+stalled requests, so it is not checked. Complete runs span 1,708–1,830 s."""
+
+
+def truncated(df: pl.DataFrame) -> pl.Series:
+    """Per row: the run stopped completing requests well before its profiling window ended (:data:`COMPLETE_SHARE`)."""
+    return (df["duration_seconds"].fill_null(0.0) < COMPLETE_SHARE * AGENTX_BENCHMARK_S).alias("truncated")
+
+
+def workload_think_s(df: pl.DataFrame) -> float:
+    """The users' mean time between a reply and their next call (tool runs and thinking; the AgentX scenario caps idle
+    time at 10 s), from the healthy points at concurrency <= 8 — the ones the attention efficiency is fitted on, where
+    the server keeps up: each user's cycle ``conc · duration / requests`` less the mean end-to-end latency; the
+    median over those points (9.6 s on the shipped data; 6–18 s per point)."""
+    ok = df.filter(pl.col("mean_e2el").is_not_null() & (pl.col("num_requests_successful").fill_null(0) > 0)
+                   & (pl.col("server_gpu_cache_hit_rate") >= HEALTHY_HIT) & (pl.col("conc") <= MAX_CONC))
+    ok = ok.filter(~truncated(ok))
+    if not ok.height:
+        return 0.0
+    z = ok["conc"] * ok["duration_seconds"] / ok["num_requests_successful"] - ok["mean_e2el"]
+    return max(float(z.median()), 0.0)
 
 
 def load_agentic(path: str | Path) -> pl.DataFrame:
@@ -119,14 +151,23 @@ def fit_rows(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff: float,
-                by_accelerator: Mapping[str, float] | None = None) -> pl.DataFrame:
-    """Predicted mean TTFT and ITL for the healthy points (the server's measured hit rate sets the cached part)."""
+                by_accelerator: Mapping[str, float] | None = None, think_s: float | None = None) -> pl.DataFrame:
+    """Predicted mean TTFT and ITL for the healthy points (the server's measured hit rate sets the cached part).
+    Each user waits ``think_s`` between a reply and its next call (default :func:`workload_think_s` of ``df``), so
+    by Little's law only ``1 + (conc - 1)·E2E/(E2E + think)`` of the ``conc`` users are in the server at a time:
+    they make the decode batch, the prefills riding it and the prefill queue (a fixed point on the predicted E2E)."""
+    think = workload_think_s(df) if think_s is None else think_s
     rows = []
     for r, hw, dep, p, how in deployed_points(fit_rows(df), fitted, cat, attn_eff, by_accelerator):
-        inp, out = float(r["mean_input_tokens"]), float(r["mean_output_tokens_actual"])
-        t = call_times(dep, p, np.array([inp]), np.array([r["server_gpu_cache_hit_rate"] * inp]), np.array([out]),
-                       batch=int(r["conc"]), mem_util=row_mem_util(r, hw, dep))
-        rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(r["conc"]), "calibration": how,
+        inp, out, conc = float(r["mean_input_tokens"]), float(r["mean_output_tokens_actual"]), float(r["conc"])
+        cached = np.array([r["server_gpu_cache_hit_rate"] * inp])
+        inside = conc
+        for _ in range(THINK_ITERATIONS + 1):
+            t = call_times(dep, p, np.array([inp]), cached, np.array([out]), batch=inside,
+                           mem_util=row_mem_util(r, hw, dep))
+            e2e = float(t.ttft_s[0] + t.decode_s[0])
+            inside = 1.0 + (conc - 1.0) * e2e / max(e2e + think, 1e-9)
+        rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(conc), "calibration": how,
                      "meas_ttft": r["mean_ttft"], "pred_ttft": float(t.ttft_s[0]), "meas_itl": r["mean_itl"],
                      "pred_itl": float(t.decode_s[0]) / max(out - 1.0, 1.0)})
     return pl.DataFrame(rows)

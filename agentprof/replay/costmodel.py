@@ -501,7 +501,7 @@ class CallTimes:
 
 
 def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike, output_tokens: ArrayLike,
-              batch: int = 1, load_s: ArrayLike = 0.0, mem_util: float = 0.9, wait_steps: float = 0.0,
+              batch: float = 1, load_s: ArrayLike = 0.0, mem_util: float = 0.9, wait_steps: float = 0.0,
               budget: float = CHUNK_TOKENS, draft_tokens: float = 0.0, verify_weights: bool = False) -> Work:
     """The parameter-free work of model calls on an aggregated deployment shared by ``batch`` identical
     clients (:class:`agentprof.replay.equations.Work`). With ``draft_tokens`` each decode step verifies that many
@@ -532,7 +532,7 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
 
 
 def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_tokens: np.ndarray,
-               output_tokens: np.ndarray, batch: int = 1, load_s: ArrayLike = 0.0,
+               output_tokens: np.ndarray, batch: float = 1, load_s: ArrayLike = 0.0,
                mem_util: float = 0.9) -> CallTimes:
     """Replay model calls: prefill of the uncached tokens attending to the cached prefix (one step per chunk),
     loading the cached prefix from its tier (``load_s``, HBM = 0), then ``output−1`` decode steps at the mean

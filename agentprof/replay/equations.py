@@ -148,7 +148,7 @@ def decode_batch(w: Work, step_s: Callable[[np.ndarray], np.ndarray], accept: np
 
 
 def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: np.ndarray, t0: np.ndarray,
-          q: np.ndarray, t_req: np.ndarray, accept: np.ndarray, attn_eff: float,
+          q: np.ndarray, t_req: np.ndarray, accept: np.ndarray, attn_eff: np.ndarray | float,
           mfu_pf: np.ndarray | float | None = None, handoff: np.ndarray | float = 0.0) -> Times:
     """Apply the serving equations to ``w`` with the free terms (arrays or scalars; ``tf_dec``/``tf_pf`` are the
     fixed per-step overheads of the decode and prefill instances, ``mfu_pf`` the compute efficiency of a

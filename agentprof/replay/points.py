@@ -153,6 +153,7 @@ class Features:
     mem_util: np.ndarray     # share of HBM the decode instance's engine gives weights + KV (memory.toml)
     kv_cap: np.ndarray       # sequences at the mean context one decode instance holds (KV pool; decode slots)
     n_decode: np.ndarray     # decode instances (disaggregated decode workers; 1 aggregated)
+    attn_eff: np.ndarray     # prefill attention's efficiency, the kernel's sourced figure (NaN: the fitted global)
 
     def subset(self, sel: np.ndarray) -> Features:
         """The points selected by a boolean mask or an index array."""
@@ -238,6 +239,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     mem_a = np.full(n, MEM_UTIL)
     cap_a = np.full(n, np.nan)
     ndec_a = np.ones(n)
+    attn_a = np.full(n, np.nan)
     covered = np.zeros(n, dtype=bool)
     keys: list[PointKey | None] = []
     why: list[str] = []
@@ -332,6 +334,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
             wk["bw_seq_s"][j], wk["cmp_seq_s"][j], wk["comm_seq_s"][j] = _per_sequence(dec, b_run, ctx, 1.0 + depth)
         wk["pf_gemm_s"][j] = pre.prefill_gemm_peak_s_per_token * isl_m / gp
         wk["pf_attn_s"][j] = float(pre.prefill_peak_s(isl_m, 0.0)) - wk["pf_gemm_s"][j]
+        # a fresh prompt's attention runs at its kernel's published forward efficiency where the catalog has one
+        attn_a[j] = acc.attn_fwd_eff or np.nan
         wk["pf_mem_s"][j] = float(prefill_bytes_per_gpu(pre, isl_m, 0.0)) / acc.hbm_bw
         wk["pf_kv_s"][j] = float(pre.kv_seq_bytes(isl_m)) / pre.kv_divisor / acc.hbm_bw
         wk["n_prefill"][j] = npw
@@ -351,7 +355,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     return Features(keys=keys, covered=covered, why=why, layers=layers, g_dec=g_dec, g_pf=g_pf,
                     dpa_dec=dpa_dec, dpa_pf=dpa_pf, work=work,
                     mtp=mtp_a, draft=draft_a, slots=slots_a, in_domain=in_dom, mem_util=mem_a, kv_cap=cap_a,
-                    n_decode=ndec_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
+                    n_decode=ndec_a, attn_eff=attn_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
                     e2e=meas("median_e2el_s"))
 
 
@@ -440,14 +444,20 @@ def expert_ranks(ep: int, gpus: int) -> int:
     return e if gpus % e == 0 else 1
 
 
+def point_attn_eff(f: Features, attn_eff: float) -> np.ndarray:
+    """Each point's prefill attention efficiency: its kernel's sourced figure (``Features.attn_eff``), else the
+    fitted global ``attn_eff``."""
+    return np.where(np.isnan(f.attn_eff), attn_eff, f.attn_eff)
+
+
 def predict_times(f: Features, theta: np.ndarray, attn_eff: float = 1.0) -> Times:
     """The serving equations (:func:`agentprof.replay.equations.times`) for each point with per-point
-    parameters ``theta`` (n × len(PARAMS), natural units) and the global attention efficiency."""
+    parameters ``theta`` (n × len(PARAMS), natural units) and the attention efficiency (:func:`point_attn_eff`)."""
     tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf, handoff, a2a = (theta[:, i] for i in range(len(PARAMS)))
     acc = np.where(f.mtp, acc, 1.0)
     return times(f.work, fixed_overhead(f.layers, tau, kappa, f.g_dec, f.dpa_dec, a2a),
                  fixed_overhead(f.layers, tau, kappa, f.g_pf, f.dpa_pf, a2a),
-                 mbu, mfu, t0, q, treq, acc, attn_eff, mfu_pf, handoff)
+                 mbu, mfu, t0, q, treq, acc, point_attn_eff(f, attn_eff), mfu_pf, handoff)
 
 
 def predict(f: Features, theta: np.ndarray, attn_eff: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

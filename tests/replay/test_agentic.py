@@ -248,3 +248,21 @@ def test_a_block_host_entry_without_a_source_is_one_clear_error(tmp_path: Path, 
             kvcache.block_host_s_per_token("vllm", "kimi-k2.5", "mi355x")
     finally:
         kvcache._block_host_entries.cache_clear()
+
+
+def test_users_who_think_between_calls_leave_the_decode_batch() -> None:
+    # AgentX users wait between a reply and their next call (tool runs): the measured cycle less the measured E2E
+    # (workload_think_s, 6-18 s per point). Fewer users are in the server at a time, so decode steps carry fewer
+    # sequences and prefills; one user alone is unchanged
+    from agentprof.replay.agentic import fit_rows, predictions, workload_think_s
+
+    df = fit_rows(load_agentic(AGENTIC)).filter(pl.col("hw").str.starts_with("mi355x"))
+    assert 5.0 < workload_think_s(df) < 20.0
+    fitted = load_fitted()
+    eta = fitted.attn_eff_for("mi355x")
+    busy = predictions(df, fitted, CAT, eta, think_s=0.0)
+    idle = predictions(df, fitted, CAT, eta, think_s=10.0)
+    one, many = busy["conc"] == 1, busy["conc"] >= 4
+    assert np.allclose(idle.filter(one)["pred_itl"], busy.filter(one)["pred_itl"], rtol=1e-12)
+    assert (idle.filter(many)["pred_itl"] < busy.filter(many)["pred_itl"]).all()
+    assert (idle.filter(many)["pred_ttft"] <= busy.filter(many)["pred_ttft"]).all()

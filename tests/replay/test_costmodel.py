@@ -362,10 +362,27 @@ def test_replay_equations_match_the_calibrated_point_model() -> None:
         f = point_features(pl.DataFrame([row]), CAT)
         ttft, tpot, e2e = predict(f, theta[None, :])
         d = dep("gpt-oss-120b", "h200", "fp4", 8)
-        t = call_times(d, P, np.array([921.6]), np.array([0.0]), np.array([921.6]), batch=conc)
+        # a fresh prompt's attention at the Hopper kernel's sourced forward efficiency, as the point model takes it
+        p = P.with_(attn_eff=CAT.accelerators["h200"].attn_fwd_eff)
+        t = call_times(d, p, np.array([921.6]), np.array([0.0]), np.array([921.6]), batch=conc)
         assert float(t.ttft_s[0]) == pytest.approx(float(ttft[0]), rel=1e-9)
         assert float(t.total_s[0]) == pytest.approx(float(e2e[0]), rel=1e-9)
     assert len(theta) == len(PARAMS)
+
+
+def test_point_attention_takes_the_kernels_sourced_efficiency_where_listed() -> None:
+    # fresh 8K prompts: a chip whose attention kernel has a published forward efficiency ignores the fitted global
+    # value; one without (MI355X) takes it, and a slower attention there means a slower first token
+    theta = theta_of(P, 61)
+    rows = [{"hardware": hw, "framework": "sglang", "model": "deepseek-r1", "precision": "fp8", "isl": 8192,
+             "osl": 1024, "conc": 4, "tp": 8, "ep": 1, "dp_attention": False, "disagg": False}
+            for hw in ("h200", "mi355x")]
+    f = point_features(pl.DataFrame(rows), CAT)
+    assert f.attn_eff[0] == CAT.accelerators["h200"].attn_fwd_eff and np.isnan(f.attn_eff[1])
+    fast, _, _ = predict(f, np.tile(theta, (2, 1)), 0.5)
+    slow, _, _ = predict(f, np.tile(theta, (2, 1)), 0.05)
+    assert fast[0] == pytest.approx(slow[0], rel=1e-12)
+    assert slow[1] > fast[1]
 
 
 def test_jalapeno_overhead_is_per_layer_with_a_fan_out_term() -> None:

@@ -25,10 +25,11 @@ from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.catalog.kvcache import engine
 from agentprof.catalog.serving import load_serving
+from agentprof.replay.agentic import AGENTX_BENCHMARK_S, COMPLETE_SHARE, workload_think_s
 from agentprof.replay.calibration import Fitted, borrowed_handoff, is_disaggregated, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.fidelity import METRICS, Check, check, summarize
-from agentprof.replay.points import _layout, expert_ranks, point_features
+from agentprof.replay.points import _layout, expert_ranks, point_attn_eff, point_features
 from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.scheduler import Engine, Options
 from agentprof.replay.serving.sessions import SessionPlan
@@ -200,6 +201,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
     vendor = {k: a.vendor for k, a in cat.accelerators.items()}
     pred = {m: t[f"pred_{m}"].to_numpy().astype(float).copy() for m in METRICS}
     simulated = np.zeros(t.height, dtype=bool)
+    eta = point_attn_eff(f, fitted.attn_eff)  # as the equations take it: the kernel's sourced figure, else the global
     deps: dict[tuple, Deployment] = {}
     for j, (key, row) in enumerate(zip(f.keys, rows, strict=True)):
         if key is None or not t["covered"][j]:
@@ -216,10 +218,10 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             hand = (e.param("handoff") if is_disaggregated(e.attrs.get("framework", ""))
                     else borrowed_handoff(fitted, key))
             pre_p = step_params(e.theta, pre.layers, pre.gpus, accept=1.0, dpa=pre.dp_attention).with_(
-                attn_eff=fitted.attn_eff)
+                attn_eff=eta[j])
             dec_p = step_params(e.theta, dec.layers, dec.gpus, accept=None if f.mtp[j] else 1.0,
                                 dpa=dec.dp_attention).with_(
-                attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]) + hand,
+                attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]) + hand,
                 draft_tokens=float(f.draft[j]))
             budget, _ = budgets.budget_tokens(key.framework)
             # the recipe's decode slots, as the equations bound the running batch (point_features)
@@ -247,7 +249,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
         # the terms as the fit used them: KV in the recipe's dtype, the points' memory fraction, the recipe's
         # scheduler interval before the first token
         p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0, dpa=dpa).with_(
-            attn_eff=fitted.attn_eff, wait_steps=float(f.work.wait_steps[j]), draft_tokens=float(f.draft[j]))
+            attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]), draft_tokens=float(f.draft[j]))
         budget, _ = budgets.budget_tokens(key.framework)
         ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget,
                                          mem_util=float(f.mem_util[j]), per_client=BENCH_PROMPTS_PER_CLIENT,
@@ -302,37 +304,6 @@ def simulate_cross_validate(df: pl.DataFrame, cat: HardwareCatalog | None = None
         tables.append(ch.table)
     pooled = summary_with_slices(Check(pl.concat(tables))) if tables else {}
     return {"pooled": pooled, "folds": folds}
-
-
-AGENTX_BENCHMARK_S = 1800.0
-"""Every AgentX run's profiling window: ``aiperf profile ... --benchmark-duration 1800`` [S47 benchmark_command.txt];
-the run then waits 30 s for the requests in flight and cancels them (aiperf.log)."""
-COMPLETE_SHARE = 0.9
-"""A run whose successful requests span less than this share of :data:`AGENTX_BENCHMARK_S` stopped serving before its
-window ended (the B200 TP4 LMCache run at 16 users: 176 done by 9:24, then ``queue=0r/16w`` until the window closed and
-its 16 requests in flight were cancelled [S47 aiperf.log]); its means come from the part before the stall, without the
-stalled requests, so it is not checked. Complete runs span 1,708–1,830 s."""
-
-
-def truncated(df: pl.DataFrame) -> pl.Series:
-    """Per row: the run stopped completing requests well before its profiling window ended (:data:`COMPLETE_SHARE`)."""
-    return (df["duration_seconds"].fill_null(0.0) < COMPLETE_SHARE * AGENTX_BENCHMARK_S).alias("truncated")
-
-
-def workload_think_s(df: pl.DataFrame) -> float:
-    """The users' mean time between a reply and their next call (tool runs and thinking; the AgentX scenario caps idle
-    time at 10 s), from the healthy points at concurrency <= 8 — the ones the attention efficiency is fitted on, where
-    the server keeps up: each user's cycle ``conc · duration / requests`` less the mean end-to-end latency; the
-    median over those points (9.6 s on the shipped data; 6–18 s per point)."""
-    from agentprof.replay.agentic import HEALTHY_HIT, MAX_CONC
-
-    ok = df.filter(pl.col("mean_e2el").is_not_null() & (pl.col("num_requests_successful").fill_null(0) > 0)
-                   & (pl.col("server_gpu_cache_hit_rate") >= HEALTHY_HIT) & (pl.col("conc") <= MAX_CONC))
-    ok = ok.filter(~truncated(ok))
-    if not ok.height:
-        return 0.0
-    z = ok["conc"] * ok["duration_seconds"] / ok["num_requests_successful"] - ok["mean_e2el"]
-    return max(float(z.median()), 0.0)
 
 
 def workload_reuse(df: pl.DataFrame, max_conc: int = 2) -> float:

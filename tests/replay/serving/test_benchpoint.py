@@ -109,9 +109,9 @@ def test_the_kv_capacity_cliff_comes_out_of_the_simulation() -> None:
 def test_runs_that_stopped_serving_before_their_window_ended_are_listed_and_left_out() -> None:
     # AIPerf profiles for 1,800 s; the B200 TP4 LMCache run at 16 users completed its last request at 564 s and then
     # held 16 requests waiting until the window closed: its means miss the stalled requests, so it is not checked
-    from agentprof.replay.agentic import load_agentic
+    from agentprof.replay.agentic import load_agentic, truncated
     from agentprof.replay.calibration import load_fitted
-    from agentprof.replay.serving.benchpoint import simulate_agentic, truncated
+    from agentprof.replay.serving.benchpoint import simulate_agentic
 
     df = load_agentic(str(AGENTIC))
     cut = df.filter(truncated(df) & pl.col("mean_ttft").is_not_null())
