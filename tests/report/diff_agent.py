@@ -168,3 +168,21 @@ def capture(out: Path, test_s: float, load: int = 0) -> Path:
         server.wait(timeout=10)
     assert run.path is not None and run.path.exists(), run.error
     return run.path
+
+
+def cpu_wait_s(trace: Path) -> float:
+    """The run's recorded wait for a CPU (the root span's ``agentprof.runq_ns``; 0 where not recorded)."""
+    m = re.search(r'agentprof\.runq_ns\\?"\s*:\s*(\d+)', trace.read_text(encoding="utf-8"))
+    return int(m.group(1)) / 1e9 if m else 0.0
+
+
+def steady_pair(out: Path, base_s: float, new_s: float, tries: int = 3, tolerance_s: float = 0.05) -> tuple[Path, Path]:
+    """A BASE and a NEW capture whose recorded CPU wait differs by at most ``tolerance_s`` (the machine loaded
+    them alike: another process's burst did not land on one of them), trying up to ``tries`` pairs; the last
+    pair when none does. What load does to a comparison is the ``load`` captures' test, not this pair's."""
+    for i in range(tries):
+        pair = capture(out / f"base{i}", base_s), capture(out / f"new{i}", new_s)
+        if abs(cpu_wait_s(pair[1]) - cpu_wait_s(pair[0])) <= tolerance_s:
+            break
+    return pair
+

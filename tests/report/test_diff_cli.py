@@ -12,7 +12,7 @@ import pytest
 
 from agentprof.cli import main
 
-from .diff_agent import capture
+from .diff_agent import capture, steady_pair
 
 LOAD = 2  # busy loops on the agent's CPU
 
@@ -21,8 +21,9 @@ LOAD = 2  # busy loops on the agent's CPU
 def runs(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("ci-runs")
     capture(d / "warm", 0.03)  # the process's first run pays one-time costs (imports, first calls); not compared
-    return {"base": capture(d / "base", 0.03), "slow": capture(d / "slow", 0.15),
-            "same": capture(d / "same", 0.03), "loaded": capture(d / "loaded", 0.03, load=LOAD)}
+    base, slow = steady_pair(d, 0.03, 0.15)  # on a machine other tests load too: a pair loaded alike
+    return {"base": base, "slow": slow, "same": capture(d / "same", 0.03),
+            "loaded": capture(d / "loaded", 0.03, load=LOAD)}
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:
