@@ -125,27 +125,14 @@ def agentx() -> pl.DataFrame:
     """The healthy AgentX points, each accelerator predicted with the attention efficiency and think time of the
     other accelerator's points; the lookup is the same accelerator's nearest other healthy point."""
     from agentprof.catalog.hardware import load_catalog
-    from agentprof.replay.agentic import (
-        accelerator_of,
-        fit_attn_eff,
-        fit_rows,
-        load_agentic,
-        predictions,
-        workload_think_s,
-    )
+    from agentprof.replay.agentic import held_out_predictions, load_agentic
     from agentprof.replay.calibration import DEFAULT_AGENTIC, load_fitted
 
-    cat, fitted = load_catalog(), load_fitted()
-    rows = fit_rows(load_agentic(DEFAULT_AGENTIC))
-    keys = pl.Series([accelerator_of(h, cat) for h in rows["hw"].to_list()])
     out = []
-    for hw in sorted(set(keys.to_list())):
-        own, other = rows.filter(keys == hw), rows.filter(keys != hw)
-        eta, _ = fit_attn_eff(other, fitted, cat)
-        # the users' think time, a workload figure, also from the other accelerator's points
-        p = predictions(own, fitted, cat, eta, think_s=workload_think_s(other)).with_columns(
-            meas_tpot=pl.col("meas_itl"), pred_tpot=pl.col("pred_itl"),
-            meas_e2e=pl.Series(own["mean_e2el"].cast(pl.Float64)))
+    for own, p in held_out_predictions(load_agentic(DEFAULT_AGENTIC), load_fitted(), load_catalog()):
+        eta = float(p["eta"][0])
+        p = p.with_columns(meas_tpot=pl.col("meas_itl"), pred_tpot=pl.col("pred_itl"),
+                           meas_e2e=pl.Series(own["mean_e2el"].cast(pl.Float64)))
         out_tok = own["mean_output_tokens_actual"].cast(pl.Float64)
         p = p.with_columns(pred_e2e=pl.col("pred_ttft") + (out_tok - 1.0).clip(0) * pl.col("pred_itl"))
         # the lookup: the same accelerator's nearest other healthy point (concurrency, then prompt length)

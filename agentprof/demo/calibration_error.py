@@ -1,5 +1,6 @@
 """The device model's measured error, checked at demo time: fit on one InferenceX ISL/OSL setting, predict
-the other (held-out), over every calibration point; plus the stored long-prompt (agentic) check of the fit.
+the other (held-out), over every calibration point; plus the stored long-prompt (agentic) check: each
+accelerator's AgentX points predicted from the efficiency the other accelerators' points fit.
 
 This is what ``agentprof devices check data/inferencex/calibration_points.csv --cross-validate`` prints; the
 demo quotes it so the what-if figures never appear without their error bar.
@@ -20,11 +21,11 @@ class CalibrationError:
     covered: int
     median: dict[str, float | None]  # ttft, tpot, e2e
     p90: dict[str, float | None]
-    agentic: dict[str, Any]  # stored check on long agentic prompts (points, median_ape_ttft, median_ape_itl)
+    agentic: dict[str, Any]  # stored check on long agentic prompts: in the fit and held out (fitted.toml [agentic])
     data_file: str
 
     def sentence(self) -> str:
-        """One sentence for people: held-out errors, and the long-prompt errors in the fit when known."""
+        """One sentence for people: held-out errors, and the long prompts' (held out where the fit stored it)."""
 
         def pct(v: float | None) -> str:
             return f"{v * 100:.0f} %" if v is not None else "n/a"
@@ -34,9 +35,13 @@ class CalibrationError:
              f"other: median TTFT {pct(self.median['ttft'])}, TPOT {pct(self.median['tpot'])}, end-to-end "
              f"{pct(self.median['e2e'])} (p90 {pct(self.p90['ttft'])}, {pct(self.p90['tpot'])}, "
              f"{pct(self.p90['e2e'])})")
-        if self.agentic.get("points"):
-            s += (f"; on the {self.agentic['points']} long agentic prompts it was fitted on: TTFT "
-                  f"{pct(self.agentic.get('median_ape_ttft'))}, inter-token {pct(self.agentic.get('median_ape_itl'))}")
+        a = self.agentic
+        if a.get("held_out_points"):
+            s += (f"; on {a['held_out_points']} long agentic prompts, each accelerator's predicted from the others': "
+                  f"TTFT {pct(a.get('held_out_median_ape_ttft'))}, inter-token {pct(a.get('held_out_median_ape_itl'))}")
+        elif a.get("points"):
+            s += (f"; on the {a['points']} long agentic prompts it was fitted on: TTFT "
+                  f"{pct(a.get('median_ape_ttft'))}, inter-token {pct(a.get('median_ape_itl'))}")
         return s
 
 
@@ -65,5 +70,6 @@ def measured_error() -> CalibrationError | None:
         points=int(pooled["points"]), covered=int(pooled["covered"]),
         median={m: pooled[m]["median_ape"] for m in ("ttft", "tpot", "e2e")},
         p90={m: pooled[m]["p90_ape"] for m in ("ttft", "tpot", "e2e")},
-        agentic={k: agentic.get(k) for k in ("points", "median_ape_ttft", "median_ape_itl")},
+        agentic={k: agentic.get(k) for k in ("points", "median_ape_ttft", "median_ape_itl", "held_out_points",
+                                             "held_out_median_ape_ttft", "held_out_median_ape_itl")},
         data_file=str(path))

@@ -220,6 +220,34 @@ def fit_attn_eff(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> tupl
                  **summarize(predictions(df, fitted, cat, eta))}
 
 
+def held_out_predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> list[tuple[pl.DataFrame, pl.DataFrame]]:
+    """Each accelerator's healthy points predicted as if never measured: the attention efficiency fitted on the
+    other accelerators' points (:func:`fit_attn_eff`) and their users' think time. Returns (its rows, its
+    predictions with the ``eta`` used) per accelerator; none where only one accelerator has points."""
+    rows = fit_rows(df)
+    keys = pl.Series([accelerator_of(h, cat) for h in rows["hw"].to_list()])
+    out = []
+    for hw in sorted(set(keys.to_list())):
+        own, other = rows.filter(keys == hw), rows.filter(keys != hw)
+        if not other.height:
+            continue
+        eta, _ = fit_attn_eff(other, fitted, cat)
+        out.append((own, predictions(own, fitted, cat, eta, think_s=workload_think_s(other))
+                    .with_columns(eta=pl.lit(eta))))
+    return out
+
+
+def held_out_summary(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> dict[str, Any]:
+    """The errors of :func:`held_out_predictions` (``held_out_points``, ``held_out_median_ape_ttft`` / ``_itl``):
+    what the longest prompts' error is when they did not set the efficiency that predicts them."""
+    parts = [p for _, p in held_out_predictions(df, fitted, cat) if p.height]
+    if not parts:
+        return {}
+    s = summarize(pl.concat(parts, how="diagonal_relaxed"))
+    return {"held_out_points": s["points"], "held_out_median_ape_ttft": s["median_ape_ttft"],
+            "held_out_median_ape_itl": s["median_ape_itl"]}
+
+
 def fit_attn_eff_per_accelerator(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog
                                  ) -> tuple[dict[str, float], dict[str, Any]]:
     """The attention efficiency of each accelerator, fitted (:func:`fit_attn_eff`) on that accelerator's own

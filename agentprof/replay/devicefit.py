@@ -13,6 +13,7 @@ from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.replay.agentic import (
     fit_attn_eff,
     fit_attn_eff_per_accelerator,
+    held_out_summary,
     load_agentic,
     predictions,
     summarize,
@@ -50,6 +51,7 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
         by_acc, acc_info = fit_attn_eff_per_accelerator(adf, fitted, cat)
         # the stored errors describe the shipped fit: the points were refitted with eta after its search
         agentic.update(summarize(predictions(adf, fitted, cat, eta, by_acc)))
+        agentic.update(held_out_summary(adf, fitted, cat))  # each accelerator from the others' efficiency
         agentic = {"data_file": str(agentic_points), "data_sha256": file_sha256(agentic_points), **agentic,
                    "attn_eff_pooled": eta, **acc_info}
         del agentic["attn_eff"]

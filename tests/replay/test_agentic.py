@@ -266,3 +266,20 @@ def test_users_who_think_between_calls_leave_the_decode_batch() -> None:
     assert np.allclose(idle.filter(one)["pred_itl"], busy.filter(one)["pred_itl"], rtol=1e-12)
     assert (idle.filter(many)["pred_itl"] < busy.filter(many)["pred_itl"]).all()
     assert (idle.filter(many)["pred_ttft"] <= busy.filter(many)["pred_ttft"]).all()
+
+
+def test_the_shipped_held_out_long_prompt_error_is_recomputed_from_the_points() -> None:
+    """fitted.toml's held-out AgentX error is what predicting each accelerator from the others' efficiency gives
+    now (the figure the demo quotes), and each accelerator was predicted with an efficiency it did not set."""
+    from agentprof.replay.agentic import held_out_predictions, held_out_summary
+
+    fitted, cat = load_fitted(), load_catalog()
+    df = load_agentic(AGENTIC)
+    got = held_out_summary(df, fitted, cat)
+    stored = fitted.agentic
+    assert got["held_out_points"] == stored["held_out_points"] == stored["points"]
+    for k in ("held_out_median_ape_ttft", "held_out_median_ape_itl"):
+        assert got[k] == pytest.approx(stored[k], rel=1e-4)
+    for own, p in held_out_predictions(df, fitted, cat):
+        hw = p["hardware"][0]
+        assert p.height == own.height and float(p["eta"][0]) != pytest.approx(stored[f"{hw}_attn_eff"], rel=1e-3)
