@@ -32,7 +32,7 @@ import xxhash
 from agentprof import semconv as sc
 from agentprof.importers.context import ImportContext
 from agentprof.trace import waits
-from agentprof.trace.otlp import decode_attributes, decode_value, hex_id
+from agentprof.trace.otlp import decode_attributes, decode_value, hex_id, otlp_items
 from agentprof.trace.usage import normalize_usage
 
 CLAUDE = ("api_request", "api_error", "tool_result", "user_prompt")
@@ -107,28 +107,16 @@ def log_records(requests: Iterable[dict[str, Any]]) -> list[_Log]:
     ones under the record's own) and session. Raises ``ValueError`` on a structure that is not OTLP."""
     out: list[_Log] = []
     for req in requests:
-        rls = req.get("resourceLogs")
-        if not isinstance(rls, list):
-            raise ValueError("'resourceLogs' must be a list")
-        for rl in rls:
-            if not isinstance(rl, dict):
-                raise ValueError("each resourceLogs entry must be an object")
-            res = decode_attributes((rl.get("resource") or {}).get("attributes"))
-            for sl in rl.get("scopeLogs") or []:
-                if not isinstance(sl, dict):
-                    raise ValueError("each scopeLogs entry must be an object")
-                for r in sl.get("logRecords") or []:
-                    if not isinstance(r, dict):
-                        raise ValueError("each log record must be an object")
-                    attrs = {**res, **decode_attributes(r.get("attributes"))}
-                    ts = _ns(r.get("timeUnixNano")) or _iso_ns(attrs.get("event.timestamp")) or \
-                        _ns(r.get("observedTimeUnixNano"))
-                    tid = hex_id(r.get("traceId"), 32)
-                    session = next((str(attrs[k]) for k in SESSION_KEYS if attrs.get(k)), None) or tid or \
-                        "otlp-logs"
-                    out.append(_Log(event_name(r, attrs), ts, attrs, session,
-                                    tid or xxhash.xxh3_128_hexdigest(f"otlp-session\x1f{session}".encode()),
-                                    len(out)))
+        for res, _, r in otlp_items(req, "resourceLogs", ("scopeLogs",), "logRecords", "log record"):
+            attrs = {**res, **decode_attributes(r.get("attributes"))}
+            ts = _ns(r.get("timeUnixNano")) or _iso_ns(attrs.get("event.timestamp")) or \
+                _ns(r.get("observedTimeUnixNano"))
+            tid = hex_id(r.get("traceId"), 32)
+            session = next((str(attrs[k]) for k in SESSION_KEYS if attrs.get(k)), None) or tid or \
+                "otlp-logs"
+            out.append(_Log(event_name(r, attrs), ts, attrs, session,
+                            tid or xxhash.xxh3_128_hexdigest(f"otlp-session\x1f{session}".encode()),
+                            len(out)))
     return out
 
 

@@ -181,6 +181,32 @@ def _ns(v: Any) -> int | None:
         return None
 
 
+def otlp_items(request: dict[str, Any], resources: str, scopes: tuple[str, ...], items: str, what: str
+               ) -> Iterator[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
+    """``(resource attributes, scope, item)`` for every item of one OTLP JSON request: ``request[resources]``
+    (``resourceSpans``, ``resourceLogs``), each entry's first present key of ``scopes`` (``scopeSpans``, the older
+    ``instrumentationLibrarySpans``), each scope's ``items`` (``spans``, ``logRecords``). Raises ``ValueError``
+    naming the level that is not a list of objects (``what``: the item's name in that message)."""
+    entries = request.get(resources)
+    if not isinstance(entries, list):
+        raise ValueError(f"'{resources}' must be a list")
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ValueError(f"each {resources} entry must be an object")
+        res_attrs = decode_attributes((entry.get("resource") or {}).get("attributes"))
+        groups = next((entry[k] for k in scopes if k in entry), None) or []
+        if not isinstance(groups, list):
+            raise ValueError(f"'{scopes[0]}' must be a list")
+        for group in groups:
+            if not isinstance(group, dict):
+                raise ValueError(f"each {scopes[0]} entry must be an object")
+            scope = group.get("scope") or group.get("instrumentationLibrary") or {}
+            for item in group.get(items) or []:
+                if not isinstance(item, dict):
+                    raise ValueError(f"each {what} must be an object")
+                yield res_attrs, scope, item
+
+
 def span_records(request: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any], str | None]]:
     """``(span record, resource attributes, scope name)`` for every span of one ``ExportTraceServiceRequest``.
 
@@ -189,47 +215,32 @@ def span_records(request: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict
     present). Ids exported from non-hex agentprof ids are restored. Raises ``ValueError`` on a structure
     that is not OTLP (the importer turns it into a located error).
     """
-    rss = request.get("resourceSpans")
-    if not isinstance(rss, list):
-        raise ValueError("'resourceSpans' must be a list")
-    for rs in rss:
-        if not isinstance(rs, dict):
-            raise ValueError("each resourceSpans entry must be an object")
-        res_attrs = decode_attributes((rs.get("resource") or {}).get("attributes"))
-        scopes = rs.get("scopeSpans", rs.get("instrumentationLibrarySpans")) or []
-        if not isinstance(scopes, list):
-            raise ValueError("'scopeSpans' must be a list")
-        for ss in scopes:
-            if not isinstance(ss, dict):
-                raise ValueError("each scopeSpans entry must be an object")
-            scope = ss.get("scope") or ss.get("instrumentationLibrary") or {}
-            for sp in ss.get("spans") or []:
-                if not isinstance(sp, dict):
-                    raise ValueError("each span must be an object")
-                attrs = decode_attributes(sp.get("attributes"))
-                added = attrs.pop(RECEIVER_ADDED, None)
-                for key in added if isinstance(added, list) else ():
-                    attrs.pop(key, None)
-                if not isinstance(sp.get("name"), str):
-                    raise ValueError("span without a string 'name'")
-                tid = attrs.pop(ORIGINAL_TRACE_ID, None) or hex_id(sp.get("traceId"), 32)
-                sid = attrs.pop(ORIGINAL_SPAN_ID, None) or hex_id(sp.get("spanId"), 16)
-                pid = attrs.pop(ORIGINAL_PARENT_ID, None) or hex_id(sp.get("parentSpanId"), 16)
-                if not tid or not sid:
-                    raise ValueError(f"span {sp.get('name')!r} has no traceId/spanId")
-                start, end = _ns(sp.get("startTimeUnixNano")), _ns(sp.get("endTimeUnixNano"))
-                missing = attrs.pop(TIME_MISSING, None)
-                if missing in ("start", "both"):
-                    start = None
-                if missing in ("end", "both"):
-                    end = None
-                status = sp.get("status") or {}
-                code = status.get("code") if isinstance(status, dict) else None
-                is_error = code in (STATUS_ERROR, "STATUS_CODE_ERROR")
-                rec = {"record": "span", "trace_id": tid, "span_id": sid, "parent_id": pid, "name": sp["name"],
-                       "kind": attrs.get(sc.KIND), "start_ns": start, "end_ns": end,
-                       "status": "error" if is_error else "ok",
-                       "error_type": (attrs.get(sc.ERROR_TYPE) or (status.get("message") if isinstance(status, dict)
-                                                                    else None) or "error") if is_error else None,
-                       "attributes": attrs}
-                yield rec, res_attrs, scope.get("name") if isinstance(scope, dict) else None
+    for res_attrs, scope, sp in otlp_items(request, "resourceSpans", ("scopeSpans", "instrumentationLibrarySpans"),
+                                           "spans", "span"):
+        attrs = decode_attributes(sp.get("attributes"))
+        added = attrs.pop(RECEIVER_ADDED, None)
+        for key in added if isinstance(added, list) else ():
+            attrs.pop(key, None)
+        if not isinstance(sp.get("name"), str):
+            raise ValueError("span without a string 'name'")
+        tid = attrs.pop(ORIGINAL_TRACE_ID, None) or hex_id(sp.get("traceId"), 32)
+        sid = attrs.pop(ORIGINAL_SPAN_ID, None) or hex_id(sp.get("spanId"), 16)
+        pid = attrs.pop(ORIGINAL_PARENT_ID, None) or hex_id(sp.get("parentSpanId"), 16)
+        if not tid or not sid:
+            raise ValueError(f"span {sp.get('name')!r} has no traceId/spanId")
+        start, end = _ns(sp.get("startTimeUnixNano")), _ns(sp.get("endTimeUnixNano"))
+        missing = attrs.pop(TIME_MISSING, None)
+        if missing in ("start", "both"):
+            start = None
+        if missing in ("end", "both"):
+            end = None
+        status = sp.get("status") or {}
+        code = status.get("code") if isinstance(status, dict) else None
+        is_error = code in (STATUS_ERROR, "STATUS_CODE_ERROR")
+        rec = {"record": "span", "trace_id": tid, "span_id": sid, "parent_id": pid, "name": sp["name"],
+               "kind": attrs.get(sc.KIND), "start_ns": start, "end_ns": end,
+               "status": "error" if is_error else "ok",
+               "error_type": (attrs.get(sc.ERROR_TYPE) or (status.get("message") if isinstance(status, dict)
+                                                            else None) or "error") if is_error else None,
+               "attributes": attrs}
+        yield rec, res_attrs, scope.get("name") if isinstance(scope, dict) else None
