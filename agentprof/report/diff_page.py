@@ -30,7 +30,8 @@ def render_diff_page(res: Any, failed: list[dict[str, Any]], title: str | None =
     """The HTML text of the diff page."""
     payload = diff_payload(res, failed, title)
     css = asset("report.css") + "\n" + asset("diff.css")
-    return fill_page("diff", asset("diff.js").strip("\n"), css, payload, payload["title"],
+    js = asset("figures.js").strip("\n") + "\n" + asset("diff.js").strip("\n")  # figures.js: whole figures
+    return fill_page("diff", js, css, payload, payload["title"],
                      noscript="page draws its tables with JavaScript; enable it to see them.")
 
 

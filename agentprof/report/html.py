@@ -83,7 +83,7 @@ def fill_page(kind: str, js: str, css: str, data: dict[str, Any], title: str, *,
 
 def render_payload(payload: dict[str, Any]) -> str:
     """The report page for an already built payload (see :mod:`agentprof.report.payload`)."""
-    js = asset("report.js").strip("\n") + "\n" + asset("flame.js").strip("\n")  # flame view: report.flame
+    js = "\n".join(asset(n).strip("\n") for n in ("figures.js", "report.js", "flame.js"))  # flame view: report.flame
     return fill_page("report", js, asset("report.css"), payload, str(payload.get("title") or "agentprof report"),
                      nav=True)
 
@@ -92,7 +92,7 @@ def render_measured(panel: dict[str, Any], title: str) -> str:
     """A page of the load-test panel alone (``agentprof loadtest --html``), drawn by the report's own script."""
     data = {"page": "loadtest", "title": title, "version": __version__, "measured": panel,
             "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
-    js = asset("report.js").strip("\n")
+    js = "\n".join(asset(n).strip("\n") for n in ("figures.js", "report.js"))
     return fill_page("load test", js, asset("report.css"), data, title)
 
 

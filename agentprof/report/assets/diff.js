@@ -7,11 +7,6 @@
   var D = DATA.diff;
   var BUCKETS = ["model_s", "tool_s", "parse_s", "orchestration_s"];
 
-  // a line never breaks inside a figure: number and unit, a duration's parts (the report page's rule)
-  var DURATION_SPACE = /(\d [hmd]) (?=\d)/g;
-  var UNIT_SPACE = /(\d) (?=(?:%|×|[hmsd]\b|ms\b|µs\b|ns\b|min\b|[KMGTP]i?B\b|[kMGT]?Wh?\b|[KMGT]B\/s\b|tok\/s\b))/g;
-  function whole(text) { return text.replace(DURATION_SPACE, "$1\u00a0").replace(UNIT_SPACE, "$1\u00a0"); }
-
   function h(tag, attrs, kids) {
     var el = document.createElement(tag);
     if (attrs) Object.keys(attrs).forEach(function (k) {
@@ -23,7 +18,7 @@
     if (kids === undefined || kids === null) return el;
     (Array.isArray(kids) ? kids : [kids]).forEach(function (c) {
       if (c === undefined || c === null || c === false) return;
-      el.appendChild(c instanceof Node ? c : document.createTextNode(whole(String(c))));
+      el.appendChild(c instanceof Node ? c : document.createTextNode(agentprofWhole(String(c))));  // figures.js
     });
     return el;
   }

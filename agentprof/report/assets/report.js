@@ -17,18 +17,13 @@
   var SERIES = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#7f7f7f", "#f0e442"];
 
   /* ---------- DOM helpers: text children become text nodes ---------- */
-  /* A line never breaks inside a figure: the space between a number and its unit (12 %, 3.6 s, 500 GiB) and
-     between a duration's parts (2 h 36 m) becomes a no-break space (the terminal's rule, agentprof.safe_text);
-     SVG text is one line and keeps its spaces. */
-  var DURATION_SPACE = /(\d [hmd]) (?=\d)/g;
-  var UNIT_SPACE = /(\d) (?=(?:%|×|[hmsd]\b|ms\b|µs\b|ns\b|min\b|[KMGTP]i?B\b|[kMGT]?Wh?\b|[KMGT]B\/s\b))/g;
-  function whole(text) { return text.replace(DURATION_SPACE, "$1\u00a0").replace(UNIT_SPACE, "$1\u00a0"); }
+  /* a line never breaks inside a figure (figures.js); SVG text is one line and keeps its spaces */
   function append(el, kids) {
     if (kids === undefined || kids === null || kids === false) return el;
     if (!Array.isArray(kids)) kids = [kids];
     kids.forEach(function (k) {
       if (k === undefined || k === null || k === false) return;
-      el.appendChild(k instanceof Node ? k : document.createTextNode(el.namespaceURI === SVGNS ? String(k) : whole(String(k))));
+      el.appendChild(k instanceof Node ? k : document.createTextNode(el.namespaceURI === SVGNS ? String(k) : agentprofWhole(String(k))));
     });
     return el;
   }
