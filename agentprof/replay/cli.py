@@ -107,6 +107,7 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
 def _print_replay(res: Any) -> None:
     from agentprof.replay.bands import ESTIMATED_TIER, ranged_count
     from agentprof.report.fit_width import Column, fitted_tables
+    from agentprof.report.results import grouped_standins
     from agentprof.safe_text import console as safe_console
     from agentprof.safe_text import markup, text
 
@@ -175,7 +176,7 @@ def _print_replay(res: Any) -> None:
                           f"{fmt_duration(min(b['model_calls_s']))}–{fmt_duration(max(b['model_calls_s']))}, "
                           "task speed-up "
                           f"{fmt_x(lo)}–{fmt_x(hi)}{served} ({ranged_count(b)}, named in --json)")
-    for line in standin_lines(res.standins):
+    for line in grouped_standins(list(res.standins.values())):
         console.print(f"[yellow]stand-in[/yellow] {markup(line, 1000)}")
     o = res.orchestration
     console.print(f"CPU-bound orchestration scaled by host: {fmt_duration(o['cpu_bound_s'])} (declared "
@@ -194,23 +195,6 @@ def _print_replay(res: Any) -> None:
 
         print_serving(console, served, f"serving: {res.concurrency} concurrent session(s) per system")
     console.print(markup(res.finding(), None))
-
-
-def standin_lines(standins: dict[str, str]) -> list[str]:
-    """One line per stand-in and reason: ``claude-opus-4-5, claude-sonnet-4-5 (2 models) replayed as …``, where the
-    notes (``NAME replayed as …``) say the same of several recorded models."""
-    by_rest: dict[str, list[str]] = {}
-    for name, note in standins.items():
-        rest = note[len(name):] if note.startswith(name) else None
-        by_rest.setdefault(rest if rest is not None else note, []).append(name if rest is not None else "")
-    out = []
-    for rest, names in by_rest.items():
-        named = [n for n in names if n]
-        if not named:
-            out.append(rest)
-        else:
-            out.append(", ".join(named) + (f" ({len(named)} models)" if len(named) > 1 else "") + rest)
-    return out
 
 
 @click.group("devices", context_settings=_CTX)

@@ -183,7 +183,7 @@ def whatif_panel(r: dict[str, Any] | None, note: str | None = None,
         })
     if not rows:
         return _missing(note or "the replay result lists no systems")
-    notes = _grouped_standins([str(v) for v in (r.get("standins") or {}).values()]) + \
+    notes = grouped_standins([str(v) for v in (r.get("standins") or {}).values()]) + \
         [str(n) for n in r.get("notes") or []]
     if note:
         notes.insert(0, note)
@@ -196,15 +196,21 @@ def whatif_panel(r: dict[str, Any] | None, note: str | None = None,
             "cache_policy": r.get("cache_policy"), "notes": notes}
 
 
-def _grouped_standins(lines: list[str]) -> list[str]:
+def grouped_standins(lines: list[str]) -> list[str]:
     """Stand-in notes that differ only in the traced model ("A replayed as K (why)", "B replayed as K (why)") as
-    one ("A, B replayed as K (why)"), in first-seen order."""
+    one ("A, B (2 models) replayed as K (why)"), in first-seen order: ``replay``'s terminal and the report alike."""
     groups: dict[str, list[str]] = {}
     for line in lines:
         head, sep, tail = line.partition(" replayed as ")
         groups.setdefault(sep + tail if sep else line, []).append(head if sep else "")
-    return [", ".join(h for h in heads if h) + tail if tail.startswith(" replayed as ") else tail
-            for tail, heads in groups.items()]
+    out = []
+    for tail, heads in groups.items():
+        named = [h for h in heads if h]
+        if not tail.startswith(" replayed as "):
+            out.append(tail)
+        else:
+            out.append(", ".join(named) + (f" ({len(named)} models)" if len(named) > 1 else "") + tail)
+    return out
 
 
 # ---------------------------------------------------------------- corpus view

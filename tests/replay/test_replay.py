@@ -278,12 +278,11 @@ def test_the_band_takes_the_estimated_cpu_tier_to_its_range_ends(kvct) -> None:
 
 
 def test_standins_with_one_reason_print_as_one_line(kvct_result) -> None:
-    from agentprof.replay.cli import standin_lines
+    from agentprof.report.results import grouped_standins
 
-    lines = standin_lines(kvct_result.standins)
+    lines = grouped_standins(list(kvct_result.standins.values()))
     assert len(set(kvct_result.standins.values())) > 1 and len(lines) == 1  # five notes, one reason
     assert all(name in lines[0] for name in kvct_result.standins)
     assert f"({len(kvct_result.standins)} models) replayed as Kimi K2.5" in lines[0]
-    assert standin_lines({"a": "a replayed as X (why)", "b": "b replayed as Y (why)", "(unnamed)": "unknown model "
-                          "replayed as X (why)"}) == ["a replayed as X (why)", "b replayed as Y (why)",
-                                                       "unknown model replayed as X (why)"]
+    assert grouped_standins(["a replayed as X (why)", "b replayed as Y (why)", "unknown model replayed as X (why)"]
+                            ) == ["a, unknown model (2 models) replayed as X (why)", "b replayed as Y (why)"]
