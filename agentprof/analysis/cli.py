@@ -10,7 +10,7 @@ import click
 
 from agentprof.distributed.options import cluster_options
 from agentprof.errors import AgentprofError
-from agentprof.report.formats import fmt_capture_cost, fmt_duration, fmt_fine, fmt_pct, fmt_x
+from agentprof.report.formats import fmt_capture_cost, fmt_count, fmt_duration, fmt_fine, fmt_pct, fmt_x
 
 _CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -28,7 +28,7 @@ def _load(paths: tuple[str, ...], skip_bad_lines: bool, progress: bool | None, w
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as one JSON object.")
 @click.option("--skip-bad-lines", is_flag=True, help="Skip unreadable records (counted) instead of stopping.")
 @click.option("--misses", "n_misses", type=click.IntRange(min=0), default=10, show_default=True,
-              help="Cache misses to list in the terminal output (all are in --json).")
+              help="Cache-miss causes to list in the terminal output (every miss is in --json).")
 @click.option("--progress/--no-progress", default=None, help="Import progress bar on stderr (default: on a terminal).")
 @cluster_options
 @click.option("--batch-mb", type=click.FloatRange(min=0, min_open=True), default=None, metavar="MB",
@@ -80,7 +80,7 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
 
     con = safe_console()
     src = d["source"]
-    con.print(f"[bold]{d['sessions']:,} sessions[/bold] ({d['conversations']:,} conversations), "
+    con.print(f"[bold]{fmt_count(d['sessions'], 'session')}[/bold] ({fmt_count(d['conversations'], 'conversation')}), "
               f"[bold]{d['model_calls']:,} model calls[/bold] — {markup(src['format'])}, {src['files']} file(s), "
               f"tokenizer {markup(src['tokenizer'])}{'' if src['tokenizer_exact'] else ' (approximate)'}, "
               f"{src['block_size']}-token blocks")
@@ -185,23 +185,40 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
             con.print(tb)
     misses = d["cache_misses"]
     if misses and n_misses > 0:
-        shown = sorted(misses, key=lambda m: -(m["causes"][0]["score"] if m["causes"] else 0))[:n_misses]
-        con.print(f"[bold]Cache misses[/bold] ({len(shown)} of {len(misses)}; all in --json)")
-        for m in shown:
-            loc = (m.get("location") or {}).get("where")
-            head = (f"  {markup(m['session_id'])} call {m['line_index']}: "
-                    f"{markup(', '.join(str(x) for x in m['trigger']))}"
-                    + (f", diverges in {markup(loc)} (block {m['first_diverging_block']})" if loc else "")
-                    + (f", provider read {m['cached_tokens']:,} of {m['reusable_tokens']:,} reusable"
-                       if m.get("cached_tokens") is not None and m.get("reusable_tokens") is not None else ""))
-            con.print(head, highlight=False)
-            for c in m["causes"][:3]:
-                con.print(f"    [bold]{markup(c['cause'])}[/bold] ({c['score']:.2f}): {markup(c['detail'], 1000)}",
-                          highlight=False)
-                if c.get("fix"):
-                    con.print(f"      fix: {markup(c['fix'], 1000)}", highlight=False)
+        _print_misses(con, misses, n_misses)
     _print_notes(con, [dg.get("message", "") for dg in d["diagnostics"]],
                  [dg.get("kind", "") for dg in d["diagnostics"]])
+
+
+def _print_misses(con: Any, misses: list[dict[str, Any]], n_groups: int) -> None:
+    """The cache misses grouped by their most likely cause: the calls, the cached share of what was reusable and
+    the fix once per group (every miss with all its causes is in --json). Calls are numbered from 1, as in the
+    report."""
+    from agentprof.analysis.misses import by_cause
+    from agentprof.safe_text import markup
+
+    groups = by_cause(misses)
+    con.print(f"[bold]Cache misses[/bold]: {len(misses):,} in {len(groups):,} cause(s)"
+              + (f", the {n_groups} largest" if len(groups) > n_groups else "") + "; each in --json", highlight=False)
+    for g in groups[:n_groups]:
+        ms = g["misses"]
+        calls = [f"{m['call_index'] + 1}" for m in ms if isinstance(m.get("call_index"), int)]
+        where = f" in {g['sessions']:,} sessions" if g["sessions"] > 1 else ""
+        shown = ", ".join(calls[:8]) + (f" and {len(calls) - 8:,} more" if len(calls) > 8 else "")
+        con.print(f"  [bold]{markup(g['cause'])}[/bold] ({g['score']:.2f}): {len(ms):,} call(s){where}"
+                  + (f": {shown}" if shown and g["sessions"] == 1 else ""), highlight=False)
+        read = [(m["cached_tokens"], m["reusable_tokens"]) for m in ms
+                if m.get("cached_tokens") is not None and m.get("reusable_tokens") is not None]
+        if read:
+            lo, hi = min(r for _, r in read), max(r for _, r in read)
+            got = sum(c for c, _ in read) / max(sum(r for _, r in read), 1)
+            con.print(f"    provider read {got:.0%} of {lo:,}" + (f"–{hi:,}" if hi != lo else "")
+                      + " reusable tokens", highlight=False)
+        first = max(ms[0].get("causes") or [{}], key=lambda c: c.get("score") or 0)
+        if first.get("detail") and (len(ms) == 1 or not read):
+            con.print(f"    {markup(first['detail'], 1000)}", highlight=False)
+        if g["fix"]:
+            con.print(f"    fix: {markup(g['fix'], 1000)}", highlight=False)
 
 
 TOP_TOOLS = 15

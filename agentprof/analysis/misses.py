@@ -71,6 +71,11 @@ class _Seg:
     hash: int | None
 
 
+def _n(x: Any) -> str:
+    """A count as the reports print counts (thousands separated); anything else as it is."""
+    return f"{x:,}" if isinstance(x, int | np.integer) and not isinstance(x, bool) else str(x)
+
+
 def _segs(value: Any) -> list[_Seg] | None:
     if not value:
         return None
@@ -252,14 +257,14 @@ def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[s
             where = loc["where"]
             if where == "tool definitions":
                 add("tools_changed", 0.9, f"the tool definitions differ from the previous call's at token "
-                    f"{loc.get('token_offset')}")
+                    f"{_n(loc.get('token_offset'))}")
             elif where == "system prompt":
                 add("system_changed", 0.9, f"the system prompt differs from the previous call's at token "
-                    f"{loc.get('token_offset')}")
+                    f"{_n(loc.get('token_offset'))}")
             elif where == "tool definitions or system prompt":
                 for cause, what in (("tools_changed", "end of the tool definitions"),
                                     ("system_changed", "start of the system prompt")):
-                    add(cause, 0.6, f"the block at token {loc.get('token_offset')} differs; it holds the {what} "
+                    add(cause, 0.6, f"the block at token {_n(loc.get('token_offset'))} differs; it holds the {what} "
                         "(and the other), so either changed")
             else:
                 overlap = _message_overlap(cur_segs, prev_segs)
@@ -269,15 +274,15 @@ def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[s
                     continue
                 if compaction_role or (shrink is not None and shrink < 0.6 and (overlap is None or overlap < 0.5)):
                     add("history_compacted", 0.95 if compaction_role else 0.85,
-                        f"the prompt went from {ppt} to {pt} tokens" + (" after a compaction boundary"
+                        f"the prompt went from {ppt:,} to {pt:,} tokens" + (" after a compaction boundary"
                                                                          if compaction_role else ""))
                 elif shrink is not None and shrink < 0.9 and overlap is not None and overlap >= 0.5:
                     add("history_truncated", 0.85, f"{overlap:.0%} of the previous messages remain but the "
-                        f"prompt shrank from {ppt} to {pt} tokens")
+                        f"prompt shrank from {ppt:,} to {pt:,} tokens")
                 else:
                     add("history_edited", 0.8 if where != "unknown" else 0.6,
                         f"{where} differs from the previous call's (first diverging block "
-                        f"{r['prefix_blocks_prev'][i]} of {c['n_blocks'][p]})")
+                        f"{_n(r['prefix_blocks_prev'][i])} of {_n(c['n_blocks'][p])})")
         if c["model"][i] and c["model"][q] and c["model"][i] != c["model"][q]:
             add("model_switch", 0.95 if provider_miss else 0.5,
                 f"model changed from {c['model'][q]} to {c['model'][i]}")
@@ -291,8 +296,8 @@ def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[s
                 f"{gap_s:.0f} s since the previous call, longer than the {pc.ttl_s:.0f} s cache TTL")
         sizes = [x for x in (c["input_tokens"][i], c["input_tokens"][p]) if x is not None]
         if provider_miss and sizes and min(sizes) < pc.min_tokens:
-            add("below_minimum", 0.9, f"{min(sizes)} input tokens (this call or the previous one), below the "
-                f"{pc.min_tokens}-token minimum for {c['model'][i]}")
+            add("below_minimum", 0.9, f"{min(sizes):,} input tokens (this call or the previous one), below the "
+                f"{pc.min_tokens:,}-token minimum for {c['model'][i]}")
         if provider_miss and not textual and family_of(c["model"][i], c["provider"][i]) == "anthropic":
             a = _attrs(attrs[i])
             if a.get("agentprof.prompt.trigger") in ("user_text", "tool_result+user_text") \
@@ -301,11 +306,11 @@ def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[s
                     "conversation with extended thinking (a hypothesis from real Claude Code traces: the read "
                     "covers only the tools and system prompt)")
         if provider_miss and not textual and not causes:
-            add("provider_miss", 0.7, f"reusable {reusable} tokens, provider read {cached}"
+            add("provider_miss", 0.7, f"reusable {_n(reusable)} tokens, provider read {_n(cached)}"
                 + (" (reusable estimated from the previous call's input)" if estimated else ""))
         elif provider_miss and not any(x["cause"] in ("model_switch", "idle_gap_ttl", "below_minimum")
                                        for x in causes):
-            add("provider_miss", 0.3, f"reusable {reusable} tokens, provider read {cached}")
+            add("provider_miss", 0.3, f"reusable {_n(reusable)} tokens, provider read {_n(cached)}")
         causes.sort(key=lambda x: -x["score"])
         top[i] = causes[0]["cause"] if causes else None
         records.append({
@@ -324,3 +329,19 @@ def explain(cb: CallBlocks, red: pl.DataFrame, prev: np.ndarray, layouts: dict[s
         })
     return records, top, [{"session_id": c["session_id"][i], "span_id": c["span_id"][i],
                             "call_index": c["call_index"][i]} for i in starts]
+
+
+def by_cause(misses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Misses grouped by their most likely cause (and its fix), largest group first: what a reader acts on once,
+    instead of the same fix once per call. Each group: ``cause``, ``score`` (its highest), ``fix``, ``misses``
+    (the records, in trace order) and ``sessions``."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for m in misses:
+        top = max(m.get("causes") or [{}], key=lambda c: c.get("score") or 0)
+        key = (str(top.get("cause") or "unexplained"), str(top.get("fix") or ""))
+        g = groups.setdefault(key, {"cause": key[0], "fix": key[1], "score": 0.0, "misses": [], "sessions": set()})
+        g["score"] = max(g["score"], float(top.get("score") or 0.0))
+        g["misses"].append(m)
+        g["sessions"].add(m.get("session_id"))
+    out = sorted(groups.values(), key=lambda g: (-len(g["misses"]), -g["score"], g["cause"]))
+    return [{**g, "sessions": len(g["sessions"])} for g in out]

@@ -62,6 +62,11 @@ def fmt_int(x: float | None) -> str:
     return "—" if x is None else f"{round(x):,}"
 
 
+def fmt_count(n: float | None, noun: str, plural: str | None = None) -> str:
+    """``n`` things, the noun in the singular for exactly one ("1 session", "2 sessions", "1,200 calls")."""
+    return f"{fmt_int(n)} {noun if n is not None and round(n) == 1 else plural or noun + 's'}"
+
+
 def fmt_tokens(x: float | None) -> str:
     if x is None:
         return "—"

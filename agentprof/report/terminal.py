@@ -21,7 +21,7 @@ from rich.text import Text
 
 from agentprof import safe_text
 from agentprof.report.fit_width import Column, fitted_tables
-from agentprof.report.formats import fmt_bytes, fmt_duration, fmt_int, fmt_pct, fmt_x
+from agentprof.report.formats import fmt_bytes, fmt_count, fmt_duration, fmt_int, fmt_pct, fmt_x
 from agentprof.safe_text import console as safe_console
 
 KIND_STYLE = {"model": "blue", "tool": "yellow", "parse": "magenta", "orchestration": "green", "wait": "bright_black"}
@@ -230,7 +230,8 @@ def report_view(path: str, size_bytes: int, payload: dict[str, Any], width: int 
     lines.append("wrote ")
     lines.append(path, style="bold")
     lines.append(f"  ({size_bytes / 1e6:.2f} MB, opens offline)\n")
-    lines.append(f"{hl.get('top_sessions', 0):,} sessions · {hl.get('model_calls', 0):,} model calls · "
+    lines.append(f"{fmt_count(hl.get('top_sessions', 0), 'session')} · "
+                 f"{fmt_count(hl.get('model_calls', 0), 'model call')} · "
                  f"wall {fmt_duration(hl.get('wall_s'))} · provider cache read share "
                  f"{fmt_pct(hl.get('cache_read_share'))}")
     parts: list[RenderableType] = [lines]

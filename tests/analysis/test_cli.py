@@ -26,6 +26,24 @@ def test_analyze_terminal_output(capsys):
         assert text in out
 
 
+def test_analyze_groups_misses_by_cause(capsys):
+    """Each cause's fix is printed once, with the calls it covers numbered as the report numbers them."""
+    code, out, _ = run(capsys, "analyze", str(SAMPLES / "codex"), "--json", "--no-progress")
+    misses = json.loads(out)["cache_misses"]
+    tops = {}
+    for m in misses:
+        top = max(m["causes"], key=lambda c: c["score"])
+        tops.setdefault(top["cause"], []).append(m["call_index"] + 1)
+    assert len(misses) > len(tops) >= 2  # some cause covers several calls
+    code, out, _ = run(capsys, "analyze", str(SAMPLES / "codex"), "--no-progress")
+    text = out[out.index("Cache misses"):]
+    assert text.count("fix:") == len(tops)
+    assert f"Cache misses: {len(misses)} in {len(tops)} cause(s)" in text
+    for cause, calls in tops.items():
+        line = next(x for x in text.splitlines() if x.strip().startswith(cause))
+        assert f"{len(calls)} call(s): " + ", ".join(str(c) for c in calls[:3]) in line
+
+
 @pytest.mark.parametrize("sample", ["claude-code", "codex"])
 def test_model_time_without_a_first_token_is_not_called_prefill(capsys, sample):
     """Claude Code's log records no first token: its model time is not a 0 s prefill plus a 0 s decode; Codex's

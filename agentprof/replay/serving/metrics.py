@@ -88,10 +88,13 @@ def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system:
     makespan = eng.makespan_s
     n_inst = int(ok.sum())
     win = window(eng, concurrency, open_loop)
-    tph = win["tasks"] * 3600.0 / win["length_s"] if win["tasks"] and win["length_s"] > 0 else None
+    tph = win["per_hour"]
     util = float(sum(eng.busy_s) / (makespan * replicas)) if makespan > 0 else 0.0
     if utilization is not None:
         util = float(utilization)
+    power_util = util
+    if win["basis"].startswith("Little") and tph:  # the server as busy as the rate keeps it, not as the ramp left it
+        power_util = min(util * makespan * tph / 3600.0 / max(win["tasks"], 1), 1.0)
     inp = float(eng.inp.sum())
     hits = eng.hits.sum(axis=0)
     out_per_task = float(eng.out.sum()) / max(n_inst, 1)
@@ -118,7 +121,7 @@ def serving_dict(plan: SessionPlan, eng: EngineResult, concurrency: int, system:
     power = cat.power.get(system)
     if power and tph:
         busy, idle = power
-        kw = (idle.value + (busy.value - idle.value) * util) * gpu_scale
+        kw = (idle.value + (busy.value - idle.value) * power_util) * gpu_scale
         d["energy_wh_per_task"] = kw * 1000.0 / tph
         d["tasks_per_hour_per_kw"] = tph / kw
         d["power"] = {"mean_kw": kw, "busy_kw": busy.value * gpu_scale, "idle_kw": idle.value * gpu_scale,
@@ -151,17 +154,21 @@ def window(eng: EngineResult, concurrency: int, open_loop: bool, keep: np.ndarra
 
     Closed loop: from the moment every slot holds a session (the ramp's last start) to the first moment a slot
     finishes with no session left to start (the drain), when that stretch holds at least
-    ``min(concurrency, MIN_WINDOW_TASKS)`` completed tasks; else, and for open-loop arrivals, the whole run
-    (0 to the last session's end). Failed sessions (``--overflow reject``) free their slot but are not tasks."""
+    ``min(concurrency, MIN_WINDOW_TASKS)`` completed tasks. Else the run never held every slot busy long enough
+    to count completions (about one session per slot, started over a ramp): the rate is Little's law for the
+    closed loop the figure names, its slots always holding a session, each for the mean simulated task time
+    (completions over the whole run would count the ramp and the drain as capacity left idle). Open-loop
+    arrivals: the whole run (0 to the last session's end). Failed sessions (``--overflow reject``) hold their
+    slot while they run but are not tasks. ``per_hour`` is the rate."""
     st, en = eng.sess_start, eng.sess_end
     failed = eng.sess_failed if eng.sess_failed.size == en.size else np.zeros(en.size, dtype=bool)
     done = np.sort(en[np.isfinite(en) & ~failed])
     counted = done if keep is None else en[np.isfinite(en) & ~failed & keep]
     ends = np.sort(en[np.isfinite(en)])
     whole = {"start_s": 0.0, "end_s": float(eng.makespan_s), "tasks": int(counted.size),
-             "basis": "whole run (ramp and drain included)"}
+             "basis": "whole run (ramp and drain included)", "length_s": float(eng.makespan_s)}
+    whole["per_hour"] = _rate(whole["tasks"], whole["length_s"])
     if open_loop or not ends.size:
-        whole["length_s"] = whole["end_s"]
         return whole
     starts = np.sort(st[np.isfinite(st)])
     slots = min(concurrency, starts.size)
@@ -171,10 +178,19 @@ def window(eng: EngineResult, concurrency: int, open_loop: bool, keep: np.ndarra
     if t1 > t0 and n >= min(concurrency, MIN_WINDOW_TASKS):
         if keep is not None:
             n = int(((counted > t0) & (counted <= t1)).sum())
-        return {"start_s": t0, "end_s": t1, "tasks": n, "length_s": t1 - t0,
+        return {"start_s": t0, "end_s": t1, "tasks": n, "length_s": t1 - t0, "per_hour": _rate(n, t1 - t0),
                 "basis": "full load (every slot holds a session: after the ramp, before the drain)"}
-    whole["length_s"] = whole["end_s"]
-    return whole
+    held = np.isfinite(st) & np.isfinite(en) & (True if keep is None else keep)
+    occupied = float((en[held] - st[held]).sum())  # slot-seconds the sessions held, failed ones included
+    little = slots * 3600.0 * whole["tasks"] / occupied if occupied > 0 and whole["tasks"] else None
+    return {**whole, "per_hour": little,
+            "basis": f"Little's law: {slots} slot(s) always holding a session, each for the mean simulated task "
+                     "time (no stretch of the run held every slot busy long enough to count completions)"}
+
+
+def _rate(tasks: int, seconds: float) -> float | None:
+    """Tasks per hour over a window of ``seconds``; None without tasks or time."""
+    return tasks * 3600.0 / seconds if tasks and seconds > 0 else None
 
 
 FULL_LOAD = 0.9
@@ -280,7 +296,5 @@ def _without(eng: EngineResult, served: SessionPlan, beyond: np.ndarray, concurr
     keep_inst = ~beyond[eng.sess_plan]
     task = (eng.sess_end - eng.sess_start)[keep_inst & ~eng.sess_failed]
     win = window(eng, concurrency, open_loop, keep_inst)
-    n = win["tasks"]
     return {"sessions": int((~beyond).sum()), "ttft_s": pcts((eng.first_t - eng.issue_t)[keep_req]),
-            "task_s": pcts(task[np.isfinite(task)], (50, 90)),
-            "tasks_per_hour": n * 3600.0 / win["length_s"] if n and win["length_s"] > 0 else None}
+            "task_s": pcts(task[np.isfinite(task)], (50, 90)), "tasks_per_hour": win["per_hour"]}

@@ -46,6 +46,10 @@ def _window_text(d: dict[str, Any]) -> str:
     w = d.get("window")
     if not w:
         return ""
+    if w["basis"].startswith("Little"):
+        task = (d.get("task_s") or {}).get("p50")
+        return (f" Tasks per hour: {d.get('concurrency')} sessions always in flight, each the simulated task time"
+                + (f" (p50 {task / 60:.1f} min)" if task else "") + "; too few sessions ran at full load to count.")
     return (f" Tasks per hour: {d.get('tasks_completed', 0)} task(s) completed in {(w['end_s'] - w['start_s']) / 3600:.2f} h"
             f" ({w['basis'].split(' (')[0]}).")
 

@@ -75,7 +75,10 @@ def test_serving_invariants(plans, name, concurrency) -> None:
     assert 0.0 <= w["start_s"] < w["end_s"] <= d["makespan_s"] + 1e-6
     assert 1 <= d["tasks_completed"] <= e.sess_end.size
     tph = d["tasks_per_hour"]
-    assert tph == pytest.approx(d["tasks_completed"] * 3600.0 / (w["end_s"] - w["start_s"]), rel=1e-9)
+    if w["basis"].startswith("Little"):  # too few sessions at full load: the closed loop's rate, every slot busy
+        assert tph == pytest.approx(min(concurrency, task.size) * 3600.0 / float(task.mean()), rel=1e-9)
+    else:
+        assert tph == pytest.approx(d["tasks_completed"] * 3600.0 / (w["end_s"] - w["start_s"]), rel=1e-9)
     assert tph * float(task.mean()) / 3600.0 <= concurrency * 1.1
     # energy: the power drawn over the window, shared by the tasks completed in it, never above the busy draw
     p = d["power"]
