@@ -3,7 +3,9 @@
 Each session's wall time is cut along its recorded critical path: every instant belongs to the top-level span
 covering it that ends last (sequential spans own their whole extent; when spans overlap, the one that
 finishes later owns the overlap), or to the gaps no span covers (orchestration). Replay stretches or shrinks
-each owned piece by its owner's factor (new/old duration) and keeps gaps as recorded. Nested spans change
+each owned piece by its owner's factor (new/old duration) and keeps gaps as recorded; a model call's piece
+during which other work ran alongside shrinks no further than that work (with model calls at zero this is
+analyze's Amdahl bound). Nested spans change
 their top-level ancestor by their own change; a sub-agent session changes the span that launched it (or, when
 none did, stands as a top-level span of its parent session). Exact for sequential sessions; with parallel
 work the recorded critical path is kept (a branch that becomes the longest only after replay is not
@@ -43,6 +45,8 @@ class Layout:
     old_e2e: np.ndarray         # per session: recorded wall time (s)
     fixed_s: np.ndarray         # per session: initial gap + uncovered gaps + tail (s)
     own_len: np.ndarray         # per member span: recorded critical-path time it owns (s)
+    shadow: np.ndarray          # (spans, NCAT): of a model member's owned time, the part another member ran
+                                # alongside, by that member's category (s)
     placed: np.ndarray          # per span: has both ends
     session_ids: list[str]
     top_level: np.ndarray       # per session: is a root session (no parent session)
@@ -156,6 +160,7 @@ def prepare(spans: pl.DataFrame) -> Layout:
     owner = df.get_column("owner").to_numpy()
     own_len = np.zeros(n)
     np.add.at(own_len, owner, owned)
+    shadow = _shadow(df, s_next, owned, category, n)
     first = df.group_by("h", maintain_order=True).agg(pl.col("s").first())
     fixed_s = np.bincount(h, weights=gaps, minlength=n_sess)
     init = np.zeros(n_sess)
@@ -166,8 +171,39 @@ def prepare(spans: pl.DataFrame) -> Layout:
     fixed_s = fixed_s + init + np.where(empty, (s_end - s_start) / 1e9, 0.0)
     old_e2e = (s_end - s_start) / 1e9
     return Layout(n, category, old_dur, excl_old, host_parent, member, host, inside_model, depth, root_of,
-                  session_level, session_parent, old_e2e, fixed_s, own_len, placed, sess_ids,
+                  session_level, session_parent, old_e2e, fixed_s, own_len, shadow, placed, sess_ids,
                   session_parent < 0)
+
+
+def _shadow(df: pl.DataFrame, s_next: np.ndarray, owned: np.ndarray, category: np.ndarray, n: int) -> np.ndarray:
+    """Of each model member's owned pieces, the time another member was still running (the latest-ending other
+    one, by its category): a faster model call cannot shorten it, the other work goes on (as analyze's Amdahl
+    bound keeps time when a tool ran alongside). Rows in ``prepare``'s sweep order; only sessions where members
+    overlap are walked."""
+    out = np.zeros((n, NCAT))
+    c_prev = df.get_column("c_prev").fill_null(np.inf).to_numpy()
+    s_ = df.get_column("s").to_numpy()
+    h = df.get_column("h").to_numpy()
+    hosts = np.unique(h[s_ < c_prev])
+    if not hosts.size:
+        return out
+    rows = np.flatnonzero(np.isin(h, hosts))
+    idx = df.get_column("i").to_numpy()
+    e = df.get_column("e").to_numpy()
+    owner = df.get_column("owner").to_numpy()
+    last_h, top, second = -1, (-np.inf, -1), (-np.inf, -1)
+    for r in rows.tolist():
+        if h[r] != last_h:
+            last_h, top, second = h[r], (-np.inf, -1), (-np.inf, -1)
+        if e[r] > top[0]:
+            top, second = (e[r], idx[r]), top
+        elif e[r] > second[0]:
+            second = (e[r], idx[r])
+        o = owner[r]
+        if owned[r] <= 0 or second[1] < 0 or category[o] != MODEL or second[0] <= s_[r]:
+            continue
+        out[o, category[second[1]]] += min(owned[r], (second[0] - s_[r]) / 1e9)
+    return out
 
 
 def _codes(col: pl.Series) -> tuple[np.ndarray, list[str]]:
@@ -253,6 +289,13 @@ def assemble(lay: Layout, own_new: np.ndarray, model_new: np.ndarray,
                 for c in range(NCAT):
                     cats[:, j, c] += np.bincount(h[mixed], weights=contrib[j, mixed] * share[:, j, c],
                                                  minlength=n_sess)
+        shaded = np.flatnonzero(lay.shadow[mem].sum(axis=1) > 0)
+        if shaded.size:  # a model member sped up: the work that ran alongside it still takes its time
+            for j in range(k):
+                extra = lay.shadow[mem[shaded]] * np.maximum(1.0 - rate[j, shaded], 0.0)[:, None]
+                e2e[:, j] += np.bincount(h[shaded], weights=extra.sum(axis=1), minlength=n_sess)
+                for c in range(NCAT):
+                    cats[:, j, c] += np.bincount(h[shaded], weights=extra[:, c], minlength=n_sess)
         fixed = lay.fixed_s[sess][:, None] if fixed_new is None else fixed_new[sess]
         e2e[sess] += fixed
         cats[sess, :, ORCH] += fixed

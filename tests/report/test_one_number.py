@@ -4,7 +4,6 @@ own model-free re-assembly and the analysis' Amdahl bound differ by a minute."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -38,13 +37,15 @@ def codex():
 def test_json_has_one_amdahl_bound_and_one_cache_read_share(codex):
     trace, staged, payload = codex
     a, r = staged.analysis.to_dict(), staged.replay.to_dict()
-    assert abs(a["time"]["amdahl_bound_s"] - r["recorded"]["amdahl_e2e_s"]) > 1  # two different quantities...
+    # Codex runs tools alongside model calls (write_stdin polls while the model streams): the replay's session
+    # with model calls at zero keeps that tool time, as analyze's bound does, so the two are one quantity
+    assert a["time"]["span_sum_s"] > a["time"]["wall_s"] * 1.2
+    assert abs(a["time"]["amdahl_bound_s"] - r["recorded"]["amdahl_e2e_s"]) < 1e-3
+    assert a["time"]["amdahl_bound_s"] > a["time"]["wall_s"] - a["time"]["model_s"] + 30  # the overlap is kept
     hl = payload["headline"]
-    assert hl["amdahl_bound_s"] == payload["whatif"]["amdahl_bound_s"] == a["time"]["amdahl_bound_s"]  # ...one name
+    assert hl["amdahl_bound_s"] == payload["whatif"]["amdahl_bound_s"] == a["time"]["amdahl_bound_s"]
     assert hl["max_speedup"] == payload["whatif"]["amdahl_ratio"]
     assert hl["cache_read_share"] == a["redundancy"]["provider_cache_read_share_weighted"] is not None
-    text = json.dumps(payload)
-    assert str(r["recorded"]["amdahl_e2e_s"]) not in text  # the replay's figure is not shown under the name
 
 
 def test_terminal_and_notebook_show_the_same_figures(codex, tmp_path):
