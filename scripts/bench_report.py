@@ -17,13 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = ROOT / "traces" / "samples"
-INPUTS = {
-    "claude-code 258c7280 + subagents": [SAMPLES / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl",
-                                         SAMPLES / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d"],
-    "kv-cache-tester folder (19 traces)": [SAMPLES / "kv-cache-tester"],
-}
+from report_samples import REPORT_SAMPLES
+
 AGENTPROF = [sys.executable, "-m", "agentprof.cli"]
 
 
@@ -85,8 +80,9 @@ def bench_input(name: str, paths: list[Path], tmp: Path) -> None:
     wall = min(walls)
     size = out.stat().st_size
     spans = trace.spans.height
+    files = _files(paths)
     print(f"\n{name}: {spans:,} spans, {trace.model_calls.height:,} model calls, "
-          f"{sum(f.stat().st_size for f in _files(paths)) / 1e6:.1f} MB of input")
+          f"{sum(f.stat().st_size for f in files) / 1e6:.1f} MB of input in {len(files)} files")
     print(f"  json-load floor        {floor:7.3f} s")
     print(f"  import (load_any)      {t_import:7.3f} s   {t_import / floor:5.1f}x floor")
     print(f"  stages (analysis, replay on 3 systems, 2 cache sweeps) {t_stages:7.3f} s")
@@ -168,7 +164,7 @@ def main() -> None:
     print(f"cores: {os.cpu_count()}, python {sys.version.split()[0]}")
     print(f"interpreter + CLI start-up (`agentprof --help`): {startup():.3f} s")
     with tempfile.TemporaryDirectory() as d:
-        for name, paths in INPUTS.items():
+        for name, paths in REPORT_SAMPLES.items():
             bench_input(name, paths, Path(d))
     bench_synthetic()
 

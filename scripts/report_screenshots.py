@@ -44,12 +44,6 @@ def capture(n: int, out: Path) -> Path:
 
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = ROOT / "traces" / "samples"
-DOC_REPORTS = {
-    "claude-code": [SAMPLES / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl",
-                    SAMPLES / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d"],
-    "kv-cache-tester": [SAMPLES / "kv-cache-tester"],
-}
 
 
 def docs(out: Path) -> int:
@@ -60,6 +54,8 @@ def docs(out: Path) -> int:
     from playwright.sync_api import sync_playwright
 
     sys.path.insert(0, str(ROOT))
+    from report_samples import REPORT_SAMPLES
+
     from tests.report.report_support import LAYOUT_PROBE
 
     out.mkdir(parents=True, exist_ok=True)
@@ -68,7 +64,7 @@ def docs(out: Path) -> int:
         pages = {}
         subprocess.run([*cli, "demo", "--out", tmp, "--traces", tmp], check=True, stdout=subprocess.DEVNULL)
         pages["demo"] = Path(tmp) / "demo.html"
-        for name, paths in DOC_REPORTS.items():
+        for name, paths in REPORT_SAMPLES.items():
             pages[name] = Path(tmp) / f"{name}.html"
             subprocess.run([*cli, "report", *map(str, paths), "-o", str(pages[name])], check=True,
                            stdout=subprocess.DEVNULL)

@@ -22,6 +22,12 @@ CHAINED_SCHEMES = frozenset({"", "agentprof", "xxh3", "xxh3-chained", "xxh3_64-c
 """Hash schemes whose i-th hash already identifies the whole prefix through block i (agentprof's own)."""
 
 
+def is_chained(scheme: object) -> bool:
+    """Whether a trace's ``hash_scheme`` chains its hashes; a mix or an unknown one does not (its ids are chained
+    again, which never claims a prefix the ids do not show)."""
+    return str(scheme or "") in CHAINED_SCHEMES
+
+
 @dataclass
 class CallBlocks:
     """Model calls (``calls``, one row each, analysis order) and their block hashes as flat arrays."""
@@ -39,7 +45,7 @@ class CallBlocks:
 
     @property
     def chained(self) -> bool:
-        return self.scheme in CHAINED_SCHEMES
+        return is_chained(self.scheme)
 
     def call_of_block(self) -> np.ndarray:
         """For every entry of ``ids``, the row number of the call it belongs to."""

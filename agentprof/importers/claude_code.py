@@ -49,7 +49,7 @@ from agentprof.importers.context import ImportContext
 from agentprof.importers.jsonl import iter_records, read_bytes
 from agentprof.importers.providers import provider_for_model
 from agentprof.importers.spans import SpanBuilder
-from agentprof.importers.timestamps import iso_to_ns
+from agentprof.importers.timestamps import iso_to_ns, record_time
 from agentprof.trace import waits
 from agentprof.trace.prompt import Segment, anthropic_segments, canonical_json, content_text
 from agentprof.trace.schema import Trace, TraceMeta
@@ -194,10 +194,9 @@ def _read_file(path: Path, ctx: ImportContext) -> _File:
             if u is not None and not isinstance(u, dict):
                 ctx.bad(out.path, line, f"assistant record: message.usage must be an object, got {type(u).__name__}")
                 continue
-        ts_raw = raw.get("timestamp")
-        ts = iso_to_ns(ts_raw)
-        if ts_raw is not None and ts is None:
-            ctx.bad(out.path, line, f"timestamp {str(ts_raw)[:40]!r} is not an ISO 8601 time")
+        ts, unreadable = record_time(raw.get("timestamp"))
+        if unreadable:
+            ctx.bad(out.path, line, unreadable)
             continue
         if isinstance(raw.get("sessionId"), str):
             out.session_ids.add(raw["sessionId"])

@@ -48,7 +48,7 @@ from agentprof.importers.context import ImportContext
 from agentprof.importers.jsonl import iter_records, read_bytes
 from agentprof.importers.providers import provider_for_model
 from agentprof.importers.spans import SpanBuilder
-from agentprof.importers.timestamps import iso_to_ns, seconds_to_ns
+from agentprof.importers.timestamps import iso_to_ns, record_time, seconds_to_ns
 from agentprof.trace import waits
 from agentprof.trace.prompt import Segment, content_text, responses_segments
 from agentprof.trace.schema import Trace, TraceMeta
@@ -189,10 +189,9 @@ class _Importer:
                 ctx.bad(self.path, line, f"{t} record: 'payload' must be an object, got "
                         f"{type(rec.get('payload')).__name__}")
                 continue
-            ts_raw = rec.get("timestamp")
-            ts = iso_to_ns(ts_raw)
-            if ts_raw is not None and ts is None:
-                ctx.bad(self.path, line, f"timestamp {str(ts_raw)[:40]!r} is not an ISO 8601 time")
+            ts, unreadable = record_time(rec.get("timestamp"))
+            if unreadable:
+                ctx.bad(self.path, line, unreadable)
                 continue
             self.recs.append((line, ts, rec))
         meta = next((r["payload"] for _, _, r in self.recs if r["type"] == "session_meta"), {})

@@ -36,6 +36,15 @@ def iso_to_ns(value: object) -> int | None:
     return ns
 
 
+def record_time(value: object) -> tuple[int | None, str | None]:
+    """A log record's ``timestamp`` as epoch ns (None when absent), or the reason to refuse the line when it is
+    there but unreadable: a record at an unknown time must not be placed at a guessed one."""
+    ns = iso_to_ns(value)
+    if value is not None and ns is None:
+        return None, f"timestamp {str(value)[:40]!r} is not an ISO 8601 time"
+    return ns, None
+
+
 def epoch_s_to_ns(value: object) -> int | None:
     """Epoch seconds (int or float, as JSON numbers) to ns; ``inf``/``NaN`` become :class:`Unreadable` (out of
     any range: the span builder reports it and keeps the record with the time unknown)."""

@@ -30,8 +30,8 @@ class Workload:
 
     @property
     def sent(self) -> np.ndarray:
-        """Per plan call: True when the server sees it (it has token counts)."""
-        return np.isnan(self.plan.fixed_s)
+        """Per plan call: True when the server sees it (it has token counts: the plan's simulated calls)."""
+        return self.plan.simulated
 
     def trace_reuse_share(self, order: list[int] | None = None) -> float:
         """Share of the sent prompt tokens an unlimited prefix cache holds on the trace's blocks when the calls
@@ -113,6 +113,6 @@ def prepare(trace: Trace, concurrency: int = 1, sessions: int | None = None, max
         notes.append(f"{n_rec} recorded session(s) cycled to {n} session instances (copies share no blocks)")
     if max_calls is not None:
         notes.append(f"each session cut to its first {max_calls} call(s) (--max-calls)")
-    if not np.isnan(fixed).any():
+    if not plan.simulated.any():
         raise AgentprofError("no model call in the selection has token counts: nothing to send")
     return Workload(plan, labels, min(concurrency, n), notes)

@@ -45,7 +45,7 @@ from agentprof.replay.orchestration import (
 )
 from agentprof.replay.systems import Resolved, resolve
 from agentprof.replay.timeline import MODEL, ORCH, TOOL, WAIT, assemble, prepare
-from agentprof.trace.schema import Trace
+from agentprof.trace.schema import Trace, has_token_counts
 
 DEFAULT_RECORDED_HOST = "xeon-8480c"
 
@@ -300,7 +300,9 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     span_row = calls.get_column("_row").to_numpy().astype(np.int64)
     inp = calls.get_column("input_tokens").cast(pl.Float64).fill_null(np.nan).to_numpy()
     out = calls.get_column("output_tokens").cast(pl.Float64).fill_null(np.nan).to_numpy()
-    replayable = np.isfinite(inp) & np.isfinite(out) & (inp > 0) & lay.placed[span_row]
+    # re-timed in place on the recorded timeline, so a call needs both ends too (the serving plan, a closed loop,
+    # needs only its order and takes every call with token counts: serving.sessions.build_plan)
+    replayable = calls.select(has_token_counts()).to_series().to_numpy() & lay.placed[span_row]
     if (~replayable).any():
         notes.append(f"{int((~replayable).sum())} model call(s) lack input/output token counts or times and keep "
                      "their recorded duration")

@@ -4,8 +4,8 @@
 ``hash_ids`` name ``block``-token blocks (512 by default) such that equal leading ids mean an equal prompt
 prefix, renumbered as small consecutive integers in first-seen order. They are derived from the trace's
 finer block hashes: chained hashes (agentprof's scheme) are coarsened (every ``block / block_size``-th hash
-already identifies its whole prefix); ids that are not chained (kv-cache-tester's) are chained here, per
-trace file, so a coarse id stands for its whole prefix too. AIPerf builds each prompt from
+already identifies its whole prefix); ids that are not chained (kv-cache-tester's, a mix of schemes) are
+chained here, per trace file, so a coarse id stands for its whole prefix too. AIPerf builds each prompt from
 ``ceil(input_length / block)`` ids, the last one possibly partial; blocks the trace has no hash for (the
 partial tail, tokens beyond the hashed ones, calls without hashes) get fresh ids that match nothing.
 Timestamps keep the gaps between calls (tool runs, waits), so a replay keeps the agent's pacing.
@@ -21,12 +21,12 @@ from typing import Any
 
 import polars as pl
 
+from agentprof.analysis.calls import is_chained
 from agentprof.errors import AgentprofError
 from agentprof.trace import Trace
 from agentprof.trace.hashing import coarsen
 
 MOONCAKE_BLOCK = 512
-_UNCHAINED_SCHEMES = frozenset({"kv-cache-tester"})
 
 
 @dataclass
@@ -44,11 +44,6 @@ class MooncakeStats:
         return asdict(self)
 
 
-def _is_chained(trace: Trace) -> bool:
-    scheme = trace.meta.extra.get("hash_scheme")
-    return not (isinstance(scheme, str) and scheme in _UNCHAINED_SCHEMES)
-
-
 def to_mooncake(trace: Trace, block: int = MOONCAKE_BLOCK) -> tuple[list[dict[str, Any]], MooncakeStats]:
     """Mooncake request records for every model call of ``trace``, in time order, and export statistics."""
     fine = trace.meta.block_size
@@ -56,7 +51,7 @@ def to_mooncake(trace: Trace, block: int = MOONCAKE_BLOCK) -> tuple[list[dict[st
         raise AgentprofError(f"Mooncake block size {block} must be a positive multiple of the trace's hash block "
                              f"size ({fine} tokens)")
     factor = block // fine
-    chained = _is_chained(trace)
+    chained = is_chained(trace.meta.extra.get("hash_scheme"))
     calls = trace.spans.filter(pl.col("kind") == "model").with_row_index("_order")
     calls = calls.sort(["start_ns", "_order"], nulls_last=True)
     cols = {c: calls.get_column(c).to_list() for c in ("trace_id", "start_ns", "input_tokens", "prompt_tokens_hashed",

@@ -70,6 +70,12 @@ class Trace:
         return self.spans.get_column("session_id").unique(maintain_order=True).to_list()
 
 
+def has_token_counts() -> pl.Expr:
+    """Model calls replay, serving and loadtest re-run: timing one needs both token counts, input above 0."""
+    inp, out = pl.col("input_tokens").cast(pl.Float64), pl.col("output_tokens").cast(pl.Float64)
+    return (inp.is_finite() & out.is_finite() & (inp > 0)).fill_null(False)
+
+
 def empty_spans() -> pl.DataFrame:
     """An empty span table with the canonical schema."""
     return pl.DataFrame(schema=SCHEMA)

@@ -16,6 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentprof.errors import TraceFormatError
+from agentprof.importers import load_any
+
 from ..cli_support import run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -252,3 +255,20 @@ def test_mutated_samples_never_crash(capsys, tmp_path_factory, fmt, data):
             _one_error_line(err, path)
         else:
             json.loads(out)
+
+
+@pytest.mark.parametrize("fmt", ["claude-code", "codex"])
+def test_an_unreadable_timestamp_is_refused_with_its_line(tmp_path, fmt):
+    lines = BASES[fmt].read_text(encoding="utf-8").splitlines()
+    n = next(i for i, text in enumerate(lines) if i >= 2 and '"timestamp"' in text)
+    rec = json.loads(lines[n])
+    rec["timestamp"] = "yesterday"
+    lines[n] = json.dumps(rec)
+    path = tmp_path / BASES[fmt].name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(TraceFormatError) as e:
+        load_any([path])
+    assert (e.value.path, e.value.line) == (str(path), n + 1)
+    assert e.value.reason.startswith("timestamp 'yesterday' is not an ISO 8601 time")
+    kept = load_any([path], skip_bad_lines=True)
+    assert [(d.kind, d.line) for d in kept.diagnostics if d.kind == "bad_line"] == [("bad_line", n + 1)]

@@ -12,7 +12,7 @@ from agentprof.errors import AgentprofError
 from agentprof.report.mooncake import to_mooncake, write_mooncake
 from agentprof.trace.hashing import chain_hashes, common_prefix_blocks
 
-from .report_support import KV_FOLDER, SEC, T0, make_trace, span
+from .report_support import KV_FOLDER, SAMPLES, SEC, T0, make_trace, span
 
 
 def _call(i: int, tokens: list[int], start_s: float, out: int | None = 50, hashed: bool = True) -> dict:
@@ -97,3 +97,26 @@ def test_kv_cache_tester_block_structure_round_trips(name, tmp_path):
         fine = common_prefix_blocks(p["hash_ids"], q["hash_ids"])  # 64-token blocks shared by the raw requests
         expect = min(fine // 8, p["in"] // 512, q["in"] // 512)
         assert common_prefix_blocks(rp["hash_ids"], rq["hash_ids"]) == expect
+
+
+def test_a_mixed_trace_claims_no_prefix_its_ids_do_not_show(tmp_path):
+    """kv-cache-tester ids name one block each, not its prefix: read with a chained-hash trace (scheme ``mixed``),
+    they are still chained before coarsening, as the analysis does (``analysis.calls.is_chained``)."""
+    from agentprof.importers import load_any
+
+    raw = json.loads((KV_FOLDER / "trace_0121.json").read_text())
+    reqs = sorted(raw["requests"], key=lambda r: r["t"])
+    fresh = max(h for r in reqs for h in r["hash_ids"]) + 1
+    reqs[1]["hash_ids"][0] = fresh  # the second request's first block differs; its later blocks are the first's
+    raw["requests"] = reqs
+    (tmp_path / "trace_0121.json").write_text(json.dumps(raw))
+    codex = SAMPLES / "codex" / "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
+    trace = load_any([tmp_path / "trace_0121.json", codex])
+    assert trace.meta.extra["hash_scheme"] == "mixed"
+    records = to_mooncake(trace)[0][:len(reqs)]  # the kv-cache-tester calls come first (its clock starts at 0)
+    assert [r["input_length"] for r in records] == [r["in"] for r in reqs]
+    for i in range(len(reqs)):
+        for j in range(i + 1, len(reqs)):
+            fine = common_prefix_blocks(reqs[i]["hash_ids"], reqs[j]["hash_ids"])
+            expect = min(fine // 8, reqs[i]["in"] // 512, reqs[j]["in"] // 512)
+            assert common_prefix_blocks(records[i]["hash_ids"], records[j]["hash_ids"]) == expect, (i, j)

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.errors import AgentprofError
@@ -144,7 +142,7 @@ def plan_for(trace: Trace, model: str | None, base: ServingConfig, cat: Hardware
     keep = {(t, s) for t, s, k in zip(calls.get_column("trace_id").to_list(), calls.get_column("span_id").to_list(),
                                       keys, strict=True) if k == main}
     plan = build_plan(trace, base.cap_wait_s, base.scope, keep=keep)
-    sim = np.isnan(plan.fixed_s)  # the calls the simulation prices
+    sim = plan.simulated  # the calls the simulation prices
     d = beyond_context(spec, plan.input_tokens[sim].astype(float), plan.output_tokens[sim].astype(float))
     if d:
         plan.notes.append(context_note(spec, d))

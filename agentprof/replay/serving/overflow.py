@@ -78,7 +78,7 @@ def fit(plan: SessionPlan, context: float | None, pool_tokens: float, policy: st
     that covers the trace; what passes the pool is compacted)."""
     win, basis = served_window(context, pool_tokens)
     ov = apply(plan, win, basis, "compact" if policy == "stand-in" else policy)
-    sim = np.isnan(ov.plan.fixed_s)
+    sim = ov.plan.simulated
     return Sent(ov, ov.summary(policy), concurrency * (float(ov.plan.input_tokens[sim].mean()) if sim.any() else 0.0))
 
 

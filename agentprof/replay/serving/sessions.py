@@ -16,7 +16,7 @@ import polars as pl
 
 from agentprof.analysis.calls import CallBlocks, model_calls
 from agentprof.errors import AgentprofError
-from agentprof.trace.schema import Trace
+from agentprof.trace.schema import Trace, has_token_counts
 from agentprof.trace.waits import HUMAN_REASONS, LEGACY
 
 HUMAN_WAITS = HUMAN_REASONS | {"think"}
@@ -58,6 +58,12 @@ class SessionPlan:
     @property
     def n_calls(self) -> int:
         return int(self.input_tokens.size)
+
+    @property
+    def simulated(self) -> np.ndarray:
+        """Per call: True when the simulation (or a load test) sends it, i.e. it has token counts
+        (:func:`agentprof.trace.schema.has_token_counts`); the others wait their recorded duration (``fixed_s``)."""
+        return np.isnan(self.fixed_s)
 
     def calls_of(self, s: int) -> range:
         return range(int(self.start[s]), int(self.start[s + 1]))
@@ -158,7 +164,7 @@ def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global
         raise AgentprofError("no model calls in the input: the serving simulation needs recorded model calls")
     inp = calls.get_column("input_tokens").cast(pl.Float64).fill_null(np.nan).to_numpy()
     out = calls.get_column("output_tokens").cast(pl.Float64).fill_null(np.nan).to_numpy()
-    ok = np.isfinite(inp) & np.isfinite(out) & (inp > 0)
+    ok = calls.select(has_token_counts()).to_series().to_numpy()
     if keep is not None:
         pairs = list(zip(calls.get_column("trace_id").to_list(), calls.get_column("span_id").to_list(), strict=True))
         ok &= np.array([p in keep for p in pairs], dtype=bool)
