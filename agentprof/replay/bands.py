@@ -90,7 +90,7 @@ def ranged_count(band: dict) -> str:
     names = band.get("ranged") or []
     by = Counter(ev.get(n, "unlabelled") for n in names)
     classes = ", ".join(f"{count} {cls}" for cls, count in by.most_common())
-    return f"{len(names)} ranged figures" + (f": {classes}" if classes else "")
+    return f"{len(names)} ranged figure{'' if len(names) == 1 else 's'}" + (f": {classes}" if classes else "")
 
 
 def corner_system(system: System, corner: Corner, moved: list[str] | None = None) -> System:

@@ -171,6 +171,10 @@ def _print_replay(res: Any) -> None:
             ttft = b.get("serving_ttft_p50_s") or []
             served = (f", {res.concurrency} sessions' first token p50 {fmt_duration(min(ttft))}–"
                       f"{fmt_duration(max(ttft))}" if len(ttft) == 2 and all(x is not None for x in ttft) else "")
+            if max(b["e2e_s"]) - min(b["e2e_s"]) < 0.005 * max(b["e2e_s"]) and not served:
+                console.print(f"{markup(s.name)}: the task time moves under 0.5 % across the band "
+                              f"({ranged_count(b)} from {src}, named in --json)")
+                continue
             console.print(f"[yellow]{markup(s.name)}: band from {src}[/yellow] task time "
                           f"{fmt_duration(min(b['e2e_s']))}–{fmt_duration(max(b['e2e_s']))}, model calls "
                           f"{fmt_duration(min(b['model_calls_s']))}–{fmt_duration(max(b['model_calls_s']))}, "
