@@ -31,7 +31,6 @@ class ClientCalls:
     own_hits: np.ndarray  # cached prompt tokens from the session's own prefix (HBM)
     recorded_prompt: np.ndarray  # the prompt is the recorded one: the replay's cache simulation's hits hold
     unserved: np.ndarray  # bool per model call: not sent (its session's task failed at or before it)
-    failed_at: np.ndarray  # positions of the calls at which a session's task failed
     record: dict[str, Any]  # ``beyond_context`` as the serving simulation reports it (Overflow.summary)
 
 
@@ -78,13 +77,8 @@ def client_calls(plan: SessionPlan, plan_pos: np.ndarray, n_calls: int, context:
     own = _own_hits(served, ~recorded)
     sent_pos = set(pos[priced & (src >= 0)].tolist())
     unserved = np.array([i not in sent_pos for i in range(n_calls)], dtype=bool)
-    failed_at = []
-    for s in np.flatnonzero(ov.failed).tolist():
-        left = [int(plan_pos[c]) for c in plan.calls_of(s) if plan_pos[c] >= 0 and unserved[plan_pos[c]]]
-        if left:
-            failed_at.append(left[0])
     return ClientCalls(pos[priced], served.input_tokens[priced], served.output_tokens[priced], own[priced],
-                       recorded[priced], unserved, np.array(failed_at, dtype=np.int64), sent.beyond_context)
+                       recorded[priced], unserved, sent.beyond_context)
 
 
 def onto_calls(t: CallTimes, hits: CacheHits, c: ClientCalls, n_calls: int) -> tuple[CallTimes, CacheHits,
@@ -111,18 +105,8 @@ def merged(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
     return {**a, **{k: int(a[k]) + int(b[k]) for k in ("count", "sessions", "compactions", "failed_sessions")}}
 
 
-def dropped_spans(session_ids: np.ndarray, start_ns: np.ndarray, call_rows: np.ndarray,
-                  placed: np.ndarray) -> np.ndarray:
-    """Spans of each session whose task failed at the call in span row ``call_rows``: that call and everything
-    of its session starting at or after it (the session ends there)."""
-    out = np.zeros(session_ids.size, dtype=bool)
-    for row in call_rows.tolist():
-        out |= (session_ids == session_ids[row]) & (start_ns >= start_ns[row]) & placed
-    return out
-
-
 def failed_note(system: str, record: dict[str, Any]) -> str:
     """The sentence the notes carry for a row whose sessions' tasks failed (reject, or too long even compacted)."""
     return (f"{system}: {record.get('failed_sessions', 0)} session(s) fail at a call beyond the served window "
             f"({record.get('window_tokens', 0):,} tokens, {record.get('window')}; --overflow {record.get('policy')}): "
-            "that call and the rest of the session are not replayed (0 s), so its task time is not a finished task")
+            "it and the session's later calls are not served (0 s; tools and waits kept as recorded): not a finished task")

@@ -32,7 +32,7 @@ from agentprof.replay.cachepolicy import (
     parse_policy,
 )
 from agentprof.replay.calibration import Fitted, load_fitted, user_fitted_in_use
-from agentprof.replay.compaction import client_calls, dropped_spans, failed_note, merged, onto_calls, touched
+from agentprof.replay.compaction import client_calls, failed_note, merged, onto_calls, touched
 from agentprof.replay.context import beyond_context, context_note, covering_standin
 from agentprof.replay.costmodel import call_times, disk_load_s, kv_load_s
 from agentprof.replay.equations import WAITING_FOR
@@ -406,8 +406,6 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     rec_calls_s = float(lay.excl_old[span_row[measured]].sum()) if span_row.size else 0.0
     sim = _serving_setup(trace, serving, groups, calls, notes) if serving is not None else None
     plans: dict[str, tuple[Any, np.ndarray]] = {}  # per model: its sessions plan, built once a system needs it
-    span_sess = spans.get_column("session_id").to_numpy()
-    span_start = spans.get_column("start_ns").to_numpy()
     for j, system in enumerate(sys_objs, start=1):
         row = SystemRow(system.key, system.display)
         ratio = system.host.st_speed / rec_host.st_speed
@@ -419,7 +417,6 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         new_call = lay.excl_old[span_row].copy()
         wait_call = {k: np.zeros(span_row.size) for k in WAITING_FOR}
         cache_tot = {"input_tokens": 0.0, "hbm_hit_tokens": 0.0, "cpu_hit_tokens": 0.0, "disk_hit_tokens": 0.0}
-        dropped = np.zeros(lay.n_spans, dtype=bool)  # spans of sessions whose task failed, from that call on
         try:
             for key, spec in specs.items():
                 sel = groups[key]
@@ -468,13 +465,11 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                 if client is not None:
                     t, hits, s_inp, s_out = onto_calls(t, hits, client, sel.size)
                     row.beyond_context = merged(row.beyond_context, client.record)
-                    dropped |= dropped_spans(span_sess, span_start, span_row[sel[client.failed_at]], lay.placed)
                 new_call[sel] = t.total_s
                 for k_w in WAITING_FOR:
                     wait_call[k_w][sel] = t.waiting_for[k_w]
                 if sim is not None and key == sim[0]:
-                    lost = _apply_serving(row, sim, r0, r, new_call, wait_call)  # the simulation deploys it itself
-                    dropped |= dropped_spans(span_sess, span_start, span_row[lost], lay.placed)
+                    _apply_serving(row, sim, r0, r, new_call, wait_call)  # the simulation deploys it itself
                 cache_tot["input_tokens"] += float(s_inp.sum())
                 cache_tot["hbm_hit_tokens"] += float(hits.hbm.sum())
                 cache_tot["cpu_hit_tokens"] += float(hits.cpu.sum())
@@ -490,12 +485,11 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
             row.error = str(e)
             rows.append(row)
             continue
-        new_call[dropped[span_row]] = 0.0
         model_new[span_row, j] = new_call
         model_new[span_row, k + j] = 0.0
-        if dropped.any():
-            own_new[dropped, j] = own_new[dropped, k + j] = model_new[dropped, j] = 0.0
-            notes.append(failed_note(system.key, row.beyond_context or (row.serving or {}).get("beyond_context") or {}))
+        failed = row.beyond_context or (row.serving or {}).get("beyond_context") or {}
+        if failed.get("failed_sessions"):
+            notes.append(failed_note(system.key, failed))
         row.model_calls_s = float(new_call[measured].sum())
         row.waiting_for = {k_w: float(v[measured].sum()) for k_w, v in wait_call.items()}
         row.model_calls_speedup = rec_calls_s / row.model_calls_s if row.model_calls_s > 0 else None
@@ -593,11 +587,11 @@ def _serving_setup(trace: Trace, cfg: Any, groups: dict[str, np.ndarray], calls:
 
 
 def _apply_serving(row: SystemRow, sim: tuple[str, Any, np.ndarray, np.ndarray], r: Resolved, alone: Resolved,
-                   new_call: np.ndarray, wait_call: dict[str, np.ndarray]) -> np.ndarray:
+                   new_call: np.ndarray, wait_call: dict[str, np.ndarray]) -> None:
     """Run the serving simulation on this system (from ``r`` as resolved) and take its per-call durations and
     cache hits. What a served call waits for is the call alone on ``alone`` (the one-session deployment) with the
     prompt, cache hits and reply the server saw, plus queueing for the rest: the shared server's waits, or what
-    a differently sized instance saves. Returns the calls not served (their session's task failed): 0 s."""
+    a differently sized instance saves. Calls not served (their session's task failed) take 0 s."""
     from agentprof.replay.serving import simulate
 
     _, (cfg, plan), idx, _ = sim
@@ -611,15 +605,23 @@ def _apply_serving(row: SystemRow, sim: tuple[str, Any, np.ndarray, np.ndarray],
     e, q = run.engine, run.call_req[ok]
     t = call_times(alone.dep, alone.params, e.inp[q], e.hits[q].sum(axis=1), e.out[q], 1, e.load_s[q],
                    alone.system.mem_util)
+    alone_s = t.total_s.copy()
     for k_w in WAITING_FOR:
         wait_call[k_w][idx[ok]] = t.waiting_for[k_w]
-    wait_call["queueing"][idx[ok]] += run.call_s[ok] - t.total_s
+    pre = run.pre_req[ok]  # a compaction's summarizing call, priced onto the call it precedes
+    if (pre >= 0).any():
+        has, p = np.flatnonzero(pre >= 0), pre[pre >= 0]
+        tp = call_times(alone.dep, alone.params, e.inp[p], e.hits[p].sum(axis=1), e.out[p], 1, e.load_s[p],
+                        alone.system.mem_util)
+        alone_s[has] += tp.total_s
+        for k_w in WAITING_FOR:
+            wait_call[k_w][idx[ok][has]] += tp.waiting_for[k_w]
+    wait_call["queueing"][idx[ok]] += run.call_s[ok] - alone_s
     row.serving = run.serving
     h = run.serving["hit_share"]
     row.cache = {"input_tokens": float(run.engine.inp.sum()), "hbm_hit_tokens": float(run.engine.hits[:, 0].sum()),
                  "cpu_hit_tokens": float(run.engine.hits[:, 1].sum()),
                  "disk_hit_tokens": float(run.engine.hits[:, 2].sum()), "hit_share": h["total"]}
-    return lost
 
 
 def _parallel_sessions(lay: Any) -> int:

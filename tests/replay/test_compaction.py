@@ -45,7 +45,7 @@ def test_compact_matches_the_one_slot_simulation(runs) -> None:
     (d,) = res.beyond_context
     assert d["calls"] == b["count"] and d["context_tokens"] == b["window_tokens"]
     # one policy, one figure: the model-call time the simulation gives one session
-    assert row.model_calls_s == pytest.approx(srow.model_calls_s, rel=0.15)
+    assert row.model_calls_s == pytest.approx(srow.model_calls_s, rel=0.01)
     assert sum(row.waiting_for.values()) == pytest.approx(row.model_calls_s, rel=1e-9)
     note = [n for n in res.notes if "context [" in n]
     assert len(note) == 1 and "--overflow compact" in note[0] and "extrapolate" not in note[0]
@@ -73,13 +73,15 @@ def test_reject_fails_the_sessions_at_their_first_call_beyond(runs) -> None:
     res, served = runs[("reject", "alone")], runs[("reject", "served")]
     b = res.systems[0].beyond_context
     assert b["policy"] == "reject" and b["failed_sessions"] == 3 and b["compactions"] == 0
-    assert [n for n in res.notes if "3 session(s) fail" in n and "not replayed" in n]
+    assert [n for n in res.notes if "3 session(s) fail" in n and "not served" in n]
     # the refused call and the rest of each session take no time, in both replays
     frame = res.calls
     lost = frame.filter(pl.col("replayed_s") == 0)
     assert lost.height > 0 and lost["session_id"].n_unique() == 3
-    assert res.systems[0].model_calls_s == pytest.approx(served.systems[0].model_calls_s, rel=0.15)
+    assert res.systems[0].model_calls_s == pytest.approx(served.systems[0].model_calls_s, rel=0.01)
     assert res.systems[0].model_calls_s < runs[("compact", "alone")].systems[0].model_calls_s
+    # the failed sessions' tools and waits stay as recorded: the task speed-up stays within the Amdahl bound
+    assert res.systems[0].speedup_vs_recorded <= res.recorded.amdahl_bound
 
 
 def test_stand_in_picks_a_model_whose_window_covers_the_trace(kvct) -> None:
