@@ -448,17 +448,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                 notes.extend(f"{system.key}: {x}" for x in hits.notes if f"{system.key}: {x}" not in notes)
                 client = None
                 if sim is None or key != sim[0]:  # the simulation applies the policy to its own calls
-                    ctx, pool = _context_tokens(spec), _hbm_capacity_tokens(r, 1)
-                    if touched(inp[sel] + out[sel], ctx, pool, overflow):
-                        if key not in plans:
-                            plans[key] = _key_plan(trace, calls, sel)
-                        plan, idx = plans[key]
-                        client = client_calls(plan, np.where(idx >= 0, np.searchsorted(sel, idx), -1), sel.size,
-                                              ctx, pool, overflow)
-                        keep = client.recorded_prompt
-                        hits = CacheHits(np.where(keep, hits.hbm[client.pos], client.own_hits),
-                                         np.where(keep, hits.cpu[client.pos], 0.0),
-                                         np.where(keep, hits.disk[client.pos], 0.0), hits.notes)
+                    client, hits = _client_step(trace, calls, sel, spec, r, overflow, hits, inp, out, plans)
                 s_inp, s_out = (inp[sel], out[sel]) if client is None else (client.inp, client.out)
                 load = kv_load_s(r.dep, hits.cpu, r.host_link_bw) + disk_load_s(r.dep, hits.disk, r.disk_bw)
                 t = call_times(r.dep, r.params, s_inp, hits.total, s_out, 1, load, r.system.mem_util)
@@ -534,7 +524,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
             ends = replay(trace, [corner_system(system, "fast"), corner_system(system, "slow")], model=model,
                           cache_policy=asked_policy, concurrency=concurrency, catalog=cat, cpu_bound=cpu_bound,
                           recorded_host=recorded_host, fitted=fitted, bands=False, deployment=deployment,
-                          kv_dtype=kv_dtype, speculative=speculative,
+                          kv_dtype=kv_dtype, speculative=speculative, overflow=overflow,
                           # the band's corners re-time the calls; the levers are the central run's
                           serving=dc_replace(serving, levers=False) if serving is not None else None,
                           _human_s=human_s, _indexes=indexes)
@@ -554,6 +544,25 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         cache_policy=label, concurrency=concurrency, sessions=int(top.sum()),
         model_calls=int(calls.height), replayed_calls=int(replayable.sum()), standins=standins,
         orchestration=orch, notes=notes, beyond_context=too_long)
+
+
+def _client_step(trace: Trace, calls: pl.DataFrame, sel: np.ndarray, spec: ModelSpec, r: Resolved, overflow: str,
+                 hits: CacheHits, inp: np.ndarray, out: np.ndarray,
+                 plans: dict[str, tuple[Any, np.ndarray]]) -> tuple[Any, CacheHits]:
+    """``--overflow`` on one model's calls ``sel`` on one system (:mod:`agentprof.replay.compaction`): the calls as
+    the client sends them and their hits (the replay's own ``hits`` where the prompt is the recorded one), or
+    (None, ``hits``) when no call reaches what the policy acts on. ``plans`` keeps each model's sessions plan."""
+    ctx, pool = _context_tokens(spec), _hbm_capacity_tokens(r, 1)
+    if not touched(inp[sel] + out[sel], ctx, pool, overflow):
+        return None, hits
+    if spec.key not in plans:
+        plans[spec.key] = _key_plan(trace, calls, sel)
+    plan, idx = plans[spec.key]
+    client = client_calls(plan, np.where(idx >= 0, np.searchsorted(sel, idx), -1), sel.size, ctx, pool, overflow)
+    keep = client.recorded_prompt
+    return client, CacheHits(np.where(keep, hits.hbm[client.pos], client.own_hits),
+                             np.where(keep, hits.cpu[client.pos], 0.0), np.where(keep, hits.disk[client.pos], 0.0),
+                             hits.notes)
 
 
 def _key_plan(trace: Trace, calls: pl.DataFrame, sel: np.ndarray, cap_wait_s: float | None = None,
