@@ -97,7 +97,7 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
     res = run(trace, list(systems), model=model, cache_policy=cache_policy, concurrency=concurrency or 1,
               catalog=cat, cpu_bound=cpu, recorded_host=recorded_host,
               fitted=load_fitted(fitted) if fitted else None, serving=serving, deployment=deployment,
-              kv_dtype=kv_dtype, speculative=speculative)
+              kv_dtype=kv_dtype, speculative=speculative, overflow=overflow)
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2, default=str))
         return

@@ -1,9 +1,8 @@
 """Calls that do not fit the replayed model's context window: counted and said, never hidden.
 
 A trace recorded on a 1M-token model (Claude Sonnet 4/4.5 with the long-context beta) can hold prompts that
-the open stand-in it is replayed as could not take at all (Kimi K2.5: 262,144 tokens). The equations still
-price such a call (attention grows with the square of the prompt), but that time rests on a model that
-could serve it; the replay says how many calls that is, so a what-if driven by them is read as such.
+the open stand-in it is replayed as could not take at all (Kimi K2.5: 262,144 tokens). The replay says how many
+calls that is and what ``--overflow`` has the client do instead (:mod:`agentprof.replay.compaction`).
 """
 
 from __future__ import annotations
@@ -32,12 +31,15 @@ def beyond_context(spec: ModelSpec, inp: np.ndarray, out: np.ndarray) -> dict[st
             "context_source": field.source}
 
 
-def context_note(spec: ModelSpec, d: dict[str, Any]) -> str:
-    """The sentence the terminal, JSON and HTML notes carry for :func:`beyond_context`'s result."""
+def context_note(spec: ModelSpec, d: dict[str, Any], policy: str = "compact") -> str:
+    """The sentence the terminal, JSON and HTML notes carry for :func:`beyond_context`'s result, saying what the
+    client does with those calls under ``--overflow`` ``policy`` (the figures: ``beyond_context`` records)."""
+    did = {"compact": "the client compacts its history before them, as Claude Code does at 83.5 % of its window",
+           "reject": "the server refuses them: those sessions' tasks fail there",
+           "stand-in": "what passes one replica's KV pool is compacted"}[policy]
     return (f"{d['calls']:,} of {d['of_calls']:,} call(s) replayed as {spec.display} need more than its "
             f"{d['context_tokens']:,}-token context [{d['context_source']}] (prompts up to "
-            f"{d['max_prompt_tokens']:,} tokens): that model could not serve them; their times extrapolate the "
-            "same equations (attention grows with the square of the prompt) and rest on a model that could")
+            f"{d['max_prompt_tokens']:,} tokens): {did} (--overflow {policy})")
 
 
 def covering_standin(spec: ModelSpec, need: float, extra: tuple[str, ...] = ()) -> tuple[ModelSpec, str | None]:

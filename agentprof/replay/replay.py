@@ -32,6 +32,7 @@ from agentprof.replay.cachepolicy import (
     parse_policy,
 )
 from agentprof.replay.calibration import Fitted, load_fitted, user_fitted_in_use
+from agentprof.replay.compaction import client_calls, failed_note, merged, onto_calls, touched
 from agentprof.replay.context import beyond_context, context_note, covering_standin
 from agentprof.replay.costmodel import call_times, disk_load_s, kv_load_s
 from agentprof.replay.equations import WAITING_FOR
@@ -82,6 +83,10 @@ class SystemRow:
     amdahl_bound_active: float | None = None
     host_speed_ratio: float | None = None
     serving: dict[str, Any] | None = None
+    beyond_context: dict[str, Any] | None = None
+    """What ``--overflow`` did in the one-session replay (the record ``serving.beyond_context`` is, from
+    :meth:`agentprof.replay.serving.overflow.Overflow.summary`); absent when no call reaches the compaction
+    trigger."""
     deployments: list[dict[str, Any]] = field(default_factory=list)
     cache: dict[str, float] = field(default_factory=dict)
     waiting_for: dict[str, float] = field(default_factory=dict)
@@ -170,6 +175,12 @@ def _subset_blocks(cb: CallBlocks, rows: np.ndarray) -> CallBlocks:
     return CallBlocks(cb.calls[rows.tolist()], keys, offsets, cb.block_size, "agentprof", _keys=keys)
 
 
+def _context_tokens(spec: ModelSpec) -> float | None:
+    """The model's context window in tokens (None where the catalog states none), as the simulation reads it."""
+    f = spec.fields.get("context")
+    return float(f.value) if f is not None and f.value else None
+
+
 def _hbm_capacity_tokens(r: Resolved, concurrency: int) -> float:
     """Prefix-cache room of one client: HBM left after the weights, shared by the concurrent clients."""
     return r.dep.kv_pool_tokens_per_gpu(r.system.mem_util) / max(concurrency, 1)
@@ -222,7 +233,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
            catalog: HardwareCatalog | None = None, cpu_bound: dict[str, float] | None = None,
            recorded_host: str = DEFAULT_RECORDED_HOST, fitted: Fitted | None = None,
            bands: bool = True, serving: Any = None, deployment: str = "agentic", kv_dtype: str = "auto",
-           speculative: str = "none", *,
+           speculative: str = "none", overflow: str = "compact", *,
            _human_s: float | None = None,
            _indexes: dict[str, tuple[PrefixIndex, np.ndarray, np.ndarray]] | None = None) -> ReplayResult:
     """Replay ``trace`` on each of ``systems`` (see the module docstring); the first system is the baseline
@@ -240,7 +251,12 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     CPU tier where ``cache_policy`` is ``auto`` (:mod:`agentprof.replay.serving.deployment`).
 
     ``speculative`` (``eagle3``; default ``none``) decodes with the model's catalogued drafter
-    (:mod:`agentprof.replay.speculative`), in the one-session replay and the simulation alike."""
+    (:mod:`agentprof.replay.speculative`), in the one-session replay and the simulation alike.
+
+    ``overflow`` (``compact``, ``reject``, ``stand-in``) is what the client does with a call beyond the served
+    window, in the one-session replay (:mod:`agentprof.replay.compaction`) and the simulation alike (a ``serving``
+    config brings its own where ``overflow`` is left at its default)."""
+    from agentprof.replay.serving.config import OVERFLOW_POLICIES, check_choice
     from agentprof.replay.serving.deployment import deployed, deployment_for, summary
     from agentprof.replay.speculative import CHOICES as SPEC_CHOICES
     from agentprof.replay.speculative import ranged as spec_ranged
@@ -254,6 +270,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         raise CatalogError(f"concurrency must be at least 1, got {concurrency}")
     if speculative not in SPEC_CHOICES:
         raise CatalogError(f"unknown speculative decoding {speculative!r}: expected {', '.join(SPEC_CHOICES)}")
+    check_choice("overflow policy", overflow, OVERFLOW_POLICIES)
 
     if not systems:
         raise CatalogError("name at least one system (see `agentprof devices list`)")
@@ -273,7 +290,9 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         deployment, kv_dtype = serving.deployment, serving.kv_dtype
         if speculative == "none":  # the simulation's drafter is the replay's
             speculative = serving.speculative
-        serving = dc_replace(serving, speculative=speculative, prefix_cache=policy.kind != "none")
+        if overflow == "compact":  # one policy: the simulation's is the replay's
+            overflow = serving.overflow
+        serving = dc_replace(serving, speculative=speculative, overflow=overflow, prefix_cache=policy.kind != "none")
         if policy.kind != "auto":  # given explicitly: the deployment's CPU tier is not added
             serving = dc_replace(serving, cache_from_deployment=False)
         if policy.kind == "lmcache" and not (serving.cpu_bytes or serving.disk_bytes):
@@ -319,7 +338,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
             if note:
                 standins[str(nm) if nm else "(unnamed)"] = note
         model_of.append(resolved[nm][0].key)
-    if serving is not None and serving.overflow == "stand-in" and model is None:
+    if overflow == "stand-in" and model is None:
         need = np.nan_to_num(inp) + np.nan_to_num(out)
         for key in list(specs):
             sel = np.array([k == key for k in model_of], dtype=bool) & replayable
@@ -358,7 +377,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     model_new[lay.category == MODEL, 2 * k + 1] = 0.0
     groups = {key: np.flatnonzero((model_arr == key) & replayable) for key in specs}
     too_long = [d for key, sel in groups.items() if (d := beyond_context(specs[key], inp[sel], out[sel]))]
-    notes.extend(context_note(specs[d["model"]], d) for d in too_long)
+    notes.extend(context_note(specs[d["model"]], d, overflow) for d in too_long)
     indexes: dict[str, tuple[PrefixIndex, np.ndarray, np.ndarray]] = {}
     if _indexes is not None:  # the band replays share the trace's prefix indexes (same trace, models, policy)
         indexes = _indexes
@@ -388,6 +407,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                      "durations and are left out of the model-call speed-up")
     rec_calls_s = float(lay.excl_old[span_row[measured]].sum()) if span_row.size else 0.0
     sim = _serving_setup(trace, serving, groups, calls, notes) if serving is not None else None
+    plans: dict[str, tuple[Any, np.ndarray]] = {}  # per model: its sessions plan, built once a system needs it
     for j, system in enumerate(sys_objs, start=1):
         row = SystemRow(system.key, system.display)
         ratio = system.host.st_speed / rec_host.st_speed
@@ -428,22 +448,29 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
                     for name in ("hbm", "cpu", "disk"):
                         getattr(hits, name)[at] = getattr(got, name)
                 notes.extend(f"{system.key}: {x}" for x in hits.notes if f"{system.key}: {x}" not in notes)
+                client = None
+                if sim is None or key != sim[0]:  # the simulation applies the policy to its own calls
+                    client, hits = _client_step(trace, calls, sel, spec, r, overflow, hits, inp, out, plans)
+                s_inp, s_out = (inp[sel], out[sel]) if client is None else (client.inp, client.out)
                 load = kv_load_s(r.dep, hits.cpu, r.host_link_bw) + disk_load_s(r.dep, hits.disk, r.disk_bw)
-                t = call_times(r.dep, r.params, inp[sel], hits.total, out[sel], 1, load, r.system.mem_util)
+                t = call_times(r.dep, r.params, s_inp, hits.total, s_out, 1, load, r.system.mem_util)
+                if client is not None:
+                    t, hits, s_inp, s_out = onto_calls(t, hits, client, sel.size)
+                    row.beyond_context = merged(row.beyond_context, client.record)
                 new_call[sel] = t.total_s
                 for k_w in WAITING_FOR:
                     wait_call[k_w][sel] = t.waiting_for[k_w]
                 if sim is not None and key == sim[0]:
                     _apply_serving(row, sim, r0, r, new_call, wait_call)  # the simulation deploys it itself
-                cache_tot["input_tokens"] += float(inp[sel].sum())
+                cache_tot["input_tokens"] += float(s_inp.sum())
                 cache_tot["hbm_hit_tokens"] += float(hits.hbm.sum())
                 cache_tot["cpu_hit_tokens"] += float(hits.cpu.sum())
                 cache_tot["disk_hit_tokens"] += float(hits.disk.sum())
                 call_frames.append(pl.DataFrame({
                     "system": [system.key] * sel.size, "span_id": calls.get_column("span_id").gather(sel),
                     "session_id": calls.get_column("session_id").gather(sel), "model": [key] * sel.size,
-                    "input_tokens": inp[sel], "cached_hbm": hits.hbm, "cached_cpu": hits.cpu,
-                    "cached_disk": hits.disk, "output_tokens": out[sel], "load_s": t.load_s, "ttft_s": t.ttft_s,
+                    "input_tokens": s_inp, "cached_hbm": hits.hbm, "cached_cpu": hits.cpu,
+                    "cached_disk": hits.disk, "output_tokens": s_out, "load_s": t.load_s, "ttft_s": t.ttft_s,
                     "decode_s": t.decode_s, "replayed_s": t.total_s, "recorded_s": lay.excl_old[span_row[sel]],
                     **{f"wait_{k_w}_s": t.waiting_for[k_w] for k_w in WAITING_FOR}}))
         except CatalogError as e:
@@ -452,6 +479,9 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
             continue
         model_new[span_row, j] = new_call
         model_new[span_row, k + j] = 0.0
+        failed = row.beyond_context or (row.serving or {}).get("beyond_context") or {}
+        if failed.get("failed_sessions"):
+            notes.append(failed_note(system.key, failed))
         row.model_calls_s = float(new_call[measured].sum())
         row.waiting_for = {k_w: float(v[measured].sum()) for k_w, v in wait_call.items()}
         row.model_calls_speedup = rec_calls_s / row.model_calls_s if row.model_calls_s > 0 else None
@@ -496,7 +526,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
             ends = replay(trace, [corner_system(system, "fast"), corner_system(system, "slow")], model=model,
                           cache_policy=asked_policy, concurrency=concurrency, catalog=cat, cpu_bound=cpu_bound,
                           recorded_host=recorded_host, fitted=fitted, bands=False, deployment=deployment,
-                          kv_dtype=kv_dtype, speculative=speculative,
+                          kv_dtype=kv_dtype, speculative=speculative, overflow=overflow,
                           # the band's corners re-time the calls; the levers are the central run's
                           serving=dc_replace(serving, levers=False) if serving is not None else None,
                           _human_s=human_s, _indexes=indexes)
@@ -518,21 +548,48 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
         orchestration=orch, notes=notes, beyond_context=too_long)
 
 
+def _client_step(trace: Trace, calls: pl.DataFrame, sel: np.ndarray, spec: ModelSpec, r: Resolved, overflow: str,
+                 hits: CacheHits, inp: np.ndarray, out: np.ndarray,
+                 plans: dict[str, tuple[Any, np.ndarray]]) -> tuple[Any, CacheHits]:
+    """``--overflow`` on one model's calls ``sel`` on one system (:mod:`agentprof.replay.compaction`): the calls as
+    the client sends them and their hits (the replay's own ``hits`` where the prompt is the recorded one), or
+    (None, ``hits``) when no call reaches what the policy acts on. ``plans`` keeps each model's sessions plan."""
+    ctx, pool = _context_tokens(spec), _hbm_capacity_tokens(r, 1)
+    if not touched(inp[sel] + out[sel], ctx, pool, overflow):
+        return None, hits
+    if spec.key not in plans:
+        plans[spec.key] = _key_plan(trace, calls, sel)
+    plan, idx = plans[spec.key]
+    client = client_calls(plan, np.where(idx >= 0, np.searchsorted(sel, idx), -1), sel.size, ctx, pool, overflow)
+    keep = client.recorded_prompt
+    return client, CacheHits(np.where(keep, hits.hbm[client.pos], client.own_hits),
+                             np.where(keep, hits.cpu[client.pos], 0.0), np.where(keep, hits.disk[client.pos], 0.0),
+                             hits.notes)
+
+
+def _key_plan(trace: Trace, calls: pl.DataFrame, sel: np.ndarray, cap_wait_s: float | None = None,
+              scope: str = "global") -> tuple[Any, np.ndarray]:
+    """The sessions plan of the calls ``sel`` (one model's), and where each plan call sits in the replay's call
+    table (-1: a call the plan does not price)."""
+    from agentprof.replay.serving import build_plan
+
+    spans = calls.get_column("span_id").to_list()
+    tids = calls.get_column("trace_id").to_list()
+    keep = {(tids[i], spans[i]) for i in sel.tolist()}
+    plan = build_plan(trace, cap_wait_s, scope, keep=keep)
+    where = {(tids[i], spans[i]): i for i in sel.tolist()}
+    idx = np.array([where.get((t, s), -1) for t, s in zip(plan.trace_ids, plan.span_ids, strict=True)],
+                   dtype=np.int64)
+    return plan, idx
+
+
 def _serving_setup(trace: Trace, cfg: Any, groups: dict[str, np.ndarray], calls: pl.DataFrame,
                    notes: list[str]) -> tuple[str, Any, np.ndarray, np.ndarray]:
     """The sessions plan for the serving simulation: the calls of the most used model (others keep their
     single-session replay), and where each plan call sits in the replay's call table."""
-    from agentprof.replay.serving import build_plan
-
     key = max(groups, key=lambda k: groups[k].size)
     sel = groups[key]
-    spans = calls.get_column("span_id").to_list()
-    tids = calls.get_column("trace_id").to_list()
-    keep = {(tids[i], spans[i]) for i in sel.tolist()}
-    plan = build_plan(trace, cfg.cap_wait_s, cfg.scope, keep=keep)
-    where = {(tids[i], spans[i]): i for i in sel.tolist()}
-    idx = np.array([where.get((t, s), -1) for t, s in zip(plan.trace_ids, plan.span_ids, strict=True)],
-                   dtype=np.int64)
+    plan, idx = _key_plan(trace, calls, sel, cfg.cap_wait_s, cfg.scope)
     other = sum(g.size for k, g in groups.items() if k != key)
     if other:
         notes.append(f"serving simulation: {other} call(s) of models other than {key} keep their single-session "
@@ -545,19 +602,32 @@ def _apply_serving(row: SystemRow, sim: tuple[str, Any, np.ndarray, np.ndarray],
     """Run the serving simulation on this system (from ``r`` as resolved) and take its per-call durations and
     cache hits. What a served call waits for is the call alone on ``alone`` (the one-session deployment) with the
     prompt, cache hits and reply the server saw, plus queueing for the rest: the shared server's waits, or what
-    a differently sized instance saves."""
+    a differently sized instance saves. Calls not served (their session's task failed) take 0 s."""
     from agentprof.replay.serving import simulate
 
     _, (cfg, plan), idx, _ = sim
     run = simulate(plan, r, cfg)
     ok = (idx >= 0) & np.isfinite(run.call_s)
     new_call[idx[ok]] = run.call_s[ok]
+    lost = idx[(idx >= 0) & ~np.isfinite(run.call_s)]
+    new_call[lost] = 0.0
+    for k_w in WAITING_FOR:
+        wait_call[k_w][lost] = 0.0
     e, q = run.engine, run.call_req[ok]
     t = call_times(alone.dep, alone.params, e.inp[q], e.hits[q].sum(axis=1), e.out[q], 1, e.load_s[q],
                    alone.system.mem_util)
+    alone_s = t.total_s.copy()
     for k_w in WAITING_FOR:
         wait_call[k_w][idx[ok]] = t.waiting_for[k_w]
-    wait_call["queueing"][idx[ok]] += run.call_s[ok] - t.total_s
+    pre = run.pre_req[ok]  # a compaction's summarizing call, priced onto the call it precedes
+    if (pre >= 0).any():
+        has, p = np.flatnonzero(pre >= 0), pre[pre >= 0]
+        tp = call_times(alone.dep, alone.params, e.inp[p], e.hits[p].sum(axis=1), e.out[p], 1, e.load_s[p],
+                        alone.system.mem_util)
+        alone_s[has] += tp.total_s
+        for k_w in WAITING_FOR:
+            wait_call[k_w][idx[ok][has]] += tp.waiting_for[k_w]
+    wait_call["queueing"][idx[ok]] += run.call_s[ok] - alone_s
     row.serving = run.serving
     h = run.serving["hit_share"]
     row.cache = {"input_tokens": float(run.engine.inp.sum()), "hbm_hit_tokens": float(run.engine.hits[:, 0].sum()),

@@ -267,13 +267,15 @@ def test_the_band_takes_the_estimated_cpu_tier_to_its_range_ends(kvct) -> None:
     row = replay(kvct, ["jalapeno"]).systems[0]  # cache auto: the agentic deployment's tier
     assert ESTIMATED_TIER in row.band["ranged"]
     for end, corner in enumerate(("fast", "slow")):
-        fresh = replay(kvct, [corner_system(jal, corner)], bands=False).systems[0]
+        fresh = slow = replay(kvct, [corner_system(jal, corner)], bands=False).systems[0]
         assert row.band["model_calls_s"][end] == pytest.approx(fresh.model_calls_s, rel=1e-12)
         tier = fresh.deployments[0]["deployment"]["cpu_tier_bytes"]
         assert tier == (2500 * GIB * 2 if corner == "fast" else 0.0)  # two 4-chip instances on 8 chips
-    # without a tier, the slow corner recomputes what the tier served: slower than the same corner with 500 GiB
-    assert row.band["model_calls_s"][1] > replay(kvct, [corner_system(jal, "slow")], bands=False,
-                                                 cache_policy="lmcache:cpu=1000GiB").systems[0].model_calls_s
+    # one session whose context is compacted at Kimi's window (--overflow compact) fits one replica's HBM: the
+    # tierless slow corner serves its hits from HBM, no fewer than the same corner with a 1000 GiB tier
+    tiered = replay(kvct, [corner_system(jal, "slow")], bands=False, cache_policy="lmcache:cpu=1000GiB").systems[0]
+    assert slow.cache["cpu_hit_tokens"] == 0 < tiered.cache["cpu_hit_tokens"]
+    assert slow.cache["hit_share"] >= tiered.cache["hit_share"]
     assert ESTIMATED_TIER not in replay(kvct, ["jalapeno"], deployment="benchmark").systems[0].band["ranged"]
 
 

@@ -145,7 +145,7 @@ def plan_for(trace: Trace, model: str | None, base: ServingConfig, cat: Hardware
     sim = plan.simulated  # the calls the simulation prices
     d = beyond_context(spec, plan.input_tokens[sim].astype(float), plan.output_tokens[sim].astype(float))
     if d:
-        plan.notes.append(context_note(spec, d))
+        plan.notes.append(context_note(spec, d, base.overflow))
     return plan, spec
 
 

@@ -231,10 +231,11 @@ def cold_calls(eng: EngineResult) -> dict[str, Any]:
 
 
 def measure(recorded: SessionPlan, served: Sent, v: Variant, ran: Ran, cfg: ServingConfig, cat: ServingCatalog,
-            size_note: str) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+            size_note: str) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray]:
     """The metrics step: the ``serving`` object of one configuration's run (without the deployment, levers and
-    why the driver adds) and, per ``recorded`` call, its first instance's replayed duration (issue -> last token;
-    NaN where not simulated) and that instance's request in the engine's result (-1 where not simulated)."""
+    why the driver adds) and, per ``recorded`` call, its first instance's replayed duration (issue -> last token,
+    plus the summarizing call a compaction sent just before it; NaN where not simulated), that instance's request
+    in the engine's result and its summarizing request (-1 where none)."""
     r, pools, eng, ov = v.resolved, v.pools, ran.engine, served.overflow
     plan = ov.plan
     open_loop = cfg.arrival_rate_per_h is not None
@@ -285,7 +286,15 @@ def measure(recorded: SessionPlan, served: Sent, v: Variant, ran: Ran, cfg: Serv
         if c >= 0 and call_req[c] < 0:
             call_req[c] = i
             call_s[c] = t
-    return d, call_s, call_req
+    pre_req = np.full(recorded.n_calls, -1, dtype=np.int64)
+    for c in np.flatnonzero(call_req >= 0).tolist():
+        j = int(eng.req_call[call_req[c]])
+        if j and ov.source[j - 1] < 0:  # the summarizing call of the same instance: the last one done before it
+            cand = np.flatnonzero((eng.req_call == j - 1) & (eng.done_t <= eng.issue_t[call_req[c]]))
+            if cand.size:
+                pre_req[c] = int(cand[np.argmax(eng.done_t[cand])])
+                call_s[c] += float(dur[pre_req[c]])
+    return d, call_s, call_req, pre_req
 
 
 def _without(eng: EngineResult, served: SessionPlan, beyond: np.ndarray, concurrency: int,

@@ -13,7 +13,7 @@ counts it on a report).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,8 @@ class ServingRun:
     call_s: np.ndarray  # per plan call: replayed duration in its first instance (NaN if not simulated)
     notes: list[str]
     call_req: np.ndarray  # per plan call: the engine's request of its first instance (-1 if not simulated)
+    pre_req: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Per plan call: the request of the summarizing call a compaction sent just before it (-1 where none)."""
 
 
 def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCatalog | None = None) -> ServingRun:
@@ -69,7 +71,7 @@ def simulate(plan: SessionPlan, r: Resolved, cfg: ServingConfig, cat: ServingCat
                     results.append((flag, e))
             d = {**d, "levers": levers.table(r, d, results)}
     d = {**d, "why": why.why(d)}
-    return ServingRun(ran.engine, d, ran.call_s, ran.notes, ran.call_req)
+    return ServingRun(ran.engine, d, ran.call_s, ran.notes, ran.call_req, ran.pre_req)
 
 
 def _configuration(req: Request) -> tuple[ServingRun, ServingConfig]:
@@ -88,8 +90,8 @@ def _configuration(req: Request) -> tuple[ServingRun, ServingConfig]:
         served = (sent if pool >= sent.overflow.window_tokens
                   else overflow.fit(plan, context, pool, cfg.overflow, cfg.concurrency))
         ran = run.run(served.overflow, v, dep.config)
-        d, call_s, call_req = metrics.measure(plan, served, v, ran, dep.config, req.catalog, dep.size_note)
-        runs.append(ServingRun(ran.engine, d, call_s, d["notes"], call_req))
+        d, call_s, call_req, pre_req = metrics.measure(plan, served, v, ran, dep.config, req.catalog, dep.size_note)
+        runs.append(ServingRun(ran.engine, d, call_s, d["notes"], call_req, pre_req))
     best = runs[0]
     if len(runs) == 2:  # auto ran data- and tensor-parallel: keep the one whose sessions finish faster
         i, attention = layout.settle(lay, runs[0].serving, runs[1].serving, cfg.concurrency)
