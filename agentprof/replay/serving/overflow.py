@@ -10,7 +10,8 @@ as recorded. The policy models the client:
   the summarizing call read the whole history (cached) and wrote 3,326 tokens; the next prompt was 33,957
   tokens, of which the first 21,460 (system prompt and tools) still hit the cache and the rest was new. Here a
   call whose context would pass 83.5 % of the served window is preceded by such a summarizing call (when the
-  session has an earlier call to summarize), its prompt becomes 33,957 tokens plus what it adds to its
+  session has an earlier call to summarize; it reads that history, cut to what the window leaves beside its
+  reply when a recorded jump past the window leaves no room), its prompt becomes 33,957 tokens plus what it adds to its
   predecessor's context, and the calls after it grow as recorded from there; the cache keeps only the head the
   prompt shares with the session's first call (at most 21,460 tokens), the rest is new blocks that the
   following calls of the session extend.
@@ -171,9 +172,11 @@ def apply(plan: SessionPlan, window: float, basis: str, policy: str) -> Overflow
                 tail[s] = 0.0
                 break
             if compact:  # the client compacts before sending this call
-                if prev is not None and prev[0] + prev[1] + SUMMARY_OUT <= window:
-                    add(-1, gap, prev[0] + prev[1], SUMMARY_OUT, prev[2])
-                    gap = 0.0
+                if prev is not None:  # it summarizes the history, as much of it as the window leaves room for
+                    read = min(prev[0] + prev[1], window - SUMMARY_OUT)
+                    if read > 0:
+                        add(-1, gap, read, SUMMARY_OUT, prev[2][:max(int(read // bs), 0)])
+                        gap = 0.0
                 removed = inp - new
                 cur = new
                 compactions += 1
