@@ -6,7 +6,8 @@ sub-agents, …). Per run: wall and agent-active time, the critical-path buckets
 orchestration, each wait reason; ``docs/ANALYSIS.md``), each tool's summed span time, model calls and tokens,
 mean prefix reuse per call and the token-weighted provider cache share; ``cpu_wait_s``, the time the agent's
 thread was runnable but waiting for a CPU (Linux schedstat, recorded by ``agentprof.profile``), tells how
-loaded the machine was.
+loaded the machine was (scope ``task``), and per group of spans how much of a figure load can explain
+(:func:`cpu_waits`).
 
 Per call (``calls``): each tool's call durations (``call_s``, ``tool:NAME``), each model's call durations,
 time to first token and output rate (``call_s`` / ``ttft_s`` / ``output_tokens_per_s``, ``model:NAME``), parse

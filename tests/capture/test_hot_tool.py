@@ -256,7 +256,7 @@ def test_parses_run_hot_with_their_byte_counts(tmp_path):
     sizes = [len(d.encode() if isinstance(d, str) else d) for d in docs]
     assert [r["attributes"][sc.PARSE_BYTES] for r in args[:6]] == sizes * 2
     shapes = [{**_same_shape(r), "attributes": {k: v for k, v in r["attributes"].items()
-                                                 if k not in (sc.CPU_NS, sc.PARSE_BYTES)}} for r in args[:6]]
+                                                 if k not in (sc.CPU_NS, sc.RUNQ_NS, sc.PARSE_BYTES)}} for r in args[:6]]
     assert all(s == shapes[0] for s in shapes)
     assert args[6]["status"] == "error" and args[6]["error_type"] == "json.decoder.JSONDecodeError"
     assert args[6]["attributes"][sc.PARSE_BYTES] == len("{broken")
