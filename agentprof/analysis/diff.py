@@ -383,6 +383,14 @@ def _per_call_change(key: Key, base: SideFigures, new: SideFigures) -> Change:
     return c
 
 
+def _group_wait(f: SideFigures, scope: str) -> float | None:
+    """A side's CPU wait a run of one group of spans; 0 where it has none of them but measured its runs'."""
+    key = ("cpu_wait_s", scope)
+    if key not in f.per_run and f.value(LOAD_KEY) is not None and scope != "gap":
+        return 0.0
+    return f.value(key)
+
+
 def _explain_by_load(changes: list[Change], base: SideFigures, new: SideFigures) -> None:
     """Set each per-run time figure's ``added_s`` (per-call ones have theirs: mean change x calls a run) and how
     much of it the machine explains (``load_s``, ``load_share``): up to :data:`LOAD_ALLOWANCE` times the change
@@ -397,7 +405,7 @@ def _explain_by_load(changes: list[Change], base: SideFigures, new: SideFigures)
         scope = load_scope(c.metric, c.scope)
         if c.added_s is None or scope is None:
             continue
-        bw, nw = base.value(("cpu_wait_s", scope)), new.value(("cpu_wait_s", scope))
+        bw, nw = (_group_wait(f, scope) for f in (base, new))
         if bw is None or nw is None:
             continue  # its spans' wait was not measured: judged on its own time
         allow = LOAD_ALLOWANCE * (nw - bw)
@@ -405,8 +413,9 @@ def _explain_by_load(changes: list[Change], base: SideFigures, new: SideFigures)
             max(c.added_s, allow) if c.added_s < 0 and allow < 0 else 0.0
         c.load_share = None if not c.added_s else c.load_s / c.added_s if c.load_s else 0.0
         c.load_explained = c.added_s != 0 and c.load_s == c.added_s
-    parts = [c for c in changes if c.scope == "task" and TASK_LOAD.get(c.metric, "task") != "task"
-             and c.load_s is not None]
+    parts = [c for c in changes if c.scope == "task" and TASK_LOAD.get(c.metric, "task") != "task" and c.added_s]
+    if any(c.load_s is None for c in parts):
+        parts = []  # a changed bucket whose spans' wait is unknown: the run's own wait is all there is
     for c in changes:
         if c.metric == "output_tokens_per_s" and c.scope in calls:
             c.load_explained, c.load_share = calls[c.scope].load_explained, calls[c.scope].load_share

@@ -185,3 +185,12 @@ def test_without_a_wait_per_span_only_the_run_wide_times_are_put_down_to_load():
     assert grep.significant and grep.load_s is None and not grep.load_explained
     assert res.change("wall_s").load_explained  # 90 ms more within twice the run's 0.5 s more wait
     assert any("recorded no CPU wait per span" in n and "tool grep" in n for n in res.notes)
+
+
+def test_a_tool_only_new_has_gets_the_load_its_own_calls_waited():
+    base = _loaded_run("b", 0.100, runq_s=0.05, tool_runq_s=0.0)
+    new = _loaded_run("n", 0.100, runq_s=0.55, tool_runq_s=0.0)
+    new.spans = new.spans.with_columns(  # NEW calls its tool "rg": BASE had none of it (0 s, no wait)
+        new.spans.get_column("attributes").str.replace('"grep"', '"rg"').alias("attributes"))
+    rg = diff(base, new).change("tool_time_s", "tool:rg")
+    assert rg.base == 0.0 and rg.added_s > 0.3 and rg.load_s == 0.0 and rg.load_share == 0.0

@@ -94,8 +94,8 @@ def test_a_sleeping_tool_made_slower_on_a_loaded_machine_is_flagged_not_put_down
 def test_a_cpu_bound_tool_slowed_by_load_alone_is_put_down_to_the_machine(runs, capsys, monkeypatch):
     code, out, _ = cli(capsys, "diff", str(runs["base"]), str(runs["loaded"]), "--fail-if-slower", "20", "--json")
     lint = _change(json.loads(out), "call_s", "tool:lint")
-    assert code == 0 and lint["ratio"] > 1.1 and lint["added_s_per_run"] > 0
-    assert lint["load_explained"] and lint["load_share"] == 1.0 and not lint["significant"]
+    assert code == 0 and lint["ratio"] > 1.1 and lint["added_s_per_run"] > 0, lint
+    assert lint["load_explained"] and lint["load_share"] == 1.0 and not lint["significant"], lint
     assert lint["load_explains_s_per_run"] == lint["added_s_per_run"]
     monkeypatch.setenv("COLUMNS", "80")  # the terminal says the same, in 80 columns
     code, out, _ = cli(capsys, "diff", str(runs["base"]), str(runs["loaded"]), "--fail-if-slower", "20")
