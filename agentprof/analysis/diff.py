@@ -384,9 +384,10 @@ def _per_call_change(key: Key, base: SideFigures, new: SideFigures) -> Change:
 
 
 def _group_wait(f: SideFigures, scope: str) -> float | None:
-    """A side's CPU wait a run of one group of spans; 0 where it has none of them but measured its runs'."""
+    """A side's CPU wait a run of one group of spans; 0 where it has none of those spans but its groups were
+    read (a baseline stored before groups were kept has only the run's: unknown)."""
     key = ("cpu_wait_s", scope)
-    if key not in f.per_run and f.value(LOAD_KEY) is not None and scope != "gap":
+    if key not in f.per_run and ("cpu_wait_s", "gap") in f.per_run:
         return 0.0
     return f.value(key)
 

@@ -99,8 +99,8 @@ def test_a_cpu_bound_tool_slowed_by_load_alone_is_put_down_to_the_machine(runs, 
     assert lint["load_explains_s_per_run"] == lint["added_s_per_run"]
     monkeypatch.setenv("COLUMNS", "80")  # the terminal says the same, in 80 columns
     code, out, _ = cli(capsys, "diff", str(runs["base"]), str(runs["loaded"]), "--fail-if-slower", "20")
-    assert code == 0 and max(len(ln) for ln in out.splitlines()) <= 80
-    row = next(ln for ln in out.splitlines() if ln.lstrip().startswith("tool lint"))
+    assert code == 0 and max(len(ln) for ln in out.splitlines()) <= 80, out
+    row = next((ln for ln in out.splitlines() if ln.lstrip().startswith("tool lint")), out)
     assert row.split()[-2:] == ["100%", "no"], row  # load explains all of it; tested, not significant
 
 
