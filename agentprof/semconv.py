@@ -46,7 +46,8 @@ SESSION_ROLE = "agentprof.session.role"  # main | subagent | compaction | attemp
 TIMING = "agentprof.timing"  # measured | derived | unknown
 CPU_NS = "agentprof.cpu_ns"  # CPU time (thread or child process) spent inside the span
 CHILD_CPU_NS = "agentprof.cpu.children_ns"  # of CPU_NS, the child processes' part (not on the span's thread)
-RUNQ_NS = "agentprof.runq_ns"  # time the thread was runnable but waiting for a CPU (Linux schedstat), root span
+RUNQ_NS = "agentprof.runq_ns"  # time the thread was runnable but waiting for a CPU (Linux schedstat): the run on
+# the root span; a CPU-measured or model span its own, where no stack sampler ran (samples carry it then)
 CPU_BOUND = "agentprof.cpu_bound"  # declared CPU-bound share of a span's own time: true/false or 0..1 (replay)
 PROMPT_BLOCK_HASHES = "agentprof.prompt.block_hashes"  # list[int] signed int64, chained xxh3_64
 PROMPT_TOKENS = "agentprof.prompt.tokens"  # tokens the hashes were computed over (tail included)

@@ -59,10 +59,15 @@ LABELS = {
 LOAD_KEY: Key = ("cpu_wait_s", "task")
 """The agent thread's time runnable but waiting for a CPU per run: context for the times, never a regression."""
 LOAD_ALLOWANCE = 2.0
-"""A change up to this many times the difference in CPU wait a run is put down to the machine: the agent's
-thread's wait is a lower bound of what load costs a run (the child processes, the local servers and the other
+"""A change up to this many times the difference in CPU wait of its own spans is put down to the machine: a
+thread's wait is a lower bound of what load costs (the child processes, the local servers and the other
 threads it waits on are delayed too; on a loaded 2-core machine the model calls of a local server added up to
 1.2 times the agent thread's extra wait)."""
+TASK_LOAD = {"wall_s": "task", "agent_active_s": "task", "model_s": "model", "tool_s": "tool",
+             "parse_s": "parse", "orchestration_s": "gap"}
+"""The spans whose CPU wait can explain a per-run time (the scopes of ``cpu_wait_s``,
+:func:`agentprof.analysis.run_figures.cpu_waits`)."""
+
 UNITS = {"model_calls": "", "input_tokens": "tokens", "output_tokens": "tokens", "prefix_reuse": "share",
          "provider_cache_share": "share", "output_tokens_per_s": "tokens/s"}
 SHARES = frozenset({"prefix_reuse", "provider_cache_share"})
@@ -73,6 +78,17 @@ ADDITIVE = frozenset({"tool_time_s", "wait_s"})
 def unit_of(metric: str) -> str:
     """``s`` for times, ``share`` for shares, ``tokens``, ``tokens/s`` or ``""`` (a count)."""
     return UNITS.get(metric, "s")
+
+
+def load_scope(metric: str, scope: str) -> str | None:
+    """Which spans' wait for a CPU can explain a change of this figure (None: not a time load can slow)."""
+    if metric == LOAD_KEY[0] or (unit_of(metric) != "s" and metric != "output_tokens_per_s"):
+        return None
+    if scope == "task":
+        return TASK_LOAD.get(metric)
+    if scope in ("parse", "gap") or scope.partition(":")[0] in ("tool", "model", "wait"):
+        return scope
+    return None
 
 
 def is_per_call(metric: str, scope: str) -> bool:
@@ -124,7 +140,9 @@ class Change:
     runs_new: int = 0
     practical: bool = False  # moved by at least min_change (and min_abs_s for times)
     added_s: float | None = None  # seconds the change adds to a run (per call: mean change x calls a run)
-    load_explained: bool = False  # slower by no more than NEW's extra wait for a CPU: the machine, not the agent
+    load_explained: bool = False  # the whole change is within its spans' extra wait for a CPU: the machine
+    load_s: float | None = None  # of added_s, the seconds a run its own spans' extra CPU wait explains
+    load_share: float | None = None  # load_s / added_s: how much of the change the machine's load explains
     threshold_only: bool = False  # a per-call figure with too few calls to test: gated by the threshold alone
 
     @property
@@ -160,6 +178,7 @@ class Change:
                 "n_base": self.n_base, "n_new": self.n_new, "runs_base": self.runs_base, "runs_new": self.runs_new,
                 "tested_across": self.unit, "per_call": self.per_call, "threshold_only": self.threshold_only,
                 "added_s_per_run": self.added_s, "load_explained": self.load_explained,
+                "load_explains_s_per_run": self.load_s, "load_share": self.load_share,
                 "value_unit": unit_of(self.metric), "label": LABELS.get(self.metric, self.metric), "note": self.note}
 
 
@@ -364,24 +383,51 @@ def _per_call_change(key: Key, base: SideFigures, new: SideFigures) -> Change:
     return c
 
 
-def _explain_by_load(changes: list[Change], shift_s: float) -> None:
-    """Set each per-run time figure's ``added_s`` (per-call ones have theirs: mean change x calls a run) and mark
-    the changes the machine can explain as ``load_explained``: slower by no more than :data:`LOAD_ALLOWANCE`
-    times NEW's extra CPU wait a run (``shift_s`` > 0), or faster by no more than that of BASE's (``shift_s`` <
-    0). An output rate follows its model's calls."""
+def _group_wait(f: SideFigures, scope: str) -> float | None:
+    """A side's CPU wait a run of one group of spans; 0 where it has none of those spans but its groups were
+    read (a baseline stored before groups were kept has only the run's: unknown)."""
+    key = ("cpu_wait_s", scope)
+    if key not in f.per_run and ("cpu_wait_s", "gap") in f.per_run:
+        return 0.0
+    return f.value(key)
+
+
+def _explain_by_load(changes: list[Change], base: SideFigures, new: SideFigures) -> None:
+    """Set each per-run time figure's ``added_s`` (per-call ones have theirs: mean change x calls a run) and how
+    much of it the machine explains (``load_s``, ``load_share``): up to :data:`LOAD_ALLOWANCE` times the change
+    in the CPU wait of the figure's own spans a run (:func:`load_scope`), in the same direction. A change the
+    machine explains whole is ``load_explained``. An output rate follows its model's calls."""
     calls = {c.scope: c for c in changes if c.metric == "call_s"}
     for c in changes:
         if c.base is None or c.new is None or unit_of(c.metric) != "s" or c.key == LOAD_KEY:
             continue
         if not c.per_call:
             c.added_s = c.new - c.base
-        if c.added_s is None:
+        scope = load_scope(c.metric, c.scope)
+        if c.added_s is None or scope is None:
             continue
-        allow = LOAD_ALLOWANCE * shift_s
-        c.load_explained = (0 < c.added_s <= allow) or (allow <= c.added_s < 0)
+        bw, nw = (_group_wait(f, scope) for f in (base, new))
+        if bw is None or nw is None:
+            continue  # its spans' wait was not measured: judged on its own time
+        allow = LOAD_ALLOWANCE * (nw - bw)
+        c.load_s = min(c.added_s, allow) if c.added_s > 0 and allow > 0 else \
+            max(c.added_s, allow) if c.added_s < 0 and allow < 0 else 0.0
+        c.load_share = None if not c.added_s else c.load_s / c.added_s if c.load_s else 0.0
+        c.load_explained = c.added_s != 0 and c.load_s == c.added_s
+    parts = [c for c in changes if c.scope == "task" and TASK_LOAD.get(c.metric, "task") != "task" and c.added_s]
+    if any(c.load_s is None for c in parts):
+        parts = []  # a changed bucket whose spans' wait is unknown: the run's own wait is all there is
     for c in changes:
         if c.metric == "output_tokens_per_s" and c.scope in calls:
-            c.load_explained = calls[c.scope].load_explained
+            c.load_explained, c.load_share = calls[c.scope].load_explained, calls[c.scope].load_share
+        elif c.scope == "task" and TASK_LOAD.get(c.metric) == "task" and parts and c.added_s:
+            # the run's time: at most what load explains of its parts (a sleeping tool's slowdown is no
+            # more the machine's inside the run than alone)
+            part = sum(p.load_s or 0.0 for p in parts)
+            c.load_s = min(c.added_s, part, c.load_s or 0.0) if c.added_s > 0 and part > 0 else \
+                max(c.added_s, part, c.load_s or 0.0) if c.added_s < 0 and part < 0 else 0.0
+            c.load_share = c.load_s / c.added_s if c.load_s else 0.0
+            c.load_explained = c.load_s == c.added_s
 
 
 def compare(base: SideFigures, new: SideFigures, alpha: float = ALPHA, min_change: float = MIN_CHANGE,
@@ -398,6 +444,8 @@ def compare(base: SideFigures, new: SideFigures, alpha: float = ALPHA, min_chang
     changes: list[Change] = []
     for key in keys:
         metric, scope = key
+        if metric == LOAD_KEY[0] and key != LOAD_KEY:
+            continue  # the CPU wait of a figure's spans: what load can explain of that figure, not a figure
         if is_per_call(metric, scope):
             changes.append(_per_call_change(key, base, new))
             continue
@@ -439,7 +487,7 @@ def compare(base: SideFigures, new: SideFigures, alpha: float = ALPHA, min_chang
         c.p_adjusted = pa
     bw, nw = base.value(LOAD_KEY), new.value(LOAD_KEY)
     shift = nw - bw if bw is not None and nw is not None else 0.0
-    _explain_by_load(changes, shift)
+    _explain_by_load(changes, base, new)
     for c in changes:
         c.practical = _practical(c, min_change, min_abs_s)
         c.significant = c.p_adjusted is not None and c.p_adjusted < alpha and c.practical and not c.load_explained
@@ -449,9 +497,15 @@ def compare(base: SideFigures, new: SideFigures, alpha: float = ALPHA, min_chang
     if explained:
         busier = "NEW" if shift > 0 else "BASE"
         notes.append(f"{busier}'s agent thread waited {abs(shift):.2f} s more a run for a CPU (BASE "
-                     f"{fmt_value('s', bw)}, NEW {fmt_value('s', nw)}: a busier machine); changes that "
-                     f"{'add' if shift > 0 else 'save'} no more than twice that a run are not counted, here: "
+                     f"{fmt_value('s', bw)}, NEW {fmt_value('s', nw)}: a busier machine); a change within "
+                     "twice the extra CPU wait of its own spans is the machine's, not counted: "
                      + ", ".join(c.name for c in explained[:8]) + (" …" if len(explained) > 8 else ""))
+    unmeasured = [c for c in changes if c.added_s and c.practical and c.load_s is None
+                  and load_scope(c.metric, c.scope) not in (None, "task")]
+    if unmeasured and bw is not None and nw is not None:
+        notes.append("the captures recorded no CPU wait per span (older agentprof, or a sampler with no sample "
+                     "in them): load explains none of " + ", ".join(c.name for c in unmeasured[:4])
+                     + (" …" if len(unmeasured) > 4 else ""))
     run_tested = [c for c in tested if not c.per_call]
     if by_runs and run_tested and min_p(len(base.runs), len(new.runs)) * len(tested) >= alpha \
             and correction == "holm":

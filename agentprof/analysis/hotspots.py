@@ -288,6 +288,24 @@ def _runq_by_span(a: Attributed | None, span_ids: list[str]) -> dict[str, float]
     return out
 
 
+def span_cpu_wait_s(trace: Trace) -> np.ndarray:
+    """Per span row: seconds its thread was runnable but waiting for a CPU inside it, as the capture recorded it
+    (``agentprof.runq_ns``), else as the stack samples saw it where the trace has samples; NaN where neither
+    (and for the sessions' roots, whose wait is the whole run's)."""
+    spans = trace.spans
+    rec = spans.select(pl.when(pl.col("kind") != "agent").then(pl.col("attributes").str.json_path_match(
+        f"$['{sc.RUNQ_NS}']").cast(pl.Float64, strict=False) / 1e9)).to_series().to_numpy().astype(np.float64)
+    missing = np.isnan(rec) & (spans.get_column("kind").to_numpy() != "agent")
+    if missing.any():
+        a = attribute(trace)
+        if a is not None:
+            sampled = np.zeros(spans.height)
+            ok = a.span_row >= 0
+            np.add.at(sampled, a.span_row[ok], a.samples.runq_ns[ok] / 1e9)
+            rec[missing] = sampled[missing]
+    return rec
+
+
 def orchestration_cpu(trace: Trace, a: Attributed | None
                       ) -> tuple[float | None, float | None, dict[str, float], float | None]:
     """The agent's own loop (gaps and orchestration spans), summed over captured sessions: (CPU seconds,

@@ -6,7 +6,8 @@ sub-agents, …). Per run: wall and agent-active time, the critical-path buckets
 orchestration, each wait reason; ``docs/ANALYSIS.md``), each tool's summed span time, model calls and tokens,
 mean prefix reuse per call and the token-weighted provider cache share; ``cpu_wait_s``, the time the agent's
 thread was runnable but waiting for a CPU (Linux schedstat, recorded by ``agentprof.profile``), tells how
-loaded the machine was.
+loaded the machine was (scope ``task``), and per group of spans how much of a figure load can explain
+(:func:`cpu_waits`).
 
 Per call (``calls``): each tool's call durations (``call_s``, ``tool:NAME``), each model's call durations,
 time to first token and output rate (``call_s`` / ``ttft_s`` / ``output_tokens_per_s``, ``model:NAME``), parse
@@ -26,7 +27,7 @@ import polars as pl
 from agentprof import semconv as sc
 from agentprof.analysis.active import agent_active_s, waits_by_reason
 from agentprof.analysis.analyzer import analyze
-from agentprof.analysis.hotspots import session_gaps
+from agentprof.analysis.hotspots import session_gaps, span_cpu_wait_s
 from agentprof.analysis.result import Analysis
 from agentprof.analysis.timesplit import session_splits
 from agentprof.analysis.tools import tool_name
@@ -127,10 +128,6 @@ def side_figures(trace: Trace, analysis: Analysis | None = None) -> SideFigures:
         t = tools.filter(pl.col("_tool") == name)
         per_run[("tool_time_s", f"tool:{name}")] = _per_run(t, "_run", pl.col("_dur").sum(), runs, 0.0)
         add_samples(("call_s", f"tool:{name}"), t, "_dur", "calls")
-    runq = timed.with_columns(pl.col("attributes").str.json_path_match(f"$['{sc.RUNQ_NS}']").cast(
-        pl.Float64, strict=False).alias("_runq")).filter(pl.col("_runq").is_not_null())
-    if runq.height:  # the agent thread's time runnable but waiting for a CPU: how loaded the machine was
-        per_run[("cpu_wait_s", "task")] = _per_run(runq, "_run", pl.col("_runq").sum() / 1e9, runs, np.nan)
     gaps = session_gaps(spans)
     if gaps.height:
         gaps = gaps.join(conv_of, on="session_id", how="left").with_columns(
@@ -163,10 +160,60 @@ def side_figures(trace: Trace, analysis: Analysis | None = None) -> SideFigures:
             m = ok.filter(pl.col("_model") == model)
             for metric, col in (("call_s", "_dur"), ("ttft_s", "ttft_s"), ("output_tokens_per_s", "_rate")):
                 add_samples((metric, f"model:{model}"), m, col, "calls")
+    models = dict(ok.select("span_id", "_model").iter_rows()) if a.calls.height else {}
+    per_run.update(cpu_waits(trace, conv_of, runs, models))
     info = {"sessions": a.n_sessions, "model_calls": a.n_model_calls, "misses": len(a.cache_misses),
             "untimed_runs": len(untimed)}
     causes = {k: len(v) for k, v in miss_causes(a).items()}
     return SideFigures(runs, per_run, samples, unit, a, untimed, sample_runs, info, causes)
+
+
+def cpu_waits(trace: Trace, conv_of: pl.DataFrame, runs: list[str], models: dict[str, str]
+              ) -> dict[Key, np.ndarray]:
+    """Per run, the time spans waited for a CPU (``cpu_wait_s``), for each group of spans a figure is made of:
+    ``task`` (the runs' roots: the agent thread over the whole run, how loaded the machine was), ``tool``,
+    ``model``, ``parse``, ``wait`` (outermost spans of the kind), ``tool:NAME``, ``model:NAME``,
+    ``wait:REASON`` and ``gap`` (the roots' wait outside the spans directly under them). A group whose spans
+    in a run have no measured wait is NaN there (:func:`~agentprof.analysis.hotspots.span_cpu_wait_s`)."""
+    spans = trace.spans
+    if spans.height == 0:
+        return {}
+    w = spans.select(
+        "span_id", "parent_id", "kind", tool_name().alias("_tool"),
+        pl.col("attributes").str.json_path_match(f"$['{sc.WAIT_REASON}']").fill_null("unspecified").alias("_reason"),
+        (pl.col("attributes").str.json_path_match(f"$['{sc.RUNQ_NS}']").cast(pl.Float64, strict=False) / 1e9)
+        .alias("_root"), pl.Series("_w", span_cpu_wait_s(trace), nan_to_null=True),
+        "session_id",
+    ).join(conv_of, on="session_id", how="left").filter(pl.col("_run").is_in(runs))
+    w = w.join(w.select(pl.col("span_id").alias("parent_id"), pl.col("kind").alias("_pkind")), on="parent_id",
+               how="left").with_columns(pl.col("span_id").replace_strict(models, default=None,
+                                                                        return_dtype=pl.Utf8).alias("_model"))
+
+    def per_run(frame: pl.DataFrame, col: str = "_w") -> np.ndarray:
+        """Sum per run: 0 for a run without such spans, NaN for one whose spans have no measured wait."""
+        g = dict(frame.group_by("_run").agg(pl.when(pl.col(col).count() > 0).then(pl.col(col).sum()))
+                 .iter_rows())
+        return np.array([0.0 if r not in g else np.nan if g[r] is None else float(g[r]) for r in runs])
+
+    out: dict[Key, np.ndarray] = {}
+    roots = w.filter(pl.col("kind") == "agent")
+    if roots.get_column("_root").null_count() < roots.height:
+        out[("cpu_wait_s", "task")] = per_run(roots, "_root")
+        under = (w.filter(pl.col("_pkind") == "agent").group_by("parent_id")  # unknown if one span's is
+                 .agg(pl.when(pl.col("_w").null_count() == 0).then(pl.col("_w").sum()).alias("_in"))
+                 .rename({"parent_id": "span_id"}))
+        gap = roots.join(under.with_columns(pl.lit(True).alias("_has")), on="span_id", how="left").with_columns(
+            (pl.col("_root") - pl.when(pl.col("_has").is_null()).then(0.0).otherwise(pl.col("_in")))
+            .clip(lower_bound=0.0).alias("_gap"))
+        out[("cpu_wait_s", "gap")] = per_run(gap, "_gap")
+    for kind, by in (("tool", "_tool"), ("model", "_model"), ("parse", None), ("wait", "_reason")):
+        k = w.filter(pl.col("kind") == kind)
+        if k.height == 0:
+            continue
+        out[("cpu_wait_s", kind)] = per_run(k.filter(pl.col("_pkind").ne_missing(kind)))
+        for name in sorted(set(k.get_column(by).drop_nulls().to_list())) if by else []:
+            out[("cpu_wait_s", f"{kind}:{name}")] = per_run(k.filter(pl.col(by) == name))
+    return out
 
 
 def miss_causes(a: Analysis) -> dict[str, list[dict[str, Any]]]:

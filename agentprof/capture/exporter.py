@@ -80,9 +80,9 @@ def _hex(value: int, width: int) -> str:
     return text
 
 
-LineShape = tuple[bytes, bytes, int, tuple[str, ...]]
+LineShape = tuple[bytes, bytes, int, tuple[str, ...], bytes, bytes]
 """(line template with a parent, without one, number of template attributes, the integer attributes filled in
-per span): see :func:`line_shape`."""
+per span, the two templates again with the span's run-queue wait after its CPU): see :func:`line_shape`."""
 
 
 def line_shape(name: str, attributes: dict[str, Any], ints: tuple[str, ...] = ()) -> LineShape | None:
@@ -102,10 +102,12 @@ def line_shape(name: str, attributes: dict[str, Any], ints: tuple[str, ...] = ()
     fixed = (f'{{"record":"span","name":{_quote(name)},"kind":{"null" if kind is None else _quote(str(kind))},'
              f'"attributes":{attrs_json[:-1]}').encode("ascii").replace(b"%", b"%%")  # literal for formatting
     slots = "".join(f",{_quote(k)}:%d" for k in ints).encode("ascii")
-    head = fixed + slots + f',"{sc.CPU_NS}":%d}},"trace_id":"%032x","span_id":"%016x",'.encode("ascii")
+    ids = ',"trace_id":"%032x","span_id":"%016x",'
+    head = fixed + slots + f',"{sc.CPU_NS}":%d}}{ids}'.encode("ascii")
+    rq_head = fixed + slots + f',"{sc.CPU_NS}":%d,"{sc.RUNQ_NS}":%d}}{ids}'.encode("ascii")
     tail = b'"start_ns":%d,"end_ns":%d,"status":"ok","error_type":null}\n'
-    return (head + b'"parent_id":"%016x",' + tail, head + b'"parent_id":null,' + tail, len(attributes),
-            tuple(ints))
+    parent, orphan = b'"parent_id":"%016x",' + tail, b'"parent_id":null,' + tail
+    return head + parent, head + orphan, len(attributes), tuple(ints), rq_head + parent, rq_head + orphan
 
 
 def shape_ints(shape: LineShape, attributes: dict[str, Any]) -> tuple[int, ...] | None:
@@ -122,13 +124,19 @@ def encode_span(span: ReadableSpan, detach_parent: bool = False) -> bytes:
         ctx, parent, name, start, end = span._context, span._parent, span._name, span._start_time, span._end_time
         attrs, code = span._attributes, span._status.status_code
         shape = span._shape
-        if shape is not None and len(attrs) == shape[2] + 1 and code is not StatusCode.ERROR:
-            cpu = attrs.get(sc.CPU_NS)  # the one attribute added since the start (the template is unchanged:
-            ints = shape_ints(shape, attrs) if shape[3] else ()  # any change through the span's API drops it)
-            if type(cpu) is int and end is not None and ints is not None:
+        added = len(attrs) - shape[2] if shape is not None else 0
+        if (added == 1 or added == 2) and code is not StatusCode.ERROR:
+            cpu = attrs.get(sc.CPU_NS)  # the attributes added since the start: CPU and, where recorded, the wait
+            rq = attrs.get(sc.RUNQ_NS) if added == 2 else None  # for a CPU (the template is unchanged: any
+            ints = shape_ints(shape, attrs) if shape[3] else ()  # change through the span's API drops it)
+            if type(cpu) is int and end is not None and ints is not None and (added == 1 or type(rq) is int):
+                if added == 1:
+                    if parent is None or detach_parent:
+                        return shape[1] % (*ints, cpu, ctx.trace_id, ctx.span_id, start, end)
+                    return shape[0] % (*ints, cpu, ctx.trace_id, ctx.span_id, parent.span_id, start, end)
                 if parent is None or detach_parent:
-                    return shape[1] % (*ints, cpu, ctx.trace_id, ctx.span_id, start, end)
-                return shape[0] % (*ints, cpu, ctx.trace_id, ctx.span_id, parent.span_id, start, end)
+                    return shape[5] % (*ints, cpu, rq, ctx.trace_id, ctx.span_id, start, end)
+                return shape[4] % (*ints, cpu, rq, ctx.trace_id, ctx.span_id, parent.span_id, start, end)
     else:
         ctx, parent, name, start, end = span.context, span.parent, span.name, span.start_time, span.end_time
         attrs, code = span_attributes(span), span.status.status_code

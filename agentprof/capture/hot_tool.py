@@ -33,13 +33,14 @@ from agentprof.capture.exporter import shape_ints
 from agentprof.capture.failsafe import internal_error
 from agentprof.capture.lean_span import UNSET_STATUS, LeanSpan
 from agentprof.capture.session import ACTIVE_SESSION, current
-from agentprof.capture.spans import CPU_SCOPE, Scope, add_child_cpu
+from agentprof.capture.spans import CPU_SCOPE, Scope, add_child_cpu, runq_since, runq_start
 
 _PARENTS = frozenset((LeanSpan, _sdk_trace.Span, getattr(_sdk_trace, "_Span", _sdk_trace.Span)))
 """Span classes whose context a hot call reads directly (``_context``); any other current span: general path."""
 
 _INTERNAL = SpanKind.INTERNAL
 _CPU_NS = sc.CPU_NS
+_RUNQ_NS = sc.RUNQ_NS
 
 
 def _span_id() -> int:
@@ -85,6 +86,7 @@ def start(last: Sequence[Any], span_name: str) -> Scope | None:
     scope.sess, scope.span, scope.store, scope.child_cpu_ns, scope.cpu0 = sess, span, attrs, 0, None
     scope.token = _ctx_set(new)
     scope.cpu_token = _cpu_set(scope)
+    scope.rq0 = runq_start(sess)
     scope.overhead = _perf() - t0
     return scope
 
@@ -111,12 +113,17 @@ def finish(scope: Scope, cpu_ns: int, t1: int | None = None) -> None:
         hot = sess.hot
         shape = span._shape  # None once the span changed through its API (or had no template)
         ints = () if shape is None or not shape[3] else shape_ints(shape, attrs)
+        rq = runq_since(sess, scope.rq0)
         if hot is not None and shape is not None and len(attrs) == shape[2] and span._status is UNSET_STATUS \
                 and span._end_time is None and not hot.failed and ints is not None:
             attrs[_CPU_NS] = own
             span._end_time = end
             ctx, parent = span._context, span._parent
-            line = shape[0] % (*ints, own, ctx[0], ctx[1], parent[1], span._start_time, end)
+            if rq >= 0:
+                attrs[_RUNQ_NS] = rq
+                line = shape[4] % (*ints, own, rq, ctx[0], ctx[1], parent[1], span._start_time, end)
+            else:
+                line = shape[0] % (*ints, own, ctx[0], ctx[1], parent[1], span._start_time, end)
             writer = hot.writer
             try:
                 with writer._lock:  # as JsonlTraceWriter.write_line (a closed writer: the session ended)
@@ -131,6 +138,8 @@ def finish(scope: Scope, cpu_ns: int, t1: int | None = None) -> None:
                 hot.fail(e)
         elif span._end_time is None:
             attrs[_CPU_NS] = own
+            if rq >= 0:
+                attrs[_RUNQ_NS] = rq
             span.end(end)
     except Exception as e:
         internal_error("ending a tool span", e)

@@ -26,7 +26,7 @@ from agentprof.capture import fingerprint, provider, raw_response
 from agentprof.capture.failsafe import internal_error, warn_once
 from agentprof.capture.plain import given
 from agentprof.capture.session import Session, current, parent_context
-from agentprof.capture.spans import record_error, set_many
+from agentprof.capture.spans import record_error, runq_since, runq_start, set_many
 from agentprof.trace.usage import normalize_usage, to_mapping
 
 _time_ns = time.time_ns
@@ -100,6 +100,8 @@ class ModelCall:
                                                 SpanKind.CLIENT, attrs)
         self.start_ns: int = self.span.start_time
         self.end_ns: int | None = None
+        self.rq0 = runq_start(sess)
+        self.runq_ns = -1  # the agent thread's wait for a CPU from start to response end, where recorded
         self.exc: BaseException | None = None
         self.incomplete = False
         self.print: fingerprint.PromptPrint | None = None
@@ -339,6 +341,7 @@ class ModelCall:
                 return
             self.end_ns = end_ns
             self.incomplete = self.incomplete or incomplete
+        self.runq_ns = runq_since(self.sess, self.rq0)
         self._part_done()
 
     def _fingerprinted(self, result: fingerprint.PromptPrint | None, err: BaseException | None) -> None:
@@ -455,6 +458,8 @@ class ModelCall:
                 a[sc.RESPONSE_TIME_TO_FIRST_CHUNK] = (self.first_ns - self.start_ns) / 1e9
         if self.incomplete:
             a[sc.INCOMPLETE] = True
+        if self.runq_ns >= 0:
+            a[sc.RUNQ_NS] = self.runq_ns
         if p is not None:
             a.update(self._print_attributes(p))
         if self.sess.capture_content:

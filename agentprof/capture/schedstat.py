@@ -91,3 +91,49 @@ class ThreadClock:
 
 def current_thread_clock() -> ThreadClock:
     return ThreadClock(threading.get_native_id(), threading.get_ident())
+
+
+class _RunqReader:
+    """The calling thread's schedstat file, kept open for the thread's life (closed with it)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self) -> None:
+        try:
+            self.fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat", os.O_RDONLY)
+        except (OSError, AttributeError):
+            self.fd = -1
+
+    def __del__(self) -> None:
+        if self.fd >= 0:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+
+
+_local = threading.local()
+
+
+def thread_runq_ns() -> int:
+    """The calling thread's cumulative run-queue wait (ns), or -1 where schedstat cannot be read (not Linux,
+    schedstats off, an error): spans read it at start and end to record the CPU wait they suffered."""
+    r = getattr(_local, "reader", None)
+    if r is None:
+        r = _local.reader = _RunqReader()
+    if r.fd < 0:
+        return -1
+    try:  # os.pread: lets go of the interpreter lock, which costs the agent's own thread less than ctypes
+        return int(os.pread(r.fd, 64, 0).split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def _forget_readers() -> None:
+    """A forked child's threads are not the parent's: read its own files."""
+    global _local
+    _local = threading.local()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_readers)

@@ -140,6 +140,9 @@ class Session:
         self.sample_interval = sample  # seconds between stack samples (None: no sampling; capture.sampler)
         self.sampler: Any = None
         self._thread_cpu0: tuple[int, int, int | None] | None = None  # (thread, CPU ns, run-queue ns) at start
+        self.runq: Any = None
+        """Reads the calling thread's run-queue wait (``schedstat.thread_runq_ns``) where spans record theirs:
+        Linux with schedstat readable and no stack sampler (whose samples carry the wait); else None."""
 
     # --- lifecycle ------------------------------------------------------------------------------------
     def start(self) -> Session:
@@ -182,6 +185,7 @@ class Session:
                 self.sampler = HOOKS.sampler(self, self.sample_interval)
             except Exception as e:
                 internal_error("starting the stack sampler", e)
+        self.runq = self._span_runq()
         self.add_overhead(time.perf_counter_ns() - t0)
         return self
 
@@ -267,6 +271,17 @@ class Session:
                     self.root.set_attribute(sc.RUNQ_NS, end[2] - start[2])
             except Exception as e:
                 internal_error("recording the run's CPU time", e)
+
+    def _span_runq(self) -> Any:
+        """:attr:`runq`'s reader, or None (no schedstat, or a sampler on this run or the one it is part of)."""
+        top = self
+        while top.parent is not None:
+            top = top.parent
+        if top.sampler is not None or (top is not self and top.runq is None):
+            return None
+        from agentprof.capture.schedstat import thread_runq_ns
+
+        return thread_runq_ns if self._thread_cpu0 is not None and self._thread_cpu0[2] is not None else None
 
     @staticmethod
     def _thread_times() -> tuple[int, int, int | None]:

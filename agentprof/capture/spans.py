@@ -8,6 +8,7 @@ Failures inside agentprof are reported once and never reach the agent.
 from __future__ import annotations
 
 import contextvars
+import threading
 import time
 from typing import Any
 
@@ -30,6 +31,7 @@ CPU_SCOPE: contextvars.ContextVar[Any] = contextvars.ContextVar("agentprof_cpu_s
 
 _perf = time.perf_counter_ns
 _thread_time = time.thread_time_ns
+_ident = threading.get_ident
 _enter = current_span.enter
 _leave = current_span.leave
 _INTERNAL = SpanKind.INTERNAL
@@ -77,10 +79,26 @@ def add_child_cpu(ns: int) -> None:
         scope.child_cpu_ns += ns
 
 
-class Scope:
-    """One open span. ``cpu`` measures thread CPU (plus child-process CPU) into ``agentprof.cpu_ns``."""
+def runq_start(sess: Session) -> tuple[int, int]:
+    """(thread, its run-queue wait ns) where a span starts, or (0, -1) where the session records none."""
+    read = sess.runq
+    return (_ident(), read()) if read is not None else (0, -1)
 
-    __slots__ = ("sess", "span", "store", "token", "cpu_token", "cpu0", "child_cpu_ns", "overhead")
+
+def runq_since(sess: Session, start: tuple[int, int]) -> int:
+    """The calling thread's run-queue wait since ``start`` (ns); -1 when not measured or on another thread."""
+    read = sess.runq
+    if start[1] < 0 or read is None or _ident() != start[0]:
+        return -1
+    now = read()
+    return now - start[1] if now >= start[1] else -1
+
+
+class Scope:
+    """One open span. ``cpu`` measures thread CPU (plus child-process CPU) into ``agentprof.cpu_ns`` and, where
+    the session records it, the thread's wait for a CPU into ``agentprof.runq_ns``."""
+
+    __slots__ = ("sess", "span", "store", "token", "cpu_token", "cpu0", "child_cpu_ns", "overhead", "rq0")
 
     def __init__(self, sess: Session, name: str, attributes: dict[str, Any], cpu: bool = False,
                  kind: SpanKind = _INTERNAL, shape: tuple[bytes, bytes, int] | None = None) -> None:
@@ -97,11 +115,13 @@ class Scope:
         self.child_cpu_ns = 0
         if cpu:
             self.cpu_token = CPU_SCOPE.set(self)
+            self.rq0 = runq_start(sess)
             self.overhead = _perf() - t0
             self.cpu0 = _thread_time()
         else:
             self.cpu_token = None
             self.cpu0 = None
+            self.rq0 = (0, -1)
             self.overhead = _perf() - t0
 
     def set_attribute(self, key: str, value: Any) -> None:
@@ -123,12 +143,17 @@ class Scope:
                 if child:
                     add_child_cpu(child)
                 own = (cpu_ns if cpu_ns is not None else cpu1 - self.cpu0) + child  # type: ignore[operator]
+                rq = runq_since(self.sess, self.rq0)
                 if self.store is not None:
                     self.store[sc.CPU_NS] = own
+                    if rq >= 0:
+                        self.store[sc.RUNQ_NS] = rq
                     if child:
                         self.store[sc.CHILD_CPU_NS] = child
                 else:
                     span.set_attribute(sc.CPU_NS, own)
+                    if rq >= 0:
+                        span.set_attribute(sc.RUNQ_NS, rq)
                     if child:
                         span.set_attribute(sc.CHILD_CPU_NS, child)
             if exc is not None:

@@ -22,6 +22,11 @@ def evidence(c: Any) -> str:
     return f"{c.n_base} v {c.n_new}"
 
 
+def load_part(c: Any) -> str:
+    """How much of the change its own spans' extra wait for a CPU explains: ``100%``, ``40%``, or ``–``."""
+    return "–" if c.load_share is None else f"{c.load_share:.0%}"
+
+
 def _style(c: Any) -> str:
     if not c.significant:
         return ""
@@ -31,14 +36,16 @@ def _style(c: Any) -> str:
 
 
 def diff_table(res: Any, per_call: bool) -> Table:
-    """Per-call or per-run figures, one row each; significant rows in bold, slower/less reuse red, faster green."""
+    """Per-call or per-run figures, one row each (``load``: the share of the change the machine's load explains);
+    significant rows in bold, slower/less reuse red, faster green."""
     from agentprof.analysis.diff import fmt_value
 
     title = ("Per call: the median call; tested across calls (v: base v new)" if per_call
              else "Per run: the median run; tested across runs (or calls, one run a side)")
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
+              collapse_padding=True)
     t.add_column("figure", justify="left", overflow="fold", ratio=1)
-    for c in ("base", "new", "ratio", "p adj.", "n", "sig."):
+    for c in ("base", "new", "ratio", "p adj.", "n", "load", "sig."):
         t.add_column(c, justify="right", no_wrap=True)
     for c in res.changes:
         if c.per_call != per_call:
@@ -47,7 +54,8 @@ def diff_table(res: Any, per_call: bool) -> Table:
         sig = "yes" if c.significant else ("–" if c.p_adjusted is None else "no")
         pa = "–" if c.p_adjusted is None else f"{c.p_adjusted:.2g}"
         t.add_row(text(c.name, 80), Text(fmt_value(c.metric, c.base)), Text(fmt_value(c.metric, c.new)),
-                  Text(ratio), Text(pa), Text(evidence(c)), Text(sig), style=_style(c))
+                  Text(ratio), Text(pa), Text(evidence(c)), Text(load_part(c)), Text(sig),
+                  style=_style(c))
     return t
 
 
@@ -59,7 +67,8 @@ def show_diff(res: Any, failed: list[dict[str, Any]], console: Console | None = 
         con.print(text(f"{side.upper()}: {shown(s.get('label'), 80)} — {s.get('runs')} run(s), "
                        f"{s.get('model_calls')} model calls, {s.get('misses')} cache misses"))
     m = res.method
-    con.print(Text(m["summary"]), style="dim")
+    con.print(Text(m["summary"] + "; load: the share of a change its own spans' extra wait for a CPU explains"),
+              style="dim")
     con.print(diff_table(res, per_call=True))
     con.print(diff_table(res, per_call=False))
     if res.new_miss_causes:

@@ -11,7 +11,7 @@ from agentprof.analysis import baseline
 from agentprof.analysis.diff import compare, figures
 from agentprof.errors import AgentprofError
 
-from .test_diff import runs_trace
+from .test_diff import _loaded_run, runs_trace
 
 
 def test_a_stored_side_compares_like_its_trace(tmp_path):
@@ -28,6 +28,19 @@ def test_a_stored_side_compares_like_its_trace(tmp_path):
         assert b.base == pytest.approx(a.base, rel=1e-5) if a.base is not None else b.base is None
         assert b.p == pytest.approx(a.p, rel=1e-3, abs=1e-12) if a.p is not None else b.p is None
     assert ("call_s", "tool:grep") in {c.key for c in again.significant}
+
+
+def test_a_stored_side_keeps_its_spans_waits_for_a_cpu(tmp_path):
+    side = figures(_loaded_run("b", 0.100, runq_s=0.05, tool_runq_s=0.0), "BASE", "main")
+    new = figures(_loaded_run("n", 0.130, runq_s=0.55, tool_runq_s=0.01), "NEW", "pr")
+    stored = baseline.load(baseline.save(side, tmp_path / "b.json"))
+    direct, again = (compare(s, new).change("call_s", "tool:grep") for s in (side, stored))
+    assert direct.load_s == pytest.approx(again.load_s) == pytest.approx(0.06)  # 2 x 3 x 10 ms more
+    # a baseline stored with the run's wait alone (before groups were kept): the tool's share is unknown
+    old = json.loads((tmp_path / "b.json").read_text(encoding="utf-8"))
+    old["per_run"] = [e for e in old["per_run"] if e["metric"] != "cpu_wait_s" or e["scope"] == "task"]
+    (tmp_path / "old.json").write_text(json.dumps(old), encoding="utf-8")
+    assert compare(baseline.load(tmp_path / "old.json"), new).change("call_s", "tool:grep").load_s is None
 
 
 @pytest.mark.parametrize(("text", "expected"), [

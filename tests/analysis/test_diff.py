@@ -137,32 +137,60 @@ def test_a_figure_one_side_cannot_measure_is_not_tested_not_zero():
     assert not res.significant
 
 
-def _loaded_run(prefix: str, tool_s: float, runq_s: float) -> Trace:
+def _loaded_run(prefix: str, tool_s: float, runq_s: float, tool_runq_s: float | None = None) -> Trace:
     """One run: three calls of ``grep`` (``tool_s`` each, +1 ms per call) under a root span that records how long
-    the agent's thread waited for a CPU."""
+    the agent's thread waited for a CPU; each call records ``tool_runq_s`` of it (None: no per-span record)."""
     t, recs = T0, []
     for i in range(3):
         d = int(tool_s * S) + i * 1_000_000
+        rq = {} if tool_runq_s is None else {sc.RUNQ_NS: int(tool_runq_s * S)}
         recs.append(_span(prefix, f"t{i}", "root", "tool", "execute_tool grep", t, t + d,
-                          **{"gen_ai.tool.name": "grep"}))
+                          **{"gen_ai.tool.name": "grep", **rq}))
         t += d
     recs.insert(0, _span(prefix, "root", None, "agent", "invoke_agent a", T0, t,
                          **{sc.RUNQ_NS: int(runq_s * S)}))
     return Trace(TraceMeta(source_format="agentprof", name="synthetic"), spans_from_records(recs))
 
 
-def test_a_slowdown_within_the_extra_wait_for_a_cpu_is_the_machine_and_beyond_it_the_agent():
-    base = _loaded_run("b", 0.100, runq_s=0.05)
-    # 3 calls 100 -> 130 ms add 0.09 s a run; NEW waited 0.5 s more for a CPU: not counted, either way round
-    res = diff(base, _loaded_run("n", 0.130, runq_s=0.55))
+def test_a_slowdown_within_its_own_spans_extra_wait_for_a_cpu_is_the_machine_and_beyond_it_the_agent():
+    base = _loaded_run("b", 0.100, runq_s=0.05, tool_runq_s=0.0)
+    # 3 calls 100 -> 130 ms add 0.09 s a run; the calls themselves waited 0.15 s more for a CPU: not counted
+    res = diff(base, _loaded_run("n", 0.130, runq_s=0.55, tool_runq_s=0.05))
     grep = res.change("call_s", "tool:grep")
     assert grep.p_adjusted < 0.01 and grep.practical and grep.load_explained and not grep.significant
+    assert grep.load_s == pytest.approx(grep.added_s) and grep.load_share == pytest.approx(1.0)
     assert res.load["new_minus_base_s"] == pytest.approx(0.5) and res.failures(slower_pct=20) == []
     assert any("NEW's agent thread waited 0.50 s more" in n and "tool grep" in n for n in res.notes)
-    back = diff(_loaded_run("n", 0.130, runq_s=0.55), base)
+    back = diff(_loaded_run("n", 0.130, runq_s=0.55, tool_runq_s=0.05), base)
     assert back.change("call_s", "tool:grep").load_explained and not back.significant
+    # the machine was as busy, but the calls did not wait for a CPU (they sleep): the slowdown is the tool's
+    idle_tool = diff(base, _loaded_run("n", 0.130, runq_s=0.55, tool_runq_s=0.0))
+    grep = idle_tool.change("call_s", "tool:grep")
+    assert grep.significant and grep.load_s == 0.0 and grep.load_share == 0.0
+    assert [f["scope"] for f in idle_tool.failures(slower_pct=20)] == ["tool:grep"]
+    # waited 20 ms more in all: 2 x 20 ms of the 90 ms is the machine's, the rest the tool's
+    part = diff(base, _loaded_run("n", 0.130, runq_s=0.55, tool_runq_s=0.02 / 3)).change("call_s", "tool:grep")
+    assert part.significant and part.load_s == pytest.approx(0.04) and part.load_share == pytest.approx(0.04 / 0.09)
     # the same slowdown with equal waits, and a 5x slowdown beyond the extra wait, are the agent
-    assert diff(base, _loaded_run("n", 0.130, runq_s=0.05)).change("call_s", "tool:grep").significant
-    res = diff(base, _loaded_run("n", 0.500, runq_s=0.55))
+    assert diff(base, _loaded_run("n", 0.130, runq_s=0.05, tool_runq_s=0.0)).change("call_s", "tool:grep").significant
+    res = diff(base, _loaded_run("n", 0.500, runq_s=0.55, tool_runq_s=0.05))
     assert [f["scope"] for f in res.failures(slower_pct=20)] == ["tool:grep"]
     assert res.change("cpu_wait_s").p is None and res.change("cpu_wait_s").slower_by() is None
+    assert [c.scope for c in res.changes if c.metric == "cpu_wait_s"] == ["task"]  # the spans' waits: no rows
+
+
+def test_without_a_wait_per_span_only_the_run_wide_times_are_put_down_to_load():
+    res = diff(_loaded_run("b", 0.100, runq_s=0.05), _loaded_run("n", 0.130, runq_s=0.55))
+    grep = res.change("call_s", "tool:grep")
+    assert grep.significant and grep.load_s is None and not grep.load_explained
+    assert res.change("wall_s").load_explained  # 90 ms more within twice the run's 0.5 s more wait
+    assert any("recorded no CPU wait per span" in n and "tool grep" in n for n in res.notes)
+
+
+def test_a_tool_only_new_has_gets_the_load_its_own_calls_waited():
+    base = _loaded_run("b", 0.100, runq_s=0.05, tool_runq_s=0.0)
+    new = _loaded_run("n", 0.100, runq_s=0.55, tool_runq_s=0.0)
+    new.spans = new.spans.with_columns(  # NEW calls its tool "rg": BASE had none of it (0 s, no wait)
+        new.spans.get_column("attributes").str.replace('"grep"', '"rg"').alias("attributes"))
+    rg = diff(base, new).change("tool_time_s", "tool:rg")
+    assert rg.base == 0.0 and rg.added_s > 0.3 and rg.load_s == 0.0 and rg.load_share == 0.0

@@ -29,9 +29,9 @@ VARYING = ("span_id", "start_ns", "end_ns")
 
 
 def _same_shape(record):
-    """A tool record without what differs from call to call (ids, times, CPU)."""
+    """A tool record without what differs from call to call (ids, times, CPU and the wait for one)."""
     out = {k: v for k, v in record.items() if k not in VARYING}
-    out["attributes"] = {k: v for k, v in record["attributes"].items() if k != sc.CPU_NS}
+    out["attributes"] = {k: v for k, v in record["attributes"].items() if k not in (sc.CPU_NS, sc.RUNQ_NS)}
     return out
 
 
@@ -51,8 +51,11 @@ def test_hot_and_general_paths_write_the_same_line(tmp_path):
     assert len(records) == 6 and len({r["span_id"] for r in records}) == 6
     assert all(_same_shape(r) == _same_shape(records[0]) for r in records)
     # byte for byte, once the varying numbers are blanked: same keys, same order, same escaping
-    blank = [re.sub(rb'"(span_id|start_ns|end_ns|agentprof\.cpu_ns)":"?[0-9a-f]+"?', rb'"\1":0', x) for x in lines]
+    blank = [re.sub(rb'"(span_id|start_ns|end_ns|agentprof\.cpu_ns|agentprof\.runq_ns)":"?[0-9a-f]+"?', rb'"\1":0', x)
+             for x in lines]
     assert len(set(blank)) == 1
+    # where the thread's schedstat is readable, both paths record the calls' wait for a CPU
+    assert all(sc.RUNQ_NS in r["attributes"] for r in records) == (sess.runq is not None)
     (root,) = [r for r in raw_records(run.path) if r.get("kind") == "agent"]
     for r in records:
         assert r["parent_id"] == root["span_id"] and r["trace_id"] == root["trace_id"]
@@ -253,7 +256,7 @@ def test_parses_run_hot_with_their_byte_counts(tmp_path):
     sizes = [len(d.encode() if isinstance(d, str) else d) for d in docs]
     assert [r["attributes"][sc.PARSE_BYTES] for r in args[:6]] == sizes * 2
     shapes = [{**_same_shape(r), "attributes": {k: v for k, v in r["attributes"].items()
-                                                 if k not in (sc.CPU_NS, sc.PARSE_BYTES)}} for r in args[:6]]
+                                                 if k not in (sc.CPU_NS, sc.RUNQ_NS, sc.PARSE_BYTES)}} for r in args[:6]]
     assert all(s == shapes[0] for s in shapes)
     assert args[6]["status"] == "error" and args[6]["error_type"] == "json.decoder.JSONDecodeError"
     assert args[6]["attributes"][sc.PARSE_BYTES] == len("{broken")

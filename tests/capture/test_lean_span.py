@@ -95,16 +95,24 @@ def test_application_spans_nest_under_a_lean_span():
 def test_shaped_line_equals_the_generic_encoding():
     attrs = {sc.KIND: "tool", sc.SESSION_ID: "s" * 32, sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: "t\u00e9\"x %d%s"}
     parent, _ = _lean("invoke_agent a", {sc.KIND: "agent"})
-    for with_parent in (False, True):
+    for with_parent, runq in ((False, None), (True, None), (False, 1234), (True, 0)):
         span, _ = _lean("execute_tool 100%", attrs=attrs, parent=parent if with_parent else None)
-        span._shape = line_shape(span.name, attrs)
+        shape = span._shape = line_shape(span.name, attrs)
+        assert shape is not None
         span._attributes[sc.CPU_NS] = 4321
+        if runq is not None:  # the span's wait for a CPU: the template's second variant
+            span._attributes[sc.RUNQ_NS] = runq
         span.end(end_time=9999)
         fast = encode_span(span)
         span._shape = None
         generic = encode_span(span)
         assert fast.endswith(b"\n") and fast.count(b"\n") == 1
         assert json.loads(fast) == json.loads(generic) == span_record(span)
+        ctx = span.get_span_context()
+        rest = (ctx.trace_id, ctx.span_id) + ((parent.get_span_context().span_id,) if with_parent else ()) \
+            + (span.start_time, 9999)
+        template = shape[(4 if runq is not None else 0) + (0 if with_parent else 1)]
+        assert fast == template % ((4321,) + ((runq,) if runq is not None else ()) + rest)  # the template's line
         span._shape = line_shape(span.name, attrs)
         assert json.loads(encode_span(span, detach_parent=True))["parent_id"] is None
 

@@ -1,7 +1,7 @@
 """A small real agent for the ``agentprof diff`` tests: the real ``openai`` SDK streams from a loopback model
-server, and four ``@agentprof.tool`` tools do real work (``run_tests`` sleeps as long as it is told, 30 ms in a
-baseline). One run: 8 model calls, ``run_tests`` 3 times, ``read_file`` 3 times, ``search`` twice,
-``list_files`` once. :func:`capture` records one run with ``agentprof.profile``, optionally while busy-loop
+server, and five ``@agentprof.tool`` tools do real work (``run_tests`` sleeps as long as it is told, 30 ms in a
+baseline; ``lint`` computes for :data:`LINT_CPU_S` of its thread's CPU). One run: 8 model calls, ``run_tests``
+and ``lint`` 3 times each, ``read_file`` 3 times, ``search`` twice, ``list_files`` once. :func:`capture` records one run with ``agentprof.profile``, optionally while busy-loop
 child processes load the agent's CPU.
 
 As in CI with a hosted model, the load is on the agent's side only: the model server runs in a child process
@@ -25,14 +25,16 @@ PLAN: list[list[tuple[str, dict[str, Any]]]] = [
     [("list_files", {})],
     [("read_file", {"path": "calc.py"}), ("read_file", {"path": "test_calc.py"})],
     [("search", {"pattern": "def "})],
-    [("run_tests", {})],
+    [("lint", {}), ("run_tests", {})],
     [("read_file", {"path": "notes.txt"}), ("search", {"pattern": "mean"})],
-    [("run_tests", {})],
-    [("run_tests", {})],
+    [("lint", {}), ("run_tests", {})],
+    [("lint", {}), ("run_tests", {})],
 ]
 FILES = {"calc.py": "def mean(xs):\n    return sum(xs) / len(xs)\n" * 20,
          "test_calc.py": "from calc import mean\n\ndef test_mean():\n    assert mean([1, 2]) == 1.5\n" * 10,
          "notes.txt": "the mean of an empty list is undefined\n" * 30}
+LINT_CPU_S = 0.02
+"""CPU ``lint`` uses per call: on a CPU shared with busy loops its calls take several times as long."""
 BUSY_S = 30
 """A busy-loop child ends by itself after this many seconds even if nobody stops it."""
 
@@ -71,7 +73,15 @@ def run_agent(repo: Path, client: Any, test_s: float) -> str:
         time.sleep(test_s)
         return "2 passed"
 
-    tools = {"list_files": list_files, "read_file": read_file, "search": search, "run_tests": run_tests}
+    @agentprof.tool(name="lint")
+    def lint() -> str:
+        t0, n = time.thread_time(), 0
+        while time.thread_time() - t0 < LINT_CPU_S:
+            n += 1
+        return f"{n} checks, 0 problems"
+
+    tools = {"list_files": list_files, "read_file": read_file, "search": search, "run_tests": run_tests,
+             "lint": lint}
     specs = [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}
              for n in tools]
     messages: list[dict[str, Any]] = [{"role": "system", "content": "You fix bugs."},
@@ -171,9 +181,13 @@ def capture(out: Path, test_s: float, load: int = 0) -> Path:
 
 
 def cpu_wait_s(trace: Path) -> float:
-    """The run's recorded wait for a CPU (the root span's ``agentprof.runq_ns``; 0 where not recorded)."""
-    m = re.search(r'agentprof\.runq_ns\\?"\s*:\s*(\d+)', trace.read_text(encoding="utf-8"))
-    return int(m.group(1)) / 1e9 if m else 0.0
+    """The run's recorded wait for a CPU (its root span's ``agentprof.runq_ns``, read by the trace reader; 0
+    where not recorded)."""
+    from agentprof.analysis.diff import LOAD_KEY
+    from agentprof.analysis.run_figures import side_figures
+    from agentprof.trace.files import read
+
+    return side_figures(read(trace)).value(LOAD_KEY) or 0.0
 
 
 def steady_pair(out: Path, base_s: float, new_s: float, tries: int = 3, tolerance_s: float = 0.05) -> tuple[Path, Path]:

@@ -1,7 +1,9 @@
 """``agentprof diff`` as CI runs it, on real captured runs of a small agent (:mod:`.diff_agent`: the real openai
 SDK against a loopback model server, ``@agentprof.tool`` tools): one run a side with ``run_tests`` 30 ms -> 150 ms
-fails ``--fail-if-slower 20``; unchanged runs pass it, also when one side ran with busy loops on the agent's CPU;
-``--format markdown`` / ``json``; a stored baseline. No timing is asserted, only what is flagged and the exit."""
+fails ``--fail-if-slower 20``; unchanged runs pass it, also when one side ran with busy loops on the agent's CPU
+(the CPU-bound ``lint`` slowed by them is put down to the machine), while the sleeping ``run_tests`` made slower
+on the loaded side is flagged; ``--format markdown`` / ``json``; a stored baseline. No timing is asserted, only
+what is flagged and the exit."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     capture(d / "warm", 0.03)  # the process's first run pays one-time costs (imports, first calls); not compared
     base, slow = steady_pair(d, 0.03, 0.15)  # on a machine other tests load too: a pair loaded alike
     return {"base": base, "slow": slow, "same": capture(d / "same", 0.03),
-            "loaded": capture(d / "loaded", 0.03, load=LOAD)}
+            "loaded": capture(d / "loaded", 0.03, load=LOAD), "slow_loaded": capture(d / "slow_loaded", 0.09, load=LOAD)}
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -50,7 +52,8 @@ def test_one_run_a_side_a_5x_slower_tool_is_flagged_alone_and_fails_the_gate(run
     assert 4.0 < rt["ratio"] < 6.0 and rt["p_adjusted"] < 0.01
     # every other tool was tested on its calls and is not flagged
     tools = [c for c in doc["changes"] if c["metric"] == "call_s" and c["scope"].startswith("tool:")]
-    assert {c["scope"] for c in tools} == {"tool:run_tests", "tool:read_file", "tool:search", "tool:list_files"}
+    assert {c["scope"] for c in tools} == {"tool:run_tests", "tool:read_file", "tool:search", "tool:list_files",
+                                           "tool:lint"}
     assert all(c["p_adjusted"] is not None for c in tools if c["scope"] in ("tool:read_file", "tool:search"))
     assert [(f["metric"], f["scope"], f["tested"]) for f in doc["failed"]] == [("call_s", "tool:run_tests", True)]
     assert [ln for ln in err.splitlines() if ln.startswith("FAIL ")] == ["FAIL " + doc["failed"][0]["line"]]
@@ -67,6 +70,38 @@ def test_unchanged_runs_flag_nothing_and_pass_the_gate_also_on_a_loaded_machine(
     assert not err.startswith("FAIL")
     assert doc["method"]["figures_tested"] >= 8  # the tools, the model's calls, TTFT, output rate, gaps, reuse
     assert doc["load"]["base_cpu_wait_s"] is not None and doc["load"]["new_cpu_wait_s"] is not None
+
+
+def _change(doc: dict, metric: str, scope: str) -> dict:
+    return next(c for c in doc["changes"] if (c["metric"], c["scope"]) == (metric, scope))
+
+
+def test_a_sleeping_tool_made_slower_on_a_loaded_machine_is_flagged_not_put_down_to_load(runs, capsys):
+    code, out, err = cli(capsys, "diff", str(runs["base"]), str(runs["slow_loaded"]), "--fail-if-slower", "20",
+                         "--json")
+    doc = json.loads(out)
+    rt = _change(doc, "call_s", "tool:run_tests")
+    # the run-wide rule would have excused it: the agent's thread waited more than half the added time more
+    assert 2 * doc["load"]["new_minus_base_s"] >= rt["added_s_per_run"] > 0
+    # its own calls slept and barely waited for a CPU: load explains little of it, and it is flagged
+    assert 0 <= rt["load_explains_s_per_run"] < rt["added_s_per_run"] / 2 and rt["load_share"] < 0.5
+    assert code == 1 and _sig(doc) == {("call_s", "tool:run_tests")}
+    assert [f["scope"] for f in doc["failed"]] == ["tool:run_tests"] and "FAIL call_s [tool:run_tests]" in err
+    lint = _change(doc, "call_s", "tool:lint")  # the CPU-bound tool on the same loaded side: the machine's
+    assert lint["load_explained"] and not lint["significant"]
+
+
+def test_a_cpu_bound_tool_slowed_by_load_alone_is_put_down_to_the_machine(runs, capsys, monkeypatch):
+    code, out, _ = cli(capsys, "diff", str(runs["base"]), str(runs["loaded"]), "--fail-if-slower", "20", "--json")
+    lint = _change(json.loads(out), "call_s", "tool:lint")
+    assert code == 0 and lint["ratio"] > 1.1 and lint["added_s_per_run"] > 0, lint
+    assert lint["load_explained"] and lint["load_share"] == 1.0 and not lint["significant"], lint
+    assert lint["load_explains_s_per_run"] == lint["added_s_per_run"]
+    monkeypatch.setenv("COLUMNS", "80")  # the terminal says the same, in 80 columns
+    code, out, _ = cli(capsys, "diff", str(runs["base"]), str(runs["loaded"]), "--fail-if-slower", "20")
+    assert code == 0 and max(len(ln) for ln in out.splitlines()) <= 80, out
+    row = next((ln for ln in out.splitlines() if ln.lstrip().startswith("tool lint")), out)
+    assert row.split()[-2:] == ["100%", "no"], row  # load explains all of it; tested, not significant
 
 
 def test_markdown_names_the_changed_tool_in_a_table(runs, capsys):

@@ -15,26 +15,29 @@ from .report_support import LAYOUT_PROBE, SEC, T0, make_trace, span
 EVIL = '<img src=x onerror=alert(1)>run</script>'
 
 
-def runs(n: int, tool_s: float, prefix: str):
-    """``n`` runs: a 1 s model call, then the evil-named tool for ``tool_s`` (+1 ms per run), then ``ls``."""
+def runs(n: int, tool_s: float, prefix: str, tool_wait_s: float = 0.0):
+    """``n`` runs: a 1 s model call, then the evil-named tool for ``tool_s`` (+1 ms per run), waiting
+    ``tool_wait_s`` of it for a CPU, then ``ls``; the run's thread waited 0.1 s more than that for a CPU."""
     recs = []
+    rq = "agentprof.runq_ns"
     for i in range(n):
         s, t = f"{prefix}{i}", T0 + i * 100 * SEC
         m = SEC + i * 10_000_000
         tt = int(tool_s * SEC) + i * 1_000_000
-        recs += [span(s, f"{s}root", None, "agent", "invoke_agent a", t, t + m + tt + SEC // 10, trace_id=s),
+        recs += [span(s, f"{s}root", None, "agent", "invoke_agent a", t, t + m + tt + SEC // 10, trace_id=s,
+                      **{rq: int((tool_wait_s + 0.1) * SEC)}),
                  span(s, f"{s}m", f"{s}root", "model", "chat x", t, t + m, trace_id=s,
-                      **{"gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 10}),
+                      **{"gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 10, rq: 0}),
                  span(s, f"{s}t", f"{s}root", "tool", f"execute_tool {EVIL}", t + m, t + m + tt, trace_id=s,
-                      **{"gen_ai.tool.name": EVIL}),
+                      **{"gen_ai.tool.name": EVIL, rq: int(tool_wait_s * SEC)}),
                  span(s, f"{s}l", f"{s}root", "tool", "execute_tool ls", t + m + tt, t + m + tt + SEC // 20,
-                      trace_id=s, **{"gen_ai.tool.name": "ls"})]
+                      trace_id=s, **{"gen_ai.tool.name": "ls", rq: 0})]
     return make_trace(recs)
 
 
 @pytest.fixture(scope="module")
 def result():
-    res = diff(runs(8, 1.0, "b"), runs(8, 4.0, "n"))
+    res = diff(runs(8, 1.0, "b"), runs(8, 4.0, "n", tool_wait_s=0.5))
     return res, res.failures(slower_pct=10)
 
 
@@ -68,6 +71,9 @@ def test_diff_page_renders_side_by_side_offline(browser, result, tmp_path):
     assert evil_calls.locator("td").first.inner_text() == f"tool {EVIL}"
     assert "8 vs 8 calls (8 vs 8 runs)" in evil_calls.inner_text()
     assert page.locator('#changes tr[data-metric="tool_time_s"][data-scope="tool:ls"] td.flag').inner_text() == "no"
+    # how much of the change load explains: 2 x the tool's 0.5 s more wait of its 3 s more a run
+    assert evil_row.locator("td.load").inner_text().replace("\xa0", " ") == "33% (1.00 s a run)"
+    assert res.change("tool_time_s", f"tool:{EVIL}").load_share == pytest.approx(1 / 3)
     fails = page.locator("#failed li")
     assert fails.count() == len(failed) > 0
     # side by side: a BASE bar and a NEW bar per figure, the NEW tool bar about four times as wide

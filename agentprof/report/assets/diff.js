@@ -87,8 +87,8 @@
 
   function changesTable() {
     var t = h("table", { "class": "t", id: "changes" });
-    t.appendChild(h("thead", null, h("tr", null, ["figure", "scope", "base", "new", "ratio", "p (adjusted)", "across", "significant"].map(function (c, i) {
-      return h("th", { "class": i >= 2 && i <= 5 ? "r" : null }, c);
+    t.appendChild(h("thead", null, h("tr", null, ["figure", "scope", "base", "new", "ratio", "p (adjusted)", "across", "load explains", "significant"].map(function (c, i) {
+      return h("th", { "class": (i >= 2 && i <= 5) || i === 7 ? "r" : null }, c);
     }))));
     var tb = h("tbody");
     D.changes.forEach(function (c) {
@@ -98,8 +98,10 @@
         h("td", { "class": "r" }, c.ratio === null ? "–" : "×" + c.ratio.toFixed(2)),
         h("td", { "class": "r" }, c.p_adjusted === null ? "–" : c.p_adjusted.toPrecision(2)),
         h("td", null, c.tested_across && !c.threshold_only ? c.n_base + " vs " + c.n_new + " " + c.tested_across +
-          (c.per_call ? " (" + c.runs_base + " vs " + c.runs_new + " runs)" : "") + (c.load_explained ? "; within NEW's extra CPU wait" : "")
+          (c.per_call ? " (" + c.runs_base + " vs " + c.runs_new + " runs)" : "")
           : (c.note || "not tested")),
+        h("td", { "class": "r load" }, c.load_share === null ? "–" : Math.round(c.load_share * 100) + "%" +
+          (c.load_explains_s_per_run === null ? "" : " (" + fmt("s", c.load_explains_s_per_run) + " a run)")),
         h("td", { "class": "flag" }, c.significant ? "yes" : (c.p_adjusted === null ? "–" : "no"))]);
       tb.appendChild(tr);
     });
