@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agentprof.report.diff_terminal import load_part
 from agentprof.safe_text import shown
 
 _PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&$:@=\"'])")
@@ -39,10 +40,11 @@ def _row(c: Any) -> str:
     if c.significant:
         name = f"**{name}**"
     return (f"| {name} | {fmt_value(c.metric, c.base)} | {fmt_value(c.metric, c.new)} | {ratio} | {pa} | "
-            f"{ev} |")
+            f"{load_part(c)} | {ev} |")
 
 
-_HEAD = "| figure | base | new | ratio | p (adj.) | tested on |\n|---|--:|--:|--:|--:|---|"
+_HEAD = ("| figure | base | new | ratio | p (adj.) | load explains | tested on |\n"
+         "|---|--:|--:|--:|--:|--:|---|")
 
 
 def render_markdown(res: Any, failed: list[dict[str, Any]]) -> str:

@@ -102,6 +102,9 @@ def test_a_cpu_bound_tool_slowed_by_load_alone_is_put_down_to_the_machine(runs, 
     assert code == 0 and max(len(ln) for ln in out.splitlines()) <= 80, out
     row = next((ln for ln in out.splitlines() if ln.lstrip().startswith("tool lint")), out)
     assert row.split()[-2:] == ["100%", "no"], row  # load explains all of it; tested, not significant
+    code, out, _ = cli(capsys, "diff", str(runs["base"]), str(runs["loaded"]), "--format", "markdown")
+    row = next(ln for ln in out.splitlines() if ln.startswith("| tool lint "))  # the pull-request comment too
+    assert row.split(" | ")[5] == "100%", row
 
 
 def test_markdown_names_the_changed_tool_in_a_table(runs, capsys):
@@ -110,8 +113,8 @@ def test_markdown_names_the_changed_tool_in_a_table(runs, capsys):
     assert code == 1
     assert out.startswith("### agentprof diff: ❌ 1 failing figure(s)")
     lines = out.splitlines()
-    head = lines.index("| figure | base | new | ratio | p (adj.) | tested on |")
-    assert lines[head + 1] == "|---|--:|--:|--:|--:|---|"
+    head = lines.index("| figure | base | new | ratio | p (adj.) | load explains | tested on |")
+    assert lines[head + 1] == "|---|--:|--:|--:|--:|--:|---|"
     row = lines[head + 2]
     assert row.startswith("| **tool run\\_tests** | ") and row.endswith(" | 3 vs 3 calls (1 vs 1 runs) |")
     assert lines[head + 3] == ""  # the changed figures only; every figure is in the folded table

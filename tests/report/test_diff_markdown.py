@@ -45,7 +45,7 @@ def test_markdown_cells_hold_trace_text_as_text(result):
     assert [f["scope"] for f in failed] == [f"tool:{EVIL}"]
     out = render_markdown(res, failed)
     row = next(ln for ln in out.splitlines() if ln.startswith("| **tool "))
-    assert row.count("|") - row.count("\\|") == 7  # six cells: the name's pipe is escaped
+    assert row.count("|") - row.count("\\|") == 8  # seven cells: the name's pipe is escaped
     assert "\\`c" in row and "\\[x\\]\\(http\\:" in row and "\\<img" in row and "\\x1b" in row
     assert "\x1b" not in out and "](http" not in out
     # every unescaped backtick, bracket or angle bracket in the document is the report's own, not the tool's
