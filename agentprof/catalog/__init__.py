@@ -203,3 +203,18 @@ def resolve_model(name: str | None, extra_files: tuple[str, ...] = (), strict: b
                 raise CatalogError(f"stand-in for {name!r} names unknown model {s.model!r}")
             return mods[s.model], f"{name or 'unknown model'} replayed as {mods[s.model].display} ({s.source})"
     raise CatalogError(f"no catalog model or stand-in for {name!r}")
+
+
+def replayed_model(name: str | None, override: str | None, extra_files: tuple[str, ...] = ()
+                   ) -> tuple[ModelSpec, str | None]:
+    """The catalog model a call of ``name`` is replayed as, and the note that says so: ``override`` (``--model``)
+    when given (a clear error when unknown), else :func:`resolve_model` (an unnamed model takes the catalog's
+    catch-all stand-in, which says so)."""
+    if override:
+        m = find_model(override, extra_files)
+        if m is None:
+            raise CatalogError(f"unknown model {override!r} (catalog models: {', '.join(sorted(models(extra_files)))})")
+        same = name and find_model(name, extra_files) is m
+        return m, None if same else f"{name or 'unknown model'} replayed as {m.display} (--model)"
+    return resolve_model(name or "unknown model", extra_files)
+

@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from agentprof.analysis.calls import CallBlocks, model_calls
-from agentprof.catalog import CatalogError, ModelSpec, find_model, resolve_model
+from agentprof.catalog import CatalogError, ModelSpec, replayed_model
 from agentprof.catalog.hardware import HardwareCatalog, System, load_catalog
 from agentprof.importers.coerce import as_trace
 from agentprof.replay.active import human_wait_s, set_agent_active
@@ -216,18 +216,6 @@ def _lmcache_hits(trace: Trace, keys: pl.DataFrame, policy: CachePolicy, r: Reso
     return CacheHits(hbm_t, cpu_t, disk_t, notes)
 
 
-def _model_for(name: str | None, override: str | None, extra: tuple[str, ...]) -> tuple[ModelSpec, str | None]:
-    if override:
-        m = find_model(override, extra)
-        if m is None:
-            raise CatalogError(f"unknown model {override!r} (catalog models: "
-                               f"{', '.join(sorted(load_catalog(extra).models))})")
-        note = None if (name and find_model(name, extra) is m) else f"{name or 'unknown model'} replayed as {m.display} (--model)"
-        return m, note
-    # an unnamed model goes through the catalog's catch-all stand-in, which says so
-    return resolve_model(name or "unknown model", extra)
-
-
 def replay(trace: Trace, systems: Sequence[str | System], model: str | None = None,
            cache_policy: str | CachePolicy = "auto", concurrency: int = 1,
            catalog: HardwareCatalog | None = None, cpu_bound: dict[str, float] | None = None,
@@ -332,7 +320,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     resolved: dict[str | None, tuple[ModelSpec, str | None]] = {}
     for nm in names:
         if nm not in resolved:
-            resolved[nm] = _model_for(nm, model, extra)
+            resolved[nm] = replayed_model(nm, model, extra)
             m, note = resolved[nm]
             specs[m.key] = m
             if note:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentprof.catalog import CatalogError
+from agentprof.catalog import CatalogError, replayed_model
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.errors import AgentprofError
 from agentprof.replay.context import beyond_context, context_note
@@ -122,7 +122,6 @@ def find_capacity(plan: SessionPlan, resolved: Any, slos: Sequence[tuple[str, st
 
 def plan_for(trace: Trace, model: str | None, base: ServingConfig, cat: HardwareCatalog) -> tuple[SessionPlan, Any]:
     """The sessions plan of the calls of the most used (catalog or stand-in) model, and that model."""
-    from agentprof.replay.replay import _model_for
 
     extra = tuple(p for p in cat.files if not p.endswith(("accelerators.toml", "hosts.toml", "systems.toml")))
     calls = trace.spans.filter(trace.spans.get_column("kind") == "model")
@@ -133,7 +132,7 @@ def plan_for(trace: Trace, model: str | None, base: ServingConfig, cat: Hardware
     keys: list[str] = []
     for nm in calls.get_column("model").to_list():
         if nm not in resolved_models:
-            resolved_models[nm] = _model_for(nm, model, extra)[0]
+            resolved_models[nm] = replayed_model(nm, model, extra)[0]
         k = resolved_models[nm].key
         keys.append(k)
         counts[k] = counts.get(k, 0) + 1
