@@ -90,7 +90,8 @@ def tool_names(spans: pl.DataFrame) -> pl.Series:
 def cpu_split(spans: pl.DataFrame, host_parent: np.ndarray, excl_s: np.ndarray,
               declared: dict[str, float] | None = None, runq_s: np.ndarray | None = None) -> CpuSplit:
     """CPU-bound fraction of each span's exclusive time (see the module docstring for the order of sources).
-    ``runq_s``: per span, sampled time its thread waited for a CPU (counts as CPU-bound with its ``cpu_ns``)."""
+    ``runq_s``: per span, the time its thread waited for a CPU in its own time (:func:`span_runq`; counts as
+    CPU-bound with its ``cpu_ns``)."""
     n = spans.height
     declared = declared or {}
     kind = spans.get_column("kind").to_numpy()
@@ -168,17 +169,22 @@ class GapSplit:
                 "gaps_source": self.source}
 
 
-def sampled_runq(trace: Any) -> np.ndarray | None:
-    """Per span row: seconds its thread was sampled waiting for a CPU (None when the trace has no samples)."""
-    from agentprof.analysis.hotspots import attribute
+def span_runq(trace: Any, host_parent: np.ndarray) -> np.ndarray | None:
+    """Per span row: seconds its thread waited for a CPU in the span's own time, its children's apart, as the
+    capture recorded it at the span's ends (``agentprof.runq_ns``, which holds the children's too) or, where it
+    sampled stacks instead, as the samples inside it saw; None when the trace has neither."""
+    from agentprof.analysis.hotspots import span_cpu_wait_s
 
-    a = attribute(trace)
-    if a is None:
+    w = span_cpu_wait_s(trace)
+    known = np.isfinite(w)
+    if not known.any():
         return None
-    out = np.zeros(trace.spans.height)
-    ok = a.span_row >= 0
-    np.add.at(out, a.span_row[ok], a.samples.runq_ns[ok] / 1e9)
-    return out
+    w = np.where(known, w, 0.0)
+    attrs = trace.spans.get_column("attributes")
+    recorded = attrs.str.contains(f'"{sc.RUNQ_NS}"', literal=True).fill_null(False).to_numpy()
+    ok = (host_parent >= 0) & recorded
+    child = np.bincount(host_parent[ok], weights=w[ok], minlength=w.size) if ok.any() else np.zeros(w.size)
+    return np.where(recorded, np.maximum(w - child, 0.0), w)
 
 
 def model_client_busy(trace: Any) -> np.ndarray:
@@ -234,7 +240,8 @@ def host_whatif(trace: Any, speed_ratios: list[float], declared: dict[str, float
     from agentprof.replay.timeline import assemble, prepare
 
     lay = prepare(trace.spans)
-    split = cpu_split(trace.spans, lay.host_parent, lay.excl_old, declared, sampled_runq(trace))
+    split = cpu_split(trace.spans, lay.host_parent, lay.excl_old, declared,
+                      span_runq(trace, lay.host_parent))
     kinds = trace.spans.get_column("kind").to_numpy()
     scalable = np.isin(kinds, ("tool", "parse", "orchestration")) & lay.placed
     gaps = gap_split(trace, lay.fixed_s, lay.session_ids, declared)

@@ -40,9 +40,9 @@ from agentprof.replay.orchestration import (
     cpu_split,
     gap_split,
     has_cpu_data,
-    sampled_runq,
     scaled_exclusive,
     scaled_gaps,
+    span_runq,
 )
 from agentprof.replay.systems import Resolved, resolve
 from agentprof.replay.timeline import MODEL, ORCH, TOOL, WAIT, assemble, prepare
@@ -341,7 +341,7 @@ def replay(trace: Trace, systems: Sequence[str | System], model: str | None = No
     model_arr = np.array(model_of, dtype=object)
 
     # orchestration: CPU-bound split, once
-    split = cpu_split(spans, lay.host_parent, lay.excl_old, cpu_bound, sampled_runq(trace))
+    split = cpu_split(spans, lay.host_parent, lay.excl_old, cpu_bound, span_runq(trace, lay.host_parent))
     kinds = spans.get_column("kind").to_numpy()
     scalable = np.isin(kinds, ("tool", "parse", "orchestration")) & lay.placed
     orch = split.summary(lay.excl_old, scalable)

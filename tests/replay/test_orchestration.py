@@ -146,3 +146,25 @@ def test_mapping_files(tmp_path: Path) -> None:
     f.write_text("pytest = 3\n")
     with pytest.raises(AgentprofError, match="pytest: expected a fraction"):
         load_cpu_map(f)
+
+
+def test_a_cpu_bound_tool_on_a_loaded_machine_counts_its_wait_for_a_cpu(tmp_path: Path) -> None:
+    """A real capture (no stack sampling) of a CPU-bound tool with busy loops on the agent's CPU: its on-CPU time
+    alone reads it as partly I/O; with the run-queue wait the capture recorded at its ends it reads CPU-bound,
+    so a faster host shortens all of it."""
+    from agentprof.replay.orchestration import span_runq, tool_names
+    from agentprof.trace.files import read
+
+    from ..report.diff_agent import capture
+
+    t = read(capture(tmp_path, 0.03, load=2))
+    lay = prepare(t.spans)
+    rq = span_runq(t, lay.host_parent)
+    assert rq is not None
+    lint = np.flatnonzero((tool_names(t.spans) == "lint").to_numpy() & (t.spans.get_column("kind") == "tool").to_numpy())
+    assert lint.size and (rq[lint] > 0).all()
+    cpu_only = cpu_split(t.spans, lay.host_parent, lay.excl_old).fraction[lint]
+    busy = cpu_split(t.spans, lay.host_parent, lay.excl_old, runq_s=rq).fraction[lint]
+    assert busy.mean() > 0.85 and busy.mean() > cpu_only.mean() + 0.15, (cpu_only, busy)
+    sleeping = np.flatnonzero((tool_names(t.spans) == "run_tests").to_numpy())
+    assert (cpu_split(t.spans, lay.host_parent, lay.excl_old, runq_s=rq).fraction[sleeping] < 0.5).all()
