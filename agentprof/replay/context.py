@@ -14,21 +14,26 @@ import numpy as np
 from agentprof.catalog import ModelSpec
 
 
+def context_tokens(spec: ModelSpec) -> float | None:
+    """``spec``'s context window in tokens; None where the catalog states none."""
+    field = spec.fields.get("context")
+    return float(field.value) if field is not None and field.value else None
+
+
 def beyond_context(spec: ModelSpec, inp: np.ndarray, out: np.ndarray) -> dict[str, Any] | None:
     """Calls (prompt plus reply tokens, as arrays over the calls replayed as ``spec``) beyond ``spec``'s
     context window: their count, the largest prompt, the window and its source; None when all fit or the
     catalog states no window."""
-    field = spec.fields.get("context")
-    if field is None or not field.value or inp.size == 0:
+    window = context_tokens(spec)
+    if window is None or inp.size == 0:
         return None
-    window = float(field.value)
     need = np.nan_to_num(inp, nan=0.0) + np.nan_to_num(out, nan=0.0)
     over = need > window
     if not over.any():
         return None
     return {"model": spec.key, "calls": int(over.sum()), "of_calls": int(inp.size),
             "max_prompt_tokens": int(np.nanmax(inp[over])), "context_tokens": int(window),
-            "context_source": field.source}
+            "context_source": spec.fields["context"].source}
 
 
 def context_note(spec: ModelSpec, d: dict[str, Any], policy: str = "compact") -> str:
@@ -48,8 +53,7 @@ def covering_standin(spec: ModelSpec, need: float, extra: tuple[str, ...] = ()) 
     from agentprof.catalog import CatalogError, models
 
     def window(m: ModelSpec) -> float:
-        f = m.fields.get("context")
-        return float(f.value) if f is not None and f.value else 0.0
+        return context_tokens(m) or 0.0
 
     if window(spec) >= need:
         return spec, None

@@ -33,7 +33,7 @@ from agentprof.replay.cachepolicy import (
 )
 from agentprof.replay.calibration import Fitted, load_fitted, user_fitted_in_use
 from agentprof.replay.compaction import client_calls, failed_note, merged, onto_calls, touched
-from agentprof.replay.context import beyond_context, context_note, covering_standin
+from agentprof.replay.context import beyond_context, context_note, context_tokens, covering_standin
 from agentprof.replay.costmodel import call_times, disk_load_s, kv_load_s
 from agentprof.replay.equations import WAITING_FOR
 from agentprof.replay.orchestration import (
@@ -173,12 +173,6 @@ def _subset_blocks(cb: CallBlocks, rows: np.ndarray) -> CallBlocks:
     else:
         keys = cb.ids[:0]
     return CallBlocks(cb.calls[rows.tolist()], keys, offsets, cb.block_size, "agentprof", _keys=keys)
-
-
-def _context_tokens(spec: ModelSpec) -> float | None:
-    """The model's context window in tokens (None where the catalog states none), as the simulation reads it."""
-    f = spec.fields.get("context")
-    return float(f.value) if f is not None and f.value else None
 
 
 def _hbm_capacity_tokens(r: Resolved, concurrency: int) -> float:
@@ -542,7 +536,7 @@ def _client_step(trace: Trace, calls: pl.DataFrame, sel: np.ndarray, spec: Model
     """``--overflow`` on one model's calls ``sel`` on one system (:mod:`agentprof.replay.compaction`): the calls as
     the client sends them and their hits (the replay's own ``hits`` where the prompt is the recorded one), or
     (None, ``hits``) when no call reaches what the policy acts on. ``plans`` keeps each model's sessions plan."""
-    ctx, pool = _context_tokens(spec), _hbm_capacity_tokens(r, 1)
+    ctx, pool = context_tokens(spec), _hbm_capacity_tokens(r, 1)
     if not touched(inp[sel] + out[sel], ctx, pool, overflow):
         return None, hits
     if spec.key not in plans:

@@ -21,6 +21,7 @@ import numpy as np
 from agentprof.catalog import CatalogError
 from agentprof.catalog.serving import ServingCatalog, load_serving
 from agentprof.errors import AgentprofError
+from agentprof.replay.context import context_tokens
 from agentprof.replay.serving import deployment, layout, levers, metrics, overflow, run, why
 from agentprof.replay.serving.config import ServingConfig
 from agentprof.replay.serving.scheduler import EngineResult
@@ -78,8 +79,7 @@ def _configuration(req: Request) -> tuple[ServingRun, ServingConfig]:
     """One configuration through the steps up to its ``serving`` object (with its deployment), and the settings
     as the deployment resolved them."""
     r, cfg, plan = req.resolved, req.config, req.plan
-    field_ = r.model.fields.get("context")
-    context = field_.value if field_ is not None else None
+    context = context_tokens(r.model)
     sent = overflow.fit(plan, context, math.inf, cfg.overflow, cfg.concurrency)  # sized for what the client sends
     dep = deployment.deploy(r, cfg, sent.kv_demand_tokens)
     lay = layout.lay_out(dep, sent.kv_demand_tokens, req.catalog)
