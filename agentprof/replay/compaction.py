@@ -16,7 +16,7 @@ import numpy as np
 
 from agentprof.replay.cachepolicy import CacheHits
 from agentprof.replay.costmodel import CallTimes
-from agentprof.replay.serving.overflow import TRIGGER_SHARE, fit, served_window
+from agentprof.replay.serving.overflow import TRIGGER_SHARE, fit, served_window, shared_head
 from agentprof.replay.serving.sessions import SessionPlan
 
 
@@ -53,12 +53,8 @@ def _own_hits(plan: SessionPlan, want: np.ndarray) -> np.ndarray:
             if not want[c]:
                 continue
             mine = ids[offs[c]:offs[c + 1]]
-            best = 0
-            for p in ({calls[0], calls[i - 1]} if i else ()):
-                other = ids[offs[p]:offs[p + 1]]
-                n = min(mine.size, other.size)
-                diff = np.flatnonzero(mine[:n] != other[:n])
-                best = max(best, int(diff[0]) if diff.size else n)
+            best = max((shared_head(mine, ids[offs[p]:offs[p + 1]]) for p in ({calls[0], calls[i - 1]} if i else ())),
+                       default=0)
             hits[c] = min(best * bs, max(float(plan.input_tokens[c]) - 1.0, 0.0))
     return hits
 

@@ -91,7 +91,7 @@ def served_window(context: float | None, pool_tokens: float) -> tuple[float, str
     return ctx, "the model's context window"
 
 
-def _shared_head(a: np.ndarray, b: np.ndarray) -> int:
+def shared_head(a: np.ndarray, b: np.ndarray) -> int:
     """Leading blocks two prompts share."""
     n = min(a.size, b.size)
     if not n:
@@ -180,7 +180,7 @@ def apply(plan: SessionPlan, window: float, basis: str, policy: str) -> Overflow
                 removed = inp - new
                 cur = new
                 compactions += 1
-                keep = min(_shared_head(ids, first_ids), int(KEPT_TOKENS // bs))
+                keep = min(shared_head(ids, first_ids), int(KEPT_TOKENS // bs))
                 head = ids[:keep]
                 epoch = None
             if removed:
