@@ -94,22 +94,16 @@ def current_thread_clock() -> ThreadClock:
 
 
 class _RunqReader:
-    """The calling thread's schedstat file, kept open for the thread's life (closed with it)."""
+    """The calling thread's schedstat file (a :class:`ThreadClock` without its CPU-clock fallback), kept open for
+    the thread's life (closed with it)."""
 
-    __slots__ = ("fd",)
+    __slots__ = ("clock",)
 
     def __init__(self) -> None:
-        try:
-            self.fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat", os.O_RDONLY)
-        except (OSError, AttributeError):
-            self.fd = -1
+        self.clock = ThreadClock(threading.get_native_id())
 
     def __del__(self) -> None:
-        if self.fd >= 0:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
+        self.clock.close()
 
 
 _local = threading.local()
@@ -121,10 +115,11 @@ def thread_runq_ns() -> int:
     r = getattr(_local, "reader", None)
     if r is None:
         r = _local.reader = _RunqReader()
-    if r.fd < 0:
+    fd = r.clock.fd
+    if fd < 0:
         return -1
     try:  # os.pread: lets go of the interpreter lock, which costs the agent's own thread less than ctypes
-        return int(os.pread(r.fd, 64, 0).split()[1])
+        return int(os.pread(fd, 64, 0).split()[1])
     except (OSError, ValueError, IndexError):
         return -1
 
