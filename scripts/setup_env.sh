@@ -12,10 +12,12 @@ fi
 stamp=".venv/.agentprof-installed-${extras:-base}"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  # --no-compile: modules are compiled when first imported (only those used, by whichever process runs first)
+  # instead of every installed file, one after another, before anything can run
   if [ -n "$extras" ]; then
-    .venv/bin/python -m pip install -q -e ".[${extras}]"
+    .venv/bin/python -m pip install -q --no-compile -e ".[${extras}]"
   else
-    .venv/bin/python -m pip install -q -e .
+    .venv/bin/python -m pip install -q --no-compile -e .
   fi
   touch "$stamp"
 fi

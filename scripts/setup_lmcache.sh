@@ -31,14 +31,14 @@ fi
 # torch: from the package registry only (PyPI, by name), never another index. A wheel already in pip's
 # find-links is taken first (no network); otherwise PyPI's build, which brings its CUDA libraries (~2-3 GB more).
 timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-if ! timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q --no-index "$TORCH" 2>/dev/null; then
+if ! timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q --no-compile --no-index "$TORCH" 2>/dev/null; then
   echo "no local wheel for $TORCH; installing it from PyPI (several GB with its CUDA libraries)" >&2
-  if ! timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q "$TORCH"; then
+  if ! timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q --no-compile "$TORCH"; then
     echo "error: could not install $TORCH from PyPI" >&2
     exit 1
   fi
 fi
-timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q "$LMCACHE"
+timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q --no-compile "$LMCACHE"
 if ! check; then
   echo "error: $VENV was created but 'import lmcache.v1.token_database' fails" >&2
   exit 1

@@ -38,12 +38,12 @@ MIN_ABS_S = 0.001
 """A time figure must also move by at least this many seconds to count (a parse span of 40 µs that takes 80 µs
 on a busy machine is not a regression anyone acts on)."""
 CORRECTIONS = ("holm", "bh")
-EXACT_MAX_SPLITS = 5000
-"""Samples with at most this many ways to split them are tested by enumerating every split."""
 EXACT_MAX_VALUES = 200
-"""Larger samples up to this many values in all: scipy's exact distribution without ties, else
-:data:`RANDOM_SPLITS` random splits; beyond, the normal approximation."""
-RANDOM_SPLITS = 20_000
+"""Samples without ties up to this many values in all get scipy's exact p-value; beyond, the normal
+approximation."""
+TIED_EXACT_MAX_WORK = 1_000_000
+"""Samples with ties get :func:`tied_rank_sum_p`'s exact p-value while the smaller side's size times the square
+of all values stays under this (50 vs 50: ~70 ms); beyond (both sides large), the normal approximation."""
 
 METRIC_ORDER = ("call_s", "ttft_s", "output_tokens_per_s", "wall_s", "agent_active_s", "model_s", "tool_s",
                 "parse_s", "orchestration_s", "wait_s", "tool_time_s", "model_calls", "input_tokens",
@@ -262,11 +262,32 @@ def _fail_line(c: Change, why: str) -> str:
     return f"{c.metric} [{c.scope}]: {fmt_value(c.metric, c.base)} -> {fmt_value(c.metric, c.new)} ({why}; {ev})"
 
 
+def tied_rank_sum_p(x: np.ndarray, y: np.ndarray) -> float:
+    """Two-sided exact p-value of the Mann–Whitney test with tied values: the null distribution of x's sum of
+    midranks over every way to choose len(x) of the pooled values, counted by dynamic programming over the
+    doubled (integer) ranks; the same p as scipy's permutation test enumerating every split (its exact method
+    assumes no ties), in milliseconds where that takes a second for 8 runs a side (docs/PERFORMANCE.md)."""
+    from scipy.stats import rankdata
+
+    if y.size < x.size:  # count subsets of the smaller side (the same two-sided p)
+        x, y = y, x
+    ranks = np.rint(2.0 * rankdata(np.r_[x, y])).astype(np.int64)
+    n, top = x.size, int(ranks.sum())
+    ways = np.zeros((n + 1, top + 1))  # ways[k, s]: subsets of k values whose doubled ranks sum to s
+    ways[0, 0] = 1.0
+    for r in ranks:
+        ways[1:, r:] = ways[1:, r:] + ways[:-1, :-r]  # right side read before the write: each value used once
+    dist = ways[n]
+    seen = int(ranks[:n].sum())
+    lower, upper = dist[:seen + 1].sum(), dist[seen:].sum()
+    return float(min(1.0, 2.0 * min(lower, upper) / dist.sum()))
+
+
 def mann_whitney(x: np.ndarray, y: np.ndarray) -> float | None:
-    """Two-sided Mann–Whitney U p-value (scipy): exact (every split enumerated) when the samples can be split in
-    at most :data:`EXACT_MAX_SPLITS` ways; up to :data:`EXACT_MAX_VALUES` values scipy's exact distribution
-    without ties, else random splits; beyond, the normal approximation with tie correction; 1.0 when every
-    value of both samples is the same; None when a side is empty."""
+    """Two-sided Mann–Whitney U p-value: exact for small samples (scipy's exact distribution without ties,
+    :func:`tied_rank_sum_p` with them: the normal approximation is far too optimistic for 2 or 3 runs), else
+    scipy's normal approximation with tie correction; 1.0 when every value of both samples is the same; None
+    when a side is empty."""
     from scipy.stats import mannwhitneyu
 
     x = np.asarray(x, dtype=np.float64)
@@ -276,23 +297,14 @@ def mann_whitney(x: np.ndarray, y: np.ndarray) -> float | None:
         return None
     if np.all(x == x[0]) and np.all(y == x[0]):
         return 1.0
-    method: Any = "auto"
-    if min(x.size, y.size) < 2:
-        method = "exact"  # a permutation test needs two values a side; one value: the exact null distribution
-    elif math.comb(x.size + y.size, x.size) <= EXACT_MAX_SPLITS:
-        # small samples: every split enumerated (exact also with ties, where "auto" would take the normal
-        # approximation, which is far too optimistic for 2 or 3 runs)
-        from scipy.stats import PermutationMethod
-
-        method = PermutationMethod(n_resamples=EXACT_MAX_SPLITS)
-    elif x.size + y.size <= EXACT_MAX_VALUES:
-        if np.unique(np.r_[x, y]).size == x.size + y.size:
-            method = "exact"  # no ties: scipy's exact distribution (16 vs 6 runs apart: 2.7e-5, normal: 3.6e-4)
-        else:  # ties: random splits (seeded, so a comparison always gives the same p)
-            from scipy.stats import PermutationMethod
-
-            method = PermutationMethod(n_resamples=RANDOM_SPLITS, rng=np.random.default_rng(0))
-    p = float(mannwhitneyu(x, y, alternative="two-sided", method=method).pvalue)
+    n = x.size + y.size
+    if np.unique(np.r_[x, y]).size < n:
+        p = tied_rank_sum_p(x, y) if min(x.size, y.size) * n * n <= TIED_EXACT_MAX_WORK else \
+            float(mannwhitneyu(x, y, alternative="two-sided", method="asymptotic").pvalue)
+    elif n <= EXACT_MAX_VALUES:  # no ties: scipy's exact distribution (16 vs 6 runs apart: 2.7e-5, normal: 3.6e-4)
+        p = float(mannwhitneyu(x, y, alternative="two-sided", method="exact").pvalue)
+    else:
+        p = float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
     return p if math.isfinite(p) else 1.0
 
 

@@ -13,12 +13,13 @@ from ..side_envs import WAIT_S, side_env, wait_for
 from .capture_helpers import REPO
 
 VENV_PY = REPO / ".venv-otel-oldest" / "bin" / "python"
-# capture tests whose subject does not touch the SDK's internals (process death, load and stack sampling,
-# examples and framework integrations, which that environment does not install): they run once, in the main
-# environment, and are left out here to keep the suite within its time budget
+# capture tests whose subject does not touch the SDK's internals (process death, signals and the `agentprof run`
+# wrapper, load and stack sampling, examples and framework integrations, which that environment does not
+# install): they run once, in the main environment, and are left out here to keep the suite within its time
+# budget
 NOT_SDK_SPECIFIC = ("test_sigkill.py", "test_sigkill_model.py", "test_load.py", "test_examples.py",
-                    "test_sampler.py", "test_resource_faults.py", "test_phoenix.py", "test_frameworks.py",
-                    "test_litellm.py", "test_other_instrumentors.py")
+                    "test_sampler.py", "test_resource_faults.py", "test_frameworks.py",
+                    "test_litellm.py", "test_other_instrumentors.py", "test_cli.py", "test_run_signals.py")
 
 pytestmark = [side_env, pytest.mark.timeout(WAIT_S + 900)]
 

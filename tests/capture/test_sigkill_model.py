@@ -16,15 +16,19 @@ from agentprof.trace.files import read
 from .capture_helpers import attrs, raw_records
 
 CHILD = textwrap.dedent("""
-    import sys, threading
+    import os, sys, threading
     import openai
     import agentprof
     from agentprof.capture import fingerprint
 
     client = openai.OpenAI(base_url=sys.argv[2], api_key="x", max_retries=0)
     messages = [{"role": "system", "content": "You fix bugs. " * 200}]
+
+    def say(line):  # one write per line, under PIPE_BUF: a kill never leaves half a line (print writes its
+        os.write(1, (line + "\\n").encode())  # pieces one by one when PYTHONUNBUFFERED is set)
+
     with agentprof.profile("killed", out=sys.argv[1]):
-        print("ready", flush=True)
+        say("ready")
         i = 0
         while True:
             messages.append({"role": "user", "content": f"step {i}: " + "context " * 50})
@@ -42,7 +46,7 @@ CHILD = textwrap.dedent("""
                 rid = client.chat.completions.create(model="m", messages=messages).id
             if gate is not None:
                 gate.set()
-            print("done", rid, flush=True)  # the call has returned to the agent
+            say(f"done {rid}")  # the call has returned to the agent
             i += 1
 """)
 
@@ -65,7 +69,7 @@ def _trial(tmp_path, base_url, after_calls, delay_s):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         os.set_blocking(proc.stdout.fileno(), True)
-        for line in proc.stdout.read().splitlines():
+        for line in proc.stdout.read().split("\n")[:-1]:  # complete lines only
             if line.startswith("done "):
                 done.append(line.split()[1])
     finally:

@@ -1,6 +1,7 @@
-"""agentprof's spans in a real OTLP receiver: Arize Phoenix on loopback (from ``scripts/setup_phoenix.sh``'s
-side environment) groups them into the run's session and classifies every span, json.loads parses included,
-with the model call's token counts. Skipped when that environment is absent."""
+"""agentprof's spans in a real OTLP receiver, Arize Phoenix on loopback (from ``scripts/setup_phoenix.sh``'s
+side environment), started once for both paths: a live capture (Phoenix groups the run's spans into its session
+and classifies every one, json.loads parses included, with the model call's token counts) and an imported log
+sent by ``agentprof export --to otlp`` (it shows the log's sessions). Skipped when that environment is absent."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from pathlib import Path
 import pytest
 
 from agentprof.demo.model_server import ModelServer
+from agentprof.importers import load_any
 
-from ..side_envs import WAIT_S, side_env, wait_for
+from .side_envs import WAIT_S, side_env, wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 PHOENIX = Path(os.environ.get("PHOENIX_VENV", ROOT / ".venv-phoenix")) / "bin" / "phoenix"
+SAMPLE = ROOT / "traces" / "samples" / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 pytestmark = [pytest.mark.slow, side_env, pytest.mark.timeout(WAIT_S + 300)]
 
 AGENT = r"""
@@ -53,8 +56,39 @@ def _get(url: str) -> dict:
         return json.loads(r.read())
 
 
-@pytest.fixture
-def phoenix(tmp_path):
+def _spans(phoenix: str) -> list[dict]:
+    """Every span of Phoenix's default project, page by page."""
+    out, cursor = [], ""
+    while True:
+        page = _get(phoenix + "/v1/projects/default/spans?limit=1000" + (f"&cursor={cursor}" if cursor else ""))
+        out += page["data"]
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return out
+
+
+def _span_ids(phoenix: str) -> set[str]:
+    return {s["context"]["span_id"] for s in _spans(phoenix)}
+
+
+def _session_ids(phoenix: str) -> set[str]:
+    return {s["session_id"] for s in _get(phoenix + "/v1/projects/default/sessions")["data"]}
+
+
+def _new_spans(phoenix: str, before: set[str], expected: int) -> list[dict]:
+    """The spans Phoenix shows that were not there ``before`` (the other test's), once ``expected`` have arrived
+    or 30 s have passed."""
+    deadline = time.monotonic() + 30
+    while True:
+        spans = [s for s in _spans(phoenix) if s["context"]["span_id"] not in before]
+        if len(spans) >= expected or time.monotonic() > deadline:
+            return spans
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("phoenix")
     wait_for(PHOENIX.parents[1])
     if not PHOENIX.exists():
         pytest.skip("no Phoenix environment (scripts/setup_phoenix.sh)")
@@ -88,6 +122,7 @@ def phoenix(tmp_path):
 
 
 def test_phoenix_sees_sessions_kinds_and_tokens(tmp_path, phoenix):
+    before, sessions_before = _span_ids(phoenix), _session_ids(phoenix)
     with ModelServer() as server:
         env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
         # a busy Phoenix can take longer than the default flush cap to answer its first request: this test is
@@ -101,12 +136,7 @@ def test_phoenix_sees_sessions_kinds_and_tokens(tmp_path, phoenix):
     (trace_file,) = (tmp_path / "traces").glob("phoenix-run-*.jsonl")
     recorded = [r for r in map(json.loads, trace_file.read_text().splitlines()) if r.get("record") == "span"]
 
-    deadline = time.monotonic() + 30
-    while True:
-        spans = _get(phoenix + "/v1/projects/default/spans?limit=100")["data"]
-        if len(spans) >= len(recorded) or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+    spans = _new_spans(phoenix, before, len(recorded))
     assert sorted(s["name"] for s in spans) == sorted(r["name"] for r in recorded), done.stderr
     kinds = {s["name"]: s["span_kind"] for s in spans}
     assert kinds == {"invoke_agent phoenix-run": "AGENT", "chat gpt-4o": "LLM", "execute_tool lookup": "TOOL",
@@ -117,5 +147,26 @@ def test_phoenix_sees_sessions_kinds_and_tokens(tmp_path, phoenix):
     got = sorted(s["attributes"]["gen_ai.usage.input_tokens"] for s in spans if s["span_kind"] == "LLM")
     assert got == sorted(a["gen_ai.usage.input_tokens"] for a in calls) and min(got) > 0
 
-    sessions = _get(phoenix + "/v1/projects/default/sessions")["data"]
-    assert [s["session_id"] for s in sessions] == [session_id]
+    assert _session_ids(phoenix) - sessions_before == {session_id}
+
+
+def test_export_of_an_imported_log_shows_its_sessions(phoenix):
+    sample = load_any(SAMPLE)
+    before, sessions_before = _span_ids(phoenix), _session_ids(phoenix)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-m", "agentprof", "export", str(SAMPLE), "--to", "otlp", "--endpoint",
+                           phoenix], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    spans = _new_spans(phoenix, before, sample.spans.height)
+    assert len(spans) == sample.spans.height
+    assert all(s["attributes"]["session.id"] for s in spans)
+    assert "UNKNOWN" not in {s["span_kind"] for s in spans}
+    # Phoenix lists a session per root span's session.id; a compaction segment's agent span nests in its
+    # conversation's, so it is part of that session there
+    roots = sample.spans.filter((sample.spans["kind"] == "agent") & sample.spans["parent_id"].is_null())
+    assert sorted(_session_ids(phoenix) - sessions_before) == sorted(set(roots["session_id"])) != []
+    by_session: dict[str, int] = {}
+    for s in spans:
+        by_session[s["attributes"]["session.id"]] = by_session.get(s["attributes"]["session.id"], 0) + 1
+    assert by_session == dict(sample.spans.group_by("session_id").len().iter_rows())
