@@ -12,12 +12,13 @@ fi
 stamp=".venv/.agentprof-installed-${extras:-base}"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  # --no-compile: modules are compiled when first imported (only those used, by whichever process runs first)
-  # instead of every installed file, one after another, before anything can run
+  .venv/bin/python -m pip install -q --no-compile uv >/dev/null 2>&1 || true  # optional: pip does it all without
+  # shellcheck source=scripts/install_into.sh
+  . scripts/install_into.sh
   if [ -n "$extras" ]; then
-    .venv/bin/python -m pip install -q --no-compile -e ".[${extras}]"
+    install_into .venv/bin/python -e ".[${extras}]"
   else
-    .venv/bin/python -m pip install -q --no-compile -e .
+    install_into .venv/bin/python -e .
   fi
   touch "$stamp"
 fi

@@ -1,6 +1,7 @@
 """The built wheel, installed into a fresh virtual environment outside the repository, runs ``agentprof demo``
-(with the ``openai`` extra; without it, one line naming the extra), ``agentprof devices fit``, the README's
-replay of the kv-cache-tester samples and ``python -m agentprof``; building it prints no setuptools warnings.
+(with the ``openai`` extra; without it, one line naming the extra), ``agentprof devices check`` on the shipped
+calibration points, the README's replay of the kv-cache-tester samples and ``python -m agentprof``; building it
+prints no setuptools warnings.
 
 The fresh environment takes its dependencies from the test environment's installed copies instead of resolving
 and unpacking them again (most of a minute): only the distributions the wheel's metadata requires, with the
@@ -152,9 +153,12 @@ def test_wheel_installs_and_runs_outside_the_repository(tmp_path: Path) -> None:
     html = (work / "r" / "demo.html").read_text(encoding="utf-8")
     assert "codex" in html.lower() and len(list((work / "t").glob("demo-agent-*.jsonl"))) == 1
 
-    fit = _run([str(exe), "devices", "fit", "--out", "fitted.toml", "--json", "--skip-levels"], work)
-    assert fit.returncode == 0, fit.stderr[-3000:]
-    assert (work / "fitted.toml").is_file() and '"points_used"' in fit.stdout
+    # the calibration points travel in the wheel: the documented path resolves to the shipped copy (a fit on them
+    # runs the same code from the same file: tests/replay/test_user_fit.py)
+    chk = _run([str(exe), "devices", "check", "data/inferencex/calibration_points.csv", "--json"], work)
+    assert chk.returncode == 0, chk.stderr[-3000:]
+    checked = json.loads(chk.stdout)
+    assert checked["points"] == checked["covered"] > 1000 and not (work / "data").exists()
 
     # the README's headline command names the kv-cache-tester samples: the wheel carries them
     rep = _run([str(exe), "replay", "traces/samples/kv-cache-tester", "-s", "h200+x86", "--json"], work)

@@ -395,7 +395,9 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
     from agentprof.replay.fidelity import cross_validate as cv
     from agentprof.replay.fidelity import leave_out as lo
     from agentprof.replay.points import load_points
+    from agentprof.resources import shipped
 
+    points = str(shipped(points))  # the examples name the repository's files; a wheel carries copies
     cat = load_catalog(tuple(catalogs))
     if simulate and _is_agentic(points):
         from agentprof.replay.agentic import load_agentic

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pty
+import resource
 import select
 import signal
 import sys
@@ -36,7 +37,8 @@ class Job:
         argv = [sys.executable, "-m", "agentprof.cli", "run", "--out", str(tmp_path / "t"), "--", "python",
                 str(script), *program]
         self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: exec at once
+        if self.pid == 0:  # the child: exec at once, without core dumps (SIGQUIT's default action writes one of
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # each process it ends: seconds on a busy machine)
             os.chdir(REPO)
             os.execve(sys.executable, argv, env)
         self.out = b""
@@ -94,6 +96,14 @@ def gone(pid: int) -> bool:
         return True
 
 
+def soon_gone(pid: int, limit_s: float = 30.0) -> bool:
+    """Gone within ``limit_s`` (at once on a quiet machine; no speed is asserted here)."""
+    deadline = time.monotonic() + limit_s
+    while not gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return gone(pid)
+
+
 def kill_quietly(*pids: int) -> None:
     for pid in pids:
         try:
@@ -120,12 +130,11 @@ def test_ctrl_c_on_the_terminal_stops_the_program_and_its_tools(tmp_path):
     try:
         agent, tool = started(job, pids)
         os.write(job.fd, b"\x03")  # Ctrl-C, typed on the terminal
-        code, took = job.wait(timeout=2.0)
+        code, took = job.wait(timeout=30.0)
         assert code == 130, job.out.decode(errors="replace")
         assert os.WIFSIGNALED(job.status) and os.WTERMSIG(job.status) == signal.SIGINT  # as the program did:
         assert b"KeyboardInterrupt" in job.out and gone(agent)  # a calling shell script stops there too
-        time.sleep(0.2)  # the tool got the same SIGINT from the terminal
-        assert gone(tool)
+        assert soon_gone(tool)  # the tool got the same SIGINT from the terminal
     finally:
         kill_quietly(*pids)
         job.close()
@@ -139,11 +148,10 @@ def test_sigterm_to_agentprof_run_ends_the_program_and_closes_its_trace(tmp_path
     try:
         agent, tool = started(job, pids)
         os.kill(job.pid, signal.SIGTERM)
-        code, took = job.wait(timeout=3.0)
+        code, took = job.wait(timeout=30.0)
         assert code == 128 + signal.SIGTERM
         assert gone(agent)
-        time.sleep(0.2)
-        assert gone(tool)  # the whole process group got it, not only the program
+        assert soon_gone(tool)  # the whole process group got it, not only the program
     finally:
         kill_quietly(*pids)
         job.close()
@@ -159,7 +167,7 @@ def test_other_signals_to_agentprof_run_are_passed_on(tmp_path, signum):
     try:
         agent, tool = started(job, pids)
         os.kill(job.pid, signum)
-        code, _ = job.wait(timeout=3.0)
+        code, _ = job.wait(timeout=30.0)  # at once on a quiet machine; CI builds environments meanwhile
         assert code == (130 if signum == signal.SIGINT else 128 + signum)
         assert gone(agent)
     finally:
@@ -175,9 +183,9 @@ def test_the_program_owns_the_terminal(tmp_path):
     try:
         started(job, pids)
         os.write(job.fd, b"hello\n")
-        job.read_until(b"got HELLO", timeout=10)
+        job.read_until(b"got HELLO")
         os.write(job.fd, b"\x03")
-        code, _ = job.wait(timeout=5.0)
+        code, _ = job.wait(timeout=30.0)
         assert code == 130
     finally:
         kill_quietly(*pids)
@@ -192,10 +200,7 @@ def test_the_program_does_not_outlive_a_killed_agentprof_run(tmp_path):
     try:
         agent, _tool = started(job, pids)
         os.kill(job.pid, signal.SIGKILL)
-        deadline = time.monotonic() + 3.0
-        while not gone(agent) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert gone(agent)
+        assert soon_gone(agent)
     finally:
         kill_quietly(*pids)
         job.close()
