@@ -37,8 +37,10 @@ class Job:
         argv = [sys.executable, "-m", "agentprof.cli", "run", "--out", str(tmp_path / "t"), "--", "python",
                 str(script), *program]
         self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: exec at once, without core dumps (SIGQUIT's default action writes one of
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # each process it ends: seconds on a busy machine)
+        if self.pid == 0:  # the child: exec at once, as a shell starts a foreground job (default dispositions:
+            for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM):  # a job started with & by a
+                signal.signal(s, signal.SIG_DFL)  # script inherits SIGINT and SIGQUIT ignored), without core
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # dumps (SIGQUIT's default writes one per process)
             os.chdir(REPO)
             os.execve(sys.executable, argv, env)
         self.out = b""

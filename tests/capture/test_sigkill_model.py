@@ -1,5 +1,7 @@
 """SIGKILL at random points of a run making real model calls (the openai SDK against a loopback server): the
-trace always loads and no model call that had returned to the agent is missing from it."""
+trace always loads and no model call that had returned to the agent is missing from it. Each run is a process
+forked from one that imported the SDK and agentprof once (a second per run saved; the profile starts in the
+child)."""
 
 from __future__ import annotations
 
@@ -15,68 +17,94 @@ from agentprof.trace.files import read
 
 from .capture_helpers import attrs, raw_records
 
-CHILD = textwrap.dedent("""
+ZYGOTE = textwrap.dedent("""
     import os, sys, threading
     import openai
     import agentprof
     from agentprof.capture import fingerprint
 
-    client = openai.OpenAI(base_url=sys.argv[2], api_key="x", max_retries=0)
-    messages = [{"role": "system", "content": "You fix bugs. " * 200}]
-
     def say(line):  # one write per line, under PIPE_BUF: a kill never leaves half a line (print writes its
         os.write(1, (line + "\\n").encode())  # pieces one by one when PYTHONUNBUFFERED is set)
 
-    with agentprof.profile("killed", out=sys.argv[1]):
-        say("ready")
-        i = 0
-        while True:
-            messages.append({"role": "user", "content": f"step {i}: " + "context " * 50})
-            gate = None
-            if i % 3 == 0:  # the fingerprint thread is busy (a tokenizer loading, a huge prompt) until the call
-                gate = threading.Event()  # has returned: this call's fingerprint comes after its span, always
-                fingerprint.submit(lambda g=gate: g.wait(10), lambda result, error: None)
-            if i % 2:
-                stream = client.chat.completions.create(model="m", messages=messages, stream=True,
-                                                        stream_options={"include_usage": True})
-                rid = None
-                for chunk in stream:
-                    rid = chunk.id
-            else:
-                rid = client.chat.completions.create(model="m", messages=messages).id
-            if gate is not None:
-                gate.set()
-            say(f"done {rid}")  # the call has returned to the agent
-            i += 1
+    def run(out, base_url):
+        client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
+        messages = [{"role": "system", "content": "You fix bugs. " * 200}]
+        with agentprof.profile("killed", out=out):
+            say(f"ready {os.getpid()}")
+            i = 0
+            while True:
+                messages.append({"role": "user", "content": f"step {i}: " + "context " * 50})
+                gate = None
+                if i % 3 == 0:  # the fingerprint thread is busy (a tokenizer loading, a huge prompt) until the
+                    gate = threading.Event()  # call has returned: its fingerprint comes after its span, always
+                    fingerprint.submit(lambda g=gate: g.wait(10), lambda result, error: None)
+                if i % 2:
+                    stream = client.chat.completions.create(model="m", messages=messages, stream=True,
+                                                            stream_options={"include_usage": True})
+                    rid = None
+                    for chunk in stream:
+                        rid = chunk.id
+                else:
+                    rid = client.chat.completions.create(model="m", messages=messages).id
+                if gate is not None:
+                    gate.set()
+                say(f"done {rid}")  # the call has returned to the agent
+                i += 1
+
+    # the imports once; each run in a forked child (a fresh process as far as agentprof is concerned: nothing
+    # of it ran here), which the test kills; the child's end is reported once it has been reaped
+    for line in sys.stdin:
+        pid = os.fork()
+        if pid == 0:
+            run(line.strip(), sys.argv[1])
+            os._exit(0)
+        os.waitpid(pid, 0)
+        say("reaped")
 """)
 
 TRIALS = 20
 
 
-def _trial(tmp_path, base_url, after_calls, delay_s):
-    """Kill the run ``delay_s`` after its ``after_calls``-th call returned (0: after it started)."""
-    out = tmp_path / f"t{after_calls}-{delay_s:.5f}"
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(out), base_url], stdout=subprocess.PIPE, text=True)
-    done: list[str] = []
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        for _ in range(after_calls):
-            done.append(proc.stdout.readline().split()[1])
-        os.set_blocking(proc.stdout.fileno(), False)
+class Runs:
+    """The zygote process: one agent run per :meth:`trial`, each killed at a chosen moment."""
+
+    def __init__(self, base_url: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", ZYGOTE, base_url], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def trial(self, out, after_calls: int, delay_s: float) -> list[str]:
+        """Kill the run ``delay_s`` after its ``after_calls``-th call returned (0: after it started); the response
+        ids of the calls that had returned to it."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{out}\n")
+        self.proc.stdin.flush()
+        ready = self.proc.stdout.readline().split()
+        assert ready[0] == "ready", ready
+        done = [self.proc.stdout.readline().split()[1] for _ in range(after_calls)]
         deadline = time.monotonic() + delay_s
         while time.monotonic() < deadline:
             time.sleep(0.001)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        os.set_blocking(proc.stdout.fileno(), True)
-        for line in proc.stdout.read().split("\n")[:-1]:  # complete lines only
+        os.kill(int(ready[1]), signal.SIGKILL)
+        while (line := self.proc.stdout.readline()) != "reaped\n":  # every line before it is whole
+            assert line, "the zygote ended"
             if line.startswith("done "):
                 done.append(line.split()[1])
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
+        return done
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        finally:
+            if self.proc.poll() is None:  # a failed trial left a run going
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _trial(runs: Runs, tmp_path, after_calls, delay_s):
+    out = tmp_path / f"t{after_calls}-{delay_s:.5f}"
+    done = runs.trial(out, after_calls, delay_s)
     (path,) = out.glob("killed-*.jsonl")
     return done, path
 
@@ -85,8 +113,12 @@ def test_no_returned_model_call_is_lost_on_sigkill(tmp_path, server):
     rnd = random.Random(18)
     base_url = server.openai_base_url
     lost, calls, late = 0, 0, 0
-    for k in range(TRIALS):
-        done, path = _trial(tmp_path, base_url, k % 4, rnd.uniform(0.0, 0.5))
+    runs = Runs(base_url)
+    try:
+        kills = [_trial(runs, tmp_path, k % 4, rnd.uniform(0.0, 0.5)) for k in range(TRIALS)]
+    finally:
+        runs.close()
+    for done, path in kills:
         trace = read(path)  # loads, whatever the moment of the kill
         rows = trace.spans.to_dicts()
         models = [r for r in rows if r["kind"] == "model"]
