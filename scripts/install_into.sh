@@ -2,7 +2,8 @@
 # of the interpreter PY from PyPI. With uv (.venv/bin/uv, which scripts/setup_env.sh installs) where it is: a
 # fraction of pip's CPU (Phoenix's dependencies: 7 s against 105 s), which matters while the suite runs beside
 # the side environments' setup; else, or if uv fails, pip, without byte-compiling every installed file
-# (modules compile when first imported). The lmcache setup keeps pip alone: torch comes from pip's find-links.
+# (modules compile when first imported). torch itself stays pip's (scripts/setup_lmcache.sh): it comes from pip's
+# find-links, where uv would fetch PyPI's CUDA build.
 install_into() {
   local py=$1
   shift

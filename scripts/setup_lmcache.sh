@@ -32,13 +32,17 @@ fi
 # find-links is taken first (no network); otherwise PyPI's build, which brings its CUDA libraries (~2-3 GB more).
 timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 if ! timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q --no-compile --no-index "$TORCH" 2>/dev/null; then
-  echo "no local wheel for $TORCH; installing it from PyPI (several GB with its CUDA libraries)" >&2
+  echo "installing $TORCH with its dependencies (pip's find-links first; PyPI's build brings CUDA libraries)" >&2
   if ! timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q --no-compile "$TORCH"; then
     echo "error: could not install $TORCH from PyPI" >&2
     exit 1
   fi
 fi
-timeout "$TIMEOUT" "$VENV/bin/python" -m pip install -q --no-compile "$LMCACHE"
+# lmcache and its other dependencies: uv where it is (scripts/install_into.sh: 6 s of CPU against pip's 40 s),
+# held to the torch just installed
+echo "$TORCH" > "$VENV/torch-pin.txt"
+timeout "$TIMEOUT" bash -c '. scripts/install_into.sh && install_into "$@"' _ "$VENV/bin/python" \
+  -c "$VENV/torch-pin.txt" "$LMCACHE"
 if ! check; then
   echo "error: $VENV was created but 'import lmcache.v1.token_database' fails" >&2
   exit 1
