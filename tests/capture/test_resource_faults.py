@@ -15,6 +15,7 @@ import textwrap
 import pytest
 
 from agentprof.capture.runner import BOOTSTRAP_DIR, ENV_CONFIG
+from agentprof.demo.model_server import ModelServer
 
 AGENT = textwrap.dedent("""
     import json, os, sys, warnings
@@ -60,9 +61,17 @@ def _warnings(stderr):
     return [line for line in stderr.splitlines() if "CaptureWarning" in line]
 
 
-@pytest.fixture
-def baseline(server, tmp_path):
-    result, err = _run(server, "plain", tmp_path / "ok")
+@pytest.fixture(scope="module")
+def server():
+    """One loopback server for the module's runs (its answers depend on the prompt alone)."""
+    with ModelServer() as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def baseline(server, tmp_path_factory):
+    """What the agent returns with a trace file that takes every write: the same whatever happens to its file."""
+    result, err = _run(server, "plain", tmp_path_factory.mktemp("ok"))
     assert _warnings(err) == []
     return result
 

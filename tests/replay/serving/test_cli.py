@@ -131,7 +131,7 @@ def test_capacity_finds_the_largest_concurrency_meeting_the_slo(capsys) -> None:
 
 def test_capacity_terminal(capsys) -> None:
     code, out, _ = run(capsys, "capacity", str(KVCT), "-s", "rubin+vera", "--slo", "ttft_p99=120s",
-                       "--slo", "tpot_p99=100ms", "--max-concurrency", "16")
+                       "--slo", "tpot_p99=100ms", "--max-concurrency", "4", "--attention", "tp")
     assert code == 0
     assert "largest concurrency that meets the SLO" in out and "rubin+vera" in out
     assert "rubin+vera: band (every ranged estimate at its fast / slow end) up to" in " ".join(out.split())
