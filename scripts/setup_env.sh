@@ -13,12 +13,10 @@ stamp=".venv/.agentprof-installed-${extras:-base}"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   .venv/bin/python -m pip install -q --no-compile uv >/dev/null 2>&1 || true  # optional: pip does it all without
-  # shellcheck source=scripts/install_into.sh
-  . scripts/install_into.sh
   if [ -n "$extras" ]; then
-    install_into .venv/bin/python -e ".[${extras}]"
+    scripts/install_into.sh .venv/bin/python -e ".[${extras}]"
   else
-    install_into .venv/bin/python -e .
+    scripts/install_into.sh .venv/bin/python -e .
   fi
   touch "$stamp"
 fi

@@ -41,8 +41,7 @@ fi
 # lmcache and its other dependencies: uv where it is (scripts/install_into.sh: 6 s of CPU against pip's 40 s),
 # held to the torch just installed
 echo "$TORCH" > "$VENV/torch-pin.txt"
-timeout "$TIMEOUT" bash -c '. scripts/install_into.sh && install_into "$@"' _ "$VENV/bin/python" \
-  -c "$VENV/torch-pin.txt" "$LMCACHE"
+timeout "$TIMEOUT" scripts/install_into.sh "$VENV/bin/python" -c "$VENV/torch-pin.txt" "$LMCACHE"
 if ! check; then
   echo "error: $VENV was created but 'import lmcache.v1.token_database' fails" >&2
   exit 1

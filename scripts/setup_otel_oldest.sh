@@ -23,8 +23,7 @@ fi
 echo "creating $VENV (agentprof on opentelemetry-sdk 1.30.0)..."
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 # shellcheck disable=SC2086
-timeout 600 bash -c '. scripts/install_into.sh && install_into "$@"' _ "$VENV/bin/python" $OTEL -e ".[openai,anthropic]" \
-  pytest pytest-timeout httpx
+timeout 600 scripts/install_into.sh "$VENV/bin/python" $OTEL -e ".[openai,anthropic]" pytest pytest-timeout httpx
 check
 echo "$want" > "$STAMP"
 echo "oldest-OpenTelemetry environment ready: $VENV"

@@ -20,7 +20,7 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$SPEC" ] && check; then
 fi
 echo "creating $VENV ($SPEC; about 850 MB, a few minutes)..."
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-timeout 900 bash -c '. scripts/install_into.sh && install_into "$@"' _ "$VENV/bin/python" "$SPEC"
+timeout 900 scripts/install_into.sh "$VENV/bin/python" "$SPEC"
 check
 echo "$SPEC" > "$STAMP"
 echo "phoenix environment ready: $VENV"
