@@ -19,11 +19,11 @@ import pytest
 from agentprof.demo.model_server import ModelServer
 from agentprof.importers import load_any
 
+from .report.test_otlp_send import SAMPLE, agentprof
 from .side_envs import WAIT_S, side_env, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 PHOENIX = Path(os.environ.get("PHOENIX_VENV", ROOT / ".venv-phoenix")) / "bin" / "phoenix"
-SAMPLE = ROOT / "traces" / "samples" / "claude-code" / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 pytestmark = [pytest.mark.slow, side_env, pytest.mark.timeout(WAIT_S + 300)]
 
 AGENT = r"""
@@ -153,10 +153,7 @@ def test_phoenix_sees_sessions_kinds_and_tokens(tmp_path, phoenix):
 def test_export_of_an_imported_log_shows_its_sessions(phoenix):
     sample = load_any(SAMPLE)
     before, sessions_before = _span_ids(phoenix), _session_ids(phoenix)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, "-m", "agentprof", "export", str(SAMPLE), "--to", "otlp", "--endpoint",
-                           phoenix], capture_output=True, text=True, timeout=300, env=env)
+    done = agentprof("export", str(SAMPLE), "--to", "otlp", "--endpoint", phoenix)
     assert done.returncode == 0, done.stderr
     spans = _new_spans(phoenix, before, sample.spans.height)
     assert len(spans) == sample.spans.height
