@@ -10,7 +10,15 @@ import click
 
 from agentprof.distributed.options import cluster_options
 from agentprof.errors import AgentprofError
-from agentprof.report.formats import fmt_capture_cost, fmt_count, fmt_duration, fmt_fine, fmt_pct, fmt_x
+from agentprof.report.formats import (
+    fmt_capture_cost,
+    fmt_count,
+    fmt_duration,
+    fmt_fine,
+    fmt_pct,
+    fmt_x,
+    short_ids,
+)
 
 _CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -172,8 +180,10 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
     sess = d["per_session"]
     if sess:
         srows = []
-        for s in sorted(sess, key=lambda x: -(x.get("wall_s") or 0))[:20]:
-            srows.append([text(s["session_id"]), text(s["role"]), f"{s['model_calls']:,}",
+        shown = sorted(sess, key=lambda x: -(x.get("wall_s") or 0))[:20]
+        sids, cut = short_ids([str(s["session_id"]) for s in shown])
+        for s, sid in zip(shown, sids, strict=True):
+            srows.append([text(sid), text(s["role"]), f"{s['model_calls']:,}",
                           fmt_duration(s.get("wall_s") or 0.0), fmt_duration(s.get("model_s") or 0.0),
                           fmt_duration(s.get("tool_s") or 0.0), fmt_duration(s.get("wait_s") or 0.0),
                           fmt_pct(s.get("prefix_reuse_prev_median")), fmt_pct(s.get("session_hit_rate")),
@@ -181,7 +191,7 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
         cols = [Column("session", "left", name=True), Column("role", "left")] + [Column(c) for c in (
             "calls", "wall", "model", "tool", "wait", "reuse", "hit rate", "misses")]
         for tb in fitted_tables(f"Sessions ({min(len(sess), 20)} of {len(sess)}, longest first)", cols, srows,
-                                con.width):
+                                con.width, caption="session ids cut to 8 characters; whole in --json" if cut else None):
             con.print(tb)
     misses = d["cache_misses"]
     if misses and n_misses > 0:

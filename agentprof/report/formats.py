@@ -4,6 +4,7 @@ by every command (the report's terminal views, analyze, replay, serving and capa
 from __future__ import annotations
 
 import math
+import re
 
 
 def fmt_duration(sec: float | None) -> str:
@@ -101,3 +102,15 @@ def fmt_capture_cost(co: dict) -> str:
     else:
         text += " on the agent's threads"
     return text + ". The first profile in a process includes loading agentprof's capture modules and tokenizer."
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+
+
+def short_ids(ids: list[str]) -> tuple[list[str], bool]:
+    """Session ids for a terminal column: every UUID in them cut to its first 8 characters (as git shortens a
+    commit), unless that makes two of them alike; returns the ids to show and whether any was shortened."""
+    short = [_UUID.sub(lambda m: m.group(0)[:8], i) for i in ids]
+    if len(set(short)) < len(set(ids)):
+        return list(ids), False
+    return short, short != list(ids)

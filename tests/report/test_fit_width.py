@@ -97,6 +97,22 @@ def test_commands_fit_the_terminal(capsys, monkeypatch, args, width):
     if args[0] == "analyze":
         wall = [line for line in out.splitlines() if line.startswith("wall ")]
         assert wall and DURATION.search(wall[0]), wall  # the wall time on one line, whole
+    if args[0] == "analyze" and "claude-code" in args[1]:
+        # the session table names its main session by the UUID's first 8 characters, on one line, and says so
+        table = out[out.index("Sessions ("):]
+        rows = [line for line in table.splitlines() if line.startswith("258c7280")]
+        assert rows and all(re.match(r"258c7280\S*\s+(main|compaction|subagent)\s", r) for r in rows[:2]), rows
+        assert "258c7280-ae70" not in table and "whole in --json" in table
+
+
+def test_short_ids_cut_uuids_unless_two_would_read_alike():
+    from agentprof.report.formats import short_ids
+
+    ids = ["258c7280-ae70-4798-800f-63464d01a85d", "258c7280-ae70-4798-800f-63464d01a85d/compact-1", "plain"]
+    assert short_ids(ids) == (["258c7280", "258c7280/compact-1", "plain"], True)
+    twins = ["258c7280-ae70-4798-800f-63464d01a85d", "258c7280-0000-4798-800f-63464d01a85d"]
+    assert short_ids(twins) == (twins, False)  # alike when cut: shown whole
+    assert short_ids(["a", "b"]) == (["a", "b"], False)
 
 
 @pytest.mark.parametrize("width", [80, 120])
