@@ -95,7 +95,11 @@ def phoenix(tmp_path_factory):
     port, grpc = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PHOENIX_"))}
     env.update(PHOENIX_WORKING_DIR=str(tmp_path / "phoenix"), PHOENIX_PORT=str(port), PHOENIX_GRPC_PORT=str(grpc),
-               PHOENIX_HOST="127.0.0.1", PHOENIX_TELEMETRY_ENABLED="false", DO_NOT_TRACK="1")
+               PHOENIX_HOST="127.0.0.1", PHOENIX_TELEMETRY_ENABLED="false", DO_NOT_TRACK="1",
+               # parts the tests do not use, off: the MCP server and the agent assistant (building them and their
+               # OpenAPI schema took ~3 of the ~20 s of CPU a start costs) and fetching anything from the internet
+               PHOENIX_ENABLE_MCP_SERVER="false", PHOENIX_DISABLE_AGENT_ASSISTANT="true",
+               PHOENIX_ALLOW_EXTERNAL_RESOURCES="false")
     log = open(tmp_path / "phoenix.log", "wb")  # noqa: SIM115 - closed below, after the server
     proc = subprocess.Popen([str(PHOENIX), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
