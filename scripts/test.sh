@@ -6,6 +6,11 @@
 # Extra arguments go to pytest, e.g. scripts/test.sh -k capture
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Bytecode is written on first import and read after. The environments are installed without it (uv, pip
+# --no-compile), so under a container's PYTHONDONTWRITEBYTECODE=1 every process — the pytest workers, the many
+# agentprof and agent subprocesses the tests start, Phoenix — compiled all it imports from source again: three
+# subprocess-heavy test files took 73 s of CPU that way against 54 s writing it (50 s precompiled)
+unset PYTHONDONTWRITEBYTECODE
 scripts/setup_env.sh test,dask
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing Debian chromium for the browser tests..."
