@@ -108,11 +108,11 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
                     ) -> Iterator[tuple[dict[str, Any], str, Deployment, StepParams, str]]:
     """Each AgentX row the catalog can place, with its hardware key, its deployment (KV in the dtype the
     framework deployed), the fitted step terms (with the frontend's tokenization time per prompt token the
-    catalog lists for the framework and model, and the engine's per-block host time over the row's mean prompt
-    added to the per-prefill overhead where the recipe runs small KV blocks: ``scheduling.toml [block_host]``)
-    and the calibration level they came from. Attention runs at
-    ``by_accelerator[hw]`` where given, else at ``attn_eff``. ``block_host=False`` leaves the per-block host time
-    out (the model before that term, for before/after comparisons)."""
+    catalog lists for the framework and model, measured on the row's hardware where it lists that, and the
+    engine's per-block host time over the row's mean prompt added to the per-prefill overhead where the recipe
+    runs small KV blocks: ``scheduling.toml [block_host]``) and the calibration level they came from. Attention
+    runs at ``by_accelerator[hw]`` where given, else at ``attn_eff``. ``block_host=False`` leaves the per-block
+    host time out (the model before that term, for before/after comparisons)."""
     by_accelerator = by_accelerator or {}
     for r in df.iter_rows(named=True):
         hw = accelerator_of(r["hw"], cat)
@@ -132,7 +132,7 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
         # the engine's per-block host work over the prompt's blocks holds up the loop like the per-prefill overhead
         per_tok = block_host_s_per_token(fw, m.key, hw)[0] if block_host else 0.0
         blocks_s = per_tok * float(r["mean_input_tokens"] or 0.0)
-        p = p.with_(attn_eff=by_accelerator.get(hw, attn_eff), t_tok_s=tokenize_s_per_token(fw, m.key)[0],
+        p = p.with_(attn_eff=by_accelerator.get(hw, attn_eff), t_tok_s=tokenize_s_per_token(fw, m.key, hw)[0],
                     t_req_s=p.t_req_s + blocks_s)
         yield r, hw, dep, p, how
 
@@ -269,3 +269,45 @@ def fit_attn_eff_per_accelerator(df: pl.DataFrame, fitted: Fitted, cat: Hardware
         info[f"{hw}_attn_eff"] = etas[hw]
         info[f"{hw}_attn_eff_points"] = n
     return etas, info
+
+
+REQUEST_COLUMNS = ("hw", "tp", "conc", "offloading", "conversation_id", "turn_index", "request_start_ns",
+                   "request_ack_ns", "input_sequence_length")
+
+
+def frontend_time(requests: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    """The serving frontend's time per request from AgentX per-request exports (AIPerf's ``profile_export.jsonl``:
+    ``request_ack_ns − request_start_ns``, from sending the request to the server acknowledging it: parsing the
+    body, the chat template and tokenizing the whole prompt, before the engine sees it), per hardware: least
+    squares ``a + b·prompt tokens`` over the calls whose window overlaps no other call's (a single-process
+    frontend serves overlapping requests one after the other). Returns, per hardware, ``s_per_token`` (b),
+    ``s_fixed`` (a), ``calls`` used, ``calls_total``, ``residual_sd_s`` and the runs (tp, conc, offloading)."""
+    missing = [c for c in REQUEST_COLUMNS if c not in requests.columns]
+    if missing:
+        raise TraceFormatError("agentx requests", 1, f"missing column(s): {', '.join(missing)}")
+    out: dict[str, dict[str, Any]] = {}
+    for (hw,), g in sorted(requests.group_by("hw"), key=lambda kv: str(kv[0][0])):
+        xs, ys, total, runs = [], [], 0, set()
+        for key, run in g.group_by("tp", "conc", "offloading"):
+            runs.add(tuple(key))
+            start = run["request_start_ns"].to_numpy().astype(np.int64)
+            ack = run["request_ack_ns"].to_numpy().astype(np.int64)
+            order = np.argsort(start)
+            start, ack = start[order], ack[order]
+            tokens = run["input_sequence_length"].to_numpy().astype(float)[order]
+            # a call is alone in the frontend when no other call's window [start, ack) meets its own
+            prev_end = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], ack[:-1]]))
+            next_start = np.concatenate([start[1:], [np.iinfo(np.int64).max]])
+            alone = (prev_end <= start) & (next_start >= ack)
+            total += len(start)
+            xs.append(tokens[alone])
+            ys.append((ack[alone] - start[alone]) / 1e9)
+        x, y = np.concatenate(xs), np.concatenate(ys)
+        if x.size < 3:
+            continue
+        a = np.column_stack([np.ones_like(x), x])
+        coef = np.linalg.lstsq(a, y, rcond=None)[0]
+        out[str(hw)] = {"s_per_token": float(coef[1]), "s_fixed": float(coef[0]), "calls": int(x.size),
+                        "calls_total": total, "residual_sd_s": float(np.std(y - a @ coef)),
+                        "runs": sorted(runs)}
+    return out

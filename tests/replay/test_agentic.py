@@ -11,7 +11,8 @@ import pytest
 from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import load_catalog
 from agentprof.catalog.kvcache import kv_bytes, tokenize_s_per_token
-from agentprof.replay.agentic import deployed_points, load_agentic
+from agentprof.errors import TraceFormatError
+from agentprof.replay.agentic import accelerator_of, deployed_points, frontend_time, load_agentic
 from agentprof.replay.calibration import load_fitted
 from agentprof.replay.costmodel import Deployment, StepParams, call_times
 from agentprof.replay.serving.benchpoint import simulate_point
@@ -19,6 +20,7 @@ from agentprof.replay.serving.stepcost import StepCost
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENTIC = ROOT / "data" / "inferencex" / "agentic_kimi_points.csv"
+REQUESTS = ROOT / "data" / "inferencex" / "agentx_requests.csv"
 CAT = load_catalog()
 
 
@@ -38,15 +40,49 @@ def test_vllm_kimi_kv_is_fp8_as_the_servers_logged(hw: str) -> None:
     assert kv_bytes("vllm", "kimi-k2.5", "h100")[0] == 2
 
 
-def test_every_agentx_deployment_uses_the_logged_kv_dtype_and_tokenizer() -> None:
+def test_every_agentx_deployment_uses_the_logged_kv_dtype_and_its_own_frontend_time() -> None:
     df = load_agentic(AGENTIC)
     got = list(deployed_points(df, load_fitted(), CAT, 0.5))
     assert len(got) == df.filter(pl.col("framework").is_not_null()).height >= 60
+    # a deployment without a measurement of its own takes the tokenizer figure of S48
     tok, src = tokenize_s_per_token("vllm", "kimi-k2.5")
     assert tok == pytest.approx(308e-3 / 80_000) and "S48" in src
-    for _, _, dep, p, _ in got:
-        assert dep.kv_dtype_bytes == 1 and p.t_tok_s == tok
+    assert tokenize_s_per_token("vllm", "kimi-k2.5", "h200") == (tok, src)
+    seen = set()
+    for _, hw, dep, p, _ in got:
+        own, own_src = tokenize_s_per_token("vllm", "kimi-k2.5", hw)
+        assert dep.kv_dtype_bytes == 1 and p.t_tok_s == own and "agentx_requests.csv" in own_src
+        seen.add(hw)
+    assert seen == {"b200", "mi355x"}
     assert tokenize_s_per_token("sglang", "deepseek-r1")[0] == 0.0
+
+
+def test_each_deployments_frontend_time_is_what_its_runs_requests_measure() -> None:
+    # the catalog's per-hardware figures are the per-request exports' least squares, not typed in: B200's frontend
+    # (DGX B200 host, vLLM's CUDA build) takes about twice MI355X's per prompt token
+    got = frontend_time(pl.read_csv(REQUESTS))
+    assert set(got) == {"b200-dgxc", "mi355x"}
+    for hw, f in got.items():
+        listed, src = tokenize_s_per_token("vllm", "kimi-k2.5", accelerator_of(hw, CAT))
+        assert listed == pytest.approx(f["s_per_token"], rel=5e-3) and "S47" in src
+        assert f["calls"] >= 50 and f["residual_sd_s"] < 0.05 and 0.0 < f["s_fixed"] < 0.1
+    assert got["b200-dgxc"]["s_per_token"] > 1.5 * got["mi355x"]["s_per_token"]
+
+
+def test_frontend_time_leaves_out_calls_that_queued_behind_another() -> None:
+    # four calls alone at 10 ms + 5 us per token, and two whose windows overlap (the second waited for the first)
+    start = [0, 10**9, 2 * 10**9, 3 * 10**9, 4 * 10**9, 4 * 10**9 + 10**6]
+    tokens = [10_000, 20_000, 40_000, 80_000, 50_000, 50_000]
+    ack = [s + int((0.010 + 5e-6 * t) * 1e9) for s, t in zip(start, tokens, strict=True)]
+    ack[5] += 10**8
+    df = pl.DataFrame({"hw": ["b200-dgxc"] * 6, "tp": [8] * 6, "conc": [2] * 6, "offloading": ["none"] * 6,
+                       "conversation_id": list("abcdef"), "turn_index": [1] * 6, "request_start_ns": start,
+                       "request_ack_ns": ack, "input_sequence_length": tokens})
+    f = frontend_time(df)["b200-dgxc"]
+    assert (f["calls"], f["calls_total"]) == (4, 6)
+    assert f["s_per_token"] == pytest.approx(5e-6, rel=1e-6) and f["s_fixed"] == pytest.approx(0.010, abs=1e-6)
+    with pytest.raises(TraceFormatError, match="input_sequence_length"):
+        frontend_time(df.drop("input_sequence_length"))
 
 
 def test_tokenization_is_paid_per_prompt_token_before_the_scheduler() -> None:

@@ -114,15 +114,15 @@ def test_replay_terminal_shows_the_serving_panel(capsys) -> None:
 def test_capacity_finds_the_largest_concurrency_meeting_the_slo(capsys) -> None:
     # one attention layout (tensor-parallel: its simulations are the cheap ones) so the search alone is tested
     # (the calls beyond Kimi's context are compacted, --overflow compact: the tail is the long prompts that fit)
-    code, out, err = run(capsys, "capacity", str(KVCT), "-s", "b200+x86", "--slo", "ttft_p99=15s",
+    code, out, err = run(capsys, "capacity", str(KVCT), "-s", "b200+x86", "--slo", "ttft_p99=9s",
                          "--max-concurrency", "64", "--attention", "tp", "--json")
     assert code == 0, err
     d = json.loads(out)
     row = d["systems"][0]
     n = row["concurrency"]
     assert 1 <= n < 64
-    assert row["serving"]["ttft_s"]["p99"] <= 15
-    assert row["first_failing"]["concurrency"] == n + 1 and row["first_failing"]["ttft_p99_s"] > 15
+    assert row["serving"]["ttft_s"]["p99"] <= 9
+    assert row["first_failing"]["concurrency"] == n + 1 and row["first_failing"]["ttft_p99_s"] > 9
     assert row["tasks_per_hour"] > 0 and row["tasks_per_hour_per_kw"] > 0 and row["energy_wh_per_task"] > 0
     assert row["cost_per_task"]["self_hosted_usd"] > 0
     tried = {t["concurrency"]: t["meets"] for t in row["tried"]}

@@ -117,8 +117,9 @@ def test_fifty_real_sessions_get_ttft_in_seconds_and_the_why(plan, resolved) -> 
     assert hbm_only["attention"]["layout"] == "dp" and tiered["attention"]["layout"] == "tp"
     assert hbm_only["ttft_s"]["p50"] < 5.0 and hbm_only["hit_share"]["hbm"] > 0.9
     assert tiered["ttft_s"]["p50"] < 5.0
-    # (the sessions past the 262K window are compacted: the tier serves the others' evicted prefixes)
-    assert tiered["hit_share"]["cpu"] > 0.05 and tiered["hit_share"]["total"] > 0.9
+    # (the sessions past the 262K window are compacted: the tier serves the others' evicted prefixes, ~5 % of
+    # the prompt tokens)
+    assert tiered["hit_share"]["cpu"] > 0.03 and tiered["hit_share"]["total"] > 0.9
     assert tiered["calls_in_flight_mean"] < 10  # agents spend most of their time away from the model
     why = tiered["why"]
     for needle in ("calls in flight", "CPU", "queue p99", "cold call"):
@@ -148,7 +149,7 @@ def test_nvlink_c2c_loads_cpu_hits_faster_than_pcie(plan, resolved) -> None:
     assert c2c.serving["host_link"]["gb_s"] > 4 * pcie.serving["host_link"]["gb_s"]
     # the same CPU-tier hits cost a fraction of the time to bring into HBM over NVLink-C2C
     for run in (pcie, c2c):
-        assert run.serving["hit_share"]["cpu"] > 0.05
+        assert run.serving["hit_share"]["cpu"] > 0.03
     sel = pcie.engine.hits[:, 1] > 0
     per_tok = pcie.engine.load_s[sel].sum() / pcie.engine.hits[sel, 1].sum()
     sel2 = c2c.engine.hits[:, 1] > 0
