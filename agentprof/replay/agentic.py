@@ -144,21 +144,26 @@ def row_mem_util(r: Mapping[str, Any], hw: str, dep: Deployment) -> float:
                            dep.weight_bytes_per_gpu, str(r["precision"]).lower(), dep.gpus)[0]
 
 
-def fit_rows(df: pl.DataFrame) -> pl.DataFrame:
-    """The points the attention efficiency is fitted on: healthy (hit rate >= 0.9), concurrency <= 8, measured."""
-    return df.filter((pl.col("server_gpu_cache_hit_rate") >= HEALTHY_HIT) & (pl.col("conc") <= MAX_CONC)
+def fit_rows(df: pl.DataFrame, max_conc: int = MAX_CONC) -> pl.DataFrame:
+    """The points the attention efficiency is fitted on: healthy (hit rate >= 0.9), concurrency <= ``max_conc``
+    (8), measured."""
+    return df.filter((pl.col("server_gpu_cache_hit_rate") >= HEALTHY_HIT) & (pl.col("conc") <= max_conc)
                      & pl.col("mean_ttft").is_not_null())
 
 
 def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff: float,
-                by_accelerator: Mapping[str, float] | None = None, think_s: float | None = None) -> pl.DataFrame:
-    """Predicted mean TTFT and ITL for the healthy points (the server's measured hit rate sets the cached part).
+                by_accelerator: Mapping[str, float] | None = None, think_s: float | None = None,
+                max_conc: int = MAX_CONC) -> pl.DataFrame:
+    """Predicted mean TTFT and ITL for the healthy points up to ``max_conc`` users (the server's measured hit rate
+    sets the cached part).
     Each user waits ``think_s`` between a reply and its next call (default :func:`workload_think_s` of ``df``), so
     by Little's law only ``1 + (conc - 1)·E2E/(E2E + think)`` of the ``conc`` users are in the server at a time:
-    they make the decode batch, the prefills riding it and the prefill queue (a fixed point on the predicted E2E)."""
+    they make the decode batch, the prefills riding it and the prefill queue (a fixed point on the predicted E2E).
+    The TTFT's parts come along: the prefill queue (``pred_queue``), the prefill alone with its per-prefill host
+    time (``pred_prefill``) and the frontend (``pred_frontend``)."""
     think = workload_think_s(df) if think_s is None else think_s
     rows = []
-    for r, hw, dep, p, how in deployed_points(fit_rows(df), fitted, cat, attn_eff, by_accelerator):
+    for r, hw, dep, p, how in deployed_points(fit_rows(df, max_conc), fitted, cat, attn_eff, by_accelerator):
         inp, out, conc = float(r["mean_input_tokens"]), float(r["mean_output_tokens_actual"]), float(r["conc"])
         cached = np.array([r["server_gpu_cache_hit_rate"] * inp])
         inside = conc
@@ -169,7 +174,9 @@ def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff
             inside = 1.0 + (conc - 1.0) * e2e / max(e2e + think, 1e-9)
         rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(conc), "calibration": how,
                      "meas_ttft": r["mean_ttft"], "pred_ttft": float(t.ttft_s[0]), "meas_itl": r["mean_itl"],
-                     "pred_itl": float(t.decode_s[0]) / max(out - 1.0, 1.0)})
+                     "pred_itl": float(t.decode_s[0]) / max(out - 1.0, 1.0),
+                     "pred_queue": float(t.queue_s[0]), "pred_prefill": float(t.prefill_s[0]),
+                     "pred_frontend": p.t_tok_s * inp})
     return pl.DataFrame(rows)
 
 

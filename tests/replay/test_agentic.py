@@ -319,3 +319,21 @@ def test_the_shipped_held_out_long_prompt_error_is_recomputed_from_the_points() 
     for own, p in held_out_predictions(df, fitted, cat):
         hw = p["hardware"][0]
         assert p.height == own.height and float(p["eta"][0]) != pytest.approx(stored[f"{hw}_attn_eff"], rel=1e-3)
+
+
+def test_predicted_ttft_carries_its_parts_and_any_healthy_row_can_be_priced() -> None:
+    # the parts that vLLM's own metrics split a first token into (scripts/agentx_ttft_parts.py): the prefill queue,
+    # the prefill alone and the frontend, each inside the predicted TTFT
+    from agentprof.replay.agentic import predictions, workload_think_s
+
+    df, fitted = load_agentic(AGENTIC), load_fitted()
+    few = predictions(df, fitted, CAT, fitted.attn_eff, fitted.attn_eff_by_accelerator)
+    every = predictions(df, fitted, CAT, fitted.attn_eff, fitted.attn_eff_by_accelerator,
+                        think_s=workload_think_s(df), max_conc=10**6)
+    assert few.height == 20 and every.height > few.height and every["conc"].max() > 8
+    assert (every["pred_ttft"] >= every["pred_queue"] + every["pred_prefill"] + every["pred_frontend"] - 1e-9).all()
+    assert (every["pred_queue"] >= 0).all() and (every["pred_prefill"] > 0).all()
+    prompt = {(accelerator_of(r["hw"], CAT), r["mean_ttft"]): r["mean_input_tokens"] for r in df.iter_rows(named=True)}
+    for p in every.iter_rows(named=True):
+        tok = tokenize_s_per_token("vllm", "kimi-k2.5", p["hardware"])[0]
+        assert p["pred_frontend"] == pytest.approx(tok * prompt[(p["hardware"], p["meas_ttft"])])
