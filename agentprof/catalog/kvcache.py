@@ -95,18 +95,13 @@ def _tokenize_entries() -> tuple[tuple[str, str, str | None, float, str], ...]:
 
 def tokenize_s_per_token(framework: str, model: str, hardware: str | None = None) -> tuple[float, str]:
     """(seconds the serving frontend spends per prompt token before the scheduler sees the request, source):
-    tokenizing the whole prompt, cached prefix included, on the host CPU. The entry measured on ``hardware``'s
-    servers where one is listed (their host and software stack), else the one listed for no hardware; 0 where no
-    measurement is listed."""
+    tokenizing the whole prompt, cached prefix included, on the host CPU; the first entry whose framework, model
+    and, if given, hardware match (as for the other tables here); 0 where no measurement is listed."""
     eng = engine(framework)
-    found: tuple[float, str] | None = None
     for fw, mk, hw, val, src in _tokenize_entries():
-        if fw == eng and mk == model:
-            if hardware is not None and hw == hardware:
-                return val, src
-            if hw is None and found is None:
-                found = (val, src)
-    return found or (0.0, "default: no per-token frontend time listed (fast tokenizers: microseconds per request)")
+        if fw == eng and mk == model and (hw is None or hw == hardware):
+            return val, src
+    return 0.0, "default: no per-token frontend time listed (fast tokenizers: microseconds per request)"
 
 
 @lru_cache(maxsize=1)
