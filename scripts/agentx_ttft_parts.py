@@ -25,7 +25,7 @@ METRICS = ROOT / "data/inferencex/agentx_server_metrics.csv"
 POINTS = ROOT / "data/inferencex/agentic_kimi_points.csv"
 
 
-def mean(df: pl.DataFrame, metric: str) -> pl.Expr:
+def mean(metric: str) -> pl.Expr:
     return (pl.col(f"{metric}_sum") / pl.col(f"{metric}_count")).alias(metric)
 
 
@@ -35,8 +35,8 @@ def main() -> int:
     from agentprof.replay.calibration import load_fitted
 
     m = pl.read_csv(METRICS)
-    m = m.with_columns(mean(m, "time_to_first_token_seconds"), mean(m, "request_queue_time_seconds"),
-                       mean(m, "request_prefill_time_seconds"), mean(m, "request_prompt_tokens"))
+    m = m.with_columns(mean("time_to_first_token_seconds"), mean("request_queue_time_seconds"),
+                       mean("request_prefill_time_seconds"), mean("request_prompt_tokens"))
     pts = load_agentic(POINTS)
     fitted, cat = load_fitted(), load_catalog()
     think = workload_think_s(pts)
