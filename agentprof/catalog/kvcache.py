@@ -87,21 +87,36 @@ def wait_steps(framework: str, model: str, hardware: str | None = None, conc: fl
 
 
 @lru_cache(maxsize=1)
-def _tokenize_entries() -> tuple[tuple[str, str, str | None, float, str], ...]:
-    return tuple((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), val, src)
+def _tokenize_entries() -> tuple[tuple[str, str, str | None, float, str, str | None], ...]:
+    return tuple((str(e["framework"]).lower() if e.get("framework") else None, str(e["model"]), e.get("hardware"),
+                  val, src, str(e["host"]) if e.get("host") else None)
                  for e, _, val, src in _rows(SCHED_PATH, "tokenize", "s_per_token",
                                              lambda v: None if v >= 0 else "a non-negative number"))
 
 
+def _tokenize_match(framework: str, model: str, hardware: str | None) -> tuple | None:
+    eng = engine(framework)
+    for fw, mk, hw, val, src, host in _tokenize_entries():
+        if fw in (None, eng) and mk == model and (hw is None or hw == hardware):
+            return val, src, host
+    return None
+
+
 def tokenize_s_per_token(framework: str, model: str, hardware: str | None = None) -> tuple[float, str]:
     """(seconds the serving frontend spends per prompt token before the scheduler sees the request, source):
-    tokenizing the whole prompt, cached prefix included, on the host CPU; the first entry whose framework, model
-    and, if given, hardware match (as for the other tables here); 0 where no measurement is listed."""
-    eng = engine(framework)
-    for fw, mk, hw, val, src in _tokenize_entries():
-        if fw == eng and mk == model and (hw is None or hw == hardware):
-            return val, src
-    return 0.0, "default: no per-token frontend time listed (fast tokenizers: microseconds per request)"
+    tokenizing the whole prompt, cached prefix included, on the host CPU; the first entry whose framework (if
+    given), model and hardware (if given) match (as for the other tables here); 0 where no measurement is listed."""
+    got = _tokenize_match(framework, model, hardware)
+    if got is None:
+        return 0.0, "default: no per-token frontend time listed (fast tokenizers: microseconds per request)"
+    return got[0], got[1]
+
+
+def tokenize_host(framework: str, model: str, hardware: str | None = None) -> str | None:
+    """The host CPU (``hosts.toml`` key) the matching ``[[tokenize]]`` figure was measured on; ``None`` where the
+    entry names none (then it counts as measured on the reference host, single-thread speed 1)."""
+    got = _tokenize_match(framework, model, hardware)
+    return got[2] if got else None
 
 
 @lru_cache(maxsize=1)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from agentprof.catalog import CatalogError, ModelSpec
 from agentprof.catalog.hardware import HardwareCatalog, System
-from agentprof.catalog.kvcache import engine, kv_bytes, wait_steps
+from agentprof.catalog.kvcache import engine, kv_bytes, tokenize_host, tokenize_s_per_token, wait_steps
 from agentprof.replay.calibration import FitEntry, Fitted, load_fitted, step_params
 from agentprof.replay.costmodel import Deployment, StepParams, ceil_pow2
 
@@ -39,6 +39,8 @@ class Resolved:
     level_error: dict[str, float] = field(default_factory=dict)
     """The error measured for that level by cross-validation (median APE per metric, fitted.toml [levels])."""
     kv_source: str = ""
+    frontend_source: str = ""
+    """Where the frontend's time per prompt token (``params.t_tok_s``) comes from, and its host scaling."""
     fitted: Fitted | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -60,7 +62,8 @@ class Resolved:
                 "calibration_level": self.level, "level_error": self.level_error,
                 "kv_bytes_per_element": self.dep.kv_dtype_bytes, "kv_source": self.kv_source,
                 "t_fixed_ms": round(self.params.t_fixed_s * 1e3, 3), "mbu": round(self.params.mbu, 3),
-                "mfu": round(self.params.mfu, 3)}
+                "mfu": round(self.params.mfu, 3), "frontend_us_per_token": round(self.params.t_tok_s * 1e6, 3),
+                "frontend_source": self.frontend_source}
 
 
 def layout_gpus(e: FitEntry) -> int:
@@ -198,6 +201,24 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
     if not system.params:
         params = params.with_(wait_steps=wait_steps(fw, entry.attrs.get("model", model.key) if entry else model.key,
                                                     entry.attrs.get("hardware") if entry else None)[0])
+    params, tok_src = _with_frontend(params, cat, system, model, fw)
     # the calibration it came from travels along: a re-resolution in another layout uses the same
     return Resolved(system, model, precision, dep, params, fw, how, level, fitted.level_errors.get(level, {}), kv_src,
-                    fitted=fitted)
+                    frontend_source=tok_src, fitted=fitted)
+
+
+def _with_frontend(params: StepParams, cat: HardwareCatalog, system: System, model: ModelSpec,
+                   fw: str) -> tuple[StepParams, str]:
+    """``params`` charging the serving frontend's time per prompt token (``scheduling.toml [tokenize]`` for the
+    framework the deployment resolved to): single-threaded host work, so the figure measured on one host CPU runs
+    at that host's single-thread speed over this system's (an entry naming no host counts as the reference host)."""
+    tok, src = tokenize_s_per_token(fw, model.key, system.accelerator.key)
+    if not tok:
+        return params, src
+    measured = tokenize_host(fw, model.key, system.accelerator.key)
+    if measured is not None and measured not in cat.hosts:
+        raise CatalogError(f"scheduling.toml [tokenize] {fw}/{model.key}: host {measured!r} is not in hosts.toml")
+    st = cat.hosts[measured].st_speed if measured is not None else 1.0
+    ratio = st / system.host.st_speed
+    note = f"measured on {measured}" if measured else "host not named: taken as the reference host"
+    return params.with_(t_tok_s=tok * ratio), f"{src}; {note}, x{ratio:.2f} for {system.host.key}"

@@ -1,0 +1,71 @@
+"""A model on a serving system: the frontend time the replay charges per prompt token."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentprof.catalog import CatalogError
+from agentprof.catalog.hardware import load_catalog
+from agentprof.catalog.kvcache import tokenize_host, tokenize_s_per_token
+from agentprof.replay.systems import resolve
+
+CAT = load_catalog()
+KIMI = CAT.models["kimi-k2.5"]
+
+
+def test_replays_charge_the_resolved_engines_frontend_at_the_system_hosts_speed() -> None:
+    x86, vera = CAT.system("b200+x86"), CAT.system("b200+vera")
+    a, b = resolve(x86, KIMI, CAT), resolve(vera, KIMI, CAT)
+    assert a.framework == b.framework
+    listed, src = tokenize_s_per_token(a.framework, KIMI.key, "b200")
+    assert listed > 0 and "S48" in src and tokenize_host(a.framework, KIMI.key, "b200") is None
+    # a figure that names no host counts as measured on the reference host (single-thread speed 1)
+    assert a.params.t_tok_s == pytest.approx(listed / x86.host.st_speed)
+    assert b.params.t_tok_s == pytest.approx(listed / vera.host.st_speed)
+    assert b.params.t_tok_s < a.params.t_tok_s
+    assert "reference host" in a.frontend_source and vera.host.key in b.frontend_source
+    assert a.describe()["frontend_us_per_token"] == pytest.approx(a.params.t_tok_s * 1e6, abs=1e-3)
+    # every engine tokenizes: the model's tokenizer figure applies where no engine-specific one is listed
+    for key in ("gb200+grace", "mi355x+x86", "jalapeno"):
+        assert resolve(CAT.system(key), KIMI, CAT).params.t_tok_s > 0
+    # a model with no listed figure (fast tokenizers) is charged nothing
+    assert resolve(x86, CAT.models["gpt-oss-120b"], CAT).params.t_tok_s == 0.0
+
+
+def _with_scheduling(tmp_path: Path, monkeypatch, text: str) -> None:
+    from agentprof.catalog import kvcache
+
+    path = tmp_path / "scheduling.toml"
+    path.write_text(text)
+    monkeypatch.setattr(kvcache, "SCHED_PATH", path)
+    kvcache._tokenize_entries.cache_clear()
+
+
+def test_a_figure_measured_on_a_named_host_scales_by_that_hosts_speed(tmp_path: Path, monkeypatch) -> None:
+    from agentprof.catalog import kvcache
+
+    # vLLM's Kimi frontend on B200 was measured on the AgentX runs' DGX B200 hosts (Xeon 8570)
+    assert tokenize_host("vllm", KIMI.key, "b200") == "xeon-8570"
+    _with_scheduling(tmp_path, monkeypatch, '[[tokenize]]\nmodel = "kimi-k2.5"\nhost = "epyc-9654"\n'
+                     's_per_token = { value = 2e-6, source = "test" }\n')
+    try:
+        vera = CAT.system("b200+vera")
+        r = resolve(vera, KIMI, CAT)
+        assert r.params.t_tok_s == pytest.approx(2e-6 * CAT.hosts["epyc-9654"].st_speed / vera.host.st_speed)
+        assert "measured on epyc-9654" in r.frontend_source
+    finally:
+        kvcache._tokenize_entries.cache_clear()
+
+
+def test_a_tokenize_entry_naming_an_unknown_host_is_one_clear_error(tmp_path: Path, monkeypatch) -> None:
+    from agentprof.catalog import kvcache
+
+    _with_scheduling(tmp_path, monkeypatch, '[[tokenize]]\nmodel = "kimi-k2.5"\nhost = "pentium-4"\n'
+                     's_per_token = { value = 1e-6, source = "test" }\n')
+    try:
+        with pytest.raises(CatalogError, match="pentium-4"):
+            resolve(CAT.system("b200+x86"), KIMI, CAT)
+    finally:
+        kvcache._tokenize_entries.cache_clear()
