@@ -1,16 +1,19 @@
 """The model's error on held-out families, by slice, against the nearest-point lookup measured in the same run.
 
-Three families the fit never sees:
+Four families the fit never sees:
 
 1. the other output length: fit on ISL/OSL 1k1k, predict 1k8k, and back (``fidelity.cross_validate``);
 2. whole stacks: each (hardware, framework, model, precision, speculation) group held out in turn, Dynamo and
    SGLang-disagg among them (``fidelity.leave_out(..., "group")``);
 3. the longest prompts: the AgentX Kimi K2.5 points (75-120K-token prompts, healthy: hit rate >= 0.9, concurrency
-   <= 8), each accelerator's prefill-attention efficiency fitted on the other accelerator's points only.
+   <= 8), each accelerator's prefill-attention efficiency fitted on the other accelerator's points only;
+4. another stack under agent traffic: DeepSeek R1 on vLLM B200 (InferenceX multi-turn, ``replay.multiturn``): the
+   healthy runs' mean TTFT and the measured decode steps' time per token, nothing fitted on them.
 
 The lookup is the measured point of the same hardware, framework and model nearest in ISL, OSL, concurrency and
 decode GPUs (``fidelity.nearest_lookup``) among the points the fit had (AgentX: the same accelerator's other healthy
-points, nearest in concurrency and prompt length). Slices: hardware, framework, serving, concurrency band, prompt
+points, nearest in concurrency and prompt length; DeepSeek: the same tensor-parallel size's nearest other run or
+decode measurement). Slices: hardware, framework, serving, concurrency band, prompt
 length. Targets (issue 28, on an unseen 8K-prompt family): median APE TTFT <= 15 %, TPOT <= 6 %, E2E <= 7 %, p90
 TTFT <= 60 %, at most 5 points more than 5x off in any metric. About 15 s on one core.
 
@@ -80,7 +83,8 @@ def _row(name: str, t: pl.DataFrame) -> str:
 def table(title: str, t: pl.DataFrame) -> None:
     """Model against lookup on the points both answer, overall and by slice (median APE in %, p90 TTFT in %,
     points more than 5x off in any metric)."""
-    t = _with_slices(t.filter(pl.col("covered") & pl.col("base_tpot").is_not_null()))
+    t = _with_slices(t.filter(pl.col("covered") & pl.any_horizontal(
+        [pl.col(f"base_{m}").is_not_null() for m in METRICS if f"base_{m}" in t.columns])))
     print(f"\n**{title}** (model / lookup: median APE %, p90 TTFT %, points > 5x off in any metric)\n")
     print("| slice | points | TTFT | TPOT | E2E | p90 TTFT | > 5x |\n|---|---|---|---|---|---|---|")
     print(_row("all", t))
@@ -151,6 +155,42 @@ def agentx() -> pl.DataFrame:
     return pl.concat(out, how="diagonal_relaxed")
 
 
+def _nearest(keys: list[np.ndarray], i: int, same: np.ndarray) -> int:
+    """The index of the row nearest row ``i`` in log2 distance over ``keys`` among rows with ``same`` true (not i)."""
+    d = sum(np.abs(np.log2(k / k[i])) for k in keys)
+    d[i] = np.inf
+    d[~same] = np.inf
+    return int(np.argmin(d))
+
+
+def multiturn() -> pl.DataFrame:
+    """DeepSeek R1 on vLLM B200 (InferenceX multi-turn), a stack the fit never saw, with the attention efficiency of
+    the Kimi AgentX points: the healthy runs' mean TTFT and each decode measurement's time per token. The lookup is
+    the same tensor-parallel size's nearest other run (users, then prompt length) or decode measurement (running
+    batch, then context)."""
+    from agentprof.catalog.hardware import load_catalog
+    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.multiturn import decode_check, load_decode, load_runs, ttft_check
+
+    cat, fitted, runs = load_catalog(), load_fitted(), load_runs()
+    t = ttft_check(runs, fitted, cat)
+    pts = runs.filter(pl.col("m_prompt_tokens").is_not_null())
+    tp, c = t["tp"].to_numpy(), t["conc"].cast(pl.Float64).to_numpy()
+    n = t["input_tokens"].to_numpy()
+    base = [t["meas_ttft"][_nearest([c, n], i, tp == tp[i])] for i in range(t.height)]
+    a = t.select("hardware", "tp", "conc", "meas_ttft", "pred_ttft").with_columns(
+        base_ttft=pl.Series(base, dtype=pl.Float64), isl=pl.Series(n))
+    d = decode_check(load_decode(), pts, fitted, cat)
+    dtp, b, x = d["tp"].to_numpy(), d["running"].cast(pl.Float64).to_numpy(), d["ctx"].to_numpy()
+    dbase = [d["meas_itl"][_nearest([b, x], i, dtp == dtp[i])] for i in range(d.height)]
+    e = d.select("tp", pl.col("running").alias("conc"), pl.col("meas_itl").alias("meas_tpot"),
+                 pl.col("pred_itl").alias("pred_tpot")).with_columns(
+        hardware=pl.lit("b200"), base_tpot=pl.Series(dbase, dtype=pl.Float64), isl=pl.Series(x))
+    out = pl.concat([a, e], how="diagonal_relaxed")
+    return out.with_columns(*(pl.lit(None, dtype=pl.Float64).alias(f"{s}_e2e") for s in ("meas", "pred", "base")),
+                            framework=pl.lit("vllm"), layout=pl.format("tp{}", "tp"), covered=pl.lit(True))
+
+
 def main(argv: list[str]) -> int:
     from agentprof.replay.points import load_points
 
@@ -160,6 +200,8 @@ def main(argv: list[str]) -> int:
     table("1. Longer outputs: fit on one ISL/OSL setting, predict the other", isl_osl(df))
     table("2. Whole stacks: each hardware/framework/model/precision/speculation group held out", whole_stacks(df))
     table(f"3. Longest prompts: AgentX 75-120K tokens, attention efficiency from the other accelerator ({etas})", ax)
+    table("4. Another stack held out: DeepSeek R1 on vLLM B200, Claude Code traffic (InferenceX multi-turn): "
+          "healthy runs' TTFT, decode steps' time per token", multiturn())
     return 0
 
 

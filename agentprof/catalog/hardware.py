@@ -62,8 +62,9 @@ class Bounded:
 def iter_numbers(node: Any, path: str = "") -> Iterator[tuple[str, Any, bool]]:
     """Yield ``(key path, number, sourced)`` for every number in a parsed TOML tree.
 
-    A number is sourced when it is the ``value`` (or ``low``/``high``) of a table whose ``source`` is a
-    non-empty string. Used by the loader and by the test that every catalog number names its source.
+    A number is sourced when it is the ``value`` (or ``low``/``high``), or an element of a ``value`` list, of a
+    table whose ``source`` is a non-empty string. Used by the loader and by the test that every catalog number
+    names its source.
     """
     if isinstance(node, dict):
         has_source = "value" in node and isinstance(node.get("source"), str) and bool(node["source"].strip())
@@ -71,6 +72,9 @@ def iter_numbers(node: Any, path: str = "") -> Iterator[tuple[str, Any, bool]]:
             sub = f"{path}.{k}" if path else str(k)
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 yield sub, v, has_source and k in ("value", "low", "high")
+            elif k == "value" and has_source and isinstance(v, list):
+                for i, x in enumerate(v):
+                    yield f"{sub}[{i}]", x, isinstance(x, (int, float)) and not isinstance(x, bool)
             else:
                 yield from iter_numbers(v, sub)
     elif isinstance(node, list):

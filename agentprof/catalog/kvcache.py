@@ -12,6 +12,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
 
 KV_PATH = CATALOG_DIR / "kv_cache.toml"
@@ -156,6 +158,43 @@ def block_host_s_per_token(framework: str, model: str, hardware: str) -> tuple[f
         if fw in (framework.lower(), eng) and mk == model and hw == hardware:
             return val, src
     return 0.0, "default: no per-block host time listed (blocks of 16-64 tokens: negligible)"
+
+
+@lru_cache(maxsize=1)
+def _graph_entries() -> tuple[tuple[str, tuple[int, ...], str], ...]:
+    out = []
+    for i, e in enumerate(read_toml(SCHED_PATH).get("cuda_graphs", [])):
+        where = f"{SCHED_PATH}: cuda_graphs[{i}]"
+        v = e.get("sizes") if isinstance(e, dict) else None
+        sizes = v.get("value") if isinstance(v, dict) else None
+        if (not isinstance(sizes, list) or not sizes or not all(isinstance(x, int) and x > 0 for x in sizes)
+                or sizes != sorted(set(sizes)) or not v.get("source")):
+            raise CatalogError(f"{where}.sizes: expected {{ value = [increasing positive integers], source = \"...\" }}")
+        out.append((str(e.get("framework", "")).lower(), tuple(sizes), str(v["source"])))
+    return tuple(out)
+
+
+def graph_sizes(framework: str) -> tuple[tuple[int, ...], str]:
+    """(decode batch sizes the engine captures CUDA graphs at by default, source) from ``scheduling.toml
+    [[cuda_graphs]]``; empty where none is listed (no padding modelled)."""
+    eng = engine(framework)
+    for fw, sizes, src in _graph_entries():
+        if fw in (framework.lower(), eng):
+            return sizes, src
+    return (), "default: no captured batch sizes listed (a step runs at its own batch)"
+
+
+def graph_batch(framework: str, batch: object) -> np.ndarray:
+    """The batch a decode step's kernels run at: the engine's next captured CUDA-graph size at or above ``batch``
+    (a batch between two captured sizes is padded up to the larger); a batch above the largest, or an engine with
+    none listed, runs at its own size."""
+    b = np.asarray(batch, dtype=float)
+    sizes = np.asarray(graph_sizes(framework)[0], dtype=float)
+    if not sizes.size:
+        return b
+    i = np.searchsorted(sizes, np.ceil(b - 1e-9), side="left")
+    padded = sizes[np.minimum(i, sizes.size - 1)]
+    return np.where((b > 0) & (i < sizes.size), np.maximum(padded, b), b)
 
 
 MEMORY_PATH = CATALOG_DIR / "memory.toml"

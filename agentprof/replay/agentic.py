@@ -127,7 +127,7 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
         entry, how = got
         fw = str(r["framework"]).lower()
         dep = Deployment(m, cat.accelerators[hw], prec, tp, kv_dtype_bytes=kv_bytes(fw, m.key, hw)[0],
-                         engine=engine(fw))
+                         expert_parallel=ep, engine=engine(fw))
         p = step_params(entry.theta, dep.layers, tp, accept=1.0)
         # the engine's per-block host work over the prompt's blocks holds up the loop like the per-prefill overhead
         per_tok = block_host_s_per_token(fw, m.key, hw)[0] if block_host else 0.0
@@ -159,6 +159,7 @@ def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff
     Each user waits ``think_s`` between a reply and its next call (default :func:`workload_think_s` of ``df``), so
     by Little's law only ``1 + (conc - 1)·E2E/(E2E + think)`` of the ``conc`` users are in the server at a time:
     they make the decode batch, the prefills riding it and the prefill queue (a fixed point on the predicted E2E).
+    A row with ``cycle_s`` (each user's measured time from one call to the next) uses ``E2E/cycle`` instead.
     The TTFT's parts come along: the prefill queue (``pred_queue``), the prefill alone with its per-prefill host
     time (``pred_prefill``) and the frontend (``pred_frontend``)."""
     think = workload_think_s(df) if think_s is None else think_s
@@ -166,13 +167,14 @@ def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff
     for r, hw, dep, p, how in deployed_points(fit_rows(df, max_conc), fitted, cat, attn_eff, by_accelerator):
         inp, out, conc = float(r["mean_input_tokens"]), float(r["mean_output_tokens_actual"]), float(r["conc"])
         cached = np.array([r["server_gpu_cache_hit_rate"] * inp])
-        inside = conc
+        inside, cycle = conc, r.get("cycle_s")
         for _ in range(THINK_ITERATIONS + 1):
             t = call_times(dep, p, np.array([inp]), cached, np.array([out]), batch=inside,
                            mem_util=row_mem_util(r, hw, dep))
             e2e = float(t.ttft_s[0] + t.decode_s[0])
-            inside = 1.0 + (conc - 1.0) * e2e / max(e2e + think, 1e-9)
-        rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(conc), "calibration": how,
+            busy = min(e2e / cycle, 1.0) if cycle else e2e / max(e2e + think, 1e-9)
+            inside = 1.0 + (conc - 1.0) * busy
+        rows.append({"hardware": hw, "tp": dep.gpus, "conc": int(conc), "input_tokens": inp, "calibration": how,
                      "meas_ttft": r["mean_ttft"], "pred_ttft": float(t.ttft_s[0]), "meas_itl": r["mean_itl"],
                      "pred_itl": float(t.decode_s[0]) / max(out - 1.0, 1.0),
                      "pred_queue": float(t.queue_s[0]), "pred_prefill": float(t.prefill_s[0]),

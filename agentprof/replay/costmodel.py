@@ -16,6 +16,7 @@ import numpy as np
 
 from agentprof.catalog import CatalogError, ModelSpec
 from agentprof.catalog.hardware import Accelerator, weight_format
+from agentprof.catalog.kvcache import graph_batch
 from agentprof.catalog.serving import DEFAULT_BUDGET_TOKENS
 from agentprof.replay.equations import Work, times
 
@@ -288,12 +289,13 @@ class Deployment:
         attn = 2.0 * self._attn_dims("prefill") * t * self._attended(c + t / 2.0) / self.attn_peak / attn_eff
         return (dense + attn) / self.gpus
 
-    def decode_peak_s(self, batch: ArrayLike, ctx: ArrayLike) -> np.ndarray:
-        """Seconds one GPU needs for its share of a decode step's FLOPs at 100 % of peak (as above)."""
+    def decode_peak_s(self, batch: ArrayLike, ctx: ArrayLike, dense_tokens: ArrayLike | None = None) -> np.ndarray:
+        """Seconds one GPU needs for its share of a decode step's FLOPs at 100 % of peak (as above); the weight GEMMs
+        run over ``dense_tokens`` (a padded CUDA-graph batch) where given, attention over the real ``batch``."""
         b = np.asarray(batch, dtype=float)
-        dense = self.gemm_peak_s_per_token
+        d = b if dense_tokens is None else np.asarray(dense_tokens, dtype=float)
         attn = 2.0 * self._attn_dims("decode") * self._attended(np.asarray(ctx, dtype=float)) / self.attn_peak
-        return b * (dense + attn) / self.gpus
+        return (d * self.gemm_peak_s_per_token + b * attn) / self.gpus
 
     def decode_bytes_per_gpu(self, batch: ArrayLike, ctx: ArrayLike, tokens: ArrayLike | None = None) -> np.ndarray:
         """Bytes one GPU streams per decode step: its share of the weights ``tokens`` tokens touch (``batch`` when
@@ -390,30 +392,34 @@ class Deployment:
 # --- times ------------------------------------------------------------------------------------------------
 def decode_step_parts(dep: Deployment, p: StepParams, batch: ArrayLike, ctx: ArrayLike,
                       prefill_rate: ArrayLike = 0.0, prefill_new: ArrayLike = 0.0,
-                      prefill_cached: ArrayLike = 0.0) -> dict[str, np.ndarray]:
+                      prefill_cached: ArrayLike = 0.0, padded: bool = False) -> dict[str, np.ndarray]:
     """One decode step for ``batch`` sequences at mean context ``ctx``, split into ``overhead`` (fixed step
     overhead, collectives, per-prefill scheduling), ``bandwidth`` and ``compute``, which add: decode kernels run
     one after another (attention reads KV, then the GEMMs), as in the serving equations
     (:func:`agentprof.replay.equations.times`, the form the free terms were fitted in). ``prefill_rate``
     prefills of ``prefill_new`` tokens after ``prefill_cached`` ride each step (chunked prefill in aggregated
     serving): their FLOPs add to the step's compute. With MTP the step's FLOPs and collectives carry each
-    sequence's ``p.draft_tokens`` drafted tokens too; its bytes (weights, each sequence's KV) are read once."""
+    sequence's ``p.draft_tokens`` drafted tokens too; its bytes (weights, each sequence's KV) are read once.
+    ``padded`` (a step of a whole number of sequences): the kernels run at the engine's next captured CUDA-graph
+    batch (:func:`agentprof.catalog.kvcache.graph_batch`), so the weights its padding slots route to, the GEMM
+    FLOPs and the collectives are those of the padded batch; KV reads and attention stay the real sequences'."""
     b = np.asarray(batch, dtype=float)
-    tok = b * (1.0 + p.draft_tokens)
+    g = graph_batch(dep.engine, b) if padded else b
+    tok, gtok = b * (1.0 + p.draft_tokens), g * (1.0 + p.draft_tokens)
     rate = np.asarray(prefill_rate, dtype=float)
-    bw_s = dep.decode_bytes_per_gpu(b, ctx, tok if p.verify_weights else None) / (p.mbu * dep.accel.hbm_bw)
+    bw_s = dep.decode_bytes_per_gpu(b, ctx, gtok if p.verify_weights else g) / (p.mbu * dep.accel.hbm_bw)
     pf = np.where(rate > 0, dep.prefill_peak_s(prefill_new, prefill_cached, p.attn_rel), 0.0)
-    cmp_s = dep.decode_peak_s(tok, ctx) / p.mfu + rate * pf / p.prefill_mfu
-    over = p.t_fixed_s + p.draft_s + dep.comm_s(np.maximum(tok, 1.0)) + rate * p.t_req_s
+    cmp_s = dep.decode_peak_s(tok, ctx, gtok) / p.mfu + rate * pf / p.prefill_mfu
+    over = p.t_fixed_s + p.draft_s + dep.comm_s(np.maximum(gtok, 1.0)) + rate * p.t_req_s
     return {"overhead": over + 0.0 * bw_s, "bandwidth": bw_s + 0.0 * cmp_s, "compute": cmp_s + 0.0 * bw_s}
 
 
 def decode_step_s(dep: Deployment, p: StepParams, batch: ArrayLike, ctx: ArrayLike,
                   prefill_rate: ArrayLike = 0.0, prefill_new: ArrayLike = 0.0,
-                  prefill_cached: ArrayLike = 0.0) -> np.ndarray:
+                  prefill_cached: ArrayLike = 0.0, padded: bool = False) -> np.ndarray:
     """One decode step (time per step, not per token): fixed overhead + collectives + streamed bytes at ``mbu``
     of HBM bandwidth + FLOPs at ``mfu`` of peak (:func:`decode_step_parts`)."""
-    parts = decode_step_parts(dep, p, batch, ctx, prefill_rate, prefill_new, prefill_cached)
+    parts = decode_step_parts(dep, p, batch, ctx, prefill_rate, prefill_new, prefill_cached, padded)
     return parts["overhead"] + parts["bandwidth"] + parts["compute"]
 
 

@@ -63,8 +63,9 @@ class StepCost:
 
     def _step(self, b: int, ctx: np.ndarray) -> np.ndarray:
         """A decode step of ``b`` sequences (``costmodel.decode_step_s``: fixed overhead + collectives + bytes at
-        ``mbu`` + FLOPs at ``mfu``, as ``equations.times`` and so ``call_times`` time it)."""
-        return decode_step_s(self.dep, self.p, max(b, 1) * self.copies, ctx)
+        ``mbu`` + FLOPs at ``mfu``, as ``equations.times`` and so ``call_times`` time it), its kernels at the
+        engine's captured CUDA-graph batch (``padded``)."""
+        return decode_step_s(self.dep, self.p, max(b, 1) * self.copies, ctx, padded=True)
 
     def _row(self, b: int) -> list[float]:
         row = self._rows.get(b)
