@@ -21,3 +21,26 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("side_env") is not None)  # stable: order kept otherwise
+
+
+@pytest.fixture
+def serving_catalog(tmp_path, monkeypatch):
+    """Point one of ``agentprof.catalog.kvcache``'s files at a temporary copy holding ``text``:
+    ``serving_catalog("SCHED_PATH", text)``. Every cached table of the module is cleared before and after."""
+    from agentprof.catalog import kvcache
+
+    def clear() -> None:
+        for name in dir(kvcache):
+            f = getattr(kvcache, name)
+            if callable(getattr(f, "cache_clear", None)):
+                f.cache_clear()
+
+    def use(attr: str, text: str) -> None:
+        path = tmp_path / f"{attr.lower()}.toml"
+        path.write_text(text)
+        monkeypatch.setattr(kvcache, attr, path)
+        clear()
+
+    yield use
+    monkeypatch.undo()
+    clear()

@@ -71,17 +71,22 @@ def workload_think_s(df: pl.DataFrame) -> float:
     return max(float(z.median()), 0.0)
 
 
-def load_agentic(path: str | Path) -> pl.DataFrame:
-    """Read the AgentX points CSV; missing columns are a one-line error naming the file."""
+def read_points_csv(path: str | Path, needed: tuple[str, ...]) -> pl.DataFrame:
+    """Read a points CSV; unreadable input or missing ``needed`` columns are a one-line error naming the file."""
     p = str(path)
     try:
         df = pl.read_csv(p, infer_schema_length=10000)
     except (OSError, pl.exceptions.ComputeError, pl.exceptions.NoDataError) as e:
         raise TraceFormatError(p, None, f"not a readable CSV ({str(e).splitlines()[0]})") from None
-    missing = [c for c in COLUMNS if c not in df.columns]
+    missing = [c for c in needed if c not in df.columns]
     if missing:
         raise TraceFormatError(p, 1, f"missing column(s): {', '.join(missing)}")
     return df
+
+
+def load_agentic(path: str | Path) -> pl.DataFrame:
+    """Read the AgentX points CSV (:data:`COLUMNS` required)."""
+    return read_points_csv(path, COLUMNS)
 
 
 def _params_entry(fitted: Fitted, cat: HardwareCatalog, hw: str, fw: str, model_key: str, prec: str, tp: int,

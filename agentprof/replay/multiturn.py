@@ -21,8 +21,7 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog.hardware import HardwareCatalog
-from agentprof.errors import TraceFormatError
-from agentprof.replay.agentic import deployed_points, predictions
+from agentprof.replay.agentic import deployed_points, predictions, read_points_csv
 from agentprof.replay.calibration import Fitted
 from agentprof.replay.costmodel import decode_step_s
 
@@ -37,26 +36,14 @@ MIN_INTERVALS = 8
 """Decode measurements resting on fewer 1-second intervals are left out (a handful of seconds is noise)."""
 
 
-def _read(path: str | Path, needed: tuple[str, ...]) -> pl.DataFrame:
-    p = str(path)
-    try:
-        df = pl.read_csv(p, infer_schema_length=10000)
-    except (OSError, pl.exceptions.ComputeError, pl.exceptions.NoDataError) as e:
-        raise TraceFormatError(p, None, f"not a readable CSV ({str(e).splitlines()[0]})") from None
-    missing = [c for c in needed if c not in df.columns]
-    if missing:
-        raise TraceFormatError(p, 1, f"missing column(s): {', '.join(missing)}")
-    return df
-
-
 def load_runs(path: str | Path = RUNS) -> pl.DataFrame:
     """The runs, one row each (raw counters as the benchmark and vLLM logged them)."""
-    return _read(path, RUN_COLUMNS)
+    return read_points_csv(path, RUN_COLUMNS)
 
 
 def load_decode(path: str | Path = DECODE) -> pl.DataFrame:
     """The decode-rate measurements, one row per (run, running batch)."""
-    return _read(path, DECODE_COLUMNS)
+    return read_points_csv(path, DECODE_COLUMNS)
 
 
 def as_points(runs: pl.DataFrame) -> pl.DataFrame:

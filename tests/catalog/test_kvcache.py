@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from agentprof.catalog import CatalogError, kvcache
+from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import load_catalog
 from agentprof.catalog.kvcache import graph_batch, graph_sizes
 from agentprof.replay.costmodel import Deployment, StepParams, decode_step_s
@@ -47,13 +45,7 @@ def test_a_padded_step_pays_the_captured_batchs_weights_but_only_its_own_kv() ->
     assert full[0] - padded[0] == pytest.approx(3 * (kv_each + attn_each), rel=1e-6)
 
 
-def test_a_graph_sizes_entry_that_is_not_an_increasing_list_is_one_clear_error(tmp_path: Path, monkeypatch) -> None:
-    bad = tmp_path / "scheduling.toml"
-    bad.write_text('[[cuda_graphs]]\nframework = "vllm"\nsizes = { value = [8, 4], source = "test" }\n')
-    monkeypatch.setattr(kvcache, "SCHED_PATH", bad)
-    kvcache._graph_entries.cache_clear()
-    try:
-        with pytest.raises(CatalogError, match=r"cuda_graphs\[0\]\.sizes"):
-            graph_sizes("vllm")
-    finally:
-        kvcache._graph_entries.cache_clear()
+def test_a_graph_sizes_entry_that_is_not_an_increasing_list_is_one_clear_error(serving_catalog) -> None:
+    serving_catalog("SCHED_PATH", '[[cuda_graphs]]\nframework = "vllm"\nsizes = { value = [8, 4], source = "test" }\n')
+    with pytest.raises(CatalogError, match=r"cuda_graphs\[0\]\.sizes"):
+        graph_sizes("vllm")

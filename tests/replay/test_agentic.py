@@ -103,18 +103,10 @@ def test_tokenization_is_paid_per_prompt_token_before_the_scheduler() -> None:
     assert t1 - t0 == pytest.approx(0.308, abs=1e-6)
 
 
-def test_a_tokenize_entry_without_a_source_is_one_clear_error(tmp_path: Path, monkeypatch) -> None:
-    from agentprof.catalog import kvcache
-
-    bad = tmp_path / "scheduling.toml"
-    bad.write_text('[[tokenize]]\nframework = "vllm"\nmodel = "kimi-k2.5"\ns_per_token = 3e-6\n')
-    monkeypatch.setattr(kvcache, "SCHED_PATH", bad)
-    kvcache._tokenize_entries.cache_clear()
-    try:
-        with pytest.raises(CatalogError, match=r"tokenize\[0\]\.s_per_token"):
-            kvcache.tokenize_s_per_token("vllm", "kimi-k2.5")
-    finally:
-        kvcache._tokenize_entries.cache_clear()
+def test_a_tokenize_entry_without_a_source_is_one_clear_error(serving_catalog) -> None:
+    serving_catalog("SCHED_PATH", '[[tokenize]]\nframework = "vllm"\nmodel = "kimi-k2.5"\ns_per_token = 3e-6\n')
+    with pytest.raises(CatalogError, match=r"tokenize\[0\]\.s_per_token"):
+        tokenize_s_per_token("vllm", "kimi-k2.5")
 
 
 def test_lmcache_rows_get_the_recipes_cpu_tier_and_it_serves_the_users_contexts() -> None:

@@ -3,8 +3,6 @@ batch Little's law reads off every measured point."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import polars as pl
 import pytest
@@ -51,19 +49,12 @@ def test_tensorrt_llm_takes_its_fraction_of_what_the_weights_leave() -> None:
     assert usable_fraction("vllm", "gpt-oss-120b", "h200", 150e9, 40e9)[0] == 0.9  # a share of the whole
 
 
-def test_a_memory_entry_out_of_range_is_one_clear_error(tmp_path: Path, monkeypatch) -> None:
-    from agentprof.catalog import kvcache
-
-    bad = tmp_path / "memory.toml"
-    bad.write_text('[[memory]]\nframework = "vllm"\nbasis = "total"\nfraction = { value = 1.5, source = "x" }\n')
-    monkeypatch.setattr(kvcache, "MEMORY_PATH", bad)
-    kvcache._memory_entries.cache_clear()
-    try:
-        with pytest.raises(CatalogError, match=r"memory\[0\]\.fraction: expected a fraction in \(0, 1\], got 1.5"):
-            memory_fraction("vllm", "gpt-oss-120b", "h200")
-        bad.write_text('[[memory]]\nframework = "vllm"\nbasis = "spare"\nfraction = { value = 0.9, source = "x" }\n')
-        kvcache._memory_entries.cache_clear()
-        with pytest.raises(CatalogError, match=r"memory\[0\]\.basis: expected one of total, free"):
-            memory_fraction("vllm", "gpt-oss-120b", "h200")
-    finally:
-        kvcache._memory_entries.cache_clear()
+def test_a_memory_entry_out_of_range_is_one_clear_error(serving_catalog) -> None:
+    serving_catalog("MEMORY_PATH", '[[memory]]\nframework = "vllm"\nbasis = "total"\n'
+                    'fraction = { value = 1.5, source = "x" }\n')
+    with pytest.raises(CatalogError, match=r"memory\[0\]\.fraction: expected a fraction in \(0, 1\], got 1.5"):
+        memory_fraction("vllm", "gpt-oss-120b", "h200")
+    serving_catalog("MEMORY_PATH", '[[memory]]\nframework = "vllm"\nbasis = "spare"\n'
+                    'fraction = { value = 0.9, source = "x" }\n')
+    with pytest.raises(CatalogError, match=r"memory\[0\]\.basis: expected one of total, free"):
+        memory_fraction("vllm", "gpt-oss-120b", "h200")

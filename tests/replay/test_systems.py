@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from agentprof.catalog import CatalogError
@@ -34,38 +32,19 @@ def test_replays_charge_the_resolved_engines_frontend_at_the_system_hosts_speed(
     assert resolve(x86, CAT.models["gpt-oss-120b"], CAT).params.t_tok_s == 0.0
 
 
-def _with_scheduling(tmp_path: Path, monkeypatch, text: str) -> None:
-    from agentprof.catalog import kvcache
-
-    path = tmp_path / "scheduling.toml"
-    path.write_text(text)
-    monkeypatch.setattr(kvcache, "SCHED_PATH", path)
-    kvcache._tokenize_entries.cache_clear()
-
-
-def test_a_figure_measured_on_a_named_host_scales_by_that_hosts_speed(tmp_path: Path, monkeypatch) -> None:
-    from agentprof.catalog import kvcache
-
+def test_a_figure_measured_on_a_named_host_scales_by_that_hosts_speed(serving_catalog) -> None:
     # vLLM's Kimi frontend on B200 was measured on the AgentX runs' DGX B200 hosts (Xeon 8570)
     assert tokenize_host("vllm", KIMI.key, "b200") == "xeon-8570"
-    _with_scheduling(tmp_path, monkeypatch, '[[tokenize]]\nmodel = "kimi-k2.5"\nhost = "epyc-9654"\n'
-                     's_per_token = { value = 2e-6, source = "test" }\n')
-    try:
-        vera = CAT.system("b200+vera")
-        r = resolve(vera, KIMI, CAT)
-        assert r.params.t_tok_s == pytest.approx(2e-6 * CAT.hosts["epyc-9654"].st_speed / vera.host.st_speed)
-        assert "measured on epyc-9654" in r.frontend_source
-    finally:
-        kvcache._tokenize_entries.cache_clear()
+    serving_catalog("SCHED_PATH", '[[tokenize]]\nmodel = "kimi-k2.5"\nhost = "epyc-9654"\n'
+                    's_per_token = { value = 2e-6, source = "test" }\n')
+    vera = CAT.system("b200+vera")
+    r = resolve(vera, KIMI, CAT)
+    assert r.params.t_tok_s == pytest.approx(2e-6 * CAT.hosts["epyc-9654"].st_speed / vera.host.st_speed)
+    assert "measured on epyc-9654" in r.frontend_source
 
 
-def test_a_tokenize_entry_naming_an_unknown_host_is_one_clear_error(tmp_path: Path, monkeypatch) -> None:
-    from agentprof.catalog import kvcache
-
-    _with_scheduling(tmp_path, monkeypatch, '[[tokenize]]\nmodel = "kimi-k2.5"\nhost = "pentium-4"\n'
-                     's_per_token = { value = 1e-6, source = "test" }\n')
-    try:
-        with pytest.raises(CatalogError, match="pentium-4"):
-            resolve(CAT.system("b200+x86"), KIMI, CAT)
-    finally:
-        kvcache._tokenize_entries.cache_clear()
+def test_a_tokenize_entry_naming_an_unknown_host_is_one_clear_error(serving_catalog) -> None:
+    serving_catalog("SCHED_PATH", '[[tokenize]]\nmodel = "kimi-k2.5"\nhost = "pentium-4"\n'
+                    's_per_token = { value = 1e-6, source = "test" }\n')
+    with pytest.raises(CatalogError, match="pentium-4"):
+        resolve(CAT.system("b200+x86"), KIMI, CAT)
