@@ -1,6 +1,6 @@
 """The model's error on held-out families, by slice, against the nearest-point lookup measured in the same run.
 
-Four families the fit never sees:
+Five families the fit never sees:
 
 1. the other output length: fit on ISL/OSL 1k1k, predict 1k8k, and back (``fidelity.cross_validate``);
 2. whole stacks: each (hardware, framework, model, precision, speculation) group held out in turn, Dynamo and
@@ -8,13 +8,16 @@ Four families the fit never sees:
 3. the longest prompts: the AgentX Kimi K2.5 points (75-120K-token prompts, healthy: hit rate >= 0.9, concurrency
    <= 8), each accelerator's prefill-attention efficiency fitted on the other accelerator's points only;
 4. another stack under agent traffic: DeepSeek R1 on vLLM B200 (InferenceX multi-turn, ``replay.multiturn``): the
-   healthy runs' mean TTFT and the measured decode steps' time per token, nothing fitted on them.
+   healthy runs' mean TTFT and the measured decode steps' time per token, nothing fitted on them;
+5. the same stack's single calls: three one-user runs' requests, each priced alone from its own cached and new
+   tokens, as a replay prices a trace (each run's first request, a compile warm-up, left out).
 
 The lookup is the measured point of the same hardware, framework and model nearest in ISL, OSL, concurrency and
 decode GPUs (``fidelity.nearest_lookup``) among the points the fit had (AgentX: the same accelerator's other healthy
 points, nearest in concurrency and prompt length; DeepSeek: the same tensor-parallel size's nearest other run or
-decode measurement). Slices: hardware, framework, serving, concurrency band, prompt
-length. Targets (issue 28, on an unseen 8K-prompt family): median APE TTFT <= 15 %, TPOT <= 6 %, E2E <= 7 %, p90
+decode measurement; a single call: the same run's nearest other call in new tokens, then prompt length). Slices:
+hardware, framework, serving, concurrency band, prompt length, and where a family has them, tensor-parallel size and
+new tokens per call. Targets (issue 28, on an unseen 8K-prompt family): median APE TTFT <= 15 %, TPOT <= 6 %, E2E <= 7 %, p90
 TTFT <= 60 %, at most 5 points more than 5x off in any metric. About 15 s on one core.
 
     python scripts/error_by_slice.py
@@ -29,7 +32,7 @@ import numpy as np
 import polars as pl
 
 METRICS = ("ttft", "tpot", "e2e")
-SLICES = ("hardware", "framework", "serving", "conc_band", "prompt")
+SLICES = ("hardware", "framework", "serving", "conc_band", "prompt", "tp", "new_tokens")
 
 
 def _ape(pred: pl.Expr, meas: pl.Expr) -> pl.Expr:
@@ -64,7 +67,7 @@ def _with_slices(t: pl.DataFrame) -> pl.DataFrame:
         band = pl.when(pl.col("conc").cast(pl.Float64) <= hi).then(pl.lit(name)).otherwise(band)
     serving = pl.when(pl.col("layout").str.starts_with("p")).then(pl.lit("disaggregated")).otherwise(
         pl.lit("aggregated"))
-    prompt = pl.when(pl.col("isl") >= 16384).then(pl.lit("75-120K")).otherwise(
+    prompt = pl.when(pl.col("isl") >= 16384).then(pl.lit(">= 16K")).otherwise(
         pl.col("isl").cast(pl.Int64).cast(pl.String))
     return t.with_columns(band.alias("conc_band"), serving.alias("serving"), prompt.alias("prompt"))
 
@@ -89,6 +92,8 @@ def table(title: str, t: pl.DataFrame) -> None:
     print("| slice | points | TTFT | TPOT | E2E | p90 TTFT | > 5x |\n|---|---|---|---|---|---|---|")
     print(_row("all", t))
     for by in SLICES:
+        if by not in t.columns:
+            continue
         groups = sorted(t.group_by(by), key=lambda kv: str(kv[0][0]))
         if len(groups) < 2:
             continue
@@ -191,6 +196,26 @@ def multiturn() -> pl.DataFrame:
                             framework=pl.lit("vllm"), layout=pl.format("tp{}", "tp"), covered=pl.lit(True))
 
 
+def single_calls() -> pl.DataFrame:
+    """The one-user DeepSeek R1 runs' requests priced alone (``multiturn.call_check``), first requests left out; the
+    lookup is the same run's nearest other call (new tokens, then prompt length)."""
+    from agentprof.catalog.hardware import load_catalog
+    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.multiturn import call_check, load_requests, load_runs
+
+    t = call_check(load_requests(), load_runs(), load_fitted(), load_catalog()).filter(~pl.col("first"))
+    run = t["run_folder"].to_numpy()
+    new, n = t["new"].to_numpy().clip(1.0), t["input_tokens"].cast(pl.Float64).to_numpy()
+    base = [t["meas_ttft"][_nearest([new, n], i, run == run[i])] for i in range(t.height)]
+    bands = pl.when(pl.col("new") < 1000).then(pl.lit("< 1K")).when(pl.col("new") < 10000).then(
+        pl.lit("1-10K")).otherwise(pl.lit(">= 10K"))
+    empty = [pl.lit(None, dtype=pl.Float64).alias(f"{s}_{m}") for s in ("meas", "pred", "base") for m in ("tpot", "e2e")]
+    return t.select("tp", "meas_ttft", "pred_ttft").with_columns(
+        *empty, base_ttft=pl.Series(base, dtype=pl.Float64), isl=pl.Series(n), new_tokens=t.select(bands).to_series(),
+        hardware=pl.lit("b200"), conc=pl.lit(1), framework=pl.lit("vllm"), layout=pl.format("tp{}", "tp"),
+        covered=pl.lit(True))
+
+
 def main(argv: list[str]) -> int:
     from agentprof.replay.points import load_points
 
@@ -202,6 +227,8 @@ def main(argv: list[str]) -> int:
     table(f"3. Longest prompts: AgentX 75-120K tokens, attention efficiency from the other accelerator ({etas})", ax)
     table("4. Another stack held out: DeepSeek R1 on vLLM B200, Claude Code traffic (InferenceX multi-turn): "
           "healthy runs' TTFT, decode steps' time per token", multiturn())
+    table("5. The same stack's single calls, each priced alone (three one-user runs, first requests left out)",
+          single_calls())
     return 0
 
 

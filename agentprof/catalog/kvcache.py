@@ -89,8 +89,9 @@ def wait_steps(framework: str, model: str, hardware: str | None = None, conc: fl
 
 
 @lru_cache(maxsize=1)
-def _tokenize_entries() -> tuple[tuple[str, str, str | None, float, str, str | None], ...]:
-    return tuple((str(e["framework"]).lower() if e.get("framework") else None, str(e["model"]), e.get("hardware"),
+def _tokenize_entries() -> tuple[tuple[str | None, str | None, str | None, float, str, str | None], ...]:
+    return tuple((str(e["framework"]).lower() if e.get("framework") else None,
+                  str(e["model"]) if e.get("model") else None, e.get("hardware"),
                   val, src, str(e["host"]) if e.get("host") else None)
                  for e, _, val, src in _rows(SCHED_PATH, "tokenize", "s_per_token",
                                              lambda v: None if v >= 0 else "a non-negative number"))
@@ -99,18 +100,18 @@ def _tokenize_entries() -> tuple[tuple[str, str, str | None, float, str, str | N
 def _tokenize_match(framework: str, model: str, hardware: str | None) -> tuple | None:
     eng = engine(framework)
     for fw, mk, hw, val, src, host in _tokenize_entries():
-        if fw in (None, eng) and mk == model and (hw is None or hw == hardware):
+        if fw in (None, eng) and mk in (None, model) and (hw is None or hw == hardware):
             return val, src, host
     return None
 
 
 def tokenize_s_per_token(framework: str, model: str, hardware: str | None = None) -> tuple[float, str]:
     """(seconds the serving frontend spends per prompt token before the scheduler sees the request, source):
-    tokenizing the whole prompt, cached prefix included, on the host CPU; the first entry whose framework (if
-    given), model and hardware (if given) match (as for the other tables here); 0 where no measurement is listed."""
+    tokenizing the whole prompt, cached prefix included, on the host CPU; the first entry whose framework, model
+    and hardware (each where given) match (as for the other tables here); 0 where the catalog lists none at all."""
     got = _tokenize_match(framework, model, hardware)
     if got is None:
-        return 0.0, "default: no per-token frontend time listed (fast tokenizers: microseconds per request)"
+        return 0.0, "default: no [[tokenize]] entry matches: the frontend's time is not charged"
     return got[0], got[1]
 
 

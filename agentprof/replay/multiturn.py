@@ -10,7 +10,10 @@ points set. Two checks:
   :data:`~agentprof.replay.agentic.MAX_CONC` users) through :func:`agentprof.replay.agentic.predictions`, the users
   in the server by Little's law from each run's own request rate;
 - **decode steps**: where vLLM's 1-second metrics show only decoding, the time per token at that running batch and
-  the context per sequence its KV usage implies (:func:`decode_check`).
+  the context per sequence its KV usage implies (:func:`decode_check`);
+- **single calls** of three one-user runs (``multiturn_dsr1_requests.csv``: kv-cache-tester's per-request records,
+  the same Claude Code requests at 4 and 8 GPUs), each priced alone from its own cached and new tokens
+  (:func:`call_check`): what a replay does with every call of a trace.
 """
 
 from __future__ import annotations
@@ -23,11 +26,16 @@ import polars as pl
 from agentprof.catalog.hardware import HardwareCatalog
 from agentprof.replay.agentic import deployed_points, predictions, read_points_csv
 from agentprof.replay.calibration import Fitted
-from agentprof.replay.costmodel import decode_step_s
+from agentprof.replay.costmodel import call_times, decode_step_s
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "inferencex"
 RUNS = DATA / "multiturn_dsr1_runs.csv"
 DECODE = DATA / "multiturn_dsr1_decode.csv"
+REQUESTS = DATA / "multiturn_dsr1_requests.csv"
+REQUEST_COLUMNS = ("run_folder", "tp", "ep", "offload", "user_id", "request_idx", "input_tokens",
+                   "output_tokens_actual", "cache_hit_blocks", "cache_miss_blocks", "ttft")
+BLOCK_TOKENS = 64
+"""Tokens per block in kv-cache-tester's ``cache_hit_blocks`` / ``cache_miss_blocks`` (its hashing block)."""
 RUN_COLUMNS = ("hardware", "model", "framework", "precision", "tp", "ep", "conc", "duration_seconds", "requests",
                "mean_ttft", "m_prompt_tokens", "m_computed_tokens", "m_prefills", "m_generation_tokens",
                "m_completed", "gpu_kv_cache_tokens")
@@ -44,6 +52,11 @@ def load_runs(path: str | Path = RUNS) -> pl.DataFrame:
 def load_decode(path: str | Path = DECODE) -> pl.DataFrame:
     """The decode-rate measurements, one row per (run, running batch)."""
     return read_points_csv(path, DECODE_COLUMNS)
+
+
+def load_requests(path: str | Path = REQUESTS) -> pl.DataFrame:
+    """The one-user runs' requests, one row each, in the order each run sent them."""
+    return read_points_csv(path, REQUEST_COLUMNS)
 
 
 def as_points(runs: pl.DataFrame) -> pl.DataFrame:
@@ -104,3 +117,31 @@ def decode_check(decode: pl.DataFrame, runs: pl.DataFrame, fitted: Fitted, cat: 
             ctx=pl.Series(ctx), meas_itl=g["itl_ms"].cast(pl.Float64) / 1e3, pred_itl=pl.Series(pred),
             calibration=pl.lit(how)))
     return pl.concat(rows).sort("tp", "running", "conc") if rows else pl.DataFrame()
+
+
+def call_check(requests: pl.DataFrame, runs: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> pl.DataFrame:
+    """Each request of the one-user runs priced alone, as a replay prices a trace's calls: ``new`` = the blocks
+    kv-cache-tester counted as missed x :data:`BLOCK_TOKENS` (at most the prompt), the rest cached, one user in the
+    server. Each run's first request is flagged ``first``: the server compiles and captures on its first prefill
+    (16-18 s measured), which no per-call price holds. Returns the rows with ``new``, ``meas_ttft``, ``pred_ttft``
+    and the predicted frontend (``pred_frontend``)."""
+    first = runs.row(0, named=True)
+    out = []
+    for (tp, ep), g in requests.group_by("tp", "ep", maintain_order=True):
+        probe = pl.DataFrame([{"hw": first["hardware"], "model": first["model"], "framework": first["framework"],
+                               "precision": first["precision"], "tp": int(tp), "ep": int(ep), "conc": 1,
+                               "mean_input_tokens": 0.0}])
+        got = list(deployed_points(probe, fitted, cat, fitted.attn_eff_for(first["hardware"]),
+                                   by_accelerator=fitted.attn_eff_by_accelerator))
+        if not got:
+            continue
+        _, _, dep, p, how = got[0]
+        inp = g["input_tokens"].cast(pl.Float64).to_numpy()
+        new = np.minimum(g["cache_miss_blocks"].cast(pl.Float64).to_numpy() * BLOCK_TOKENS, inp)
+        t = call_times(dep, p, inp, inp - new, g["output_tokens_actual"].cast(pl.Float64).to_numpy())
+        lead = g.with_row_index("i").group_by("run_folder").agg(pl.col("i").min())["i"].to_list()
+        out.append(g.select("run_folder", "tp", "offload", "user_id", "request_idx", "input_tokens").with_columns(
+            new=pl.Series(new), meas_ttft=g["ttft"].cast(pl.Float64), pred_ttft=pl.Series(t.ttft_s),
+            pred_frontend=pl.Series(p.t_tok_s * inp), first=pl.Series([i in lead for i in range(g.height)]),
+            calibration=pl.lit(how)))
+    return pl.concat(out) if out else pl.DataFrame()

@@ -54,7 +54,8 @@ def test_every_agentx_deployment_uses_the_logged_kv_dtype_and_its_own_frontend_t
         assert dep.kv_dtype_bytes == 1 and p.t_tok_s == own and "agentx_requests.csv" in own_src
         seen.add(hw)
     assert seen == {"b200", "mi355x"}
-    assert tokenize_s_per_token("sglang", "deepseek-r1")[0] == 0.0
+    # a model without a figure of its own takes the catalog's default (a fast tokenizer), below Kimi's slow one
+    assert 0.0 < tokenize_s_per_token("sglang", "deepseek-r1")[0] < tok
 
 
 def test_each_deployments_frontend_time_is_what_its_runs_requests_measure() -> None:

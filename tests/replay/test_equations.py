@@ -11,7 +11,7 @@ import pytest
 from agentprof.catalog.hardware import load_catalog
 from agentprof.replay.calibration import prior_theta
 from agentprof.replay.equations import QUEUE_SPREAD
-from agentprof.replay.points import PARAMS, point_features, predict_times
+from agentprof.replay.points import PARAMS, point_attn_eff, point_features, predict_times
 
 CAT = load_catalog()
 # GPT-OSS on GB200: one prefill GPU for 8K-token prompts, two decode GPUs: the prefill pool binds near 300 clients
@@ -58,7 +58,7 @@ def test_past_the_prefill_knee_the_decode_batch_and_tpot_stop_growing() -> None:
     assert np.ptp(t.tpot[knee]) < 2e-3 * t.tpot[knee].max()
     assert t.decode_batch[knee].max() < 0.5 * f.work.b_run[knee].min()
     assert np.all(np.diff(t.tpot[~knee]) > 0)  # below the knee the batch grows with the clients
-    w = f.work.pf_gemm_s / prior_theta()[PARAMS.index("mfu_pf")] + f.work.pf_attn_s / 0.5
+    w = f.work.pf_gemm_s / prior_theta()[PARAMS.index("mfu_pf")] + f.work.pf_attn_s / point_attn_eff(f, 0.5)
     # (each client adds the pool's mean time per prompt over the prefill time's log-normal spread: e^(sd²/2) · W)
     mean_w = w * math.exp(QUEUE_SPREAD ** 2 / 2)
     np.testing.assert_allclose(np.diff(t.e2e[knee]), np.diff(f.conc[knee] * mean_w[knee] / f.work.n_prefill[knee]),

@@ -13,10 +13,13 @@ from agentprof.errors import TraceFormatError
 from agentprof.replay.agentic import HEALTHY_HIT, MAX_CONC, predictions
 from agentprof.replay.calibration import load_fitted
 from agentprof.replay.multiturn import (
+    BLOCK_TOKENS,
     MIN_INTERVALS,
     as_points,
+    call_check,
     decode_check,
     load_decode,
+    load_requests,
     load_runs,
     pool_tokens,
     ttft_check,
@@ -103,3 +106,38 @@ def test_measured_and_modelled_steps_are_flat_between_captured_graph_sizes(runs)
     assert med(9, 12, "meas_itl") > 1.3 * med(8, 8, "meas_itl")
     assert med(9, 12, "meas_itl") == pytest.approx(med(13, 16, "meas_itl"), rel=0.1)
     assert med(9, 12, "pred_itl") > 1.15 * med(8, 8, "pred_itl")
+
+
+def test_the_request_records_are_the_runs_they_came_from(runs) -> None:
+    # each one-user run's requests average to the mean TTFT its benchmark log printed, over the same count
+    req, matched = load_requests(), 0
+    for folder, g in req.group_by("run_folder"):
+        row = runs.filter(pl.col("run_folder") == folder[0])
+        if row.height and row["requests"][0] is not None:
+            assert g.height == row["requests"][0]
+            assert g["ttft"].mean() == pytest.approx(row["mean_ttft"][0], abs=0.006)
+            matched += 1
+    assert matched == 2  # the third run's benchmark log is missing (its row says so)
+    # a prompt's blocks are its hit and missed blocks: kv-cache-tester hashes 64-token blocks
+    blocks = (req["cache_hit_blocks"] + req["cache_miss_blocks"]).to_numpy()
+    assert (np.abs(blocks * BLOCK_TOKENS - req["input_tokens"].to_numpy()) < BLOCK_TOKENS).all()
+
+
+def test_each_call_is_priced_alone_from_its_own_tokens(runs) -> None:
+    req = load_requests()
+    t = call_check(req, runs, FITTED, CAT)
+    assert t.height == req.height and t["first"].sum() == req["run_folder"].n_unique()
+    # the frontend tokenizes the whole prompt, cached prefix included, inside each call's predicted TTFT
+    tok = (t["pred_frontend"] / t["input_tokens"]).to_numpy()
+    assert tok[0] > 0 and np.allclose(tok, tok[0])
+    assert (t["pred_ttft"] > t["pred_frontend"]).all()
+    # more new tokens at about the same prompt cost more; the same call on 8 GPUs costs less than on 4
+    one = t.filter(pl.col("user_id") == "User-001")
+    for tp in (4, 8):
+        g = one.filter((pl.col("tp") == tp) & (pl.col("offload") == "none"))
+        warm, cold = g.filter(pl.col("request_idx") == 120).row(0, named=True), g.filter(
+            pl.col("request_idx") == 119).row(0, named=True)
+        assert abs(warm["input_tokens"] - cold["input_tokens"]) < 1000 and cold["new"] > 10 * warm["new"]
+        assert cold["pred_ttft"] > warm["pred_ttft"]
+    both = one.filter(pl.col("offload") == "none").pivot("tp", index="request_idx", values="pred_ttft")
+    assert (both["8"] < both["4"]).all()

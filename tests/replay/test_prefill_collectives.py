@@ -17,7 +17,13 @@ from agentprof.catalog.kvcache import prefill_collectives_exposed
 from agentprof.replay.calibration import prior_theta, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.equations import QUEUE_SPREAD
-from agentprof.replay.points import LENGTH_MEAN_FRACTION, PARAMS, point_features, predict_times
+from agentprof.replay.points import (
+    LENGTH_MEAN_FRACTION,
+    PARAMS,
+    point_attn_eff,
+    point_features,
+    predict_times,
+)
 from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.stepcost import StepCost
 
@@ -66,20 +72,23 @@ def test_the_points_carry_each_prompts_all_to_all_where_listed() -> None:
 
 
 def test_a_saturated_pool_is_bound_by_compute_plus_the_exposed_collectives() -> None:
-    f = point_features(pl.DataFrame([SGL]), CAT)
+    # 30,000 clients: with GB200's FlashAttention-4 prefill the pool is past its knee by a wide margin
+    sat = {**SGL, "conc": 30000}
+    f = point_features(pl.DataFrame([sat]), CAT)
     th = prior_theta()[None, :]
     hidden = dataclasses.replace(f, work=dataclasses.replace(f.work, pf_serial_s=np.zeros(1)))
     t, t0 = predict_times(f, th, ETA), predict_times(hidden, th, ETA)
     w = f.work
     mfu_pf, mbu = th[0, PARAMS.index("mfu_pf")], th[0, PARAMS.index("mbu")]
-    work = max(w.pf_gemm_s[0] / mfu_pf + w.pf_attn_s[0] / ETA, w.pf_kv_s[0] / mbu)
+    eta = float(point_attn_eff(f, ETA)[0])  # the kernel's figure where the chip has one (GB200: FlashAttention-4)
+    work = max(w.pf_gemm_s[0] / mfu_pf + w.pf_attn_s[0] / eta, w.pf_kv_s[0] / mbu)
     for tt, extra in ((t, w.pf_serial_s[0]), (t0, 0.0)):
         # past the knee TTFT is the closed loop's cycle less the decode: conc x (W + collectives) / n_prefill, W the
         # mean over the prefill time's log-normal spread (to 1 %: the smooth wait nears its asymptote from above)
         mean = math.exp(QUEUE_SPREAD ** 2 / 2)
-        bound = SGL["conc"] * (work + extra) * mean / SGL["prefill_num_workers"] - (w.osl[0] - 1.0) * float(tt.tpot[0])
+        bound = sat["conc"] * (work + extra) * mean / sat["prefill_num_workers"] - (w.osl[0] - 1.0) * float(tt.tpot[0])
         assert float(tt.ttft[0]) == pytest.approx(bound, rel=1e-2)
-    assert float(t.ttft[0]) > float(t0.ttft[0]) + 0.5 * SGL["conc"] * w.pf_serial_s[0] / SGL["prefill_num_workers"]
+    assert float(t.ttft[0]) > float(t0.ttft[0]) + 0.5 * sat["conc"] * w.pf_serial_s[0] / sat["prefill_num_workers"]
     # a slower pool leaves fewer clients decoding (Little's law): the decode batch and the step shrink
     assert float(t.decode_batch[0]) < float(t0.decode_batch[0]) and float(t.tpot[0]) < float(t0.tpot[0])
 

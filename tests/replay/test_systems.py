@@ -28,8 +28,18 @@ def test_replays_charge_the_resolved_engines_frontend_at_the_system_hosts_speed(
     # every engine tokenizes: the model's tokenizer figure applies where no engine-specific one is listed
     for key in ("gb200+grace", "mi355x+x86", "jalapeno"):
         assert resolve(CAT.system(key), KIMI, CAT).params.t_tok_s > 0
-    # a model with no listed figure (fast tokenizers) is charged nothing
-    assert resolve(x86, CAT.models["gpt-oss-120b"], CAT).params.t_tok_s == 0.0
+    # a model with no figure of its own gets the catalog's default: a Hugging Face fast tokenizer, faster than
+    # Kimi's slow one under vLLM, slower than its native tiktoken encode
+    other, other_src = tokenize_s_per_token(a.framework, "gpt-oss-120b", "b200")
+    assert "tokenizer_speed.py" in other_src
+    assert tokenize_s_per_token("vllm", KIMI.key, "b200")[0] > other > listed
+    assert resolve(x86, CAT.models["gpt-oss-120b"], CAT).params.t_tok_s == pytest.approx(other / x86.host.st_speed)
+
+
+def test_without_any_tokenize_entry_the_frontend_is_not_charged(serving_catalog) -> None:
+    serving_catalog("SCHED_PATH", "")
+    r = resolve(CAT.system("b200+x86"), CAT.models["gpt-oss-120b"], CAT)
+    assert r.params.t_tok_s == 0.0 and "not charged" in r.frontend_source
 
 
 def test_a_figure_measured_on_a_named_host_scales_by_that_hosts_speed(serving_catalog) -> None:

@@ -12,7 +12,14 @@ from agentprof.catalog.hardware import load_catalog
 from agentprof.catalog.kvcache import engine
 from agentprof.replay.calibration import prior_theta, step_params
 from agentprof.replay.costmodel import Deployment
-from agentprof.replay.points import PARAMS, expert_ranks, point_features, predict, predict_times
+from agentprof.replay.points import (
+    PARAMS,
+    expert_ranks,
+    point_attn_eff,
+    point_features,
+    predict,
+    predict_times,
+)
 from agentprof.replay.serving.benchpoint import simulate_pools_point
 from agentprof.replay.serving.pools import transfer_bytes_per_gpu, transfer_link
 
@@ -22,6 +29,8 @@ ROW = {"hardware": "gb200", "framework": "dynamo-trt", "model_prefix": "dsr1", "
        "num_prefill_gpu": 4, "prefill_tp": 4, "prefill_ep": 4, "decode_num_workers": 1, "num_decode_gpu": 8,
        "decode_tp": 8, "decode_ep": 8}
 ETA = 0.5
+"""The fitted global attention efficiency the equations take where the chip has no kernel figure; the pools below
+run at the point's own (:func:`point_attn_eff`), as the equations do."""
 
 
 def theta(q: float = 0.0) -> np.ndarray:
@@ -42,10 +51,11 @@ def pools_of(row: dict, cat=CAT, th: np.ndarray | None = None):
     # the decode worker's experts split over its EP ranks as whole experts (a step waits for the busiest rank)
     dec = Deployment(model, acc, row["precision"], gd, False, float(f.kv_bytes[0]), expert_ranks(row["decode_ep"], gd),
                      eng)
-    pp = step_params(th, pre.layers, gp, accept=1.0).with_(attn_eff=ETA)
+    eta = float(point_attn_eff(f, ETA)[0])
+    pp = step_params(th, pre.layers, gp, accept=1.0).with_(attn_eff=eta)
     # the first token leaves the decode worker after the recipe's interval and the fitted hand-off (decode steps)
     dp = step_params(th, dec.layers, gd, accept=1.0).with_(
-        attn_eff=ETA, wait_steps=float(f.work.wait_steps[0]) + float(th[PARAMS.index("handoff")]))
+        attn_eff=eta, wait_steps=float(f.work.wait_steps[0]) + float(th[PARAMS.index("handoff")]))
     return f, pre, pp, dec, dp
 
 
@@ -116,9 +126,10 @@ def _gpt_pools(conc: int, isl: float = 1024, osl: float = 1024, detail: dict | N
     pre = Deployment(model, acc, "fp4", 1, False, float(f.kv_bytes[0]))
     dec = Deployment(model, acc, "fp4", 2, False, float(f.kv_bytes[0]))
     th = theta()
-    pp = step_params(th, pre.layers, 1, accept=1.0).with_(attn_eff=ETA)
+    eta = float(point_attn_eff(f, ETA)[0])
+    pp = step_params(th, pre.layers, 1, accept=1.0).with_(attn_eff=eta)
     dp = step_params(th, dec.layers, 2, accept=1.0).with_(
-        attn_eff=ETA, wait_steps=float(f.work.wait_steps[0]) + float(th[PARAMS.index("handoff")]))
+        attn_eff=eta, wait_steps=float(f.work.wait_steps[0]) + float(th[PARAMS.index("handoff")]))
     det: dict = {} if detail is None else detail
     out = simulate_pools_point(pre, pp, dec, dp, 1, 1, conc, isl, osl, 8192, per_client=4, detail=det, **kw)
     return out, det
