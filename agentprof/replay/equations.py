@@ -66,6 +66,9 @@ class Work:
     # a disaggregated prefill worker's per-prompt collectives that do not overlap other prompts' compute (the
     # recipe runs its all-to-all without two-batch overlap: scheduling.toml [prefill_collectives]); None: none
     pf_serial_s: np.ndarray | None = None
+    # the serving frontend's tokenizing of the prompt before the scheduler sees it (host work, one request after
+    # another in the frontend, not queued here): paid on top of the request overhead t0; None: none
+    front_s: np.ndarray | None = None
 
 
 @dataclass
@@ -155,6 +158,8 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     disaggregated prefill pool's batched prompts, ``mfu`` when not given; ``handoff`` the decode-engine
     iterations between a disaggregated request's prefill and its first token leaving the decode worker)."""
     mfu_pool = mfu if mfu_pf is None else mfu_pf
+    if w.front_s is not None:  # the frontend tokenizes before the request overhead's clock starts on the engine
+        t0 = t0 + w.front_s
     z = np.zeros_like(w.osl, dtype=float)
     dis = w.disagg.astype(bool)
     others = np.where(dis, 0.0, np.maximum(w.b_run - 1.0, 0.0) / np.maximum(w.b_run, 1.0))

@@ -25,6 +25,7 @@ from agentprof.catalog.kvcache import (
     engine,
     kv_bytes,
     prefill_collectives_exposed,
+    tokenize_s_per_token,
     usable_fraction,
     wait_steps,
 )
@@ -225,7 +226,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     z = np.zeros(n)
     wk = {k: z.copy() for k in ("b_run", "over", "osl", "n_chunks", "comm_s", "comm_pf_s", "bw_s", "cmp_s",
                                 "pf_gemm_s", "pf_attn_s", "pf_mem_s", "pf_kv_s", "conc", "n_prefill", "xfer_s", "load_s",
-                                "wait_steps", "bw_seq_s", "cmp_seq_s", "comm_seq_s", "pf_serial_s")}
+                                "wait_steps", "bw_seq_s", "cmp_seq_s", "comm_seq_s", "pf_serial_s", "front_s")}
     wk["n_prefill"][:] = 1.0
     wk["osl"][:] = 1.0
     wk["n_chunks"][:] = 1.0
@@ -332,6 +333,9 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["cmp_s"][j] = float(dec.decode_peak_s(b_run * (1.0 + depth), ctx))
         if disagg:  # the step per sequence, for the decode batch the clients queued for prefill leave (Work)
             wk["bw_seq_s"][j], wk["cmp_seq_s"][j], wk["comm_seq_s"][j] = _per_sequence(dec, b_run, ctx, 1.0 + depth)
+        # the frontend tokenizes the prompt's text before the engine sees it (scheduling.toml [tokenize], as listed:
+        # the benchmark's servers are the hosts the figure names, or the reference host)
+        wk["front_s"][j] = tokenize_s_per_token(fw, model.key, hw)[0] * isl_m
         wk["pf_gemm_s"][j] = pre.prefill_gemm_peak_s_per_token * isl_m / gp
         wk["pf_attn_s"][j] = float(pre.prefill_peak_s(isl_m, 0.0)) - wk["pf_gemm_s"][j]
         # a fresh prompt's attention runs at its kernel's published forward efficiency where the catalog has one

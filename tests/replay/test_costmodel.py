@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from agentprof.catalog.hardware import load_catalog
+from agentprof.catalog.kvcache import tokenize_s_per_token
 from agentprof.replay.costmodel import (
     Deployment,
     StepParams,
@@ -362,8 +363,11 @@ def test_replay_equations_match_the_calibrated_point_model() -> None:
         f = point_features(pl.DataFrame([row]), CAT)
         ttft, tpot, e2e = predict(f, theta[None, :])
         d = dep("gpt-oss-120b", "h200", "fp4", 8)
-        # a fresh prompt's attention at the Hopper kernel's sourced forward efficiency, as the point model takes it
-        p = P.with_(attn_eff=CAT.accelerators["h200"].attn_fwd_eff)
+        # a fresh prompt's attention at the Hopper kernel's sourced forward efficiency, and the frontend's
+        # tokenizing of the prompt (scheduling.toml [tokenize]), as the point model takes them
+        p = P.with_(attn_eff=CAT.accelerators["h200"].attn_fwd_eff,
+                    t_tok_s=tokenize_s_per_token("vllm", "gpt-oss-120b", "h200")[0])
+        assert p.t_tok_s > 0 and f.work.front_s[0] == pytest.approx(p.t_tok_s * 921.6)
         t = call_times(d, p, np.array([921.6]), np.array([0.0]), np.array([921.6]), batch=conc)
         assert float(t.ttft_s[0]) == pytest.approx(float(ttft[0]), rel=1e-9)
         assert float(t.total_s[0]) == pytest.approx(float(e2e[0]), rel=1e-9)

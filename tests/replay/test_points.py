@@ -58,3 +58,24 @@ def test_a_memory_entry_out_of_range_is_one_clear_error(serving_catalog) -> None
                     'fraction = { value = 0.9, source = "x" }\n')
     with pytest.raises(CatalogError, match=r"memory\[0\]\.basis: expected one of total, free"):
         memory_fraction("vllm", "gpt-oss-120b", "h200")
+
+
+def test_the_frontend_tokenizes_each_benchmark_prompt_before_its_prefill() -> None:
+    # InferenceX sends prompts as text: the server tokenizes the whole prompt (scheduling.toml [tokenize]) before
+    # the engine sees it, so a point's first token carries that time; at one client exactly that time
+    import dataclasses
+
+    from agentprof.catalog.kvcache import tokenize_s_per_token
+    from agentprof.replay.calibration import prior_theta
+    from agentprof.replay.points import LENGTH_MEAN_FRACTION, predict_times
+
+    rows = [{"hardware": "b200", "framework": "vllm", "model_prefix": "gptoss", "precision": "fp4", "isl": isl,
+             "osl": 1024, "conc": 1, "tp": 1, "ep": 1, "dp_attention": False, "disagg": False} for isl in (1024, 8192)]
+    f = point_features(pl.DataFrame(rows), CAT)
+    tok = tokenize_s_per_token("vllm", "gpt-oss-120b", "b200")[0]
+    assert tok > 0
+    np.testing.assert_allclose(f.work.front_s, tok * LENGTH_MEAN_FRACTION * np.array([1024, 8192]))
+    th = np.tile(prior_theta(), (2, 1))
+    without = dataclasses.replace(f, work=dataclasses.replace(f.work, front_s=None))
+    np.testing.assert_allclose(predict_times(f, th, 0.5).ttft - predict_times(without, th, 0.5).ttft, f.work.front_s,
+                               rtol=1e-9)

@@ -23,7 +23,7 @@ import polars as pl
 
 from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
-from agentprof.catalog.kvcache import engine
+from agentprof.catalog.kvcache import engine, tokenize_s_per_token
 from agentprof.catalog.serving import load_serving
 from agentprof.replay.agentic import AGENTX_BENCHMARK_S, COMPLETE_SHARE, workload_think_s
 from agentprof.replay.calibration import Fitted, borrowed_handoff, is_disaggregated, step_params
@@ -217,12 +217,13 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             # equations take it: a configuration borrowing an aggregated sibling takes the disaggregated stacks'
             hand = (e.param("handoff") if is_disaggregated(e.attrs.get("framework", ""))
                     else borrowed_handoff(fitted, key))
+            tok = tokenize_s_per_token(key.framework, key.model, key.hardware)[0]  # the frontend, as the equations
             pre_p = step_params(e.theta, pre.layers, pre.gpus, accept=1.0, dpa=pre.dp_attention).with_(
-                attn_eff=eta[j])
+                attn_eff=eta[j], t_tok_s=tok)
             dec_p = step_params(e.theta, dec.layers, dec.gpus, accept=None if f.mtp[j] else 1.0,
                                 dpa=dec.dp_attention).with_(
                 attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]) + hand,
-                draft_tokens=float(f.draft[j]))
+                draft_tokens=float(f.draft[j]), t_tok_s=tok)
             budget, _ = budgets.budget_tokens(key.framework)
             # the recipe's decode slots, as the equations bound the running batch (point_features)
             slots = None if np.isnan(f.slots[j]) else float(f.slots[j])
@@ -249,7 +250,8 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
         # the terms as the fit used them: KV in the recipe's dtype, the points' memory fraction, the recipe's
         # scheduler interval before the first token
         p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0, dpa=dpa).with_(
-            attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]), draft_tokens=float(f.draft[j]))
+            attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]), draft_tokens=float(f.draft[j]),
+            t_tok_s=tokenize_s_per_token(key.framework, key.model, key.hardware)[0])
         budget, _ = budgets.budget_tokens(key.framework)
         ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget,
                                          mem_util=float(f.mem_util[j]), per_client=BENCH_PROMPTS_PER_CLIENT,

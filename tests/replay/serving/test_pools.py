@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from agentprof.catalog.hardware import load_catalog
-from agentprof.catalog.kvcache import engine
+from agentprof.catalog.kvcache import engine, tokenize_s_per_token
 from agentprof.replay.calibration import prior_theta, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.points import (
@@ -52,10 +52,11 @@ def pools_of(row: dict, cat=CAT, th: np.ndarray | None = None):
     dec = Deployment(model, acc, row["precision"], gd, False, float(f.kv_bytes[0]), expert_ranks(row["decode_ep"], gd),
                      eng)
     eta = float(point_attn_eff(f, ETA)[0])
-    pp = step_params(th, pre.layers, gp, accept=1.0).with_(attn_eff=eta)
+    tok = tokenize_s_per_token(row["framework"], model.key, row["hardware"])[0]  # the frontend, as the equations
+    pp = step_params(th, pre.layers, gp, accept=1.0).with_(attn_eff=eta, t_tok_s=tok)
     # the first token leaves the decode worker after the recipe's interval and the fitted hand-off (decode steps)
     dp = step_params(th, dec.layers, gd, accept=1.0).with_(
-        attn_eff=eta, wait_steps=float(f.work.wait_steps[0]) + float(th[PARAMS.index("handoff")]))
+        attn_eff=eta, t_tok_s=tok, wait_steps=float(f.work.wait_steps[0]) + float(th[PARAMS.index("handoff")]))
     return f, pre, pp, dec, dp
 
 
@@ -127,9 +128,10 @@ def _gpt_pools(conc: int, isl: float = 1024, osl: float = 1024, detail: dict | N
     dec = Deployment(model, acc, "fp4", 2, False, float(f.kv_bytes[0]))
     th = theta()
     eta = float(point_attn_eff(f, ETA)[0])
-    pp = step_params(th, pre.layers, 1, accept=1.0).with_(attn_eff=eta)
+    tok = tokenize_s_per_token(GPT["framework"], model.key, "gb200")[0]
+    pp = step_params(th, pre.layers, 1, accept=1.0).with_(attn_eff=eta, t_tok_s=tok)
     dp = step_params(th, dec.layers, 2, accept=1.0).with_(
-        attn_eff=eta, wait_steps=float(f.work.wait_steps[0]) + float(th[PARAMS.index("handoff")]))
+        attn_eff=eta, t_tok_s=tok, wait_steps=float(f.work.wait_steps[0]) + float(th[PARAMS.index("handoff")]))
     det: dict = {} if detail is None else detail
     out = simulate_pools_point(pre, pp, dec, dp, 1, 1, conc, isl, osl, 8192, per_client=4, detail=det, **kw)
     return out, det
