@@ -325,3 +325,65 @@ def frontend_time(requests: pl.DataFrame) -> dict[str, dict[str, Any]]:
                         "calls_total": total, "residual_sd_s": float(np.std(y - a @ coef)),
                         "runs": sorted(runs)}
     return out
+
+
+def _engine_calls(run: pl.DataFrame) -> pl.DataFrame:
+    """One run's calls with their engine time (``ttft − (ack − start)``: after the frontend acknowledged them), the
+    tokens new since the conversation's previous call (prompt − previous prompt − previous output; consecutive
+    turns only) and whether the call was alone in the server (its [start, first token) meets no other call's)."""
+    r = run.sort("request_start_ns")
+    start = r["request_start_ns"].to_numpy().astype(np.int64)
+    first = start + (r["ttft_ms"].to_numpy() * 1e6).astype(np.int64)
+    alone = np.array([((start < first[i]) & (first > start[i])).sum() == 1 for i in range(r.height)])
+    r = r.with_columns(engine_s=pl.col("ttft_ms") / 1e3 - (pl.col("request_ack_ns") - pl.col("request_start_ns")) / 1e9,
+                       alone=pl.Series(alone))
+    prev = r.sort("conversation_id", "turn_index").with_columns(
+        new=pl.when(pl.col("turn_index") == pl.col("turn_index").shift(1).over("conversation_id") + 1).then(
+            pl.col("input_sequence_length") - pl.col("input_sequence_length").shift(1).over("conversation_id")
+            - pl.col("output_sequence_length").shift(1).over("conversation_id"))).select(
+        "request_start_ns", "new")
+    return r.join(prev, on="request_start_ns", how="left")
+
+
+def _scaled_residual(b: np.ndarray, x: np.ndarray, y: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    return x @ (b * scale) - y
+
+
+def call_attn_eff(requests: pl.DataFrame, points: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog
+                  ) -> dict[str, dict[str, Any]]:
+    """Prefill attention efficiency *per call*, from AgentX per-request exports: over the calls alone in the server
+    whose new tokens are known (:func:`_engine_calls`), engine time = a + b·new + c·new·(prompt − new/2) + d·prompt
+    by robust least squares (soft-L1, scale 0.1 s: compile spikes and stalls do not set it); η = the deployment's
+    attention seconds per (new × attended) token pair at η = 1 over ``c``. Beside it the run's mean and median
+    engine time: a mean-fitted η (``fitted.attn_eff_by_accelerator``) also carries the warm-ups and stalls a mean
+    holds. Per hardware: ``eta_call``, ``coef`` (a, b, c, d), ``calls``, ``calls_total``, ``mean_engine_s``,
+    ``median_engine_s``."""
+    from scipy.optimize import least_squares
+
+    missing = [c for c in (*REQUEST_COLUMNS, "output_sequence_length", "ttft_ms") if c not in requests.columns]
+    if missing:
+        raise TraceFormatError("agentx requests", 1, f"missing column(s): {', '.join(missing)}")
+    out: dict[str, dict[str, Any]] = {}
+    for (hw, tp), g in sorted(requests.group_by("hw", "tp"), key=lambda kv: str(kv[0])):
+        calls = pl.concat([_engine_calls(run) for _, run in g.group_by("conc", "offloading")])
+        probe = points.filter((pl.col("hw") == hw) & (pl.col("tp") == tp)).head(1)
+        got = list(deployed_points(probe, fitted, cat, 1.0))
+        use = calls.filter(pl.col("alone") & pl.col("new").is_not_null() & (pl.col("new") >= 0))
+        if not got or use.height < 8:
+            continue
+        _, _, dep, _, _ = got[0]
+        # attention seconds per token pair at η = 1: a prefill's attention over its own new tokens at 1,000 cached
+        pair_s = float(dep.prefill_peak_s(1.0, 1000.0, 1.0) - dep.prefill_peak_s(1.0, 0.0, 1.0)) / 1000.0
+        new = use["new"].cast(pl.Float64).to_numpy()
+        prompt = use["input_sequence_length"].cast(pl.Float64).to_numpy()
+        x = np.column_stack([np.ones_like(new), new, new * (prompt - new / 2.0), prompt])
+        y = use["engine_s"].to_numpy()
+        scale = np.array([0.1, 1e-5, 3e-10, 3e-7])
+        fit = least_squares(_scaled_residual, x0=np.ones(4), loss="soft_l1", f_scale=0.1, args=(x, y, scale))
+        coef = fit.x * scale
+        eng = calls["engine_s"].to_numpy()
+        out[str(hw)] = {"eta_call": float(pair_s / coef[2]) if coef[2] > 0 else float("nan"),
+                        "coef": [float(c) for c in coef],
+                        "calls": use.height, "calls_total": calls.height, "tp": int(tp),
+                        "mean_engine_s": float(eng.mean()), "median_engine_s": float(np.median(eng))}
+    return out

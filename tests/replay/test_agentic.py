@@ -330,3 +330,48 @@ def test_predicted_ttft_carries_its_parts_and_any_healthy_row_can_be_priced() ->
     for p in every.iter_rows(named=True):
         tok = tokenize_s_per_token("vllm", "kimi-k2.5", p["hardware"])[0]
         assert p["pred_frontend"] == pytest.approx(tok * prompt[(p["hardware"], p["meas_ttft"])])
+
+
+def _synthetic_requests(eta: float, stalls: int = 6) -> tuple[pl.DataFrame, float]:
+    """One user's calls on B200 TP8, one after another, whose engine time is exactly a + b·new + c·pairs + d·prompt
+    with c set by ``eta`` through the deployment's attention cost; plus ``stalls`` calls 20 s late."""
+    pts = load_agentic(AGENTIC)
+    probe = pts.filter((pl.col("hw") == "b200-dgxc") & (pl.col("tp") == 8)).head(1)
+    _, _, dep, _, _ = next(iter(deployed_points(probe, load_fitted(), CAT, 1.0)))
+    pair_s = float(dep.prefill_peak_s(1.0, 1000.0, 1.0) - dep.prefill_peak_s(1.0, 0.0, 1.0)) / 1000.0
+    rng = np.random.default_rng(7)
+    rows, t, prompt, out = [], 0, 30_000, 200
+    for turn in range(120):
+        new = int(rng.choice([150, 400, 900, 3000, 12_000]))
+        prompt = prompt + out + new
+        engine = 0.06 + 1.5e-5 * new + pair_s / eta * new * (prompt - new / 2) + 4e-7 * prompt
+        engine += 20.0 if turn % 20 == 5 and turn // 20 < stalls else 0.0
+        ack = 0.3
+        rows.append({"hw": "b200-dgxc", "tp": 8, "conc": 1, "offloading": "none", "conversation_id": "c",
+                     "turn_index": turn, "request_start_ns": t, "request_ack_ns": t + int(ack * 1e9),
+                     "input_sequence_length": prompt, "output_sequence_length": out,
+                     "ttft_ms": (ack + engine) * 1e3})
+        t += int((ack + engine + 30.0) * 1e9)
+    return pl.DataFrame(rows), pair_s
+
+
+def test_per_call_attention_efficiency_is_recovered_past_stalls() -> None:
+    from agentprof.replay.agentic import call_attn_eff
+
+    req, _ = _synthetic_requests(0.3)
+    got = call_attn_eff(req, load_agentic(AGENTIC), load_fitted(), CAT)["b200-dgxc"]
+    # the first call has no previous turn: 119 of 120 calls enter; six 20 s stalls do not move the fit
+    assert got["calls"] == 119 and got["eta_call"] == pytest.approx(0.3, rel=0.02)
+    assert got["mean_engine_s"] > got["median_engine_s"] + 0.5
+
+
+def test_a_runs_mean_sets_a_slower_attention_than_its_single_calls_on_b200() -> None:
+    from agentprof.replay.agentic import call_attn_eff
+
+    fitted = load_fitted()
+    got = call_attn_eff(pl.read_csv(REQUESTS), load_agentic(AGENTIC), fitted, CAT)
+    # B200: the mean-fitted η also prices the run's first-call compile and stalls; MI355X's calls agree with it
+    assert got["b200-dgxc"]["eta_call"] > 2.5 * fitted.attn_eff_for("b200")
+    assert got["mi355x"]["eta_call"] == pytest.approx(fitted.attn_eff_for("mi355x"), rel=0.3)
+    with pytest.raises(TraceFormatError, match="ttft_ms"):
+        call_attn_eff(pl.read_csv(REQUESTS).drop("ttft_ms"), load_agentic(AGENTIC), fitted, CAT)
