@@ -9,7 +9,7 @@ Five families the fit never sees:
    <= 8), each accelerator's prefill-attention efficiency fitted on the other accelerator's points only;
 4. another stack under agent traffic: DeepSeek R1 on vLLM B200 (InferenceX multi-turn, ``replay.multiturn``): the
    healthy runs' mean TTFT and the measured decode steps' time per token, nothing fitted on them;
-5. the same stack's single calls: three one-user runs' requests, each priced alone from its own cached and new
+5. the same stack's single calls: four one-user runs' requests, each priced alone from its own cached and new
    tokens, as a replay prices a trace (each run's first request, a compile warm-up, left out).
 
 The lookup is the measured point of the same hardware, framework and model nearest in ISL, OSL, concurrency and
@@ -227,7 +227,7 @@ def main(argv: list[str]) -> int:
     table(f"3. Longest prompts: AgentX 75-120K tokens, attention efficiency from the other accelerator ({etas})", ax)
     table("4. Another stack held out: DeepSeek R1 on vLLM B200, Claude Code traffic (InferenceX multi-turn): "
           "healthy runs' TTFT, decode steps' time per token", multiturn())
-    table("5. The same stack's single calls, each priced alone (three one-user runs, first requests left out)",
+    table("5. The same stack's single calls, each priced alone (four one-user runs, first requests left out)",
           single_calls())
     return 0
 

@@ -11,7 +11,7 @@ points set. Two checks:
   in the server by Little's law from each run's own request rate;
 - **decode steps**: where vLLM's 1-second metrics show only decoding, the time per token at that running batch and
   the context per sequence its KV usage implies (:func:`decode_check`);
-- **single calls** of three one-user runs (``multiturn_dsr1_requests.csv``: kv-cache-tester's per-request records,
+- **single calls** of four one-user runs (``multiturn_dsr1_requests.csv``: kv-cache-tester's per-request records,
   the same Claude Code requests at 4 and 8 GPUs), each priced alone from its own cached and new tokens
   (:func:`call_check`): what a replay does with every call of a trace.
 """
