@@ -6,8 +6,9 @@ with three differences. Prompts are cut into ``block``-token blocks hashed in a 
 token before it), and a request's cached tokens are its leading blocks already stored, as vLLM's automatic prefix
 caching finds them; each block remembers the session (the request's ``user``) that stored it first, so hits
 across sessions are counted apart. The reply is ``max_tokens`` one-token words (the length a load test asks
-for, as ``ignore_eos`` gives it). Time to first token is ``base_s`` plus the uncached tokens' prefill, one
-prefill at a time (a request waits for the prefills before it), then ``decode_s`` per further token.
+for, as ``ignore_eos`` gives it). Time to first token is ``base_s``, plus the frontend's tokenizing of the whole
+prompt (``frontend_s_per_token``, default 0), plus the uncached tokens' prefill, one prefill at a time (a request
+waits for the prefills before it), then ``decode_s`` per further token.
 
 Extra routes: ``POST /tokenize`` (vLLM's: ``{"count", "tokens"}`` for a ``prompt`` or ``messages``) and
 ``GET /agentprof/served`` (every served call as the server measured it). ``python -m
@@ -88,11 +89,13 @@ class PrefixCachingServer(ModelServer):
     """A :class:`ModelServer` with the block prefix cache, the ``max_tokens`` echo and the prefill queue."""
 
     def __init__(self, block: int = 16, base_s: float = 0.03, prefill_s_per_token: float = 2e-5,
-                 decode_s: float = 2e-3, capacity_blocks: int | None = None, port: int = 0) -> None:
+                 decode_s: float = 2e-3, capacity_blocks: int | None = None, port: int = 0,
+                 frontend_s_per_token: float = 0.0) -> None:
         super().__init__(script=echo_max_tokens, latency=self._latency, cache_block=block, port=port,
                          absolute_pacing=True)
         self.blocks = BlockPrefixCache(block, capacity_blocks)
         self.base_s, self.prefill_s_per_token, self.decode_s = base_s, prefill_s_per_token, decode_s
+        self.frontend_s_per_token = frontend_s_per_token  # tokenizing the whole prompt, before the prefill lane
         self._free_at = 0.0  # when the one prefill lane is next free (perf_counter seconds)
         self._lane = threading.Lock()
         self._local = threading.local()
@@ -104,7 +107,7 @@ class PrefixCachingServer(ModelServer):
             now = time.perf_counter()
             self._free_at = max(self._free_at, now) + work
             ttft = self._free_at - now
-        return Latency(ttft_s=self.base_s + ttft, per_token_s=self.decode_s)
+        return Latency(ttft_s=self.base_s + prompt * self.frontend_s_per_token + ttft, per_token_s=self.decode_s)
 
     def cached_tokens(self, api: str, req: ModelRequest, pieces: list[str]) -> int:
         user = req.body.get("user")
@@ -154,6 +157,7 @@ class _PrefixHandler(_Handler):
             pieces = prompt_pieces("chat", {"messages": body["messages"]})
         else:
             pieces = count_pieces(str(body.get("prompt", "")))
+        time.sleep(len(pieces) * self.owner.frontend_s_per_token)  # the frontend's tokenizing, as a chat call pays it
         self._json(200, {"count": len(pieces), "max_model_len": 1 << 20,
                          "tokens": [xxhash.xxh32_intdigest(p.encode()) for p in pieces]})
 
@@ -169,10 +173,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--base-ms", type=float, default=30.0, help="fixed part of the time to first token")
     ap.add_argument("--prefill-us", type=float, default=20.0, help="prefill microseconds per uncached prompt token")
     ap.add_argument("--decode-ms", type=float, default=2.0, help="milliseconds per further output token")
+    ap.add_argument("--frontend-us", type=float, default=0.0,
+                    help="frontend microseconds per prompt token (tokenizing; /tokenize pays it too)")
     ap.add_argument("--max-seconds", type=float, default=3600.0, help="stop after this long at the latest")
     ap.add_argument("--ignore-stdin", action="store_true", help="do not stop when stdin closes (stop by SIGTERM)")
     a = ap.parse_args(argv)
-    server = PrefixCachingServer(a.block, a.base_ms / 1e3, a.prefill_us / 1e6, a.decode_ms / 1e3, port=a.port)
+    server = PrefixCachingServer(a.block, a.base_ms / 1e3, a.prefill_us / 1e6, a.decode_ms / 1e3, port=a.port,
+                                 frontend_s_per_token=a.frontend_us / 1e6)
     with server:
         print(json.dumps({"url": server.openai_base_url}), flush=True)
         done = threading.Event()

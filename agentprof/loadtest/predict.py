@@ -41,7 +41,7 @@ def predict(wl: Workload, system: str, model: str | None) -> dict[str, Any]:
     return {"system": sys_.key, "model": spec.key, "ttft_s": d["ttft_s"], "tpot_s": d["tpot_s"],
             "e2e_s": pcts(eng.done_t - eng.issue_t), "cache_read_share": d["hit_share"]["total"],
             "tasks": {"completed": int(np.isfinite(task).sum()), "task_s": pcts(task[np.isfinite(task)])},
-            "notes": notes}
+            "frontend_s_per_token": r.params.t_tok_s, "frontend_source": r.frontend_source, "notes": notes}
 
 
 def _get(d: dict[str, Any], key: str, sub: str) -> float | None:
@@ -59,4 +59,6 @@ def errors(measured: dict[str, Any], predicted: dict[str, Any]) -> dict[str, flo
         out[f"{key}.{sub}"] = (p - m) / m if m and p is not None else None
     m, p = measured.get("cache_read_share"), predicted.get("cache_read_share")
     out["cache_read_share"] = p - m if m is not None and p is not None else None
+    m, p = (measured.get("prompts") or {}).get("server_frontend_s_per_token"), predicted.get("frontend_s_per_token")
+    out["frontend_s_per_token"] = (p - m) / m if m and p is not None else None
     return out

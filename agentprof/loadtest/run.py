@@ -82,6 +82,42 @@ def probe_tokenize(ep: Endpoint, words: tuple[str, ...]) -> tuple[int | None, fl
     return counts[0] - round(64 * per_word), per_word
 
 
+FRONTEND_PROBE_WORDS = (1_000, 9_000)
+"""Prompt sizes (synthetic words) of the two ``/tokenize`` calls whose time difference prices the frontend."""
+
+
+def probe_frontend(ep: Endpoint, words: tuple[str, ...], repeats: int = 3) -> float | None:
+    """Seconds the server's frontend spends per prompt token (chat template and tokenizer), from its ``/tokenize``:
+    the median time of a long prompt's call less a short one's, over their token-count difference (the network
+    and fixed request time cancel); None where it has no ``/tokenize`` or the difference is not positive. What a
+    chat call also pays before its prefill (a real server parses the request as well: a lower bound)."""
+    import statistics
+    import time
+
+    import httpx
+
+    times: list[float] = []
+    counts: list[int] = []
+    for n in FRONTEND_PROBE_WORDS:
+        body = {"model": ep.model, "messages": [{"role": "user", "content": probe_words(words, n)}]}
+        taken = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            try:
+                r = httpx.post(root_url(ep.url) + "/tokenize", json=body, timeout=30.0,
+                               headers={"Authorization": f"Bearer {ep.api_key}"})
+                c = r.json().get("count") if r.status_code == 200 else None
+            except (httpx.HTTPError, ValueError, AttributeError):
+                c = None
+            if not isinstance(c, int):
+                return None
+            taken.append(time.perf_counter() - t0)
+        times.append(statistics.median(taken))
+        counts.append(c)
+    dt, dn = times[1] - times[0], counts[1] - counts[0]
+    return dt / dn if dt > 0 and dn > 0 else None
+
+
 def loadtest(trace: Trace, endpoint: Endpoint, concurrency: int = 1, sessions: int | None = None,
              max_calls: int | None = None, cap_wait: float | None = None, time_scale: float = 1.0,
              predict: str | None = None, predict_model: str | None = None, tokenizer: str | None = None,
@@ -113,6 +149,7 @@ def loadtest(trace: Trace, endpoint: Endpoint, concurrency: int = 1, sessions: i
     preflight(endpoint)
     overhead, per_word = probe_tokenize(endpoint, words)
     prompts["server_tokens_per_word"] = per_word
+    prompts["server_frontend_s_per_token"] = probe_frontend(endpoint, words) if per_word is not None else None
     if template_tokens is not None:
         overhead = template_tokens
     elif overhead is None:
@@ -145,5 +182,5 @@ def loadtest(trace: Trace, endpoint: Endpoint, concurrency: int = 1, sessions: i
         except AgentprofError as e:  # the measurement stands without it
             notes.append(f"no prediction on {predict}: {e}")
         else:
-            res.error = errors(measured, res.predicted)
+            res.error = errors({**measured, "prompts": prompts}, res.predicted)
     return res

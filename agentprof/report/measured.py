@@ -133,6 +133,11 @@ def fmt_usd(x: float | None) -> str:
     return f"${x:.{2 - math.floor(math.log10(x))}f}"
 
 
+def _us(v: Any) -> str:
+    """Seconds per token in microseconds, two decimals ("" where unknown)."""
+    return f"{v * 1e6:.2f} µs" if isinstance(v, (int, float)) else ""
+
+
 def run_view(d: dict[str, Any], label: str | None = None) -> dict[str, Any]:
     """One load test as text: what ran, the call and task counts, and per figure its measured value, the
     prediction and the error (columns ``figure, measured[, predicted, error]``), with the notes."""
@@ -163,11 +168,19 @@ def run_view(d: dict[str, Any], label: str | None = None) -> dict[str, Any]:
     m, p, e = d["cache_read_share"], (pred or {}).get("cache_read_share"), err.get("cache_read_share")
     add("cache read", m, p, e, (fmt_pct(m), fmt_pct(p), fmt_error(e, points=True)))
     add("trace reuse", d["trace_reuse_share"], None, None, (fmt_pct(d["trace_reuse_share"]), "", ""))
+    # the server's frontend per prompt token, timed on its /tokenize, beside the catalog's figure for the system
+    m, p = (d.get("prompts") or {}).get("server_frontend_s_per_token"), (pred or {}).get("frontend_s_per_token")
+    if m is not None or p is not None:
+        add("frontend/token", m, p, err.get("frontend_s_per_token"), (_us(m), _us(p), fmt_error(err.get(
+            "frontend_s_per_token"))))
     add("cost/task", d["cost_per_task"], None, None, (fmt_usd(d["cost_per_task"]), "", ""))
     notes: list[str] = []
     if pred:
         notes.append(f"predicted: the device model's simulation of the same sessions on {pred['system']} serving "
                      f"{pred['model']}; error = (predicted − measured) / measured, cache read in points")
+    if (d.get("prompts") or {}).get("server_frontend_s_per_token") is not None:
+        notes.append("frontend/token measured: the server's /tokenize (chat template and tokenizer) timed at "
+                     "two prompt sizes; a chat call also parses its request")
     drift = (d.get("prompt_tokens") or {}).get("drift")
     out = d.get("output_tokens") or {}
     if isinstance(drift, (int, float)):

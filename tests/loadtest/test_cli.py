@@ -105,3 +105,30 @@ def test_unknown_predict_system_is_refused_before_any_call(capsys, server_url):
     code, _, err = run(capsys, "loadtest", ONE, "--endpoint", server_url, "--model", model, "--predict", "tpu-v9")
     assert code == 2 and "unknown system 'tpu-v9'" in err
     assert served(server_url, model) == []
+
+
+def test_the_servers_frontend_is_timed_on_its_tokenize_beside_the_prediction(capsys):
+    # a server whose frontend spends 40 µs per prompt token tokenizing (on /tokenize as on a chat call): the load
+    # test times /tokenize at two prompt sizes and finds it; --predict sets the catalog's figure beside it
+    from agentprof.catalog.hardware import load_catalog
+    from agentprof.catalog.kvcache import tokenize_s_per_token
+    from agentprof.loadtest.prompts import WORDS
+    from agentprof.loadtest.run import probe_frontend
+
+    with PrefixCachingServer(base_s=0.0, prefill_s_per_token=0.0, decode_s=0.0, frontend_s_per_token=40e-6) as srv:
+        got = probe_frontend(Endpoint(srv.openai_base_url, "m"), WORDS)
+        assert got is not None and abs(got - 40e-6) < 0.25 * 40e-6
+        code, out, err = run(capsys, "loadtest", ONE, "--endpoint", srv.openai_base_url, "--model", "fe",
+                             "--max-calls", "2", "--cap-wait", "0", "--predict", "h200+x86", "--predict-model",
+                             "mistral-nemo-12b", "--json")
+        assert code == 0, err
+        d = json.loads(out)
+        code, table, err = run(capsys, "loadtest", ONE, "--endpoint", srv.openai_base_url, "--model", "fe80",
+                               "--max-calls", "1", "--cap-wait", "0", "--predict", "h200+x86", "--predict-model",
+                               "mistral-nemo-12b")
+    measured, predicted = d["prompts"]["server_frontend_s_per_token"], d["predicted"]["frontend_s_per_token"]
+    assert abs(measured - 40e-6) < 0.25 * 40e-6
+    x86 = load_catalog().system("h200+x86").host.st_speed
+    assert predicted == tokenize_s_per_token("vllm", "mistral-nemo-12b", "h200")[0] / x86
+    assert d["error"]["frontend_s_per_token"] == (predicted - measured) / measured
+    assert code == 0 and "frontend/token" in table and max(len(line) for line in table.splitlines()) <= 80

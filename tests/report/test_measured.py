@@ -62,6 +62,11 @@ def expected_rows(d: dict) -> list[list[str]]:
     m, v = d["cache_read_share"], p["cache_read_share"]
     rows.append(["cache read", fmt_pct(m), fmt_pct(v), fmt_error(v - m, points=True)])
     rows.append(["trace reuse", fmt_pct(d["trace_reuse_share"]), "", ""])
+    # the server's frontend per prompt token (its /tokenize timed), beside the catalog's for the system
+    # (the test server's frontend takes no time per token: its timed slope is noise, None where not positive)
+    m, v = d["prompts"]["server_frontend_s_per_token"], p["frontend_s_per_token"]
+    rows.append(["frontend/token", "" if m is None else f"{m * 1e6:.2f} µs", f"{v * 1e6:.2f} µs",
+                 fmt_error(None if m is None else (v - m) / m)])
     rows.append(["cost/task", fmt_usd(d["cost_per_task"]), "", ""])
     return rows
 
