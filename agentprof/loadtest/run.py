@@ -61,21 +61,28 @@ def preflight(ep: Endpoint) -> None:
         raise AgentprofError(f"cannot reach {ep.url}: {type(e).__name__}: {e}") from None
 
 
+def _tokenize_count(ep: Endpoint, words: tuple[str, ...], n: int, timeout: float = 10.0) -> int | None:
+    """The server's ``/tokenize`` (vLLM's, SGLang's) token count of one user message of ``n`` synthetic words, chat
+    template included; None where it has no such route or answers otherwise."""
+    import httpx
+
+    body = {"model": ep.model, "messages": [{"role": "user", "content": probe_words(words, n)}]}
+    try:
+        r = httpx.post(root_url(ep.url) + "/tokenize", json=body, timeout=timeout,
+                       headers={"Authorization": f"Bearer {ep.api_key}"})
+        c = r.json().get("count") if r.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        c = None
+    return c if isinstance(c, int) else None
+
+
 def probe_tokenize(ep: Endpoint, words: tuple[str, ...]) -> tuple[int | None, float | None]:
     """(chat-template tokens, server tokens per synthetic word) from the server's ``/tokenize`` (vLLM's, SGLang's),
     or (None, None) where it has none."""
-    import httpx
-
     counts = []
     for n in (64, 128):
-        body = {"model": ep.model, "messages": [{"role": "user", "content": probe_words(words, n)}]}
-        try:
-            r = httpx.post(root_url(ep.url) + "/tokenize", json=body, timeout=10.0,
-                           headers={"Authorization": f"Bearer {ep.api_key}"})
-            c = r.json().get("count") if r.status_code == 200 else None
-        except (httpx.HTTPError, ValueError, AttributeError):
-            c = None
-        if not isinstance(c, int):
+        c = _tokenize_count(ep, words, n)
+        if c is None:
             return None, None
         counts.append(c)
     per_word = (counts[1] - counts[0]) / 64
@@ -94,22 +101,14 @@ def probe_frontend(ep: Endpoint, words: tuple[str, ...], repeats: int = 3) -> fl
     import statistics
     import time
 
-    import httpx
-
     times: list[float] = []
     counts: list[int] = []
     for n in FRONTEND_PROBE_WORDS:
-        body = {"model": ep.model, "messages": [{"role": "user", "content": probe_words(words, n)}]}
         taken = []
         for _ in range(repeats):
             t0 = time.perf_counter()
-            try:
-                r = httpx.post(root_url(ep.url) + "/tokenize", json=body, timeout=30.0,
-                               headers={"Authorization": f"Bearer {ep.api_key}"})
-                c = r.json().get("count") if r.status_code == 200 else None
-            except (httpx.HTTPError, ValueError, AttributeError):
-                c = None
-            if not isinstance(c, int):
+            c = _tokenize_count(ep, words, n, timeout=30.0)
+            if c is None:
                 return None
             taken.append(time.perf_counter() - t0)
         times.append(statistics.median(taken))
