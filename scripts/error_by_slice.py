@@ -16,9 +16,9 @@ The lookup is the measured point of the same hardware, framework and model neare
 decode GPUs (``fidelity.nearest_lookup``) among the points the fit had (AgentX: the same accelerator's other healthy
 points, nearest in concurrency and prompt length; DeepSeek: the same tensor-parallel size's nearest other run or
 decode measurement; a single call: the same run's nearest other call in new tokens, then prompt length). Slices:
-hardware, framework, serving, concurrency band, prompt length, and where a family has them, tensor-parallel size and
-new tokens per call. Targets (issue 28, on an unseen 8K-prompt family): median APE TTFT <= 15 %, TPOT <= 6 %, E2E <= 7 %, p90
-TTFT <= 60 %, at most 5 points more than 5x off in any metric. About 15 s on one core.
+hardware, framework, serving, concurrency band, prompt length, and where a family has them, tensor-parallel size
+and new tokens per call. Targets (issue 28, on an unseen 8K-prompt family): median APE TTFT <= 15 %, TPOT <= 6 %,
+E2E <= 7 %, p90 TTFT <= 60 %, at most 5 points more than 5x off in any metric. About 15 s on one core.
 
     python scripts/error_by_slice.py
 """

@@ -289,6 +289,14 @@ REQUEST_COLUMNS = ("hw", "tp", "conc", "offloading", "conversation_id", "turn_in
                    "request_ack_ns", "input_sequence_length")
 
 
+def _alone(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per window [start, end) (sorted by start), whether no other window meets it: every earlier one ended by its
+    start and the next starts after its end."""
+    prev_end = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], end[:-1]]))
+    next_start = np.concatenate([start[1:], [np.iinfo(np.int64).max]])
+    return (prev_end <= start) & (next_start >= end)
+
+
 def frontend_time(requests: pl.DataFrame) -> dict[str, dict[str, Any]]:
     """The serving frontend's time per request from AgentX per-request exports (AIPerf's ``profile_export.jsonl``:
     ``request_ack_ns − request_start_ns``, from sending the request to the server acknowledging it: parsing the
@@ -309,10 +317,7 @@ def frontend_time(requests: pl.DataFrame) -> dict[str, dict[str, Any]]:
             order = np.argsort(start)
             start, ack = start[order], ack[order]
             tokens = run["input_sequence_length"].to_numpy().astype(float)[order]
-            # a call is alone in the frontend when no other call's window [start, ack) meets its own
-            prev_end = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], ack[:-1]]))
-            next_start = np.concatenate([start[1:], [np.iinfo(np.int64).max]])
-            alone = (prev_end <= start) & (next_start >= ack)
+            alone = _alone(start, ack)  # in the frontend: no other call's window [start, ack) meets its own
             total += len(start)
             xs.append(tokens[alone])
             ys.append((ack[alone] - start[alone]) / 1e9)
@@ -334,7 +339,7 @@ def _engine_calls(run: pl.DataFrame) -> pl.DataFrame:
     r = run.sort("request_start_ns")
     start = r["request_start_ns"].to_numpy().astype(np.int64)
     first = start + (r["ttft_ms"].to_numpy() * 1e6).astype(np.int64)
-    alone = np.array([((start < first[i]) & (first > start[i])).sum() == 1 for i in range(r.height)])
+    alone = _alone(start, first)
     r = r.with_columns(engine_s=pl.col("ttft_ms") / 1e3 - (pl.col("request_ack_ns") - pl.col("request_start_ns")) / 1e9,
                        alone=pl.Series(alone))
     prev = r.sort("conversation_id", "turn_index").with_columns(

@@ -26,7 +26,7 @@ import polars as pl
 from agentprof.catalog.hardware import HardwareCatalog
 from agentprof.replay.agentic import deployed_points, predictions, read_points_csv
 from agentprof.replay.calibration import Fitted
-from agentprof.replay.costmodel import call_times, decode_step_s
+from agentprof.replay.costmodel import Deployment, StepParams, call_times, decode_step_s
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "inferencex"
 RUNS = DATA / "multiturn_dsr1_runs.csv"
@@ -93,23 +93,32 @@ def pool_tokens(runs: pl.DataFrame) -> dict[int, float]:
     return {int(tp): float(v) for tp, v in got.iter_rows()}
 
 
+def _deployment(runs: pl.DataFrame, tp: int, ep: int, fitted: Fitted, cat: HardwareCatalog
+                ) -> tuple[Deployment, StepParams, str] | None:
+    """The runs' stack (their first row's hardware, model, framework, precision) at ``tp``/``ep`` as
+    :func:`agentprof.replay.agentic.deployed_points` deploys it: (deployment, step terms, calibration level), or
+    None where the catalog cannot place it."""
+    first = runs.row(0, named=True)
+    probe = pl.DataFrame([{"hw": first["hardware"], "model": first["model"], "framework": first["framework"],
+                           "precision": first["precision"], "tp": tp, "ep": ep, "conc": 1, "mean_input_tokens": 0.0}])
+    for _, _, dep, p, how in deployed_points(probe, fitted, cat, fitted.attn_eff_for(first["hardware"])):
+        return dep, p, how
+    return None
+
+
 def decode_check(decode: pl.DataFrame, runs: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> pl.DataFrame:
     """Each decode measurement with at least :data:`MIN_INTERVALS` intervals against the model's step at its running
     batch ``b`` (kernels at vLLM's captured CUDA-graph batch) and context ``kv usage x pool / b`` (the KV in use
     divided among the running sequences): ``meas_itl`` and ``pred_itl`` in seconds per token."""
     pools = pool_tokens(runs)
-    first = runs.row(0, named=True)
     rows = []
     for (tp, ep), g in decode.filter(pl.col("intervals") >= MIN_INTERVALS).group_by("tp", "ep"):
         if int(tp) not in pools:
             continue
-        probe = pl.DataFrame([{"hw": first["hardware"], "model": first["model"], "framework": first["framework"],
-                               "precision": first["precision"], "tp": int(tp), "ep": int(ep), "conc": 1,
-                               "mean_input_tokens": 0.0}])
-        got = list(deployed_points(probe, fitted, cat, fitted.attn_eff_for(first["hardware"])))
-        if not got:
+        got = _deployment(runs, int(tp), int(ep), fitted, cat)
+        if got is None:
             continue
-        _, _, dep, p, how = got[0]
+        dep, p, how = got
         b = g["running"].cast(pl.Float64).to_numpy()
         ctx = g["kv_usage_pct_median"].cast(pl.Float64).to_numpy() / 100.0 * pools[int(tp)] / b
         pred = np.asarray(decode_step_s(dep, p, b, ctx, padded=True), dtype=float) / max(p.accept, 1.0)
@@ -125,23 +134,17 @@ def call_check(requests: pl.DataFrame, runs: pl.DataFrame, fitted: Fitted, cat: 
     server. Each run's first request is flagged ``first``: the server compiles and captures on its first prefill
     (16-18 s measured), which no per-call price holds. Returns the rows with ``new``, ``meas_ttft``, ``pred_ttft``
     and the predicted frontend (``pred_frontend``)."""
-    first = runs.row(0, named=True)
     out = []
     for (tp, ep), g in requests.group_by("tp", "ep", maintain_order=True):
-        probe = pl.DataFrame([{"hw": first["hardware"], "model": first["model"], "framework": first["framework"],
-                               "precision": first["precision"], "tp": int(tp), "ep": int(ep), "conc": 1,
-                               "mean_input_tokens": 0.0}])
-        got = list(deployed_points(probe, fitted, cat, fitted.attn_eff_for(first["hardware"]),
-                                   by_accelerator=fitted.attn_eff_by_accelerator))
-        if not got:
+        got = _deployment(runs, int(tp), int(ep), fitted, cat)
+        if got is None:
             continue
-        _, _, dep, p, how = got[0]
+        dep, p, how = got
         inp = g["input_tokens"].cast(pl.Float64).to_numpy()
         new = np.minimum(g["cache_miss_blocks"].cast(pl.Float64).to_numpy() * BLOCK_TOKENS, inp)
         t = call_times(dep, p, inp, inp - new, g["output_tokens_actual"].cast(pl.Float64).to_numpy())
-        lead = g.with_row_index("i").group_by("run_folder").agg(pl.col("i").min())["i"].to_list()
         out.append(g.select("run_folder", "tp", "offload", "user_id", "request_idx", "input_tokens").with_columns(
             new=pl.Series(new), meas_ttft=g["ttft"].cast(pl.Float64), pred_ttft=pl.Series(t.ttft_s),
-            pred_frontend=pl.Series(p.t_tok_s * inp), first=pl.Series([i in lead for i in range(g.height)]),
+            pred_frontend=pl.Series(p.t_tok_s * inp), first=pl.int_range(pl.len()).over("run_folder") == 0,
             calibration=pl.lit(how)))
     return pl.concat(out) if out else pl.DataFrame()

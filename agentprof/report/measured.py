@@ -170,9 +170,9 @@ def run_view(d: dict[str, Any], label: str | None = None) -> dict[str, Any]:
     add("trace reuse", d["trace_reuse_share"], None, None, (fmt_pct(d["trace_reuse_share"]), "", ""))
     # the server's frontend per prompt token, timed on its /tokenize, beside the catalog's figure for the system
     m, p = (d.get("prompts") or {}).get("server_frontend_s_per_token"), (pred or {}).get("frontend_s_per_token")
+    e = err.get("frontend_s_per_token")
     if m is not None or p is not None:
-        add("frontend/token", m, p, err.get("frontend_s_per_token"), (_us(m), _us(p), fmt_error(err.get(
-            "frontend_s_per_token"))))
+        add("frontend/token", m, p, e, (_us(m), _us(p), fmt_error(e)))
     add("cost/task", d["cost_per_task"], None, None, (fmt_usd(d["cost_per_task"]), "", ""))
     notes: list[str] = []
     if pred:

@@ -206,6 +206,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
     for j, (key, row) in enumerate(zip(f.keys, rows, strict=True)):
         if key is None or not t["covered"][j]:
             continue
+        tok = tokenize_s_per_token(key.framework, key.model, key.hardware)[0]  # the frontend, as the equations
         if f.disagg[j]:
             kv_b = float(f.kv_bytes[j])
             try:
@@ -217,7 +218,6 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             # equations take it: a configuration borrowing an aggregated sibling takes the disaggregated stacks'
             hand = (e.param("handoff") if is_disaggregated(e.attrs.get("framework", ""))
                     else borrowed_handoff(fitted, key))
-            tok = tokenize_s_per_token(key.framework, key.model, key.hardware)[0]  # the frontend, as the equations
             pre_p = step_params(e.theta, pre.layers, pre.gpus, accept=1.0, dpa=pre.dp_attention).with_(
                 attn_eff=eta[j], t_tok_s=tok)
             dec_p = step_params(e.theta, dec.layers, dec.gpus, accept=None if f.mtp[j] else 1.0,
@@ -250,8 +250,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
         # the terms as the fit used them: KV in the recipe's dtype, the points' memory fraction, the recipe's
         # scheduler interval before the first token
         p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0, dpa=dpa).with_(
-            attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]), draft_tokens=float(f.draft[j]),
-            t_tok_s=tokenize_s_per_token(key.framework, key.model, key.hardware)[0])
+            attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]), draft_tokens=float(f.draft[j]), t_tok_s=tok)
         budget, _ = budgets.budget_tokens(key.framework)
         ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget,
                                          mem_util=float(f.mem_util[j]), per_client=BENCH_PROMPTS_PER_CLIENT,
