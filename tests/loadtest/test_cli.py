@@ -16,6 +16,7 @@ from tests.cli_support import run
 from tests.loadtest.conftest import FOUR, served
 
 ONE = str(FOUR[1])  # trace_0121: ~18.5K-token prompts
+FRONT = 100e-6  # the loopback server's frontend seconds per prompt token in the frontend test
 
 
 def test_json_has_the_documented_keys_and_the_prediction(capsys, server_url):
@@ -108,16 +109,17 @@ def test_unknown_predict_system_is_refused_before_any_call(capsys, server_url):
 
 
 def test_the_servers_frontend_is_timed_on_its_tokenize_beside_the_prediction(capsys):
-    # a server whose frontend spends 40 µs per prompt token tokenizing (on /tokenize as on a chat call): the load
-    # test times /tokenize at two prompt sizes and finds it; --predict sets the catalog's figure beside it
+    # a server whose frontend spends 100 µs per prompt token tokenizing (on /tokenize as on a chat call): the load
+    # test times /tokenize at two prompt sizes and finds it; --predict sets the catalog's figure beside it. (The
+    # loopback server's own per-token work, 1-12 µs by the machine's load, rides on top: 100 µs keeps it small.)
     from agentprof.catalog.hardware import load_catalog
     from agentprof.catalog.kvcache import tokenize_s_per_token
     from agentprof.loadtest.prompts import WORDS
     from agentprof.loadtest.run import probe_frontend
 
-    with PrefixCachingServer(base_s=0.0, prefill_s_per_token=0.0, decode_s=0.0, frontend_s_per_token=40e-6) as srv:
+    with PrefixCachingServer(base_s=0.0, prefill_s_per_token=0.0, decode_s=0.0, frontend_s_per_token=FRONT) as srv:
         got = probe_frontend(Endpoint(srv.openai_base_url, "m"), WORDS)
-        assert got is not None and abs(got - 40e-6) < 0.25 * 40e-6
+        assert got is not None and abs(got - FRONT) < 0.25 * FRONT
         code, out, err = run(capsys, "loadtest", ONE, "--endpoint", srv.openai_base_url, "--model", "fe",
                              "--max-calls", "2", "--cap-wait", "0", "--predict", "h200+x86", "--predict-model",
                              "mistral-nemo-12b", "--json")
@@ -127,7 +129,7 @@ def test_the_servers_frontend_is_timed_on_its_tokenize_beside_the_prediction(cap
                                "--max-calls", "1", "--cap-wait", "0", "--predict", "h200+x86", "--predict-model",
                                "mistral-nemo-12b")
     measured, predicted = d["prompts"]["server_frontend_s_per_token"], d["predicted"]["frontend_s_per_token"]
-    assert abs(measured - 40e-6) < 0.25 * 40e-6
+    assert abs(measured - FRONT) < 0.25 * FRONT
     x86 = load_catalog().system("h200+x86").host.st_speed
     assert predicted == tokenize_s_per_token("vllm", "mistral-nemo-12b", "h200")[0] / x86
     assert d["error"]["frontend_s_per_token"] == (predicted - measured) / measured
