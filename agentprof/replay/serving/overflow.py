@@ -135,12 +135,19 @@ def apply(plan: SessionPlan, window: float, basis: str, policy: str) -> Overflow
         cols["out"].append(out)
         cols["ids"].append(ids)
 
+    after, after_gap = plan.waits_for()
+    new_after: list[int] = []  # per served call: the served call whose reply it waits for (-1: none)
+    new_gap: list[float] = []
     for s in range(n_s):
         calls = plan.calls_of(s)
-        if not touched[s]:
+        base = len(cols["src"])
+        if not touched[s]:  # as recorded, side-by-side calls included
             for c in calls:
                 add(c, float(plan.gap_s[c]), float(plan.input_tokens[c]), float(plan.output_tokens[c]),
                     plan.node_ids[offs[c]:offs[c + 1]])
+                a = int(after[c])
+                new_after.append(-1 if a < 0 else base + a - calls.start)
+                new_gap.append(float(after_gap[c]))
             start.append(len(cols["src"]))
             continue
         first_ids = plan.node_ids[offs[calls.start]:offs[calls.start + 1]]
@@ -194,6 +201,12 @@ def apply(plan: SessionPlan, window: float, basis: str, policy: str) -> Overflow
                 ids = np.concatenate([head, epoch[:fresh]]) if epoch is not None else head[:n_blocks]
             add(c, gap, cur, out, ids)
             prev = (cur, out, ids)
+        # a session the client compacts runs one call after another
+        n_new = len(cols["src"]) - base
+        new_after.extend(range(base - 1, base + n_new - 1))
+        if n_new:
+            new_after[base] = -1
+        new_gap.extend(cols["gap"][base:])
         start.append(len(cols["src"]))
     src = np.array(cols["src"], dtype=np.int64)
     lengths = np.array([x.size for x in cols["ids"]], dtype=np.int64)
@@ -220,5 +233,7 @@ def apply(plan: SessionPlan, window: float, basis: str, policy: str) -> Overflow
         trace_ids=[plan.trace_ids[i] if i >= 0 else "" for i in src.tolist()],
         models=[plan.models[i if i >= 0 else int(src[j + 1])] for j, i in enumerate(src.tolist())],
         cache_read=pick(plan.cache_read, 0.0), cache_write=pick(plan.cache_write, 0.0), reuse_tokens=reuse,
-        notes=[*plan.notes, note] if over.any() else list(plan.notes))
+        notes=[*plan.notes, note] if over.any() else list(plan.notes),
+        after=np.array(new_after, dtype=np.int64) if plan.after is not None else None,
+        after_gap_s=np.array(new_gap) if plan.after is not None else None)
     return Overflow(served, src, failed, beyond, int(over.sum()), compactions, window, basis)

@@ -31,7 +31,7 @@ from agentprof.replay.serving.sessions import SessionPlan
 from agentprof.replay.serving.stepcost import StepCost
 
 LOAD, PREFILL, FIRST, DECODE = 0, 1, 2, 3
-EV_ISSUE, EV_ARRIVE, EV_STEP, EV_WAKE, EV_SESSION, EV_HANDOFF = 0, 1, 2, 3, 4, 5
+EV_ISSUE, EV_ARRIVE, EV_STEP, EV_WAKE, EV_SESSION, EV_HANDOFF, EV_FIXED = 0, 1, 2, 3, 4, 5, 6
 ROUTERS = ("round-robin", "prefix-affinity")
 
 
@@ -273,6 +273,12 @@ class Engine:
         self.order = [(i % p.n_sessions, i // p.n_sessions) for i in range(n_inst)]
         self.sess_start = np.full(n_inst, np.nan)
         self.sess_end = np.full(n_inst, np.nan)
+        # which calls each reply releases (CSR over the plan's calls; -1, the session's start, in the last row)
+        after, self.after_gap = p.waits_for()
+        key = np.where(after < 0, p.n_calls, after)
+        self.released = np.argsort(key, kind="stable")
+        self.released_at = np.searchsorted(key[self.released], np.arange(p.n_calls + 2))
+        self.pending = np.zeros(n_inst, dtype=np.int64)  # per instance: calls not yet done
         self.next_inst = 0
         self.waiting_sessions: deque = deque()
         slots = min(o.concurrency, n_inst)
@@ -306,6 +312,8 @@ class Engine:
                 self._session_event(a, b)
             elif kind == EV_HANDOFF:
                 self._handoff(a)
+            elif kind == EV_FIXED:
+                self._released_by(a, b)
         return self._result()
 
     def _session_event(self, inst: int, what: str) -> None:
@@ -330,21 +338,36 @@ class Engine:
 
     def _start_session(self, inst: int, t: float) -> None:
         s, _ = self.order[inst]
-        self.sess_start[inst] = t
-        self._schedule_call(inst, int(self.plan.start[s]), t + float(self.plan.head_s[s]))
-
-    def _schedule_call(self, inst: int, call: int, t: float) -> None:
-        """Issue ``call`` of session instance ``inst`` at ``t`` (skipping calls the server does not see)."""
         p = self.plan
-        s, _ = self.order[inst]
-        end = int(p.start[s + 1])
-        while call < end and not math.isnan(p.fixed_s[call]):
-            t += float(p.fixed_s[call]) + (float(p.gap_s[call + 1]) if call + 1 < end else 0.0)
-            call += 1
-        if call >= end:
+        self.sess_start[inst] = t
+        lo, hi = int(p.start[s]), int(p.start[s + 1])
+        self.pending[inst] = hi - lo
+        if hi == lo:
             self._push(t + float(p.tail_s[s]), EV_SESSION, inst, "end")
             return
-        self._push(t, EV_ISSUE, inst, call)
+        # the calls no reply releases: the first, and any a parallel branch started before a reply came
+        t0 = t + float(p.head_s[s])
+        roots = self.released[self.released_at[p.n_calls]:self.released_at[p.n_calls + 1]]
+        for c in roots[(roots >= lo) & (roots < hi)].tolist():
+            self._schedule_call(inst, c, t0 + float(self.after_gap[c]))
+
+    def _schedule_call(self, inst: int, call: int, t: float) -> None:
+        """Issue ``call`` of session instance ``inst`` at ``t``; a call the server does not see takes its recorded
+        duration, then releases the calls that waited for it."""
+        if math.isnan(self.plan.fixed_s[call]):
+            self._push(t, EV_ISSUE, inst, call)
+        else:
+            self._push(t + float(self.plan.fixed_s[call]), EV_FIXED, inst, call)
+
+    def _released_by(self, inst: int, call: int) -> None:
+        """``call`` of instance ``inst`` is done: schedule the calls that waited for its reply; the session ends
+        ``tail_s`` after its last call."""
+        for c in self.released[self.released_at[call]:self.released_at[call + 1]].tolist():
+            self._schedule_call(inst, c, self.now + float(self.after_gap[c]))
+        self.pending[inst] -= 1
+        if not self.pending[inst]:
+            s, _ = self.order[inst]
+            self._push(self.now + float(self.plan.tail_s[s]), EV_SESSION, inst, "end")
 
     def _issue(self, inst: int, call: int) -> None:
         p = self.plan
@@ -360,13 +383,7 @@ class Engine:
     def _call_done(self, r: Req) -> None:
         self._flight(-1)
         self.done.append(r)
-        p = self.plan
-        s, _ = self.order[r.slot]
-        nxt = r.call + 1
-        if nxt < int(p.start[s + 1]):
-            self._schedule_call(r.slot, nxt, self.now + float(p.gap_s[nxt]))
-        else:
-            self._push(self.now + float(p.tail_s[s]), EV_SESSION, r.slot, "end")
+        self._released_by(r.slot, r.call)
 
     # --- routing and admission ---------------------------------------------------------------------------
     def _arrive(self, r: Req) -> None:

@@ -1,9 +1,10 @@
 """Agent sessions as closed loops of their recorded model calls, ready for the serving simulation.
 
 A session is one top-level conversation (sub-agent calls included) with its calls in recorded start order.
-Each call is issued when its predecessor's reply and the tools/waits after it are done: the gap between them
-is kept as recorded (human waits capped at ``cap_wait`` seconds each when asked); overlapping recorded calls are
-serialized and counted. Each call carries its prompt's cache-block node ids (chained prefix keys, made
+Each call is issued when the reply it waited for in the recording and the tools/waits after it are done: the
+gap between them is kept as recorded (human waits capped at ``cap_wait`` seconds each when asked). That reply is
+the latest one recorded before the call started, so calls a session ran side by side (parallel sub-agents) are
+issued side by side, and counted. Each call carries its prompt's cache-block node ids (chained prefix keys, made
 session-private under the ``session`` hash scope) so the shared cache can match prefixes across sessions.
 """
 
@@ -50,6 +51,11 @@ class SessionPlan:
     cache_write: np.ndarray
     reuse_tokens: np.ndarray  # per call: leading prompt tokens an earlier call of its session had (unbounded)
     notes: list[str] = field(default_factory=list)
+    after: np.ndarray | None = None
+    """Per call: the call whose reply it waits for (a plan index in its session), or -1 for none (issued
+    ``after_gap_s`` after the session's first call); None: each call waits for the one before it (``gap_s``)."""
+    after_gap_s: np.ndarray | None = None
+    """Per call, with ``after``: seconds from that reply (or from the session's first call) to its issue."""
 
     @property
     def n_sessions(self) -> int:
@@ -67,6 +73,42 @@ class SessionPlan:
 
     def calls_of(self, s: int) -> range:
         return range(int(self.start[s]), int(self.start[s + 1]))
+
+    def waits_for(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per call: the call whose reply it waits for (-1: none) and the gap after it (:attr:`after`); each call
+        after the one before it where the plan has no ``after``."""
+        if self.after is not None and self.after_gap_s is not None:
+            return self.after, self.after_gap_s
+        after = np.arange(self.n_calls, dtype=np.int64) - 1
+        after[self.start[:-1][np.diff(self.start) > 0]] = -1
+        return after, self.gap_s
+
+
+def _waits_for(conv: np.ndarray, t0: np.ndarray, t1: np.ndarray, run_end: np.ndarray, first: np.ndarray,
+               start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per call (sorted by session, then start): the call whose reply it waited for in the recording (the latest
+    reply before it started; -1 where none had come yet) and the seconds from that reply (or, for -1, from the
+    session's first call) to its start. A call that started after every earlier reply waits for the latest."""
+    n = t0.size
+    idx = np.arange(n, dtype=np.int64)
+    latest = pl.DataFrame({"c": conv, "i": np.where(t1 == run_end, idx, -1)}).select(
+        pl.when(pl.col("i") >= 0).then(pl.col("i")).forward_fill().over("c")).to_series().to_numpy()
+    after = np.full(n, -1, dtype=np.int64)
+    after[1:] = latest[:-1]
+    after[first] = -1
+    s0 = np.repeat(start[:-1], np.diff(start))
+    gap = np.zeros(n)
+    ok = ~first
+    gap[ok] = (t0[ok] - t1[after[ok]]) / 1e9
+    for j in np.flatnonzero(ok & (gap < 0)).tolist():  # started before the latest reply: an earlier one, or none
+        lo = int(s0[j])
+        done = np.flatnonzero(t1[lo:j] <= t0[j])
+        if done.size:
+            i = lo + int(done[np.argmax(t1[lo:j][done])])
+            after[j], gap[j] = i, (t0[j] - t1[i]) / 1e9
+        else:
+            after[j], gap[j] = -1, (t0[j] - t0[lo]) / 1e9
+    return after, gap
 
 
 def _wait_excess(spans: pl.DataFrame, cap_wait: float | None) -> pl.DataFrame:
@@ -195,6 +237,7 @@ def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global
     gap = np.where(first, 0.0, (t0 - prev_end) / 1e9)
     overlapped = int(((gap < 0) & ~first).sum())
     gap = np.maximum(gap, 0.0)
+    after, after_gap = _waits_for(conv, t0, t1, run_end, first, start)
     a0 = calls.get_column("a0").fill_null(calls.get_column("_t0")).to_numpy().astype(np.int64)
     a1 = calls.get_column("a1").fill_null(calls.get_column("end_ns")).to_numpy().astype(np.int64)
     s_first, s_last = start[:-1], start[1:] - 1
@@ -232,6 +275,9 @@ def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global
             new_head = np.maximum(head - head_cut[s_first], 0.0)
             new_tail = np.maximum(tail - tail_cut, 0.0)
             capped = float((before - gap).sum() + (head - new_head).sum() + (tail - new_tail).sum())
+            # a call that waited for the latest reply has that gap as its own: capped the same
+            chained = before == after_gap
+            after_gap = np.where(chained, gap, after_gap)
             head, tail = new_head, new_tail
     # calls without token counts: their recorded duration becomes part of the following gap
     ok_o = ok[order]
@@ -251,7 +297,7 @@ def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global
     notes: list[str] = []
     if overlapped:
         notes.append(f"{overlapped} call(s) overlapped an earlier call in the recording (parallel sub-agents): "
-                     "the simulation issues them one after another")
+                     "the simulation issues them side by side, as recorded")
     if capped:
         notes.append(f"human waits capped at {cap_wait:g} s each: {capped / 3600:.2f} h of recorded waiting removed")
     if (~ok).any():
@@ -269,5 +315,6 @@ def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global
         models=calls.get_column("model").to_list(),
         cache_read=calls.get_column("cache_read_tokens").cast(pl.Float64).fill_null(0.0).to_numpy(),
         cache_write=calls.get_column("cache_write_tokens").cast(pl.Float64).fill_null(0.0).to_numpy(),
-        reuse_tokens=reuse, notes=notes)
+        reuse_tokens=reuse, notes=notes, after=after if overlapped else None,
+        after_gap_s=after_gap if overlapped else None)
 

@@ -44,7 +44,7 @@ def sub_plan(plan: SessionPlan, sessions: list[int], calls: int | None = None) -
         node_ids=np.concatenate(ids) if ids else plan.node_ids[:0], span_ids=[plan.span_ids[c] for c in per_call],
         trace_ids=[plan.trace_ids[c] for c in per_call], models=[plan.models[c] for c in per_call],
         cache_read=plan.cache_read[pc], cache_write=plan.cache_write[pc], reuse_tokens=plan.reuse_tokens[pc],
-        notes=[])
+        notes=[], after=None, after_gap_s=None)
 
 
 @pytest.fixture(scope="module")
