@@ -78,7 +78,9 @@ def test_reject_fails_the_sessions_at_their_first_call_beyond(runs) -> None:
     frame = res.calls
     lost = frame.filter(pl.col("replayed_s") == 0)
     assert lost.height > 0 and lost["session_id"].n_unique() == 3
-    assert res.systems[0].model_calls_s == pytest.approx(served.systems[0].model_calls_s, rel=0.01)
+    # one session at a time, the same model time; within 2 %, not 1: the simulation runs the recording's
+    # side-by-side sub-agent calls together (1.5 % apart on Jalapeño), the one-session replay one by one
+    assert res.systems[0].model_calls_s == pytest.approx(served.systems[0].model_calls_s, rel=0.02)
     assert res.systems[0].model_calls_s < runs[("compact", "alone")].systems[0].model_calls_s
     # the failed sessions' tools and waits stay as recorded: the task speed-up stays within the Amdahl bound
     assert res.systems[0].speedup_vs_recorded <= res.recorded.amdahl_bound
