@@ -278,6 +278,7 @@ class Engine:
         key = np.where(after < 0, p.n_calls, after)
         self.released = np.argsort(key, kind="stable")
         self.released_at = np.searchsorted(key[self.released], np.arange(p.n_calls + 2))
+        self.roots = self.released[self.released_at[p.n_calls]:]  # ascending (a stable sort)
         self.pending = np.zeros(n_inst, dtype=np.int64)  # per instance: calls not yet done
         self.next_inst = 0
         self.waiting_sessions: deque = deque()
@@ -347,8 +348,8 @@ class Engine:
             return
         # the calls no reply releases: the first, and any a parallel branch started before a reply came
         t0 = t + float(p.head_s[s])
-        roots = self.released[self.released_at[p.n_calls]:self.released_at[p.n_calls + 1]]
-        for c in roots[(roots >= lo) & (roots < hi)].tolist():
+        a, b = np.searchsorted(self.roots, (lo, hi))
+        for c in self.roots[a:b].tolist():
             self._schedule_call(inst, c, t0 + float(self.after_gap[c]))
 
     def _schedule_call(self, inst: int, call: int, t: float) -> None:

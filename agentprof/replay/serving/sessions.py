@@ -84,31 +84,29 @@ class SessionPlan:
         return after, self.gap_s
 
 
-def _waits_for(conv: np.ndarray, t0: np.ndarray, t1: np.ndarray, run_end: np.ndarray, first: np.ndarray,
-               start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _waits_for(conv: np.ndarray, t0: np.ndarray, t1: np.ndarray, run_end: np.ndarray, gap: np.ndarray,
+               side: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per call (sorted by session, then start): the call whose reply it waited for in the recording (the latest
     reply before it started; -1 where none had come yet) and the seconds from that reply (or, for -1, from the
-    session's first call) to its start. A call that started after every earlier reply waits for the latest."""
-    n = t0.size
-    idx = np.arange(n, dtype=np.int64)
+    session's first call) to its start. ``gap``: each call's seconds after the latest earlier reply (the session's
+    running ``run_end``); ``side``: the calls that started before that reply, which wait for an earlier one."""
+    idx = np.arange(t0.size, dtype=np.int64)
     latest = pl.DataFrame({"c": conv, "i": np.where(t1 == run_end, idx, -1)}).select(
         pl.when(pl.col("i") >= 0).then(pl.col("i")).forward_fill().over("c")).to_series().to_numpy()
-    after = np.full(n, -1, dtype=np.int64)
+    after = np.full(t0.size, -1, dtype=np.int64)
     after[1:] = latest[:-1]
-    after[first] = -1
+    after[start[:-1]] = -1
+    after_gap = gap.copy()
     s0 = np.repeat(start[:-1], np.diff(start))
-    gap = np.zeros(n)
-    ok = ~first
-    gap[ok] = (t0[ok] - t1[after[ok]]) / 1e9
-    for j in np.flatnonzero(ok & (gap < 0)).tolist():  # started before the latest reply: an earlier one, or none
+    for j in np.flatnonzero(side).tolist():
         lo = int(s0[j])
         done = np.flatnonzero(t1[lo:j] <= t0[j])
         if done.size:
             i = lo + int(done[np.argmax(t1[lo:j][done])])
-            after[j], gap[j] = i, (t0[j] - t1[i]) / 1e9
+            after[j], after_gap[j] = i, (t0[j] - t1[i]) / 1e9
         else:
-            after[j], gap[j] = -1, (t0[j] - t0[lo]) / 1e9
-    return after, gap
+            after[j], after_gap[j] = -1, (t0[j] - t0[lo]) / 1e9
+    return after, after_gap
 
 
 def _wait_excess(spans: pl.DataFrame, cap_wait: float | None) -> pl.DataFrame:
@@ -235,9 +233,10 @@ def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global
     run_end = pl.DataFrame({"c": conv, "e": t1}).select(pl.col("e").cum_max().over("c")).to_series().to_numpy()
     prev_end[1:] = run_end[:-1]
     gap = np.where(first, 0.0, (t0 - prev_end) / 1e9)
-    overlapped = int(((gap < 0) & ~first).sum())
+    side = (gap < 0) & ~first  # started before the latest earlier reply: a parallel branch
+    overlapped = int(side.sum())
     gap = np.maximum(gap, 0.0)
-    after, after_gap = _waits_for(conv, t0, t1, run_end, first, start)
+    after, after_gap = _waits_for(conv, t0, t1, run_end, gap, side, start)
     a0 = calls.get_column("a0").fill_null(calls.get_column("_t0")).to_numpy().astype(np.int64)
     a1 = calls.get_column("a1").fill_null(calls.get_column("end_ns")).to_numpy().astype(np.int64)
     s_first, s_last = start[:-1], start[1:] - 1
@@ -276,8 +275,7 @@ def build_plan(trace: Trace, cap_wait: float | None = None, scope: str = "global
             new_tail = np.maximum(tail - tail_cut, 0.0)
             capped = float((before - gap).sum() + (head - new_head).sum() + (tail - new_tail).sum())
             # a call that waited for the latest reply has that gap as its own: capped the same
-            chained = before == after_gap
-            after_gap = np.where(chained, gap, after_gap)
+            after_gap = np.where(side, after_gap, gap)
             head, tail = new_head, new_tail
     # calls without token counts: their recorded duration becomes part of the following gap
     ok_o = ok[order]

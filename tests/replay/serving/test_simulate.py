@@ -64,23 +64,23 @@ def test_concurrency_one_matches_single_session_replay(kvct, plan, resolved, sys
     assert shorter
 
 
+def moved(plan) -> np.ndarray:
+    """The calls of ``plan`` that do not wait for the one before them (the chain a plan without ``after`` runs)."""
+    chain = replace(plan, after=None, after_gap_s=None).waits_for()[0]
+    return np.flatnonzero(plan.waits_for()[0] != chain)
+
+
 def side_by_side(plan) -> set[int]:
     """Sessions of ``plan`` with a call that does not wait for the one before it."""
-    after, _ = plan.waits_for()
-    chain = np.arange(plan.n_calls) - 1
-    chain[plan.start[:-1]] = -1
-    sess = np.repeat(np.arange(plan.n_sessions), np.diff(plan.start))
-    return set(np.unique(sess[after != chain]).tolist())
+    return set(np.unique(np.repeat(np.arange(plan.n_sessions), np.diff(plan.start))[moved(plan)]).tolist())
 
 
 def test_parallel_sub_agent_calls_are_issued_side_by_side(plan, resolved) -> None:
     """A call the recording started before the previous reply came waits only for the reply it had (or for
     none): the simulation issues it while the other is still in flight, as the agent did."""
     after, gap = plan.waits_for()
-    chain = np.arange(plan.n_calls) - 1
-    chain[plan.start[:-1]] = -1
-    moved = np.flatnonzero(after != chain)
-    assert moved.size >= 4 and (after[moved] < chain[moved]).all() and (gap >= 0).all()
+    m = moved(plan)
+    assert m.size >= 4 and (after[m] < m - 1).all() and (gap >= 0).all()
     assert any("side by side" in n for n in plan.notes)
     run = simulate(plan, resolved("h200+x86"), ServingConfig(concurrency=1))
     # each call after the one before it, as the simulation did before: the same sessions take longer
