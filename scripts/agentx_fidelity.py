@@ -62,7 +62,8 @@ groups = [("all", df)] if fixed > 0 else [(str(k[0]), g) for k, g in df.group_by
 for hw, sub in sorted(groups):
     eta = fixed if fixed > 0 else fit_attn_eff(sub, fitted, cat)[0]
     etas[hw] = eta
-    table += simulate_agentic(sub, dataclasses.replace(fitted, attn_eff=eta, attn_eff_by_accelerator={}), cat,
+    kinds = {"attn_eff_by_attention": {}} if hasattr(fitted, "attn_eff_by_attention") else {}  # older revisions
+    table += simulate_agentic(sub, dataclasses.replace(fitted, attn_eff=eta, attn_eff_by_accelerator={}, **kinds), cat,
                               think_s=think, reuse=reuse)["table"]
 print(json.dumps({"attn_eff": etas, "table": table}))
 """

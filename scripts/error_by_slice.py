@@ -160,6 +160,29 @@ def agentx() -> pl.DataFrame:
     return pl.concat(out, how="diagonal_relaxed")
 
 
+def other_model() -> pl.DataFrame:
+    """A second attention kernel at long prompts: the healthy AgentX MiniMax M2.5 points (GQA; vLLM on MI355X,
+    three stacks), each stack priced with the GQA attention efficiency fitted on the other two
+    (``agentic.stacks_held_out``); the lookup is the nearest point of another stack (concurrency, then prompt
+    length)."""
+    from agentprof.catalog.hardware import load_catalog
+    from agentprof.replay.agentic import attention_rows, fit_rows, load_agentic, stacks_held_out
+    from agentprof.replay.calibration import DEFAULT_AGENTIC_OTHER, load_fitted
+
+    cat = load_catalog()
+    own = fit_rows(attention_rows(load_agentic(DEFAULT_AGENTIC_OTHER), cat, "gqa"))
+    p = stacks_held_out(own, load_fitted(), cat)
+    stack = p["stack"].to_numpy()
+    c, n = p["conc"].cast(pl.Float64).to_numpy(), p["input_tokens"].to_numpy()
+    near = [_nearest([c, n], i, stack != stack[i]) for i in range(p.height)]
+    return p.with_columns(
+        *(pl.Series(f"base_{m}", p[col].to_numpy()[near], dtype=pl.Float64)
+          for m, col in (("ttft", "meas_ttft"), ("tpot", "meas_itl"), ("e2e", "meas_e2e"))),
+        meas_tpot=pl.col("meas_itl"), pred_tpot=pl.col("pred_itl"),
+        pred_e2e=pl.col("pred_ttft") + (pl.col("output_tokens") - 1.0).clip(0) * pl.col("pred_itl"),
+        framework=pl.lit("vllm"), layout=pl.format("tp{}", pl.col("tp")), covered=pl.lit(True), isl=pl.Series(n))
+
+
 def _nearest(keys: list[np.ndarray], i: int, same: np.ndarray) -> int:
     """The index of the row nearest row ``i`` in log2 distance over ``keys`` among rows with ``same`` true (not i)."""
     d = sum(np.abs(np.log2(k / k[i])) for k in keys)
@@ -229,6 +252,8 @@ def main(argv: list[str]) -> int:
           "healthy runs' TTFT, decode steps' time per token", multiturn())
     table("5. The same stack's single calls, each priced alone (four one-user runs, first requests left out)",
           single_calls())
+    table("6. Another attention kernel at long prompts: MiniMax M2.5 (GQA) on vLLM MI355X, AgentX, each stack "
+          "with the GQA efficiency of the other two", other_model())
     return 0
 
 

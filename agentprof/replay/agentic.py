@@ -110,15 +110,17 @@ def accelerator_of(hw: str, cat: HardwareCatalog) -> str:
 
 def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff: float,
                     by_accelerator: Mapping[str, float] | None = None, block_host: bool = True,
+                    by_attention: Mapping[str, Mapping[str, float]] | None = None,
                     ) -> Iterator[tuple[dict[str, Any], str, Deployment, StepParams, str]]:
     """Each AgentX row the catalog can place, with its hardware key, its deployment (KV in the dtype the
     framework deployed), the fitted step terms (with the frontend's tokenization time per prompt token the
     catalog lists for the framework and model, measured on the row's hardware where it lists that, and the
     engine's per-block host time over the row's mean prompt added to the per-prefill overhead where the recipe
     runs small KV blocks: ``scheduling.toml [block_host]``) and the calibration level they came from. Attention
-    runs at ``by_accelerator[hw]`` where given, else at ``attn_eff``. ``block_host=False`` leaves the per-block
+    runs at ``by_accelerator[hw]`` where given, else at ``attn_eff``; a model whose attention kind ``by_attention``
+    lists (``{"gqa": {"pooled": η, hw: η}}``, ``Fitted.attn_eff_by_attention``) at that kind's instead. ``block_host=False`` leaves the per-block
     host time out (the model before that term, for before/after comparisons)."""
-    by_accelerator = by_accelerator or {}
+    by_accelerator, by_attention = by_accelerator or {}, by_attention or {}
     for r in df.iter_rows(named=True):
         hw = accelerator_of(r["hw"], cat)
         m = find_model(str(r["model"])) or (cat.models.get("kimi-k2.5") if "kimi" in str(r["model"]).lower() else None)
@@ -137,7 +139,9 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
         # the engine's per-block host work over the prompt's blocks holds up the loop like the per-prefill overhead
         per_tok = block_host_s_per_token(fw, m.key, hw)[0] if block_host else 0.0
         blocks_s = per_tok * float(r["mean_input_tokens"] or 0.0)
-        p = p.with_(attn_eff=by_accelerator.get(hw, attn_eff), t_tok_s=tokenize_s_per_token(fw, m.key, hw)[0],
+        kind = by_attention.get(m.attention)
+        eta = kind.get(hw, kind["pooled"]) if kind else by_accelerator.get(hw, attn_eff)
+        p = p.with_(attn_eff=eta, t_tok_s=tokenize_s_per_token(fw, m.key, hw)[0],
                     t_req_s=p.t_req_s + blocks_s)
         yield r, hw, dep, p, how
 
@@ -158,7 +162,8 @@ def fit_rows(df: pl.DataFrame, max_conc: int = MAX_CONC) -> pl.DataFrame:
 
 def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff: float,
                 by_accelerator: Mapping[str, float] | None = None, think_s: float | None = None,
-                max_conc: int = MAX_CONC) -> pl.DataFrame:
+                max_conc: int = MAX_CONC, by_attention: Mapping[str, Mapping[str, float]] | None = None,
+                ) -> pl.DataFrame:
     """Predicted mean TTFT and ITL for the healthy points up to ``max_conc`` users (the server's measured hit rate
     sets the cached part).
     Each user waits ``think_s`` between a reply and its next call (default :func:`workload_think_s` of ``df``), so
@@ -169,7 +174,8 @@ def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff
     time (``pred_prefill``) and the frontend (``pred_frontend``)."""
     think = workload_think_s(df) if think_s is None else think_s
     rows = []
-    for r, hw, dep, p, how in deployed_points(fit_rows(df, max_conc), fitted, cat, attn_eff, by_accelerator):
+    for r, hw, dep, p, how in deployed_points(fit_rows(df, max_conc), fitted, cat, attn_eff, by_accelerator,
+                                              by_attention=by_attention):
         inp, out, conc = float(r["mean_input_tokens"]), float(r["mean_output_tokens_actual"]), float(r["conc"])
         cached = np.array([r["server_gpu_cache_hit_rate"] * inp])
         inside, cycle = conc, r.get("cycle_s")
@@ -240,15 +246,20 @@ def held_out_predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog)
     predictions with the ``eta`` used) per accelerator; none where only one accelerator has points."""
     rows = fit_rows(df)
     keys = pl.Series([accelerator_of(h, cat) for h in rows["hw"].to_list()])
-    out = []
-    for hw in sorted(set(keys.to_list())):
-        own, other = rows.filter(keys == hw), rows.filter(keys != hw)
+    return [(own, p) for _, own, p in _leave_one_out(rows, keys, fitted, cat)]
+
+
+def _leave_one_out(rows: pl.DataFrame, keys: pl.Series, fitted: Fitted, cat: HardwareCatalog
+                   ) -> Iterator[tuple[str, pl.DataFrame, pl.DataFrame]]:
+    """Per value of ``keys``: its rows and their predictions (``eta`` column) with the attention efficiency and the
+    users' think time of the other rows; nothing where no other rows are left."""
+    for key in sorted(set(keys.to_list())):
+        own, other = rows.filter(keys == key), rows.filter(keys != key)
         if not other.height:
             continue
         eta, _ = fit_attn_eff(other, fitted, cat)
-        out.append((own, predictions(own, fitted, cat, eta, think_s=workload_think_s(other))
-                    .with_columns(eta=pl.lit(eta))))
-    return out
+        yield key, own, predictions(own, fitted, cat, eta, think_s=workload_think_s(other)).with_columns(
+            eta=pl.lit(eta))
 
 
 def held_out_summary(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> dict[str, Any]:
@@ -283,6 +294,31 @@ def fit_attn_eff_per_accelerator(df: pl.DataFrame, fitted: Fitted, cat: Hardware
         info[f"{hw}_attn_eff"] = etas[hw]
         info[f"{hw}_attn_eff_points"] = n
     return etas, info
+
+
+def attention_rows(df: pl.DataFrame, cat: HardwareCatalog, attention: str) -> pl.DataFrame:
+    """The rows of a points table whose model the catalog knows and runs ``attention`` kernels (``gqa``, ``mla``)."""
+    keep = []
+    for name in df["model"].to_list():
+        m = find_model(str(name)) if name else None
+        keep.append(m is not None and m.attention == attention)
+    return df.filter(pl.Series(keep, dtype=pl.Boolean))
+
+
+def stacks_held_out(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> pl.DataFrame:
+    """Each stack's (hardware, model, precision, tensor parallel) healthy points predicted with the attention
+    efficiency fitted on the other stacks' (:func:`fit_attn_eff`) and their users' think time; ``eta`` and
+    ``stack`` say which. Empty where there is only one stack."""
+    rows = fit_rows(df)
+    keys = pl.Series([f"{accelerator_of(h, cat)}/{m}/{p}/tp{t}" for h, m, p, t in
+                      rows.select("hw", "model", "precision", "tp").iter_rows()])
+    out = []
+    for key, own, p in _leave_one_out(rows, keys, fitted, cat):
+        if p.height == own.height:  # every row placed: the measured end-to-end time and output tokens ride along
+            p = p.with_columns(meas_e2e=own["mean_e2el"].cast(pl.Float64),
+                               output_tokens=own["mean_output_tokens_actual"].cast(pl.Float64))
+        out.append(p.with_columns(stack=pl.lit(key)))
+    return pl.concat(out, how="diagonal_relaxed") if out else pl.DataFrame()
 
 
 REQUEST_COLUMNS = ("hw", "tp", "conc", "offloading", "conversation_id", "turn_index", "request_start_ns",

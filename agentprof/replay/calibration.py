@@ -34,6 +34,8 @@ from agentprof.replay.points import (
 FITTED_PATH = CATALOG_DIR / "fitted.toml"
 DEFAULT_POINTS = Path("data/inferencex/calibration_points.csv")
 DEFAULT_AGENTIC = Path("data/inferencex/agentic_kimi_points.csv")
+DEFAULT_AGENTIC_OTHER = Path("data/inferencex/agentic_other_points.csv")
+"""The AgentX points of the other models (MiniMax M2.5: GQA attention), for the GQA kernels' efficiency."""
 ATTN_EFF_BASIS = "bf16_peak"
 """What ``[global] attn_eff`` is a fraction of: the BF16 peak (attention at its kernels' own efficiency). A file
 without it was written when attn_eff scaled each group's prefill GEMM efficiency, and is refused (refit)."""
@@ -126,13 +128,26 @@ class Fitted:
     attn_eff_by_accelerator: dict[str, float] = field(default_factory=dict)
     """Prefill-attention efficiency per accelerator, each fitted on that accelerator's own agentic points
     (:func:`agentprof.replay.agentic.fit_attn_eff_per_accelerator`); an accelerator not listed takes ``attn_eff``."""
+    attn_eff_by_attention: dict[str, dict[str, float]] = field(default_factory=dict)
+    """The same for another family of attention kernels (``{"gqa": {"pooled": η, "mi355x": η}}``), fitted on the
+    AgentX points of models with that attention; ``attn_eff`` and ``attn_eff_by_accelerator`` are the MLA kernels'
+    (Kimi K2.5's points), and any kind not listed takes them."""
 
-    def attn_eff_for(self, hardware: str) -> float:
-        """The prefill-attention efficiency of ``hardware``: its own fitted value, else the pooled one."""
+    def attn_eff_for(self, hardware: str, attention: str = "mla") -> float:
+        """The prefill-attention efficiency of ``hardware`` running ``attention`` kernels: its own fitted value,
+        else the pooled one of that kind (MLA's where the kind has none)."""
+        table = self.attn_eff_by_attention.get(attention)
+        if table:
+            return float(table.get(hardware, table["pooled"]))
         return float(self.attn_eff_by_accelerator.get(hardware, self.attn_eff))
 
-    def attn_eff_basis(self, hardware: str) -> str:
+    def attn_eff_basis(self, hardware: str, attention: str = "mla") -> str:
         """Where :meth:`attn_eff_for` comes from, in words (for reports and notes)."""
+        if self.attn_eff_by_attention.get(attention):
+            n = self.agentic.get(f"{attention}_{hardware}_attn_eff_points")
+            if hardware in self.attn_eff_by_attention[attention]:
+                return f"fitted on {hardware}'s own {n or ''} {attention.upper()} AgentX points".replace("  ", " ")
+            return f"pooled over the {attention.upper()} AgentX points (none on {hardware})"
         if hardware in self.attn_eff_by_accelerator:
             n = self.agentic.get(f"{hardware}_attn_eff_points")
             return f"fitted on {hardware}'s own {n} AgentX points" if n else f"fitted on {hardware}'s own AgentX points"
@@ -435,6 +450,10 @@ def to_toml(fitted: Fitted) -> str:
         lines += ["", "# the same, fitted on each accelerator's own [agentic] points; others take global.attn_eff (pooled)",
                   "[global.attn_eff_by_accelerator]"]
         lines += [f"{k} = {_toml_value(float(v))}" for k, v in sorted(fitted.attn_eff_by_accelerator.items())]
+    for kind, table in sorted(fitted.attn_eff_by_attention.items()):
+        lines += ["", f"# the same for {kind} attention kernels, fitted on [agentic] {kind}_* points; pooled: the rest",
+                  f"[global.attn_eff_by_attention.{kind}]"]
+        lines += [f"{k} = {_toml_value(float(v))}" for k, v in sorted(table.items())]
     if fitted.agentic:
         lines += ["", "[agentic]"]
         for k, v in fitted.agentic.items():
@@ -500,10 +519,21 @@ def _parse_fitted(data: dict[str, Any], where: str) -> Fitted:
     for k, v in by_acc.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
             raise CatalogError(f"{where}: global.attn_eff_by_accelerator.{k}: expected a positive number, got {v!r}")
+    by_kind = glob.get("attn_eff_by_attention") or {}
+    if not isinstance(by_kind, dict) or not all(isinstance(t, dict) for t in by_kind.values()):
+        raise CatalogError(f"{where}: global.attn_eff_by_attention must hold one table per attention kind")
+    for kind, table in by_kind.items():
+        if "pooled" not in table:
+            raise CatalogError(f"{where}: global.attn_eff_by_attention.{kind}: needs a 'pooled' value")
+        for k, v in table.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise CatalogError(f"{where}: global.attn_eff_by_attention.{kind}.{k}: expected a positive number, "
+                                   f"got {v!r}")
     levels = {str(k): {kk: float(vv) for kk, vv in v.items() if isinstance(vv, (int, float))}
               for k, v in (data.get("levels") or {}).items() if isinstance(v, dict)}
     return Fitted(entries, dict(prov), float(eff), dict(data.get("agentic") or {}), levels,
-                  {str(k): float(v) for k, v in by_acc.items()})
+                  {str(k): float(v) for k, v in by_acc.items()},
+                  {str(kind): {str(k): float(v) for k, v in t.items()} for kind, t in by_kind.items()})
 
 
 def user_fitted_path() -> Path:

@@ -352,15 +352,18 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
     if as_json:
         click.echo(json.dumps({"written": str(path), "provenance": fitted.provenance, "in_sample": summary,
                                "attn_eff": {"pooled": fitted.attn_eff,
-                                            "by_accelerator": fitted.attn_eff_by_accelerator}}, indent=2))
+                                            "by_accelerator": fitted.attn_eff_by_accelerator,
+                                            "by_attention": fitted.attn_eff_by_attention}}, indent=2))
         return
     click.echo(f"fitted {len(fitted.entries['layout'])} layouts in {len(fitted.entries['group'])} groups on "
                f"{fitted.provenance['points_used']} points; wrote {path}")
     if out is None:
         click.echo("replay, capacity and report now use this fit instead of the shipped one (delete the file to go "
                    "back)")
-    click.echo("prefill attention efficiency (fraction of the BF16 peak): pooled " f"{fitted.attn_eff:.3f}" + "".join(
-        f", {k} {v:.3f}" for k, v in sorted(fitted.attn_eff_by_accelerator.items())))
+    click.echo("prefill attention efficiency (fraction of the BF16 peak), MLA: pooled " f"{fitted.attn_eff:.3f}" +
+               "".join(f", {k} {v:.3f}" for k, v in sorted(fitted.attn_eff_by_accelerator.items())))
+    for kind, table in sorted(fitted.attn_eff_by_attention.items()):
+        click.echo(f"  {kind.upper()}: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(table.items())))
     _print_fidelity(summary, "in-sample")
 
 

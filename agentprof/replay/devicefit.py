@@ -1,6 +1,6 @@
 """``agentprof devices fit`` as one step: the free terms on the fixed-sequence points (:mod:`.calibration`), then
 the prefill-attention efficiency on the AgentX long-prompt points (:mod:`.agentic`), pooled and per accelerator,
-with the provenance that ``fitted.toml`` stores. Both modules import downwards only; this one joins them."""
+for MLA (Kimi K2.5) and GQA (MiniMax M2.5) kernels, with the provenance that ``fitted.toml`` stores. Both modules import downwards only; this one joins them."""
 
 from __future__ import annotations
 
@@ -11,27 +11,61 @@ from typing import Any
 from agentprof import __version__
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.replay.agentic import (
+    attention_rows,
     fit_attn_eff,
     fit_attn_eff_per_accelerator,
     held_out_summary,
     load_agentic,
     predictions,
+    stacks_held_out,
     summarize,
 )
-from agentprof.replay.calibration import DEFAULT_AGENTIC, DEFAULT_POINTS, METHOD, Fitted, file_sha256, fit
+from agentprof.replay.calibration import (
+    DEFAULT_AGENTIC,
+    DEFAULT_AGENTIC_OTHER,
+    DEFAULT_POINTS,
+    METHOD,
+    Fitted,
+    file_sha256,
+    fit,
+)
 from agentprof.replay.points import load_points
 from agentprof.resources import shipped
 
 
+def fit_gqa(path: str | Path, fitted: Fitted, cat: HardwareCatalog) -> tuple[dict[str, float], dict[str, Any]]:
+    """The GQA kernels' prefill-attention efficiency on the AgentX points of GQA models (MiniMax M2.5 on vLLM
+    MI355X runs ROCm's AITER flash attention, where Kimi K2.5's MLA runs AITER's MLA kernels, the servers' logs
+    [S47]): pooled and per accelerator, each stack also predicted from the others' (``gqa_held_out_*``). Returns
+    ``({"pooled": η, <accelerator>: η}, provenance)``; empty where the file holds no GQA point the catalog places."""
+    rows = attention_rows(load_agentic(path), cat, "gqa")
+    pooled, info = fit_attn_eff(rows, fitted, cat)
+    if not info.get("points"):
+        return {}, {}
+    by_acc, acc_info = fit_attn_eff_per_accelerator(rows, fitted, cat)
+    out = {"gqa_data_file": str(path), "gqa_data_sha256": file_sha256(path), "gqa_attn_eff_pooled": pooled,
+           **{f"gqa_{k}": v for k, v in info.items() if k not in ("attn_eff", "healthy_hit_rate_min",
+                                                                     "max_concurrency")},
+           **{f"gqa_{k}": v for k, v in acc_info.items()}}
+    held = stacks_held_out(rows, fitted, cat)
+    if held.height:
+        s = summarize(held)
+        out.update({"gqa_held_out_points": s["points"], "gqa_held_out_median_ape_ttft": s["median_ape_ttft"],
+                    "gqa_held_out_median_ape_itl": s["median_ape_itl"]})
+    return {"pooled": pooled, **by_acc}, out
+
+
 def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = None,
-             agentic_points: str | Path | None = DEFAULT_AGENTIC) -> Fitted:
+             agentic_points: str | Path | None = DEFAULT_AGENTIC,
+             other_points: str | Path | None = DEFAULT_AGENTIC_OTHER) -> Fitted:
     """Fit on a points CSV and attach the provenance (file, hash, date, method, points used).
 
     With ``agentic_points`` (the AgentX long-prompt points, when the file exists) the global prefill-attention
     efficiency is fitted on them and the points are refitted with it, twice (it barely moves 1K-prompt fits);
     then each accelerator's own efficiency on its own points (``attn_eff_by_accelerator``; the pooled one stays the
     fallback), with the per-block host time its recipe lists (``scheduling.toml [block_host]``) separated, as in the
-    pooled one: that time is the recipe's (vLLM's ``--block-size=1``), not the accelerator's."""
+    pooled one: that time is the recipe's (vLLM's ``--block-size=1``), not the accelerator's. With
+    ``other_points`` (the other models' AgentX points) the GQA kernels get their own (:func:`fit_gqa`)."""
     points = shipped(points)  # the defaults are repository paths; an installed wheel carries copies
     agentic_points = shipped(agentic_points) if agentic_points is not None else None
     cat = cat or load_catalog()
@@ -56,6 +90,12 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
                    "attn_eff_pooled": eta, **acc_info}
         del agentic["attn_eff"]
         fitted.attn_eff_by_accelerator = by_acc
+        other = shipped(other_points) if other_points is not None else None
+        if other is not None and Path(other).is_file():  # the GQA kernels, on the other models' points
+            gqa, gqa_info = fit_gqa(other, fitted, cat)
+            if gqa:
+                fitted.attn_eff_by_attention = {"gqa": gqa}
+                agentic.update(gqa_info)
     used = sum(e.points for e in fitted.entries["layout"].values())
     fitted.provenance = {
         "data_file": str(points), "data_sha256": file_sha256(points),

@@ -119,7 +119,11 @@ def check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None,
         if how in ("hardware", "family", "prior"):
             covered[i] = False
             why[i] = f"no calibrated {k.model} configuration on {k.family} hardware"
-    ttft, tpot, e2e = predict(f, theta, fitted.attn_eff)
+    # a prompt's attention runs at its kernels' efficiency (the accelerator's and attention kind's fitted one where
+    # no published forward figure applies: point_attn_eff)
+    etas = np.array([fitted.attn_eff_for(k.hardware, cat.models[k.model].attention) if k is not None
+                     else fitted.attn_eff for k in f.keys])
+    ttft, tpot, e2e = predict(f, theta, etas)
 
     def col(name: str, default: Any = None) -> list:
         return df[name].to_list() if name in df.columns else [default] * n

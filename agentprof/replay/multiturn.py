@@ -82,7 +82,8 @@ def ttft_check(runs: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> pl.D
     each accelerator's fitted attention efficiency; every row carries its measured ``cycle_s``, so no think time is
     assumed)."""
     pts = as_points(runs)
-    return predictions(pts, fitted, cat, fitted.attn_eff, by_accelerator=fitted.attn_eff_by_accelerator, think_s=0.0)
+    return predictions(pts, fitted, cat, fitted.attn_eff, by_accelerator=fitted.attn_eff_by_accelerator, think_s=0.0,
+                       by_attention=fitted.attn_eff_by_attention)
 
 
 def pool_tokens(runs: pl.DataFrame) -> dict[int, float]:

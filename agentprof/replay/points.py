@@ -448,13 +448,13 @@ def expert_ranks(ep: int, gpus: int) -> int:
     return e if gpus % e == 0 else 1
 
 
-def point_attn_eff(f: Features, attn_eff: float) -> np.ndarray:
+def point_attn_eff(f: Features, attn_eff: float | np.ndarray) -> np.ndarray:
     """Each point's prefill attention efficiency: its kernel's sourced figure (``Features.attn_eff``), else the
-    fitted global ``attn_eff``."""
+    fitted ``attn_eff`` (one global value, or one per point)."""
     return np.where(np.isnan(f.attn_eff), attn_eff, f.attn_eff)
 
 
-def predict_times(f: Features, theta: np.ndarray, attn_eff: float = 1.0) -> Times:
+def predict_times(f: Features, theta: np.ndarray, attn_eff: float | np.ndarray = 1.0) -> Times:
     """The serving equations (:func:`agentprof.replay.equations.times`) for each point with per-point
     parameters ``theta`` (n × len(PARAMS), natural units) and the attention efficiency (:func:`point_attn_eff`)."""
     tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf, handoff, a2a = (theta[:, i] for i in range(len(PARAMS)))
@@ -464,7 +464,8 @@ def predict_times(f: Features, theta: np.ndarray, attn_eff: float = 1.0) -> Time
                  mbu, mfu, t0, q, treq, acc, point_attn_eff(f, attn_eff), mfu_pf, handoff)
 
 
-def predict(f: Features, theta: np.ndarray, attn_eff: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def predict(f: Features, theta: np.ndarray, attn_eff: float | np.ndarray = 1.0
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Median TTFT, TPOT and end-to-end latency for each point (:func:`predict_times`). Equations in
     docs/DEVICE_MODEL.md §2."""
     t = predict_times(f, theta, attn_eff)

@@ -375,3 +375,38 @@ def test_a_runs_mean_sets_a_slower_attention_than_its_single_calls_on_b200() -> 
     assert got["mi355x"]["eta_call"] == pytest.approx(fitted.attn_eff_for("mi355x"), rel=0.3)
     with pytest.raises(TraceFormatError, match="ttft_ms"):
         call_attn_eff(pl.read_csv(REQUESTS).drop("ttft_ms"), load_agentic(AGENTIC), fitted, CAT)
+
+
+OTHER = ROOT / "data" / "inferencex" / "agentic_other_points.csv"
+
+
+def test_minimax_entry_matches_what_its_agentx_server_logged() -> None:
+    # the MXFP4 TP1 server (vLLM 0.22.0, --kv-cache-dtype fp8) logged 152.53 GiB of KV for 1,289,856 tokens and
+    # 118.75 GiB of weights: the config's 62 layers x 8 KV heads x 128 x 2 at 1 B, and MXFP4 experts + BF16 rest
+    from agentprof.catalog import find_model
+
+    m = find_model("amd/MiniMax-M2.5-MXFP4")
+    assert m is not None and m.key == "minimax-m2.5" and find_model("MiniMaxAI/MiniMax-M2.5") is m
+    b, src = kv_bytes("vllm", m.key, "mi355x")
+    assert b == 1 and "S47" in src
+    dep = Deployment(m, CAT.accelerators["mi355x"], "fp4", 1, kv_dtype_bytes=b)
+    assert dep.kv_token_bytes == pytest.approx(152.53 * 2**30 / 1_289_856, rel=1e-3)
+    assert dep.weight_bytes_per_gpu == pytest.approx(118.75 * 2**30, rel=0.01)
+
+
+def test_every_healthy_minimax_point_is_priced_by_the_shipped_terms() -> None:
+    # the GQA model of the AgentX runs (scripts/error_by_slice.py family 6): every healthy vLLM point is placed,
+    # each TTFT has its parts, and the single-user TTFT is mostly the prefill of the uncached tail
+    from agentprof.replay.agentic import attention_rows, fit_rows, predictions
+
+    fitted = load_fitted()
+    own = fit_rows(attention_rows(load_agentic(OTHER), CAT, "gqa"))
+    assert own.height >= 30 and set(own["tp"].to_list()) == {1, 2}
+    assert own["model"].str.contains("MiniMax").all()
+    p = predictions(own, fitted, CAT, fitted.attn_eff_for("mi355x", "gqa"))
+    assert p.height == own.height
+    assert (p["pred_ttft"] > 0).all() and (p["pred_itl"] > 0).all()
+    parts = p["pred_queue"] + p["pred_prefill"] + p["pred_frontend"]
+    assert np.allclose(parts.to_numpy(), p["pred_ttft"].to_numpy(), rtol=0, atol=0.05)  # + per-request host time
+    one = p.filter(pl.col("conc") == 1)
+    assert (one["pred_queue"] == 0).all() and (one["pred_prefill"] > one["pred_frontend"]).all()

@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from agentprof.catalog import CatalogError
 from agentprof.errors import TraceFormatError
 from agentprof.replay.calibration import (
     PARAMS,
@@ -306,3 +307,52 @@ def test_precision_by_encoding_and_padded_hardware_names_are_the_catalogs(points
         assert t["covered"][0] and t["pred_tpot"][0] == want
     t = check(row.with_columns(pl.lit("fp6").alias("precision")), fitted, CAT).table
     assert not t["covered"][0] and "no 'fp6' format" in t["why"][0]
+
+
+def test_gqa_kernels_have_their_own_reproducible_attention_efficiency() -> None:
+    # fitted.toml [agentic] gqa_* states how well the MiniMax (GQA) AgentX points are predicted with the GQA
+    # efficiency: recompute it; the MLA one (Kimi's) stays what MLA models get
+    from agentprof.replay.agentic import attention_rows, fit_rows, load_agentic, predictions, summarize
+    from agentprof.replay.calibration import DEFAULT_AGENTIC_OTHER
+
+    fitted = load_fitted()
+    gqa = fitted.attn_eff_by_attention["gqa"]
+    assert set(gqa) == {"pooled", "mi355x"} and 0.02 < gqa["pooled"] < 1.0
+    rows = fit_rows(attention_rows(load_agentic(ROOT / DEFAULT_AGENTIC_OTHER), CAT, "gqa"))
+    t = predictions(rows, fitted, CAT, fitted.attn_eff_for("mi355x", "gqa"))
+    assert t.height == rows.height == fitted.agentic["gqa_points"]
+    assert summarize(t)["median_ape_ttft"] == pytest.approx(fitted.agentic["gqa_median_ape_ttft"], abs=0.02)
+    assert fitted.attn_eff_for("mi355x", "gqa") == gqa["mi355x"]
+    assert fitted.attn_eff_for("h200", "gqa") == gqa["pooled"]  # no GQA points there: the GQA pooled value
+    assert fitted.attn_eff_for("mi355x", "mla") == fitted.attn_eff_by_accelerator["mi355x"]
+    assert fitted.attn_eff_for("h200") == fitted.attn_eff  # MLA, no points of its own: the pooled one
+    assert "GQA" in fitted.attn_eff_basis("h200", "gqa") and "GQA" not in fitted.attn_eff_basis("h200")
+
+
+def test_check_prices_attention_with_the_points_own_kernel_efficiency() -> None:
+    # an 8K-token GPT-OSS prompt on MI355X (no published forward figure) runs at the GQA efficiency: a larger one
+    # shortens its TTFT; on H200 FlashAttention-3's sourced figure applies, so the fitted one changes nothing
+    import copy
+
+    rows = pl.DataFrame([{"hardware": hw, "framework": fw, "model": "gpt-oss-120b", "precision": "fp4", "isl": 8192,
+                          "osl": 1024, "conc": 4, "tp": 1, "ep": 1, "dp_attention": False, "disagg": False,
+                          "median_ttft_s": 0.5, "median_tpot_s": 0.01, "median_e2el_s": 10.0}
+                         for hw, fw in (("mi355x", "atom"), ("h200", "vllm"))])
+    fitted = load_fitted()
+    faster = copy.deepcopy(fitted)
+    faster.attn_eff_by_attention["gqa"] = {k: 2.0 * v for k, v in fitted.attn_eff_by_attention["gqa"].items()}
+    slow, fast = check(rows, fitted, CAT).table, check(rows, faster, CAT).table
+    assert fast["pred_ttft"][0] < 0.99 * slow["pred_ttft"][0]
+    assert fast["pred_ttft"][1] == pytest.approx(slow["pred_ttft"][1], rel=1e-9)
+
+
+def test_a_gqa_table_without_a_pooled_value_is_refused(tmp_path: Path) -> None:
+    import tomllib
+
+    text = to_toml(load_fitted()).replace("[global.attn_eff_by_attention.gqa]\nmi355x",
+                                          "[global.attn_eff_by_attention.gqa]\nx = 1\nmi355x")
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("pooled ="))
+    with pytest.raises(CatalogError, match="pooled"):
+        _parse_fitted(tomllib.loads(text), "fitted.toml")
+    back = _parse_fitted(tomllib.loads(to_toml(load_fitted())), "x")
+    assert back.attn_eff_by_attention == load_fitted().attn_eff_by_attention

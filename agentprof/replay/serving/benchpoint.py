@@ -346,7 +346,8 @@ def simulate_agentic(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | No
     measured = df.filter(pl.col("mean_ttft").is_not_null() & pl.col("mean_itl").is_not_null())
     reuse = workload_reuse(df) if reuse is None else reuse
     think = workload_think_s(df) if think_s is None else think_s
-    for r, hw, dep, p, how in deployed_points(measured, fitted, cat, fitted.attn_eff, fitted.attn_eff_by_accelerator):
+    for r, hw, dep, p, how in deployed_points(measured, fitted, cat, fitted.attn_eff, fitted.attn_eff_by_accelerator,
+                                              by_attention=fitted.attn_eff_by_attention):
         hit = float(r["server_gpu_cache_hit_rate"] or 0.0)
         # LMCache runs: their CPU hits are not reported, so each user keeps its own prefix of the workload's reuse
         # in the recipe's CPU tier as well, and the simulated tiers decide what hits where
