@@ -44,7 +44,8 @@ from agentprof.replay.serving.benchpoint import simulate_agentic
 f = load_fitted()
 r = simulate_agentic(load_agentic(sys.argv[1]), f, load_catalog())
 by = getattr(f, "attn_eff_by_accelerator", None)  # revisions before eta per accelerator have one global value
-print(json.dumps({"attn_eff": {"pooled": f.attn_eff, **by} if by else f.attn_eff, "table": r["table"]}))
+kinds = {f"{kind} {k}": v for kind, t in getattr(f, "attn_eff_by_attention", {}).items() for k, v in t.items()}
+print(json.dumps({"attn_eff": {"pooled": f.attn_eff, **by, **kinds} if by else f.attn_eff, "table": r["table"]}))
 """
 
 _CHILD_ETA = r"""
