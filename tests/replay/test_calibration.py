@@ -356,3 +356,11 @@ def test_a_gqa_table_without_a_pooled_value_is_refused(tmp_path: Path) -> None:
         _parse_fitted(tomllib.loads(text), "fitted.toml")
     back = _parse_fitted(tomllib.loads(to_toml(load_fitted())), "x")
     assert back.attn_eff_by_attention == load_fitted().attn_eff_by_attention
+
+
+def test_a_points_file_without_gqa_models_fits_no_gqa_efficiency(tmp_path: Path) -> None:
+    # the Kimi points alone (MLA): no GQA table, so GQA models keep MLA's efficiency rather than an empty fit's
+    from agentprof.replay.devicefit import fit_gqa
+
+    table, info = fit_gqa(AGENTIC, load_fitted(), CAT)
+    assert table == {} and info == {}
