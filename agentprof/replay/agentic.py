@@ -29,7 +29,7 @@ from agentprof.catalog.kvcache import (
     usable_fraction,
 )
 from agentprof.errors import TraceFormatError
-from agentprof.replay.calibration import Fitted, step_params
+from agentprof.replay.calibration import Fitted, attn_eff_lookup, step_params
 from agentprof.replay.costmodel import Deployment, StepParams, call_times
 from agentprof.replay.points import PointKey
 
@@ -118,8 +118,9 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
     engine's per-block host time over the row's mean prompt added to the per-prefill overhead where the recipe
     runs small KV blocks: ``scheduling.toml [block_host]``) and the calibration level they came from. Attention
     runs at ``by_accelerator[hw]`` where given, else at ``attn_eff``; a model whose attention kind ``by_attention``
-    lists (``{"gqa": {"pooled": η, hw: η}}``, ``Fitted.attn_eff_by_attention``) at that kind's instead. ``block_host=False`` leaves the per-block
-    host time out (the model before that term, for before/after comparisons)."""
+    lists (``{"gqa": {"pooled": η, hw: η}}``, ``Fitted.attn_eff_by_attention``) at that kind's instead
+    (:func:`~agentprof.replay.calibration.attn_eff_lookup`). ``block_host=False`` leaves the per-block host time
+    out (the model before that term, for before/after comparisons)."""
     by_accelerator, by_attention = by_accelerator or {}, by_attention or {}
     for r in df.iter_rows(named=True):
         hw = accelerator_of(r["hw"], cat)
@@ -139,8 +140,7 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
         # the engine's per-block host work over the prompt's blocks holds up the loop like the per-prefill overhead
         per_tok = block_host_s_per_token(fw, m.key, hw)[0] if block_host else 0.0
         blocks_s = per_tok * float(r["mean_input_tokens"] or 0.0)
-        kind = by_attention.get(m.attention)
-        eta = kind.get(hw, kind["pooled"]) if kind else by_accelerator.get(hw, attn_eff)
+        eta = attn_eff_lookup(hw, m.attention, attn_eff, by_accelerator, by_attention)
         p = p.with_(attn_eff=eta, t_tok_s=tokenize_s_per_token(fw, m.key, hw)[0],
                     t_req_s=p.t_req_s + blocks_s)
         yield r, hw, dep, p, how

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -111,6 +111,17 @@ class FitEntry:
         return float(self.theta[PARAMS.index(name)])
 
 
+def attn_eff_lookup(hardware: str, attention: str, pooled: float, by_accelerator: Mapping[str, float],
+                    by_attention: Mapping[str, Mapping[str, float]]) -> float:
+    """The prefill-attention efficiency of ``hardware`` running ``attention`` kernels: where ``by_attention`` lists
+    the kind, its value for the accelerator, else that kind's pooled one; otherwise (MLA, and any kind not listed)
+    ``by_accelerator[hardware]``, else ``pooled``."""
+    table = by_attention.get(attention)
+    if table:
+        return float(table.get(hardware, table["pooled"]))
+    return float(by_accelerator.get(hardware, pooled))
+
+
 @dataclass
 class Fitted:
     """All fitted entries by level, with the provenance of the fit."""
@@ -136,18 +147,18 @@ class Fitted:
     def attn_eff_for(self, hardware: str, attention: str = "mla") -> float:
         """The prefill-attention efficiency of ``hardware`` running ``attention`` kernels: its own fitted value,
         else the pooled one of that kind (MLA's where the kind has none)."""
-        table = self.attn_eff_by_attention.get(attention)
-        if table:
-            return float(table.get(hardware, table["pooled"]))
-        return float(self.attn_eff_by_accelerator.get(hardware, self.attn_eff))
+        return attn_eff_lookup(hardware, attention, self.attn_eff, self.attn_eff_by_accelerator,
+                               self.attn_eff_by_attention)
 
     def attn_eff_basis(self, hardware: str, attention: str = "mla") -> str:
         """Where :meth:`attn_eff_for` comes from, in words (for reports and notes)."""
         if self.attn_eff_by_attention.get(attention):
+            kind = attention.upper()
+            if hardware not in self.attn_eff_by_attention[attention]:
+                return f"pooled over the {kind} AgentX points (none on {hardware})"
             n = self.agentic.get(f"{attention}_{hardware}_attn_eff_points")
-            if hardware in self.attn_eff_by_attention[attention]:
-                return f"fitted on {hardware}'s own {n or ''} {attention.upper()} AgentX points".replace("  ", " ")
-            return f"pooled over the {attention.upper()} AgentX points (none on {hardware})"
+            return f"fitted on {hardware}'s own {n} {kind} AgentX points" if n else \
+                f"fitted on {hardware}'s own {kind} AgentX points"
         if hardware in self.attn_eff_by_accelerator:
             n = self.agentic.get(f"{hardware}_attn_eff_points")
             return f"fitted on {hardware}'s own {n} AgentX points" if n else f"fitted on {hardware}'s own AgentX points"

@@ -1,6 +1,7 @@
 """``agentprof devices fit`` as one step: the free terms on the fixed-sequence points (:mod:`.calibration`), then
 the prefill-attention efficiency on the AgentX long-prompt points (:mod:`.agentic`), pooled and per accelerator,
-for MLA (Kimi K2.5) and GQA (MiniMax M2.5) kernels, with the provenance that ``fitted.toml`` stores. Both modules import downwards only; this one joins them."""
+for MLA (Kimi K2.5) and GQA (MiniMax M2.5) kernels, with the provenance that ``fitted.toml`` stores. Both modules
+import downwards only; this one joins them."""
 
 from __future__ import annotations
 

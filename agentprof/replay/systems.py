@@ -176,6 +176,7 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
                            f"{system.mem_util:.0%} usable)")
     scale = system.accelerator.fields.get("overhead_scale")
     acc_key = system.accelerator.key  # attention at this accelerator's own fitted efficiency, else the pooled one
+    kind = dep.model.attention  # of this attention kind (MLA's where the fit has none for it)
     if system.params:
         pr = system.params
 
@@ -189,14 +190,15 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
         params = StepParams(t_fixed_s=t_fixed, mbu=pr["mbu"].value, mfu=pr["mfu"].value, t0_s=val("t0_s", 0.0),
                             t_req_s=val("t_req_s", 0.0), q=val("q", 1.0),
                             accept=val("mtp_accept", 1.0) if accept is None else accept,
-                            attn_eff=val("attn_eff", fitted.attn_eff_for(acc_key, dep.model.attention)), mfu_pf=pr["mfu_pf"].value if "mfu_pf" in pr else None)
+                            attn_eff=val("attn_eff", fitted.attn_eff_for(acc_key, kind)),
+                            mfu_pf=pr["mfu_pf"].value if "mfu_pf" in pr else None)
     else:
         assert entry is not None
         params = step_params(entry.theta, dep.layers, gpus, accept=1.0 if accept is None else accept,
                              dpa=dp_attention)
-        kind = dep.model.attention
         params = params.with_(attn_eff=fitted.attn_eff_for(acc_key, kind))
-        how += f"; prefill attention at {params.attn_eff:.3f} of the BF16 peak, {fitted.attn_eff_basis(acc_key, kind)}"
+        how += (f"; prefill attention at {params.attn_eff:.3f} of the BF16 peak, "
+                f"{fitted.attn_eff_basis(acc_key, kind)}")
     if scale is not None:
         params = params.with_(t_fixed_s=params.t_fixed_s * scale.value)
     if not system.params:
