@@ -20,7 +20,10 @@ def load(path):
 
 
 def raw_records(path):
-    return [json.loads(line) for line in Path(path).read_bytes().splitlines() if line.strip()]
+    """The file's whole records; a last line with no newline (a kill mid-write, which the reader reports as
+    ``truncated_last_line``) is left out."""
+    *whole, _tail = Path(path).read_bytes().split(b"\n")
+    return [json.loads(line) for line in whole if line.strip()]
 
 
 def only_trace(folder):
