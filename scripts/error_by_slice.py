@@ -1,6 +1,6 @@
 """The model's error on held-out families, by slice, against the nearest-point lookup measured in the same run.
 
-Five families the fit never sees:
+Six families the fit never sees:
 
 1. the other output length: fit on ISL/OSL 1k1k, predict 1k8k, and back (``fidelity.cross_validate``);
 2. whole stacks: each (hardware, framework, model, precision, speculation) group held out in turn, Dynamo and
@@ -10,7 +10,9 @@ Five families the fit never sees:
 4. another stack under agent traffic: DeepSeek R1 on vLLM B200 (InferenceX multi-turn, ``replay.multiturn``): the
    healthy runs' mean TTFT and the measured decode steps' time per token, nothing fitted on them;
 5. the same stack's single calls: four one-user runs' requests, each priced alone from its own cached and new
-   tokens, as a replay prices a trace (each run's first request, a compile warm-up, left out).
+   tokens, as a replay prices a trace (each run's first request, a compile warm-up, left out);
+6. another attention kernel at long prompts: each MiniMax M2.5 (GQA) stack on vLLM MI355X with the GQA attention
+   efficiency of the other two (``agentic.stacks_held_out``).
 
 The lookup is the measured point of the same hardware, framework and model nearest in ISL, OSL, concurrency and
 decode GPUs (``fidelity.nearest_lookup``) among the points the fit had (AgentX: the same accelerator's other healthy
@@ -20,7 +22,7 @@ hardware, framework, serving, concurrency band, prompt length, and where a famil
 and new tokens per call. Targets (issue 28, on an unseen 8K-prompt family): median APE TTFT <= 15 %, TPOT <= 6 %,
 E2E <= 7 %, p90 TTFT <= 60 %, at most 5 points more than 5x off in any metric. About 15 s on one core.
 
-    python scripts/error_by_slice.py
+    python scripts/error_by_slice.py [POINTS.csv]
 """
 
 from __future__ import annotations
@@ -242,6 +244,9 @@ def single_calls() -> pl.DataFrame:
 def main(argv: list[str]) -> int:
     from agentprof.replay.points import load_points
 
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
     df = load_points(argv[0] if argv else "data/inferencex/calibration_points.csv")
     ax = agentx()
     etas = ", ".join(f"{h} {e:.3f}" for h, e in ax.select("hardware", "eta").unique().sort("hardware").rows())

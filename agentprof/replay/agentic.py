@@ -142,7 +142,7 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
         blocks_s = per_tok * float(r["mean_input_tokens"] or 0.0)
         eta = attn_eff_lookup(hw, m.attention, attn_eff, by_accelerator, by_attention)
         p = p.with_(attn_eff=eta, t_tok_s=tokenize_s_per_token(fw, m.key, hw)[0],
-                    t_req_s=p.t_req_s + blocks_s)
+                    t_req_s=p.t_req_s + blocks_s, attn_fresh_eff=cat.accelerators[hw].attn_fwd_eff or 0.0)
         yield r, hw, dep, p, how
 
 
@@ -414,7 +414,9 @@ def call_attn_eff(requests: pl.DataFrame, points: pl.DataFrame, fitted: Fitted, 
             continue
         _, _, dep, _, _ = got[0]
         # attention seconds per token pair at η = 1: a prefill's attention over its own new tokens at 1,000 cached
-        pair_s = float(dep.prefill_peak_s(1.0, 1000.0, 1.0) - dep.prefill_peak_s(1.0, 0.0, 1.0)) / 1000.0
+        # (the prefix's re-expansion, which grows with the prompt alone, left to the d·prompt term)
+        pair_s = float(dep.prefill_peak_s(1.0, 1000.0, 1.0) - dep.prefill_peak_s(1.0, 0.0, 1.0)
+                       - dep.context_expand_flops(1.0, 1000.0) / dep.attn_peak / dep.gpus) / 1000.0
         new = use["new"].cast(pl.Float64).to_numpy()
         prompt = use["input_sequence_length"].cast(pl.Float64).to_numpy()
         x = np.column_stack([np.ones_like(new), new, new * (prompt - new / 2.0), prompt])

@@ -93,6 +93,10 @@ class StepParams:
     t_tok_s: float = 0.0
     """Seconds per prompt token the frontend spends before the scheduler sees a request (tokenizing the whole
     prompt on the host; ``catalog/scheduling.toml [tokenize]``, 0 where not listed): part of the request overhead."""
+    attn_fresh_eff: float = 0.0
+    """Efficiency of the new tokens' attention among themselves, the part of a prefill a fresh prompt is made of:
+    the chip's published forward figure where the catalog has one (``attn_fwd_eff``), as the fixed-sequence
+    points take it; 0: ``attn_eff``, which then prices the whole prefill attention."""
 
     def request_s(self, input_tokens: ArrayLike) -> np.ndarray:
         """Overhead before a request reaches the scheduler: ``t0`` plus the frontend's tokenization of the prompt."""
@@ -107,6 +111,16 @@ class StepParams:
         """``attn_eff`` relative to the prefill GEMMs' efficiency: what :meth:`Deployment.prefill_peak_s` scales the
         attention by so that, divided by ``prefill_mfu``, attention runs at ``attn_eff`` of the BF16 peak."""
         return self.attn_eff / self.prefill_mfu
+
+    @property
+    def fresh_eff(self) -> float:
+        """The new tokens' attention among themselves: ``attn_fresh_eff``, else ``attn_eff``."""
+        return self.attn_fresh_eff or self.attn_eff
+
+    @property
+    def fresh_rel(self) -> float:
+        """:attr:`fresh_eff` relative to the prefill GEMMs' efficiency (as :attr:`attn_rel`)."""
+        return self.fresh_eff / self.prefill_mfu
 
     def with_(self, **kw: float) -> StepParams:
         d = dict(self.__dict__)
@@ -264,29 +278,74 @@ class Deployment:
             out = out + sliding * np.minimum(span, m.get("sliding_window"))
         return out
 
-    def prefill_flops(self, new: ArrayLike, cached: ArrayLike = 0) -> np.ndarray:
-        """FLOPs to prefill ``new`` tokens after ``cached`` prefix tokens (whole instance): 2·N_active per token
-        plus causal attention, new tokens attending to the prefix and half of themselves."""
+    @staticmethod
+    def _chunks(new: np.ndarray, chunk: ArrayLike | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A prefill of ``new`` tokens under a per-step ``chunk`` budget (None: one piece): (chunks, full chunk
+        size, last chunk size)."""
+        if chunk is None:
+            return np.ones_like(new), new, new
+        b = np.minimum(np.asarray(chunk, dtype=float), np.maximum(new, 1.0))
+        n = np.maximum(np.ceil(new / b), 1.0)
+        return n, b, new - (n - 1.0) * b
+
+    def prefill_attn_flops(self, new: ArrayLike, cached: ArrayLike = 0, chunk: ArrayLike | None = None) -> np.ndarray:
+        """Attention FLOPs of a prefill of ``new`` tokens after ``cached`` ones (whole instance): causal attention,
+        new tokens attending to the prefix and half of themselves, plus the prefix's re-expansion
+        (:meth:`context_expand_flops`, once per ``chunk`` of the prefill)."""
         t = np.asarray(new, dtype=float)
         c = np.asarray(cached, dtype=float)
-        dense = 2.0 * self.model.get("params_active") * t
-        attn = 2.0 * self._attn_dims("prefill") * t * self._attended(c + t / 2.0)
-        return dense + attn
+        return (2.0 * self._attn_dims("prefill") * t * self._attended(c + t / 2.0)
+                + self.context_expand_flops(t, c, chunk))
+
+    def prefill_self_attn_flops(self, new: ArrayLike, chunk: ArrayLike | None = None) -> np.ndarray:
+        """The part of :meth:`prefill_attn_flops` that is each chunk's new tokens attending among themselves
+        (causal): all of a one-chunk fresh prompt's attention; the rest attends to what came before the chunk."""
+        t = np.asarray(new, dtype=float)
+        n, b, last = self._chunks(t, chunk)
+        dims = 2.0 * self._attn_dims("prefill")
+        return np.where(t > 0, dims * ((n - 1.0) * b * self._attended(b / 2.0) + last * self._attended(last / 2.0)),
+                        0.0)
+
+    def context_expand_flops(self, new: ArrayLike, cached: ArrayLike, chunk: ArrayLike | None = None) -> np.ndarray:
+        """FLOPs an MLA prefill spends re-expanding what precedes each chunk (whole instance; 0 for other attention
+        and where nothing is prefilled). MLA's prefill attends in per-head form, so each prefill step up-projects
+        every earlier token's latent into its heads' K and V again (W_UK, W_UV: 2·kv_lora·h·(d_nope + d_v) per
+        token and layer; vLLM's MLA prefill over a cached context, SGLang's chunked prefix cache [S68]): work that
+        grows with the prefix, not with the new tokens; under a ``chunk`` budget each chunk expands the prefix and
+        the chunks before it."""
+        t = np.asarray(new, dtype=float)
+        c = np.asarray(cached, dtype=float)
+        m = self.model
+        if m.attention != "mla":
+            return np.zeros(np.broadcast(t, c).shape)
+        n, b, _ = self._chunks(t, chunk)
+        per_token = 2.0 * m.get("kv_lora_rank") * m.get("q_heads") * (m.get("qk_nope_dim") + m.get("v_head_dim"))
+        return np.where(t > 0, per_token * self._attended(n * c + b * n * (n - 1.0) / 2.0), 0.0)
+
+    def prefill_flops(self, new: ArrayLike, cached: ArrayLike = 0) -> np.ndarray:
+        """FLOPs to prefill ``new`` tokens after ``cached`` prefix tokens (whole instance): 2·N_active per token
+        plus attention (:meth:`prefill_attn_flops`)."""
+        t = np.asarray(new, dtype=float)
+        return 2.0 * self.model.get("params_active") * t + self.prefill_attn_flops(t, cached)
 
     def decode_flops(self, batch: ArrayLike, ctx: ArrayLike) -> np.ndarray:
         b = np.asarray(batch, dtype=float)
         return b * (2.0 * self.model.get("params_active")
                     + 2.0 * self._attn_dims("decode") * self._attended(np.asarray(ctx, dtype=float)))
 
-    def prefill_peak_s(self, new: ArrayLike, cached: ArrayLike = 0, attn_eff: float = 1.0) -> np.ndarray:
+    def prefill_peak_s(self, new: ArrayLike, cached: ArrayLike = 0, attn_eff: float = 1.0,
+                       fresh_eff: float | None = None, chunk: ArrayLike | None = None) -> np.ndarray:
         """Seconds one GPU needs for its share of a prefill at 100 % of peak: weight GEMMs at the weight
         format's rate, attention at the BF16 rate (attention kernels read a BF16 KV cache whatever the weights)
         and at ``attn_eff`` of the GEMMs' efficiency (callers divide by ``mfu_pf`` and pass
-        :attr:`StepParams.attn_rel`, so attention runs at its own fraction of the BF16 peak)."""
+        :attr:`StepParams.attn_rel`, so attention runs at its own fraction of the BF16 peak); each chunk's new
+        tokens' attention among themselves at ``fresh_eff`` (:attr:`StepParams.fresh_rel`; ``attn_eff`` when
+        None). ``chunk``: the per-step budget the prefill is split by (None: one piece)."""
         t = np.asarray(new, dtype=float)
-        c = np.asarray(cached, dtype=float)
         dense = self.prefill_gemm_peak_s_per_token * t
-        attn = 2.0 * self._attn_dims("prefill") * t * self._attended(c + t / 2.0) / self.attn_peak / attn_eff
+        own = self.prefill_self_attn_flops(t, chunk)
+        prefix = self.prefill_attn_flops(t, cached, chunk) - own
+        attn = (prefix / attn_eff + own / (attn_eff if fresh_eff is None else fresh_eff)) / self.attn_peak
         return (dense + attn) / self.gpus
 
     def decode_peak_s(self, batch: ArrayLike, ctx: ArrayLike, dense_tokens: ArrayLike | None = None) -> np.ndarray:
@@ -408,7 +467,8 @@ def decode_step_parts(dep: Deployment, p: StepParams, batch: ArrayLike, ctx: Arr
     tok, gtok = b * (1.0 + p.draft_tokens), g * (1.0 + p.draft_tokens)
     rate = np.asarray(prefill_rate, dtype=float)
     bw_s = dep.decode_bytes_per_gpu(b, ctx, gtok if p.verify_weights else g) / (p.mbu * dep.accel.hbm_bw)
-    pf = np.where(rate > 0, dep.prefill_peak_s(prefill_new, prefill_cached, p.attn_rel), 0.0)
+    pf = np.where(rate > 0, dep.prefill_peak_s(prefill_new, prefill_cached, p.attn_rel, p.fresh_rel, CHUNK_TOKENS),
+                  0.0)
     cmp_s = dep.decode_peak_s(tok, ctx, gtok) / p.mfu + rate * pf / p.prefill_mfu
     over = p.t_fixed_s + p.draft_s + dep.comm_s(np.maximum(gtok, 1.0)) + rate * p.t_req_s
     return {"overhead": over + 0.0 * bw_s, "bandwidth": bw_s + 0.0 * cmp_s, "compute": cmp_s + 0.0 * bw_s}
@@ -435,7 +495,7 @@ def prefill_parts(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayL
     larger of ``compute`` (at ``mfu``) and ``bandwidth`` (weights once, prefix KV read, new KV written)."""
     t = np.asarray(new, dtype=float)
     c = np.asarray(cached, dtype=float)
-    cmp_s = dep.prefill_peak_s(t, c, p.attn_rel) / p.prefill_mfu
+    cmp_s = dep.prefill_peak_s(t, c, p.attn_rel, p.fresh_rel, CHUNK_TOKENS) / p.prefill_mfu
     mem_s = prefill_bytes_per_gpu(dep, t, c) / (p.mbu * dep.accel.hbm_bw)
     over = prefill_chunks(t) * p.t_fixed_s + dep.comm_s(t) + p.t_req_s
     on = t > 0
@@ -456,7 +516,7 @@ def prefill_chunk_s(dep: Deployment, p: StepParams, new: ArrayLike, cached: Arra
     with one chunk this is :func:`prefill_s`. Vectorized over arrays of chunks (0 where ``new`` is 0)."""
     t = np.asarray(new, dtype=float)
     c = np.asarray(cached, dtype=float)
-    cmp_s = dep.prefill_peak_s(t, c, p.attn_rel) / p.prefill_mfu
+    cmp_s = dep.prefill_peak_s(t, c, p.attn_rel, p.fresh_rel) / p.prefill_mfu
     mem = dep.kv_seq_bytes(c + t) / dep.kv_divisor if riding else prefill_bytes_per_gpu(dep, t, c)
     over = dep.comm_s(t) + np.asarray(req_share, dtype=float) * p.t_req_s + (0.0 if riding else p.t_fixed_s)
     return np.where(t > 0, over + np.maximum(cmp_s, mem / (p.mbu * dep.accel.hbm_bw)), 0.0)
@@ -530,7 +590,8 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
         bw_s=dep.decode_bytes_per_gpu(running, ctx_mean, tok if verify_weights else None) / dep.accel.hbm_bw,
         cmp_s=dep.decode_peak_s(tok, ctx_mean),
         pf_gemm_s=dep.prefill_gemm_peak_s_per_token * new / dep.gpus,
-        pf_attn_s=dep.prefill_peak_s(new, cached) - dep.prefill_gemm_peak_s_per_token * new / dep.gpus,
+        pf_attn_s=dep.prefill_peak_s(new, cached, chunk=budget) - dep.prefill_gemm_peak_s_per_token * new / dep.gpus,
+        pf_attn_fresh_s=dep.prefill_self_attn_flops(new, budget) / dep.attn_peak / dep.gpus,
         pf_mem_s=np.where(new > 0, prefill_bytes_per_gpu(dep, new, cached), 0.0) / dep.accel.hbm_bw,
         pf_kv_s=np.where(new > 0, dep.kv_seq_bytes(cached + new) / dep.kv_divisor, 0.0) / dep.accel.hbm_bw,
         disagg=np.zeros(inp.shape, dtype=bool), conc=z + b, n_prefill=z + 1.0, xfer_s=z,
@@ -549,7 +610,7 @@ def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_
     w = call_work(dep, inp, cached, output_tokens, batch, load_s, mem_util, p.wait_steps,
                   draft_tokens=p.draft_tokens, verify_weights=p.verify_weights)
     t = times(w, p.t_fixed_s + p.draft_s, p.t_fixed_s, p.mbu, p.mfu, p.request_s(inp), p.q, p.t_req_s, p.accept,
-              p.attn_eff, p.prefill_mfu)
+              p.attn_eff, p.prefill_mfu, attn_fresh_eff=p.fresh_eff)
     return CallTimes(t.ttft, t.e2e - t.ttft, prefill_s(dep, p, inp - cached, cached), w.load_s, t.queue, t.parts)
 
 

@@ -69,6 +69,9 @@ class Work:
     # the serving frontend's tokenizing of the prompt before the scheduler sees it (host work, one request after
     # another in the frontend, not queued here): paid on top of the request overhead t0; None: none
     front_s: np.ndarray | None = None
+    # the part of pf_attn_s that is the new tokens attending among themselves (a fresh prompt's kernel, priced at
+    # ``attn_fresh_eff`` where :func:`times` gets one); None: all of pf_attn_s at ``attn_eff``
+    pf_attn_fresh_s: np.ndarray | None = None
 
 
 @dataclass
@@ -152,11 +155,13 @@ def decode_batch(w: Work, step_s: Callable[[np.ndarray], np.ndarray], accept: np
 
 def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: np.ndarray, t0: np.ndarray,
           q: np.ndarray, t_req: np.ndarray, accept: np.ndarray, attn_eff: np.ndarray | float,
-          mfu_pf: np.ndarray | float | None = None, handoff: np.ndarray | float = 0.0) -> Times:
+          mfu_pf: np.ndarray | float | None = None, handoff: np.ndarray | float = 0.0,
+          attn_fresh_eff: np.ndarray | float | None = None) -> Times:
     """Apply the serving equations to ``w`` with the free terms (arrays or scalars; ``tf_dec``/``tf_pf`` are the
     fixed per-step overheads of the decode and prefill instances, ``mfu_pf`` the compute efficiency of a
     disaggregated prefill pool's batched prompts, ``mfu`` when not given; ``handoff`` the decode-engine
-    iterations between a disaggregated request's prefill and its first token leaving the decode worker)."""
+    iterations between a disaggregated request's prefill and its first token leaving the decode worker;
+    ``attn_fresh_eff`` the efficiency of ``w.pf_attn_fresh_s``, the new tokens' attention among themselves)."""
     mfu_pool = mfu if mfu_pf is None else mfu_pf
     if w.front_s is not None:  # the frontend tokenizes before the request overhead's clock starts on the engine
         t0 = t0 + w.front_s
@@ -165,6 +170,8 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     others = np.where(dis, 0.0, np.maximum(w.b_run - 1.0, 0.0) / np.maximum(w.b_run, 1.0))
     pf_rate = np.where(dis, 0.0, np.maximum(w.b_run - 1.0, 0.0) / w.osl)  # other clients' prefills per step
     pf_cmp = w.pf_gemm_s / mfu_pool + w.pf_attn_s / attn_eff  # attention at its kernels' own efficiency
+    if w.pf_attn_fresh_s is not None and attn_fresh_eff is not None:  # a fresh prompt's part at its own kernel's
+        pf_cmp = pf_cmp + w.pf_attn_fresh_s * (1.0 / attn_fresh_eff - 1.0 / attn_eff)
     pf_mem = w.pf_mem_s / mbu
     # one prefill alone: a step per chunk (overhead and collectives) plus the larger of compute and bytes
     pf_over = w.n_chunks * (tf_pf + w.comm_pf_s) + t_req

@@ -197,14 +197,18 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
         params = step_params(entry.theta, dep.layers, gpus, accept=1.0 if accept is None else accept,
                              dpa=dp_attention)
         params = params.with_(attn_eff=fitted.attn_eff_for(acc_key, kind))
-        how += (f"; prefill attention at {params.attn_eff:.3f} of the BF16 peak, "
+        how += (f"; prefill attention at {params.attn_eff:.3f} of the BF16 peak over a cached prefix, "
                 f"{fitted.attn_eff_basis(acc_key, kind)}")
+        if system.accelerator.attn_fwd_eff:
+            how += f"; a fresh prompt's own at {system.accelerator.attn_fwd_eff:.3f} (the kernel's published figure)"
     if scale is not None:
         params = params.with_(t_fixed_s=params.t_fixed_s * scale.value)
     if not system.params:
         params = params.with_(wait_steps=wait_steps(fw, entry.attrs.get("model", model.key) if entry else model.key,
                                                     entry.attrs.get("hardware") if entry else None)[0])
     params, tok_src = _with_frontend(params, cat, system, model, fw)
+    # a fresh prompt's own attention at the chip's published kernel figure, as the fixed-sequence points price it
+    params = params.with_(attn_fresh_eff=system.accelerator.attn_fwd_eff or 0.0)
     # the calibration it came from travels along: a re-resolution in another layout uses the same
     return Resolved(system, model, precision, dep, params, fw, how, level, fitted.level_errors.get(level, {}), kv_src,
                     frontend_source=tok_src, fitted=fitted)

@@ -338,7 +338,8 @@ def _synthetic_requests(eta: float, stalls: int = 6) -> tuple[pl.DataFrame, floa
     pts = load_agentic(AGENTIC)
     probe = pts.filter((pl.col("hw") == "b200-dgxc") & (pl.col("tp") == 8)).head(1)
     _, _, dep, _, _ = next(iter(deployed_points(probe, load_fitted(), CAT, 1.0)))
-    pair_s = float(dep.prefill_peak_s(1.0, 1000.0, 1.0) - dep.prefill_peak_s(1.0, 0.0, 1.0)) / 1000.0
+    pair_s = float(dep.prefill_peak_s(1.0, 1000.0, 1.0) - dep.prefill_peak_s(1.0, 0.0, 1.0)
+                   - dep.context_expand_flops(1.0, 1000.0) / dep.attn_peak / dep.gpus) / 1000.0
     rng = np.random.default_rng(7)
     rows, t, prompt, out = [], 0, 30_000, 200
     for turn in range(120):

@@ -102,6 +102,59 @@ def test_attention_to_the_cached_prefix_costs_flops() -> None:
     assert f[1] > 2 * f[0]
 
 
+def _pair_flops(model: str, new: float, cached: float) -> float:
+    """Causal attention FLOPs of ``new`` tokens after ``cached`` ones, from the catalog's MLA dimensions."""
+    m = CAT.models[model]
+    dims = m.get("q_heads") * (m.get("qk_nope_dim") + m.get("rope_dim") + m.get("v_head_dim"))
+    return 2.0 * dims * m.get("layers") * new * (cached + new / 2.0)
+
+
+def test_mla_prefill_re_expands_its_cached_prefix() -> None:
+    # MLA prefill attends in per-head form: every prefill up-projects each cached token's latent into K and V again,
+    # work that grows with the prefix whatever the new tokens; GQA reads its cached K and V as they are
+    d, g = dep("deepseek-r1", prec="fp8"), dep("gpt-oss-120b")
+    m = CAT.models["deepseek-r1"]
+    per_token = 2.0 * m.get("kv_lora_rank") * m.get("q_heads") * (m.get("qk_nope_dim") + m.get("v_head_dim"))
+    for new in (16.0, 2000.0):
+        extra = float(d.prefill_attn_flops(new, 100_000.0)) - _pair_flops("deepseek-r1", new, 100_000.0)
+        assert extra == pytest.approx(per_token * m.get("layers") * 100_000.0, rel=1e-12)
+    assert float(d.context_expand_flops(0.0, 100_000.0)) == 0.0  # nothing prefilled, nothing expanded
+    assert float(g.context_expand_flops(2000.0, 100_000.0)) == 0.0
+    # a short turn after a long prefix: re-expanding the prefix outweighs the turn's own attention to it
+    assert float(d.context_expand_flops(16.0, 100_000.0)) > 10 * _pair_flops("deepseek-r1", 16.0, 100_000.0)
+
+
+def test_a_chunked_prefill_costs_what_its_chunks_cost() -> None:
+    # under a per-step budget each chunk attends to (and, for MLA, re-expands) the prefix and the chunks before it:
+    # pricing the prefill whole with its budget equals pricing its chunks one after another
+    for model, acc, prec in (("kimi-k2.5", "b200", "fp4"), ("gpt-oss-120b", "h200", "fp4")):
+        d = dep(model, acc, prec, 8)
+        whole = float(d.prefill_peak_s(20_000.0, 50_000.0, 0.2, 0.7, chunk=8192.0))
+        parts, ctx = 0.0, 50_000.0
+        for size in (8192.0, 8192.0, 3616.0):
+            parts += float(d.prefill_peak_s(size, ctx, 0.2, 0.7))
+            ctx += size
+        assert whole == pytest.approx(parts, rel=1e-12)
+        # chunks attend to earlier chunks at the prefix's efficiency (and MLA re-expands them): never cheaper
+        assert whole > float(d.prefill_peak_s(20_000.0, 50_000.0, 0.2, 0.7))
+
+
+def test_a_fresh_prompt_runs_at_its_kernels_published_efficiency_in_replays_too() -> None:
+    # the fixed-sequence points price a fresh prompt's attention at the chip's published kernel figure; a replay
+    # prices a fresh one-chunk call the same way, and only attention to a cached prefix at the fitted efficiency
+    r = resolve(CAT.system("b200+x86"), CAT.models["kimi-k2.5"], CAT)
+    assert r.params.fresh_eff == CAT.accelerators["b200"].attn_fwd_eff != r.params.attn_eff
+    slow = r.params.with_(attn_eff=r.params.attn_eff / 10)
+    one = np.array([6000.0])
+    assert prefill_s(r.dep, slow, one, 0.0) == pytest.approx(prefill_s(r.dep, r.params, one, 0.0), rel=1e-12)
+    assert prefill_s(r.dep, slow, one, 50_000.0) > 2 * prefill_s(r.dep, r.params, one, 50_000.0)
+    fresh = [call_times(r.dep, p, one, np.zeros(1), np.array([200.0])).ttft_s for p in (r.params, slow)]
+    assert fresh[0] == pytest.approx(fresh[1], rel=1e-12)
+    cached = [call_times(r.dep, p, one + 50_000, np.array([50_000.0]), np.array([200.0])).ttft_s
+              for p in (r.params, slow)]
+    assert cached[1] > cached[0]
+
+
 def test_decode_kv_reads_grow_with_context() -> None:
     d = dep("kimi-k2.5", "b200", "int4")
     t = decode_step_s(d, P, 8, np.array([1e3, 1e4, 1e5]))

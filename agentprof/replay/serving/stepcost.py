@@ -114,7 +114,7 @@ class StepCost:
         total = float(t.sum()) * k
         if total <= 0:
             return 0.0
-        cmp_s = k * float(np.sum(dep.prefill_peak_s(t, c, p.attn_rel))) / p.prefill_mfu
+        cmp_s = k * float(np.sum(dep.prefill_peak_s(t, c, p.attn_rel, p.fresh_rel))) / p.prefill_mfu
         kv = k * float(np.sum(dep.kv_seq_bytes(c + t))) / dep.kv_divisor
         if riding:
             mem = kv
