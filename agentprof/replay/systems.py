@@ -200,7 +200,7 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
         how += (f"; prefill attention at {params.attn_eff:.3f} of the BF16 peak over a cached prefix, "
                 f"{fitted.attn_eff_basis(acc_key, kind)}")
         if system.accelerator.attn_fwd_eff:
-            how += f"; a fresh prompt's own at {system.accelerator.attn_fwd_eff:.3f} (the kernel's published figure)"
+            how += f"; fresh prompts at {system.accelerator.attn_fwd_eff:.3f} (the kernel's published figure)"
     if scale is not None:
         params = params.with_(t_fixed_s=params.t_fixed_s * scale.value)
     if not system.params:
