@@ -191,6 +191,13 @@ class Deployment:
         self.nonexpert_read_bytes = max(nonexpert_params - embed, 0.1 * nonexpert_params) * dbits / 8
         if self.gpus < 1:
             raise CatalogError("a deployment needs at least one accelerator")
+        # attention's shape, read once (the serving simulation prices many small prefills)
+        self._sliding = m.get("sliding_layers")
+        self._full = m.get("layers") - self._sliding
+        self._window = m.get("sliding_window")
+        self._pf_dims = 2.0 * self._attn_dims("prefill")
+        self._expand = (2.0 * m.get("kv_lora_rank") * m.get("q_heads") * (m.get("qk_nope_dim") + m.get("v_head_dim"))
+                        if m.attention == "mla" else 0.0)
 
     # --- sizes -----------------------------------------------------------------------------------------
     @property
@@ -270,12 +277,9 @@ class Deployment:
 
     def _attended(self, span: np.ndarray) -> np.ndarray:
         """Σ over layers of the context each query attends to (sliding layers capped at their window)."""
-        m = self.model
-        sliding = m.get("sliding_layers")
-        full = m.get("layers") - sliding
-        out = full * span
-        if sliding:
-            out = out + sliding * np.minimum(span, m.get("sliding_window"))
+        out = self._full * span
+        if self._sliding:
+            out = out + self._sliding * np.minimum(span, self._window)
         return out
 
     @staticmethod
@@ -288,23 +292,30 @@ class Deployment:
         n = np.maximum(np.ceil(new / b), 1.0)
         return n, b, new - (n - 1.0) * b
 
+    def _prefill_attn(self, t: np.ndarray, c: np.ndarray, chunk: ArrayLike | None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | float]:
+        """A prefill's attention FLOPs as (each chunk's new tokens among themselves, their attention to what came
+        before the chunk, its re-expansion: :meth:`context_expand_flops`)."""
+        dims = self._pf_dims
+        n, b, last = self._chunks(t, chunk)
+        own = dims * ((n - 1.0) * b * self._attended(b / 2.0) + last * self._attended(last / 2.0))
+        before = dims * t * self._attended(c + t / 2.0) - own
+        if not self._expand:
+            return own, before, 0.0
+        return own, before, (t > 0) * self._expand * self._attended(n * c + b * n * (n - 1.0) / 2.0)
+
     def prefill_attn_flops(self, new: ArrayLike, cached: ArrayLike = 0, chunk: ArrayLike | None = None) -> np.ndarray:
         """Attention FLOPs of a prefill of ``new`` tokens after ``cached`` ones (whole instance): causal attention,
         new tokens attending to the prefix and half of themselves, plus the prefix's re-expansion
         (:meth:`context_expand_flops`, once per ``chunk`` of the prefill)."""
-        t = np.asarray(new, dtype=float)
-        c = np.asarray(cached, dtype=float)
-        return (2.0 * self._attn_dims("prefill") * t * self._attended(c + t / 2.0)
-                + self.context_expand_flops(t, c, chunk))
+        own, before, expand = self._prefill_attn(np.asarray(new, dtype=float), np.asarray(cached, dtype=float), chunk)
+        return own + before + expand
 
     def prefill_self_attn_flops(self, new: ArrayLike, chunk: ArrayLike | None = None) -> np.ndarray:
         """The part of :meth:`prefill_attn_flops` that is each chunk's new tokens attending among themselves
         (causal): all of a one-chunk fresh prompt's attention; the rest attends to what came before the chunk."""
         t = np.asarray(new, dtype=float)
-        n, b, last = self._chunks(t, chunk)
-        dims = 2.0 * self._attn_dims("prefill")
-        return np.where(t > 0, dims * ((n - 1.0) * b * self._attended(b / 2.0) + last * self._attended(last / 2.0)),
-                        0.0)
+        return self._prefill_attn(t, np.zeros_like(t), chunk)[0]
 
     def context_expand_flops(self, new: ArrayLike, cached: ArrayLike, chunk: ArrayLike | None = None) -> np.ndarray:
         """FLOPs an MLA prefill spends re-expanding what precedes each chunk (whole instance; 0 for other attention
@@ -315,12 +326,7 @@ class Deployment:
         the chunks before it."""
         t = np.asarray(new, dtype=float)
         c = np.asarray(cached, dtype=float)
-        m = self.model
-        if m.attention != "mla":
-            return np.zeros(np.broadcast(t, c).shape)
-        n, b, _ = self._chunks(t, chunk)
-        per_token = 2.0 * m.get("kv_lora_rank") * m.get("q_heads") * (m.get("qk_nope_dim") + m.get("v_head_dim"))
-        return np.where(t > 0, per_token * self._attended(n * c + b * n * (n - 1.0) / 2.0), 0.0)
+        return np.broadcast_to(self._prefill_attn(t, c, chunk)[2], np.broadcast(t, c).shape) * 1.0
 
     def prefill_flops(self, new: ArrayLike, cached: ArrayLike = 0) -> np.ndarray:
         """FLOPs to prefill ``new`` tokens after ``cached`` prefix tokens (whole instance): 2·N_active per token
@@ -342,11 +348,9 @@ class Deployment:
         tokens' attention among themselves at ``fresh_eff`` (:attr:`StepParams.fresh_rel`; ``attn_eff`` when
         None). ``chunk``: the per-step budget the prefill is split by (None: one piece)."""
         t = np.asarray(new, dtype=float)
-        dense = self.prefill_gemm_peak_s_per_token * t
-        own = self.prefill_self_attn_flops(t, chunk)
-        prefix = self.prefill_attn_flops(t, cached, chunk) - own
-        attn = (prefix / attn_eff + own / (attn_eff if fresh_eff is None else fresh_eff)) / self.attn_peak
-        return (dense + attn) / self.gpus
+        own, before, expand = self._prefill_attn(t, np.asarray(cached, dtype=float), chunk)
+        attn = ((before + expand) / attn_eff + own / (attn_eff if fresh_eff is None else fresh_eff)) / self.attn_peak
+        return (self.prefill_gemm_peak_s_per_token * t + attn) / self.gpus
 
     def decode_peak_s(self, batch: ArrayLike, ctx: ArrayLike, dense_tokens: ArrayLike | None = None) -> np.ndarray:
         """Seconds one GPU needs for its share of a decode step's FLOPs at 100 % of peak (as above); the weight GEMMs
