@@ -63,7 +63,9 @@ class Resolved:
                 "kv_bytes_per_element": self.dep.kv_dtype_bytes, "kv_source": self.kv_source,
                 "t_fixed_ms": round(self.params.t_fixed_s * 1e3, 3), "mbu": round(self.params.mbu, 3),
                 "mfu": round(self.params.mfu, 3), "frontend_us_per_token": round(self.params.t_tok_s * 1e6, 3),
-                "frontend_source": self.frontend_source}
+                "frontend_source": self.frontend_source,
+                # prefill attention's share of the BF16 peak: over earlier tokens, and each chunk's own tokens
+                "attn_eff": round(self.params.attn_eff, 4), "attn_eff_fresh": round(self.params.fresh_eff, 4)}
 
 
 def layout_gpus(e: FitEntry) -> int:

@@ -7,6 +7,7 @@ import pytest
 from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import load_catalog
 from agentprof.catalog.kvcache import tokenize_host, tokenize_s_per_token
+from agentprof.replay.calibration import load_fitted
 from agentprof.replay.systems import resolve
 
 CAT = load_catalog()
@@ -58,3 +59,14 @@ def test_a_tokenize_entry_naming_an_unknown_host_is_one_clear_error(serving_cata
                     's_per_token = { value = 1e-6, source = "test" }\n')
     with pytest.raises(CatalogError, match="pentium-4"):
         resolve(CAT.system("b200+x86"), KIMI, CAT)
+
+
+def test_replays_state_both_prefill_attention_efficiencies() -> None:
+    # a chip with a published attention kernel figure prices each chunk's own tokens at it, attention to earlier
+    # tokens at the fitted one; a chip without (MI355X) prices both at the fitted one; --json says which
+    fitted = load_fitted()
+    b200 = resolve(CAT.system("b200+x86"), KIMI, CAT).describe()
+    mi = resolve(CAT.system("mi355x+x86"), KIMI, CAT).describe()
+    assert b200["attn_eff_fresh"] == pytest.approx(CAT.accelerators["b200"].attn_fwd_eff)
+    assert b200["attn_eff"] == pytest.approx(fitted.attn_eff_for("b200", "mla"), abs=1e-4)
+    assert mi["attn_eff_fresh"] == mi["attn_eff"] == pytest.approx(fitted.attn_eff_for("mi355x", "mla"), abs=1e-4)
