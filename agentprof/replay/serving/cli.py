@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from agentprof.replay.serving.why import beyond_text
+from agentprof.replay.serving.why import beyond_text, why_lines
 from agentprof.report.formats import fmt_duration
 
 _CTX = {"help_option_names": ["-h", "--help"]}
@@ -75,6 +75,8 @@ def serving_config(concurrency: int, router: str, cap_wait: float | None, arriva
 def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: str) -> None:
     """The serving panel: per system, latency percentiles, throughput, hits by tier, energy and cost."""
     from rich.markup import escape
+    from rich.padding import Padding
+    from rich.text import Text
 
     from agentprof.report.fit_width import Column, fitted_tables
 
@@ -96,8 +98,10 @@ def print_serving(console: Any, rows: list[tuple[str, dict[str, Any]]], title: s
                       f"{cost.get('provider_usd', float('nan')):.2f}"])
     for t in fitted_tables(title, cols, cells, console.width):
         console.print(t)
-    for name, d in rows:
-        console.print(f"[dim]{name}: {d['why']}[/dim]")
+    for name, d in rows:  # the why as short lines: a paragraph over 60 words is not read in a terminal
+        console.print(f"[dim]{escape(name)}:[/dim]")
+        for line in why_lines(d):
+            console.print(Padding(Text(line, style="dim"), (0, 0, 0, 2)))
         line = beyond_text(d)
         if line:
             console.print(f"{name}: {line}")

@@ -1,6 +1,7 @@
 """The why step: the sentences that explain a ``serving`` object — calls in flight, cache hits by tier, queueing,
 cold calls, the window tasks are counted in, the layout and deployment that ran, and the levers of a slow run —
-and the short line on calls beyond the served window."""
+and the short line on calls beyond the served window. ``why`` is one paragraph (JSON, the report's folded
+panel); ``why_lines`` the same content as short lines for an 80-column terminal."""
 
 from __future__ import annotations
 
@@ -10,21 +11,54 @@ from agentprof.replay.serving.levers import SLOW_TTFT_S
 from agentprof.replay.serving.metrics import FULL_LOAD
 
 
-def why(d: dict[str, Any]) -> str:
-    """One sentence that explains the latency: calls in flight, cache hits by tier, queueing, cold calls."""
+def _load(d: dict[str, Any]) -> tuple[str, str, str]:
+    """The first sentence in its three parts: calls in flight, cache hits and busy time, latency and cold calls."""
     h = d["hit_share"]
     c = d.get("cold_calls") or {}
     q = d["queue_s"]
     ttft = d["ttft_s"]
     return (f"{d['concurrency']} sessions keep {d['calls_in_flight_mean']:.1f} calls in flight on average "
-            f"(peak {d['calls_in_flight_peak']}): agents spend most of their time in tools and waits; "
+            f"(peak {d['calls_in_flight_peak']}): agents spend most of their time in tools and waits",
             f"{h['total']:.0%} of prompt tokens hit the cache (HBM {h['hbm']:.0%}, CPU {h['cpu']:.0%}, "
-            f"disk {h['disk']:.0%}); queue p99 {q['p99'] or 0:.2f} s; TTFT p50 {ttft['p50'] or 0:.2f} s, "
-            f"p99 {ttft['p99'] or 0:.2f} s; server busy {d['utilization']:.0%} of the time; "
-            f"{c.get('count', 0)} cold call(s) (under half the prompt cached, median "
-            f"{c.get('median_prompt_tokens', 0):,.0f} tokens) have TTFT p99 {c.get('ttft_p99_cold_s') or 0:.2f} s, "
-            f"the warm ones {c.get('ttft_p99_warm_s') or 0:.2f} s." + _window_text(d) + _full_text(d) + _layout_text(d)
+            f"disk {h['disk']:.0%})",
+            f"queue p99 {q['p99'] or 0:.2f} s; TTFT p50 {ttft['p50'] or 0:.2f} s, p99 {ttft['p99'] or 0:.2f} s; "
+            f"server busy {d['utilization']:.0%} of the time; {c.get('count', 0)} cold call(s) (under half the prompt "
+            f"cached, median {c.get('median_prompt_tokens', 0):,.0f} tokens) have TTFT p99 "
+            f"{c.get('ttft_p99_cold_s') or 0:.2f} s, the warm ones {c.get('ttft_p99_warm_s') or 0:.2f} s")
+
+
+def why(d: dict[str, Any]) -> str:
+    """One paragraph that explains the latency: calls in flight, cache hits by tier, queueing, cold calls, the
+    window, the layout, the deployment and the levers (:func:`why_lines` splits it for a terminal)."""
+    inflight, hits, latency = _load(d)
+    return (f"{inflight}; {hits}; {latency}." + _window_text(d) + _full_text(d) + _layout_text(d)
             + deployment_text(d) + (levers_text(d["levers"]) if d.get("levers") else ""))
+
+
+def why_lines(d: dict[str, Any]) -> list[str]:
+    """:func:`why` as short lines, each a sentence or two under 60 words: load, latency, window, layout and its
+    reason, deployment and each thing it did not take, and each lever of a slow run."""
+    inflight, hits, latency = _load(d)
+    lines = [f"{inflight}.", f"{hits[0].upper()}{hits[1:]}.", f"{latency[0].upper()}{latency[1:]}."]
+    lines += [t.strip() for t in (_window_text(d), _full_text(d)) if t]
+    a = d.get("attention")
+    if a:
+        main, inst = _layout_parts(a)
+        lines.append(f"{main}.")
+        if a.get("reason"):
+            lines.append(f"Layout: {a['reason']}.")
+        if inst:
+            lines.append(inst.strip())
+    dep = d.get("deployment")
+    if dep:
+        lines.append(deployment_text({**d, "deployment": {**dep, "not_applied": []}}).strip())
+        lines += [f"Not taken: {x}." for x in dep.get("not_applied") or []]
+    lv = d.get("levers")
+    if lv:
+        head, parts = _levers(lv)
+        lines.append(f"{head} What would change it:")
+        lines += [f"· {p}." for p in parts]
+    return lines
 
 
 def beyond_text(d: dict[str, Any]) -> str:
@@ -86,6 +120,12 @@ def _layout_text(d: dict[str, Any]) -> str:
     a = d.get("attention")
     if not a:
         return ""
+    main, inst = _layout_parts(a)
+    return f" {main} ({a['reason']}).{inst}"
+
+
+def _layout_parts(a: dict[str, Any]) -> tuple[str, str]:
+    """The layout, its instances and KV pool against the sessions' demand; the instance-size sentence (or "")."""
     pool = a.get("kv_pool_tokens_per_system")
     dtype = f" of {a['kv_dtype']}" if a.get("kv_dtype") else ""
     kv = f"; KV pool {pool / 1e6:.2f}M tokens{dtype} per system" if pool else ""
@@ -95,11 +135,17 @@ def _layout_text(d: dict[str, Any]) -> str:
     size = f"; {a['instances']} instance(s) of {g} accelerators" if g else ""
     name = "data-parallel" if a["layout"] == "dp" else "tensor-parallel"
     inst = f" {a['instance_size']}." if a.get("instance_size") else ""
-    return f" Attention {name}{size}{kv} ({a['reason']}).{inst}"
+    return f"Attention {name}{size}{kv}", inst
 
 
 def levers_text(lv: dict[str, Any]) -> str:
     """The levers in one sentence (the ``why`` line's last part)."""
+    head, parts = _levers(lv)
+    return f" {head} What would change it: " + "; ".join(parts) + "."
+
+
+def _levers(lv: dict[str, Any]) -> tuple[str, list[str]]:
+    """The slow run's headline and each lever's outcome."""
     parts = []
     for row in lv["tried"]:
         if row.get("error"):
@@ -119,5 +165,5 @@ def levers_text(lv: dict[str, Any]) -> str:
         if h.get("instances_fp8"):
             hold += f", {h['instances_fp8']} ({h['accelerators_fp8']}) at fp8"
         parts.append(hold)
-    return (f" Slow: TTFT p50 {lv['ttft_p50_s']:.1f} s, of which {lv['queue_p50_s'] or 0:.1f} s queue (p50), with "
-            f"{lv['hit_share']:.0%} of prompt tokens cached. What would change it: " + "; ".join(parts) + ".")
+    return (f"Slow: TTFT p50 {lv['ttft_p50_s']:.1f} s, of which {lv['queue_p50_s'] or 0:.1f} s queue (p50), with "
+            f"{lv['hit_share']:.0%} of prompt tokens cached.", parts)

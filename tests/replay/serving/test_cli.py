@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,27 @@ def test_replay_terminal_shows_the_serving_panel(capsys) -> None:
     code, out, _ = run(capsys, "replay", str(KVCT), "-s", "b200+x86", "--concurrency", "4", "--cap-wait", "60")
     assert code == 0
     assert "serving: 4 concurrent session(s)" in out and "calls in flight" in out and "energy boundary" in out
+
+
+def test_the_why_reads_as_short_lines_in_a_terminal(capsys, monkeypatch) -> None:
+    # the one-paragraph why (JSON, the report's folded panel) runs past 200 words; the terminal prints the same
+    # figures as lines of under 60 words each
+    from agentprof.replay.serving.why import why_lines
+
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = run(capsys, "replay", str(KVCT), "-s", "b200+x86", "--concurrency", "8", "--json")
+    assert code == 0, err
+    sv = json.loads(out)["systems"][0]["serving"]
+    lines = why_lines(sv)
+    assert len(sv["why"].split()) > 100 and len(lines) >= 6
+    assert all(0 < len(line.split()) <= 60 for line in lines)
+    figures = re.compile(r"\d[\d,.]*\d|\d")
+    assert sorted(figures.findall(sv["why"])) == sorted(figures.findall(" ".join(lines)))
+    code, term, _ = run(capsys, "replay", str(KVCT), "-s", "b200+x86", "--concurrency", "8")
+    assert code == 0
+    flat = " ".join(term.split())
+    assert all(" ".join(line.split()) in flat for line in lines)
+    assert " ".join(sv["why"].split()) not in flat
 
 
 def test_capacity_finds_the_largest_concurrency_meeting_the_slo(capsys) -> None:
