@@ -70,3 +70,17 @@ def test_replays_state_both_prefill_attention_efficiencies() -> None:
     assert b200["attn_eff_fresh"] == pytest.approx(CAT.accelerators["b200"].attn_fwd_eff)
     assert b200["attn_eff"] == pytest.approx(fitted.attn_eff_for("b200", "mla"), abs=1e-4)
     assert mi["attn_eff_fresh"] == mi["attn_eff"] == pytest.approx(fitted.attn_eff_for("mi355x", "mla"), abs=1e-4)
+
+
+def test_rubin_prices_fresh_prompts_at_its_proxys_kernel_figure_within_a_band() -> None:
+    # no published Rubin attention figure: B200's, an estimate whose range the band moves (the fast corner at its
+    # high end), so a fresh prompt's attention on Rubin is never priced at the prefix's fitted efficiency
+    from agentprof.replay.bands import corner_system, ranged
+
+    s = CAT.system("rubin+vera")
+    f = s.accelerator.fields["attn_fwd_eff"]
+    assert f.evidence_class == "estimate" and f.value == CAT.accelerators["b200"].attn_fwd_eff
+    assert f.low < f.value < f.high and "rubin.attn_fwd_eff" in ranged(s)
+    assert resolve(s, KIMI, CAT).params.fresh_eff == f.value
+    assert resolve(corner_system(s, "fast"), KIMI, CAT).params.fresh_eff == f.high
+    assert resolve(corner_system(s, "slow"), KIMI, CAT).params.fresh_eff == f.low
