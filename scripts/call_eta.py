@@ -53,7 +53,7 @@ def per_call_ratios(requests: pl.DataFrame, points: pl.DataFrame, fitted: Fitted
 
     out = {}
     for (hw,), g in sorted(requests.group_by("hw"), key=lambda kv: str(kv[0])):
-        calls = _engine_calls(g).filter(pl.col("alone") & (pl.col("new") > 0))
+        calls = _engine_calls(g).filter(pl.col("alone") & pl.col("first_time") & (pl.col("new") > 0))
         probe = points.filter(pl.col("hw") == hw).head(1)
         got = list(deployed_points(probe, fitted, cat, fitted.attn_eff_for(accelerator_of(str(hw), cat)),
                                    block_host=False))

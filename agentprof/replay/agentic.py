@@ -12,7 +12,7 @@ out of sample. Kimi K2.5 has no fixed-sequence calibration of its own: its per-s
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -370,20 +370,76 @@ def frontend_time(requests: pl.DataFrame) -> dict[str, dict[str, Any]]:
 
 def _engine_calls(run: pl.DataFrame) -> pl.DataFrame:
     """One run's calls with their engine time (``ttft − (ack − start)``: after the frontend acknowledged them), the
-    tokens new since the conversation's previous call (prompt − previous prompt − previous output; consecutive
-    turns only) and whether the call was alone in the server (its [start, first token) meets no other call's)."""
+    tokens new since the conversation's previous call (prompt − previous prompt − previous output; the previous
+    call in time, and only where it is the previous turn), whether the call was alone in the server (its [start,
+    first token) meets no other call's) and whether its prompt is new to the run (``first_time``: a conversation
+    sent again finds every prompt cached, whatever its turn-by-turn difference says)."""
     r = run.sort("request_start_ns")
     start = r["request_start_ns"].to_numpy().astype(np.int64)
     first = start + (r["ttft_ms"].to_numpy() * 1e6).astype(np.int64)
     alone = _alone(start, first)
+    seen: set[tuple[Any, Any]] = set()
+    first_time = []
+    for key in r.select("conversation_id", "input_sequence_length").iter_rows():
+        first_time.append(key not in seen)
+        seen.add(key)
     r = r.with_columns(engine_s=pl.col("ttft_ms") / 1e3 - (pl.col("request_ack_ns") - pl.col("request_start_ns")) / 1e9,
-                       alone=pl.Series(alone))
-    prev = r.sort("conversation_id", "turn_index").with_columns(
+                       alone=pl.Series(alone), first_time=pl.Series(first_time))
+    # consecutive in time within the conversation (a conversation sent again restarts its turns)
+    prev = r.sort("conversation_id", "request_start_ns").with_columns(
         new=pl.when(pl.col("turn_index") == pl.col("turn_index").shift(1).over("conversation_id") + 1).then(
             pl.col("input_sequence_length") - pl.col("input_sequence_length").shift(1).over("conversation_id")
             - pl.col("output_sequence_length").shift(1).over("conversation_id"))).select(
         "request_start_ns", "new")
     return r.join(prev, on="request_start_ns", how="left")
+
+
+SMALL_NEW = 1000
+"""New tokens at most for a call :func:`engine_host_time` fits (its prefill is a small part of its engine time)."""
+
+
+def engine_host_time(requests: pl.DataFrame,
+                     modelled: Callable[[str, np.ndarray, np.ndarray], np.ndarray] | None = None
+                     ) -> dict[str, dict[str, Any]]:
+    """The engine's own time per prompt token before the first token, from AgentX per-request exports: over the
+    calls alone in the server whose prompt is new to the run and whose new tokens (since the conversation's
+    previous call) are 1 to :data:`SMALL_NEW`, robust least squares (soft-L1, scale 50 ms: a stall does not set
+    it) of engine time (``ttft − (ack − start)``, after the frontend) = ``a + b·prompt tokens``, per hardware. A prompt replayed in the run (fully cached, no prefill)
+    is left out, as are calls with more new tokens, whose prefill would dominate. ``b`` is what the engine spends
+    per prompt token around a small prefill (hashing and looking up the prompt's blocks, re-reading its prefix);
+    ``a`` the per-call rest. ``modelled(hw, prompt, new)``, where given, is taken off each call's engine time
+    first (the model's own prefill of those calls: what is left is the engine's time the model does not price).
+    Returns, per hardware, ``s_per_token`` (b), ``s_fixed`` (a), ``calls``,
+    ``calls_total``, ``residual_mad_s`` (median absolute residual) and ``tp``."""
+    missing = [c for c in (*REQUEST_COLUMNS, "output_sequence_length", "ttft_ms") if c not in requests.columns]
+    if missing:
+        raise TraceFormatError("agentx requests", 1, f"missing column(s): {', '.join(missing)}")
+    out: dict[str, dict[str, Any]] = {}
+    for (hw, tp), g in sorted(requests.group_by("hw", "tp"), key=lambda kv: str(kv[0])):
+        xs, ys, total = [], [], 0
+        for _, run in g.group_by("conc", "offloading"):
+            calls = _engine_calls(run)
+            total += calls.height
+            use = calls.filter(pl.col("first_time") & pl.col("alone") & pl.col("new").is_between(1, SMALL_NEW))
+            prompt = use["input_sequence_length"].cast(pl.Float64).to_numpy()
+            y = use["engine_s"].to_numpy()
+            if modelled is not None:
+                y = y - modelled(str(hw), prompt, use["new"].cast(pl.Float64).to_numpy())
+            xs.append(prompt)
+            ys.append(y)
+        x, y = np.concatenate(xs), np.concatenate(ys)
+        if x.size < 8:
+            continue
+        from scipy.optimize import least_squares
+
+        a = np.column_stack([np.ones_like(x), x])
+        scale = np.array([0.1, 1e-6])
+        fit = least_squares(_scaled_residual, x0=np.ones(2), loss="soft_l1", f_scale=0.05, args=(a, y, scale))
+        coef = fit.x * scale
+        res = y - a @ coef
+        out[str(hw)] = {"s_per_token": float(coef[1]), "s_fixed": float(coef[0]), "calls": int(x.size),
+                        "calls_total": total, "residual_mad_s": float(np.median(np.abs(res))), "tp": int(tp)}
+    return out
 
 
 def _scaled_residual(b: np.ndarray, x: np.ndarray, y: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -409,7 +465,7 @@ def call_attn_eff(requests: pl.DataFrame, points: pl.DataFrame, fitted: Fitted, 
         calls = pl.concat([_engine_calls(run) for _, run in g.group_by("conc", "offloading")])
         probe = points.filter((pl.col("hw") == hw) & (pl.col("tp") == tp)).head(1)
         got = list(deployed_points(probe, fitted, cat, 1.0))
-        use = calls.filter(pl.col("alone") & pl.col("new").is_not_null() & (pl.col("new") >= 0))
+        use = calls.filter(pl.col("alone") & pl.col("first_time") & pl.col("new").is_not_null() & (pl.col("new") >= 0))
         if not got or use.height < 8:
             continue
         _, _, dep, _, _ = got[0]

@@ -411,3 +411,31 @@ def test_every_healthy_minimax_point_is_priced_by_the_shipped_terms() -> None:
     assert np.allclose(parts.to_numpy(), p["pred_ttft"].to_numpy(), rtol=0, atol=0.05)  # + per-request host time
     one = p.filter(pl.col("conc") == 1)
     assert (one["pred_queue"] == 0).all() and (one["pred_prefill"] > one["pred_frontend"]).all()
+
+
+def test_the_engines_time_per_prompt_token_is_recovered_past_stalls_and_replays() -> None:
+    # engine time = 0.06 s + 4e-7 s per prompt token + the calls' prefill (GEMMs, attention); taking the prefill
+    # out (``modelled``) leaves the per-token and fixed parts, which six 20 s stalls do not set; a prompt replayed
+    # in the run (fully cached) is left out, as are calls adding more than SMALL_NEW tokens
+    from agentprof.replay.agentic import SMALL_NEW, engine_host_time
+
+    eta = 0.3
+    req, pair_s = _synthetic_requests(eta)
+
+    def prefill(hw: str, prompt: np.ndarray, new: np.ndarray) -> np.ndarray:
+        assert hw == "b200-dgxc" and (new <= SMALL_NEW).all()
+        return 1.5e-5 * new + pair_s / eta * new * (prompt - new / 2)
+
+    got = engine_host_time(req, prefill)["b200-dgxc"]
+    # each call's new tokens: its prompt less the previous prompt and output (the first call has no previous turn)
+    small = int((np.diff(req["input_sequence_length"].to_numpy()) - 200 <= SMALL_NEW).sum())
+    assert got["calls"] == small and got["calls_total"] == 120
+    assert got["s_per_token"] == pytest.approx(4e-7, rel=0.02) and got["s_fixed"] == pytest.approx(0.06, abs=2e-3)
+    # without the prefill taken out the per-token figure also carries the attention over the prompt
+    assert engine_host_time(req)["b200-dgxc"]["s_per_token"] > 1.5 * got["s_per_token"]
+    # the conversation sent again later (every prompt cached: 5 ms each) adds no first-time call
+    shift = int(req["request_start_ns"].max()) + 10**12
+    again = req.with_columns(pl.col("request_start_ns") + shift, pl.col("request_ack_ns") + shift,
+                             ttft_ms=pl.lit(305.0))
+    twice = engine_host_time(pl.concat([req, again]), prefill)["b200-dgxc"]
+    assert twice["calls"] == small and twice["s_per_token"] == pytest.approx(got["s_per_token"], rel=1e-6)
