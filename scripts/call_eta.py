@@ -48,25 +48,24 @@ def per_call_ratios(requests: pl.DataFrame, points: pl.DataFrame, fitted: Fitted
     import numpy as np
 
     from agentprof.catalog.kvcache import block_host_s_per_token
-    from agentprof.replay.agentic import _engine_calls, accelerator_of, deployed_points
+    from agentprof.replay.agentic import accelerator_of, calls_by_deployment, probe_deployment
     from agentprof.replay.costmodel import prefill_s
 
     out = {}
-    for (hw,), g in sorted(requests.group_by("hw"), key=lambda kv: str(kv[0])):
-        calls = _engine_calls(g).filter(pl.col("alone") & pl.col("first_time") & (pl.col("new") > 0))
-        probe = points.filter(pl.col("hw") == hw).head(1)
-        got = list(deployed_points(probe, fitted, cat, fitted.attn_eff_for(accelerator_of(str(hw), cat)),
-                                   block_host=False))
-        if not got or calls.is_empty():
+    for hw, tp, every in calls_by_deployment(requests):
+        calls = every.filter(pl.col("alone") & pl.col("first_time") & (pl.col("new") > 0))
+        got = probe_deployment(points, hw, fitted, cat, fitted.attn_eff_for(accelerator_of(hw, cat)), tp,
+                               block_host=False)
+        if got is None or calls.is_empty():
             continue
-        row, acc, dep, p, _ = got[0]
+        row, acc, dep, p = got
         inp = calls["input_sequence_length"].cast(pl.Float64).to_numpy()
         new = np.minimum(calls["new"].cast(pl.Float64).to_numpy(), inp)
         # the recipe's per-block host time over each call's own prompt (deployed_points puts a row's mean in t_req)
         blocks = block_host_s_per_token(str(row["framework"]).lower(), dep.model.key, acc)[0] * inp
         r = (np.asarray(prefill_s(dep, p, new, inp - new)) + blocks) / calls["engine_s"].to_numpy()
         med = [float(np.median(r[m])) if m.any() else float("nan") for m in (new > 0, new < 1000, new >= 10000)]
-        out[str(hw)] = (len(r), med)
+        out[hw] = (len(r), med)
     return out
 
 

@@ -47,23 +47,22 @@ def main() -> int:
 
 
 def _model_prefill(cat: Any) -> Any:
-    """``modelled(hw, prompt, new)``: the shipped model's prefill seconds of each call on that AgentX deployment
+    """``modelled(hw, tp, prompt, new)``: the shipped model's prefill seconds of each call on that AgentX deployment
     (:func:`agentprof.replay.costmodel.prefill_s`, the recipe's per-block host time left out)."""
     import numpy as np
 
-    from agentprof.replay.agentic import accelerator_of, deployed_points, load_agentic
+    from agentprof.replay.agentic import accelerator_of, load_agentic, probe_deployment
     from agentprof.replay.calibration import DEFAULT_AGENTIC, load_fitted
     from agentprof.replay.costmodel import prefill_s
 
     fitted, points = load_fitted(), load_agentic(DEFAULT_AGENTIC)
 
-    def modelled(hw: str, prompt: np.ndarray, new: np.ndarray) -> np.ndarray:
-        probe = points.filter(pl.col("hw") == hw).head(1)
-        got = list(deployed_points(probe, fitted, cat, fitted.attn_eff_for(accelerator_of(hw, cat)),
-                                   block_host=False))
-        if not got:
+    def modelled(hw: str, tp: int, prompt: np.ndarray, new: np.ndarray) -> np.ndarray:
+        got = probe_deployment(points, hw, fitted, cat, fitted.attn_eff_for(accelerator_of(hw, cat)), tp,
+                               block_host=False)
+        if got is None:
             return np.zeros_like(prompt)
-        _, _, dep, p, _ = got[0]
+        _, _, dep, p = got
         return np.asarray(prefill_s(dep, p, new, prompt - new), dtype=float)
 
     return modelled

@@ -394,51 +394,64 @@ def _engine_calls(run: pl.DataFrame) -> pl.DataFrame:
     return r.join(prev, on="request_start_ns", how="left")
 
 
+def calls_by_deployment(requests: pl.DataFrame) -> Iterator[tuple[str, int, pl.DataFrame]]:
+    """Per (hardware, tensor-parallel size) of AgentX per-request exports: its runs' calls (:func:`_engine_calls`,
+    each run on its own), in a stable order; a clear error for an export without the columns they need."""
+    missing = [c for c in (*REQUEST_COLUMNS, "output_sequence_length", "ttft_ms") if c not in requests.columns]
+    if missing:
+        raise TraceFormatError("agentx requests", 1, f"missing column(s): {', '.join(missing)}")
+    for (hw, tp), g in sorted(requests.group_by("hw", "tp"), key=lambda kv: str(kv[0])):
+        yield str(hw), int(tp), pl.concat([_engine_calls(run) for _, run in g.group_by("conc", "offloading")])
+
+
+def probe_deployment(points: pl.DataFrame, hw: str, fitted: Fitted, cat: HardwareCatalog, attn_eff: float,
+                     tp: int | None = None, block_host: bool = True
+                     ) -> tuple[dict[str, Any], str, Deployment, StepParams] | None:
+    """The first AgentX row of hardware ``hw`` (and ``tp`` where given) as :func:`deployed_points` deploys it:
+    (row, accelerator key, deployment, step terms), or None where the catalog cannot place it."""
+    sel = pl.col("hw") == hw if tp is None else (pl.col("hw") == hw) & (pl.col("tp") == tp)
+    for r, acc, dep, p, _ in deployed_points(points.filter(sel).head(1), fitted, cat, attn_eff,
+                                              block_host=block_host):
+        return r, acc, dep, p
+    return None
+
+
 SMALL_NEW = 1000
 """New tokens at most for a call :func:`engine_host_time` fits (its prefill is a small part of its engine time)."""
 
 
 def engine_host_time(requests: pl.DataFrame,
-                     modelled: Callable[[str, np.ndarray, np.ndarray], np.ndarray] | None = None
+                     modelled: Callable[[str, int, np.ndarray, np.ndarray], np.ndarray] | None = None
                      ) -> dict[str, dict[str, Any]]:
     """The engine's own time per prompt token before the first token, from AgentX per-request exports: over the
     calls alone in the server whose prompt is new to the run and whose new tokens (since the conversation's
     previous call) are 1 to :data:`SMALL_NEW`, robust least squares (soft-L1, scale 50 ms: a stall does not set
-    it) of engine time (``ttft − (ack − start)``, after the frontend) = ``a + b·prompt tokens``, per hardware. A prompt replayed in the run (fully cached, no prefill)
-    is left out, as are calls with more new tokens, whose prefill would dominate. ``b`` is what the engine spends
+    it) of engine time (``ttft − (ack − start)``, after the frontend) = ``a + b·prompt tokens``, per hardware. A
+    prompt replayed in the run (fully cached, no prefill) is left out, as are calls with more new tokens, whose
+    prefill would dominate. ``b`` is what the engine spends
     per prompt token around a small prefill (hashing and looking up the prompt's blocks, re-reading its prefix);
-    ``a`` the per-call rest. ``modelled(hw, prompt, new)``, where given, is taken off each call's engine time
+    ``a`` the per-call rest. ``modelled(hw, tp, prompt, new)``, where given, is taken off each call's engine time
     first (the model's own prefill of those calls: what is left is the engine's time the model does not price).
     Returns, per hardware, ``s_per_token`` (b), ``s_fixed`` (a), ``calls``,
     ``calls_total``, ``residual_mad_s`` (median absolute residual) and ``tp``."""
-    missing = [c for c in (*REQUEST_COLUMNS, "output_sequence_length", "ttft_ms") if c not in requests.columns]
-    if missing:
-        raise TraceFormatError("agentx requests", 1, f"missing column(s): {', '.join(missing)}")
+    from scipy.optimize import least_squares
+
     out: dict[str, dict[str, Any]] = {}
-    for (hw, tp), g in sorted(requests.group_by("hw", "tp"), key=lambda kv: str(kv[0])):
-        xs, ys, total = [], [], 0
-        for _, run in g.group_by("conc", "offloading"):
-            calls = _engine_calls(run)
-            total += calls.height
-            use = calls.filter(pl.col("first_time") & pl.col("alone") & pl.col("new").is_between(1, SMALL_NEW))
-            prompt = use["input_sequence_length"].cast(pl.Float64).to_numpy()
-            y = use["engine_s"].to_numpy()
-            if modelled is not None:
-                y = y - modelled(str(hw), prompt, use["new"].cast(pl.Float64).to_numpy())
-            xs.append(prompt)
-            ys.append(y)
-        x, y = np.concatenate(xs), np.concatenate(ys)
+    for hw, tp, calls in calls_by_deployment(requests):
+        use = calls.filter(pl.col("first_time") & pl.col("alone") & pl.col("new").is_between(1, SMALL_NEW))
+        x = use["input_sequence_length"].cast(pl.Float64).to_numpy()
+        y = use["engine_s"].to_numpy()
         if x.size < 8:
             continue
-        from scipy.optimize import least_squares
-
+        if modelled is not None:
+            y = y - modelled(hw, tp, x, use["new"].cast(pl.Float64).to_numpy())
         a = np.column_stack([np.ones_like(x), x])
         scale = np.array([0.1, 1e-6])
         fit = least_squares(_scaled_residual, x0=np.ones(2), loss="soft_l1", f_scale=0.05, args=(a, y, scale))
         coef = fit.x * scale
         res = y - a @ coef
-        out[str(hw)] = {"s_per_token": float(coef[1]), "s_fixed": float(coef[0]), "calls": int(x.size),
-                        "calls_total": total, "residual_mad_s": float(np.median(np.abs(res))), "tp": int(tp)}
+        out[hw] = {"s_per_token": float(coef[1]), "s_fixed": float(coef[0]), "calls": int(x.size),
+                   "calls_total": calls.height, "residual_mad_s": float(np.median(np.abs(res))), "tp": tp}
     return out
 
 
@@ -457,18 +470,13 @@ def call_attn_eff(requests: pl.DataFrame, points: pl.DataFrame, fitted: Fitted, 
     ``median_engine_s``."""
     from scipy.optimize import least_squares
 
-    missing = [c for c in (*REQUEST_COLUMNS, "output_sequence_length", "ttft_ms") if c not in requests.columns]
-    if missing:
-        raise TraceFormatError("agentx requests", 1, f"missing column(s): {', '.join(missing)}")
     out: dict[str, dict[str, Any]] = {}
-    for (hw, tp), g in sorted(requests.group_by("hw", "tp"), key=lambda kv: str(kv[0])):
-        calls = pl.concat([_engine_calls(run) for _, run in g.group_by("conc", "offloading")])
-        probe = points.filter((pl.col("hw") == hw) & (pl.col("tp") == tp)).head(1)
-        got = list(deployed_points(probe, fitted, cat, 1.0))
+    for hw, tp, calls in calls_by_deployment(requests):
+        got = probe_deployment(points, hw, fitted, cat, 1.0, tp)
         use = calls.filter(pl.col("alone") & pl.col("first_time") & pl.col("new").is_not_null() & (pl.col("new") >= 0))
-        if not got or use.height < 8:
+        if got is None or use.height < 8:
             continue
-        _, _, dep, _, _ = got[0]
+        dep = got[2]
         # attention seconds per token pair at η = 1: a prefill's attention over its own new tokens at 1,000 cached
         # (the prefix's re-expansion, which grows with the prompt alone, left to the d·prompt term)
         pair_s = float(dep.prefill_peak_s(1.0, 1000.0, 1.0) - dep.prefill_peak_s(1.0, 0.0, 1.0)

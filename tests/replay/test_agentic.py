@@ -422,8 +422,8 @@ def test_the_engines_time_per_prompt_token_is_recovered_past_stalls_and_replays(
     eta = 0.3
     req, pair_s = _synthetic_requests(eta)
 
-    def prefill(hw: str, prompt: np.ndarray, new: np.ndarray) -> np.ndarray:
-        assert hw == "b200-dgxc" and (new <= SMALL_NEW).all()
+    def prefill(hw: str, tp: int, prompt: np.ndarray, new: np.ndarray) -> np.ndarray:
+        assert hw == "b200-dgxc" and tp == 8 and (new <= SMALL_NEW).all()
         return 1.5e-5 * new + pair_s / eta * new * (prompt - new / 2)
 
     got = engine_host_time(req, prefill)["b200-dgxc"]
