@@ -51,8 +51,8 @@ def why_lines(d: dict[str, Any]) -> list[str]:
             lines.append(inst.strip())
     dep = d.get("deployment")
     if dep:
-        lines.append(deployment_text({**d, "deployment": {**dep, "not_applied": []}}).strip())
-        lines += [f"Not taken: {x}." for x in dep.get("not_applied") or []]
+        main, skipped = _deployment_parts(dep)
+        lines += [f"{main}.", *(f"Not taken: {x}." for x in skipped)]
     lv = d.get("levers")
     if lv:
         head, parts = _levers(lv)
@@ -105,14 +105,19 @@ def deployment_text(d: dict[str, Any]) -> str:
     dep = d.get("deployment")
     if not dep:
         return ""
+    main, skipped = _deployment_parts(dep)
+    return f" {main}" + (f"; not taken: {'; '.join(skipped)}" if skipped else "") + "."
+
+
+def _deployment_parts(dep: dict[str, Any]) -> tuple[str, list[str]]:
+    """The deployment sentence without its full stop, and what it did not take (nothing said for benchmark)."""
     if dep["name"] == "benchmark":
-        return " Deployment: benchmark settings (HBM prefix cache only unless --cache-policy adds tiers)."
+        return "Deployment: benchmark settings (HBM prefix cache only unless --cache-policy adds tiers)", []
     what = "the validated agentic recipe" if dep["level"] == "recipe" else "an estimate from the agentic recipes"
     cpu = dep["cpu_tier_bytes"]
     tier = f"LMCache CPU tier {cpu / 2**30:,.0f} GiB" if cpu else "no CPU tier"
-    skip = f"; not taken: {'; '.join(dep['not_applied'])}" if dep.get("not_applied") else ""
-    return (f" Deployment: agentic, {what} ({dep['source']}): {tier}, {dep['kv_dtype']} KV, "
-            f"{dep['mem_util']:.0%} of HBM{skip}.")
+    return (f"Deployment: agentic, {what} ({dep['source']}): {tier}, {dep['kv_dtype']} KV, "
+            f"{dep['mem_util']:.0%} of HBM", list(dep.get("not_applied") or []))
 
 
 def _layout_text(d: dict[str, Any]) -> str:
