@@ -588,14 +588,16 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
     running = np.minimum(cap, b)
     tok = running * (1.0 + draft_tokens)
     z = np.zeros_like(inp)
+    # the prefill's attention at η = 1, split once: each chunk's own tokens, and what came before them
+    own, before, expand = dep._prefill_attn(new, cached, budget)
+    per_s = dep.attn_peak * dep.gpus
     return Work(
         b_run=running, over=np.maximum(b / cap - 1.0, 0.0), osl=out, n_chunks=prefill_chunks(new, budget),
         comm_s=dep.comm_s(tok), comm_pf_s=dep.comm_s(new) / prefill_chunks(new, budget),
         bw_s=dep.decode_bytes_per_gpu(running, ctx_mean, tok if verify_weights else None) / dep.accel.hbm_bw,
         cmp_s=dep.decode_peak_s(tok, ctx_mean),
         pf_gemm_s=dep.prefill_gemm_peak_s_per_token * new / dep.gpus,
-        pf_attn_s=dep.prefill_peak_s(new, cached, chunk=budget) - dep.prefill_gemm_peak_s_per_token * new / dep.gpus,
-        pf_attn_fresh_s=dep.prefill_self_attn_flops(new, budget) / dep.attn_peak / dep.gpus,
+        pf_attn_s=(own + before + expand) / per_s, pf_attn_fresh_s=own / per_s,
         pf_mem_s=np.where(new > 0, prefill_bytes_per_gpu(dep, new, cached), 0.0) / dep.accel.hbm_bw,
         pf_kv_s=np.where(new > 0, dep.kv_seq_bytes(cached + new) / dep.kv_divisor, 0.0) / dep.accel.hbm_bw,
         disagg=np.zeros(inp.shape, dtype=bool), conc=z + b, n_prefill=z + 1.0, xfer_s=z,
