@@ -134,13 +134,17 @@ SAME = ("hardware", "framework", "model_prefix")
 
 def agentx() -> pl.DataFrame:
     """The healthy AgentX points, each accelerator predicted with the attention efficiency and think time of the
-    other accelerator's points; the lookup is the same accelerator's nearest other healthy point."""
+    other accelerator's points, and vLLM-on-MI355X's decode step fitted on the other models' points; the lookup is
+    the same accelerator's nearest other healthy point."""
     from agentprof.catalog.hardware import load_catalog
     from agentprof.replay.agentic import held_out_predictions, load_agentic
-    from agentprof.replay.calibration import DEFAULT_AGENTIC, load_fitted
+    from agentprof.replay.calibration import DEFAULT_AGENTIC, DEFAULT_AGENTIC_OTHER, load_fitted
 
+    cat = load_catalog()
+    # the decode step of vLLM on MI355X (no fixed-sequence group) from the other models' one-user points only
+    fitted = with_engine_steps(load_fitted(), [load_agentic(DEFAULT_AGENTIC_OTHER)], cat)
     out = []
-    for own, p in held_out_predictions(load_agentic(DEFAULT_AGENTIC), load_fitted(), load_catalog()):
+    for own, p in held_out_predictions(load_agentic(DEFAULT_AGENTIC), fitted, cat):
         eta = float(p["eta"][0])
         p = p.with_columns(meas_tpot=pl.col("meas_itl"), pred_tpot=pl.col("pred_itl"),
                            meas_e2e=pl.Series(own["mean_e2el"].cast(pl.Float64)))
@@ -165,15 +169,23 @@ def agentx() -> pl.DataFrame:
 def other_model() -> pl.DataFrame:
     """A second attention kernel at long prompts: the healthy AgentX MiniMax M2.5 points (GQA; vLLM on MI355X,
     three stacks), each stack priced with the GQA attention efficiency fitted on the other two
-    (``agentic.stacks_held_out``); the lookup is the nearest point of another stack (concurrency, then prompt
+    (``agentic.stacks_held_out``) and the decode step fitted without it; the lookup is the nearest point of another stack (concurrency, then prompt
     length)."""
     from agentprof.catalog.hardware import load_catalog
-    from agentprof.replay.agentic import attention_rows, fit_rows, load_agentic, stacks_held_out
-    from agentprof.replay.calibration import DEFAULT_AGENTIC_OTHER, load_fitted
+    from agentprof.replay.agentic import attention_rows, fit_rows, load_agentic, stack_keys, stacks_held_out
+    from agentprof.replay.calibration import DEFAULT_AGENTIC, DEFAULT_AGENTIC_OTHER, load_fitted
 
     cat = load_catalog()
-    own = fit_rows(attention_rows(load_agentic(DEFAULT_AGENTIC_OTHER), cat, "gqa"))
-    p = stacks_held_out(own, load_fitted(), cat)
+    other = load_agentic(DEFAULT_AGENTIC_OTHER)
+    own = fit_rows(attention_rows(other, cat, "gqa"))
+    kimi, base = load_agentic(DEFAULT_AGENTIC), load_fitted()
+    parts = []
+    for key in sorted(set(stack_keys(own, cat))):
+        # the decode step of vLLM on MI355X fitted without the stack predicted (Kimi's and the other stacks' points)
+        rest = other.filter(pl.Series([k != key for k in stack_keys(other, cat)]))
+        held = stacks_held_out(own, with_engine_steps(base, [kimi, rest], cat), cat)
+        parts.append(held.filter(pl.col("stack") == key))
+    p = pl.concat(parts, how="diagonal_relaxed")
     stack = p["stack"].to_numpy()
     c, n = p["conc"].cast(pl.Float64).to_numpy(), p["input_tokens"].to_numpy()
     near = [_nearest([c, n], i, stack != stack[i]) for i in range(p.height)]
@@ -183,6 +195,15 @@ def other_model() -> pl.DataFrame:
         meas_tpot=pl.col("meas_itl"), pred_tpot=pl.col("pred_itl"),
         pred_e2e=pl.col("pred_ttft") + (pl.col("output_tokens") - 1.0).clip(0) * pl.col("pred_itl"),
         framework=pl.lit("vllm"), layout=pl.format("tp{}", pl.col("tp")), covered=pl.lit(True), isl=pl.Series(n))
+
+
+def with_engine_steps(fitted: Any, frames: list[pl.DataFrame], cat: Any) -> Any:
+    """``fitted`` with its engine decode steps refitted on ``frames`` only (``enginestep.fit_engine_steps``)."""
+    import dataclasses
+
+    from agentprof.replay.enginestep import fit_engine_steps
+
+    return dataclasses.replace(fitted, engine_steps=fit_engine_steps(frames, fitted, cat)[0])
 
 
 def _nearest(keys: list[np.ndarray], i: int, same: np.ndarray) -> int:

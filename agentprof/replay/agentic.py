@@ -97,7 +97,7 @@ def _params_entry(fitted: Fitted, cat: HardwareCatalog, hw: str, fw: str, model_
                            and bool(m.get("experts")) == bool(model.get("experts"))]
     for mk in cands:
         e, how = fitted.lookup(PointKey(acc.family, hw, fw, mk, prec, "none", f"tp{tp}-ep{ep}"), acc.vendor)
-        if how not in ("hardware", "family", "prior"):
+        if how.split(" ")[0] not in ("hardware", "family", "prior"):
             return e, f"{e.key} ({how})"
     return None
 
@@ -305,13 +305,18 @@ def attention_rows(df: pl.DataFrame, cat: HardwareCatalog, attention: str) -> pl
     return df.filter(pl.Series(keep, dtype=pl.Boolean))
 
 
+def stack_keys(df: pl.DataFrame, cat: HardwareCatalog) -> list[str]:
+    """Each row's stack: ``accelerator/model/precision/tpN`` (the model as the row names it)."""
+    return [f"{accelerator_of(h, cat)}/{m}/{p}/tp{t}" for h, m, p, t in
+            df.select("hw", "model", "precision", "tp").iter_rows()]
+
+
 def stacks_held_out(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> pl.DataFrame:
     """Each stack's (hardware, model, precision, tensor parallel) healthy points predicted with the attention
     efficiency fitted on the other stacks' (:func:`fit_attn_eff`) and their users' think time; ``eta`` and
     ``stack`` say which. Empty where there is only one stack."""
     rows = fit_rows(df)
-    keys = pl.Series([f"{accelerator_of(h, cat)}/{m}/{p}/tp{t}" for h, m, p, t in
-                      rows.select("hw", "model", "precision", "tp").iter_rows()])
+    keys = pl.Series(stack_keys(rows, cat))
     out = []
     for key, own, p in _leave_one_out(rows, keys, fitted, cat):
         if p.height == own.height:  # every row placed: the measured end-to-end time and output tokens ride along

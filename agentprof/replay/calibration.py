@@ -144,6 +144,13 @@ class Fitted:
     AgentX points of models with that attention; ``attn_eff`` and ``attn_eff_by_accelerator`` are the MLA kernels'
     (Kimi K2.5's points), and any kind not listed takes them."""
 
+    engine_steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per-step fixed-overhead terms (``tau_s``, ``kappa``) of a serving engine on an accelerator where the
+    fixed-sequence points hold no group of that engine there (``{"vllm/mi355x": {...}}``), fitted on that stack's
+    single-user AgentX decode (:func:`agentprof.replay.agentic.fit_engine_steps`). :meth:`lookup` puts them into
+    the entry it borrows from another engine: the engines' decode paths differ on one chip (docs/DEVICE_MODEL.md
+    §2.2, [S69])."""
+
     def attn_eff_for(self, hardware: str, attention: str = "mla") -> float:
         """The prefill-attention efficiency of ``hardware`` running ``attention`` kernels: its own fitted value,
         else the pooled one of that kind (MLA's where the kind has none)."""
@@ -176,14 +183,33 @@ class Fitted:
             return grp, "group"
         near = nearest_group(self, key)
         if near is not None:
-            return near, f"nearest group {near.key}"
+            return self._own_engine_step(near, key, f"nearest group {near.key}")
         hw = self.entries["hardware"].get(key.hardware)
         if hw is not None:
-            return hw, "hardware"
+            return self._own_engine_step(hw, key, "hardware")
         fam = self.entries["family"].get(key.family)
         if fam is not None:
-            return fam, "family"
-        return FitEntry("prior", "prior", prior_theta(vendor), 0), "prior"
+            return self._own_engine_step(fam, key, "family")
+        return self._own_engine_step(FitEntry("prior", "prior", prior_theta(vendor), 0), key, "prior")
+
+    def _own_engine_step(self, entry: FitEntry, key: PointKey, how: str) -> tuple[FitEntry, str]:
+        """``entry`` (borrowed from another engine, or a level above) with the per-step overhead of the key's own
+        engine on its accelerator where :attr:`engine_steps` holds it; ``how`` then names it after the level (its first word stays the level's)."""
+        from agentprof.catalog.kvcache import engine
+
+        name = engine_step_key(engine(key.framework), key.hardware)
+        step = self.engine_steps.get(name)
+        if step is None or engine(entry.attrs.get("framework", "")) == engine(key.framework):
+            return entry, how
+        theta = entry.theta.copy()
+        theta[PARAMS.index("tau_s")], theta[PARAMS.index("kappa")] = step["tau_s"], step["kappa"]
+        out = FitEntry(entry.level, entry.key, theta, entry.points, dict(entry.attrs), entry.median_ape_tpot)
+        return out, f"{how} with the step overhead of {name} (AgentX single-user decode)"
+
+
+def engine_step_key(engine_name: str, hardware: str) -> str:
+    """The key of :attr:`Fitted.engine_steps`: ``vllm/mi355x``."""
+    return f"{engine_name}/{hardware}"
 
 
 def is_disaggregated(framework: str) -> bool:
@@ -465,6 +491,10 @@ def to_toml(fitted: Fitted) -> str:
         lines += ["", f"# the same for {kind} attention kernels, fitted on [agentic] {kind}_* points; pooled: the rest",
                   f"[global.attn_eff_by_attention.{kind}]"]
         lines += [f"{k} = {_toml_value(float(v))}" for k, v in sorted(table.items())]
+    for name, step in sorted(fitted.engine_steps.items()):
+        lines += ["", f"# per-step overhead of {name}, fitted on its single-user [agentic] decode (no group of that "
+                  "engine on that accelerator)", f'[engine_step."{name}"]']
+        lines += [f"{k} = {_toml_value(v)}" for k, v in step.items()]
     if fitted.agentic:
         lines += ["", "[agentic]"]
         for k, v in fitted.agentic.items():
@@ -542,9 +572,18 @@ def _parse_fitted(data: dict[str, Any], where: str) -> Fitted:
                                    f"got {v!r}")
     levels = {str(k): {kk: float(vv) for kk, vv in v.items() if isinstance(vv, (int, float))}
               for k, v in (data.get("levels") or {}).items() if isinstance(v, dict)}
+    steps: dict[str, dict[str, Any]] = {}
+    for name, t in (data.get("engine_step") or {}).items():
+        if not isinstance(t, dict):
+            raise CatalogError(f"{where}: engine_step.{name} must be a table")
+        for need in ("tau_s", "kappa"):
+            v = t.get(need)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise CatalogError(f"{where}: engine_step.{name}.{need}: expected a positive number, got {v!r}")
+        steps[str(name)] = {str(k): v for k, v in t.items() if isinstance(v, (int, float, str))}
     return Fitted(entries, dict(prov), float(eff), dict(data.get("agentic") or {}), levels,
                   {str(k): float(v) for k, v in by_acc.items()},
-                  {str(kind): {str(k): float(v) for k, v in t.items()} for kind, t in by_kind.items()})
+                  {str(kind): {str(k): float(v) for k, v in t.items()} for kind, t in by_kind.items()}, steps)
 
 
 def user_fitted_path() -> Path:

@@ -1,5 +1,5 @@
-"""``agentprof devices fit`` as one step: the free terms on the fixed-sequence points (:mod:`.calibration`), then
-the prefill-attention efficiency on the AgentX long-prompt points (:mod:`.agentic`), pooled and per accelerator,
+"""``agentprof devices fit`` as one step: the free terms on the fixed-sequence points (:mod:`.calibration`), the
+decode step of engines those points lack on an accelerator (:mod:`.enginestep`), then the prefill-attention efficiency on the AgentX long-prompt points (:mod:`.agentic`), pooled and per accelerator,
 for MLA (Kimi K2.5) and GQA (MiniMax M2.5) kernels, with the provenance that ``fitted.toml`` stores. Both modules
 import downwards only; this one joins them."""
 
@@ -30,6 +30,7 @@ from agentprof.replay.calibration import (
     file_sha256,
     fit,
 )
+from agentprof.replay.enginestep import fit_engine_steps
 from agentprof.replay.points import load_points
 from agentprof.resources import shipped
 
@@ -75,12 +76,20 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
     agentic: dict[str, Any] = {}
     if agentic_points is not None and Path(agentic_points).is_file():
         adf = load_agentic(agentic_points)
+        other = shipped(other_points) if other_points is not None else None
+        frames = [adf] + ([load_agentic(other)] if other is not None and Path(other).is_file() else [])
+        # the decode step of engines the fixed-sequence points lack on an accelerator (vLLM on MI355X), from the
+        # single-user points; the TTFT fits below see each point's users in the server through its E2E
+        steps, step_info = fit_engine_steps(frames, fitted, cat)
+        fitted.engine_steps = steps
         for _ in range(2):
             # the pooled fallback (accelerators without AgentX points, and the fixed-sequence fits) with the recipes'
             # per-block host time separated as the per-accelerator fits below separate it: folded in, MI355X's
             # --block-size=1 host time made every other accelerator's attention slower (0.077 against 0.121)
             eta, agentic = fit_attn_eff(adf, fitted, cat)
             fitted = fit(df, cat, eta)
+            steps, step_info = fit_engine_steps(frames, fitted, cat)
+            fitted.engine_steps = steps
         # each accelerator's own eta on its own points, with the terms the pooled eta fitted (a 1K-token prompt's
         # attention is ~3 % of its prefill, so the fixed-sequence fit keeps the pooled value)
         by_acc, acc_info = fit_attn_eff_per_accelerator(adf, fitted, cat)
@@ -88,10 +97,9 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
         agentic.update(summarize(predictions(adf, fitted, cat, eta, by_acc)))
         agentic.update(held_out_summary(adf, fitted, cat))  # each accelerator from the others' efficiency
         agentic = {"data_file": str(agentic_points), "data_sha256": file_sha256(agentic_points), **agentic,
-                   "attn_eff_pooled": eta, **acc_info}
+                   "attn_eff_pooled": eta, **acc_info, **step_info}
         del agentic["attn_eff"]
         fitted.attn_eff_by_accelerator = by_acc
-        other = shipped(other_points) if other_points is not None else None
         if other is not None and Path(other).is_file():  # the GQA kernels, on the other models' points
             gqa, gqa_info = fit_gqa(other, fitted, cat)
             if gqa:
