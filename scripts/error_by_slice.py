@@ -183,8 +183,7 @@ def other_model() -> pl.DataFrame:
     for key in sorted(set(stack_keys(own, cat))):
         # the decode step of vLLM on MI355X fitted without the stack predicted (Kimi's and the other stacks' points)
         rest = other.filter(pl.Series([k != key for k in stack_keys(other, cat)]))
-        held = stacks_held_out(own, with_engine_steps(base, [kimi, rest], cat), cat)
-        parts.append(held.filter(pl.col("stack") == key))
+        parts.append(stacks_held_out(own, with_engine_steps(base, [kimi, rest], cat), cat, only=key))
     p = pl.concat(parts, how="diagonal_relaxed")
     stack = p["stack"].to_numpy()
     c, n = p["conc"].cast(pl.Float64).to_numpy(), p["input_tokens"].to_numpy()

@@ -249,11 +249,11 @@ def held_out_predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog)
     return [(own, p) for _, own, p in _leave_one_out(rows, keys, fitted, cat)]
 
 
-def _leave_one_out(rows: pl.DataFrame, keys: pl.Series, fitted: Fitted, cat: HardwareCatalog
-                   ) -> Iterator[tuple[str, pl.DataFrame, pl.DataFrame]]:
-    """Per value of ``keys``: its rows and their predictions (``eta`` column) with the attention efficiency and the
-    users' think time of the other rows; nothing where no other rows are left."""
-    for key in sorted(set(keys.to_list())):
+def _leave_one_out(rows: pl.DataFrame, keys: pl.Series, fitted: Fitted, cat: HardwareCatalog,
+                   only: str | None = None) -> Iterator[tuple[str, pl.DataFrame, pl.DataFrame]]:
+    """Per value of ``keys`` (``only`` that one, where given): its rows and their predictions (``eta`` column) with
+    the attention efficiency and the users' think time of the other rows; nothing where no other rows are left."""
+    for key in sorted(set(keys.to_list()) if only is None else {only} & set(keys.to_list())):
         own, other = rows.filter(keys == key), rows.filter(keys != key)
         if not other.height:
             continue
@@ -311,14 +311,15 @@ def stack_keys(df: pl.DataFrame, cat: HardwareCatalog) -> list[str]:
             df.select("hw", "model", "precision", "tp").iter_rows()]
 
 
-def stacks_held_out(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> pl.DataFrame:
-    """Each stack's (hardware, model, precision, tensor parallel) healthy points predicted with the attention
-    efficiency fitted on the other stacks' (:func:`fit_attn_eff`) and their users' think time; ``eta`` and
-    ``stack`` say which. Empty where there is only one stack."""
+def stacks_held_out(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, only: str | None = None
+                    ) -> pl.DataFrame:
+    """Each stack's (hardware, model, precision, tensor parallel; ``only`` that one, where given) healthy points
+    predicted with the attention efficiency fitted on the other stacks' (:func:`fit_attn_eff`) and their users'
+    think time; ``eta`` and ``stack`` say which. Empty where there is only one stack."""
     rows = fit_rows(df)
     keys = pl.Series(stack_keys(rows, cat))
     out = []
-    for key, own, p in _leave_one_out(rows, keys, fitted, cat):
+    for key, own, p in _leave_one_out(rows, keys, fitted, cat, only):
         if p.height == own.height:  # every row placed: the measured end-to-end time and output tokens ride along
             p = p.with_columns(meas_e2e=own["mean_e2el"].cast(pl.Float64),
                                output_tokens=own["mean_output_tokens_actual"].cast(pl.Float64))

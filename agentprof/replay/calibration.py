@@ -147,7 +147,7 @@ class Fitted:
     engine_steps: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-step fixed-overhead terms (``tau_s``, ``kappa``) of a serving engine on an accelerator where the
     fixed-sequence points hold no group of that engine there (``{"vllm/mi355x": {...}}``), fitted on that stack's
-    single-user AgentX decode (:func:`agentprof.replay.agentic.fit_engine_steps`). :meth:`lookup` puts them into
+    single-user AgentX decode (:func:`agentprof.replay.enginestep.fit_engine_steps`). :meth:`lookup` puts them into
     the entry it borrows from another engine: the engines' decode paths differ on one chip (docs/DEVICE_MODEL.md
     §2.2, [S69])."""
 
@@ -194,7 +194,8 @@ class Fitted:
 
     def _own_engine_step(self, entry: FitEntry, key: PointKey, how: str) -> tuple[FitEntry, str]:
         """``entry`` (borrowed from another engine, or a level above) with the per-step overhead of the key's own
-        engine on its accelerator where :attr:`engine_steps` holds it; ``how`` then names it after the level (its first word stays the level's)."""
+        engine on its accelerator where :attr:`engine_steps` holds it; ``how`` then names it after the level (its
+        first word stays the level's)."""
         from agentprof.catalog.kvcache import engine
 
         name = engine_step_key(engine(key.framework), key.hardware)

@@ -1,7 +1,8 @@
 """``agentprof devices fit`` as one step: the free terms on the fixed-sequence points (:mod:`.calibration`), the
-decode step of engines those points lack on an accelerator (:mod:`.enginestep`), then the prefill-attention efficiency on the AgentX long-prompt points (:mod:`.agentic`), pooled and per accelerator,
-for MLA (Kimi K2.5) and GQA (MiniMax M2.5) kernels, with the provenance that ``fitted.toml`` stores. Both modules
-import downwards only; this one joins them."""
+decode step of engines those points lack on an accelerator (:mod:`.enginestep`), then the prefill-attention
+efficiency on the AgentX long-prompt points (:mod:`.agentic`), pooled and per accelerator, for MLA (Kimi K2.5) and
+GQA (MiniMax M2.5) kernels, with the provenance that ``fitted.toml`` stores. The modules import downwards only;
+this one joins them."""
 
 from __future__ import annotations
 

@@ -75,12 +75,10 @@ def fit_pair(rows: pl.DataFrame, prior_tau: float, prior_kappa: float) -> tuple[
     free_kappa = len(set(g.tolist())) > 1
 
     def res(x: np.ndarray) -> np.ndarray:
-        tau, kappa = math.exp(x[0]), math.exp(x[1]) if free_kappa else prior_kappa
-        return np.log((fixed_overhead(lay, tau, kappa, g) + rest) / meas)
+        kappa = math.exp(x[1]) if free_kappa else prior_kappa
+        return np.log((fixed_overhead(lay, math.exp(x[0]), kappa, g) + rest) / meas)
 
-    x0 = np.log([prior_tau, prior_kappa])
-    x = least_squares(res if free_kappa else (lambda v: res(np.array([v[0], x0[1]]))),
-                      x0 if free_kappa else x0[:1]).x
+    x = least_squares(res, np.log([prior_tau, prior_kappa])[: 2 if free_kappa else 1]).x
     return float(math.exp(x[0])), float(math.exp(x[1])) if free_kappa else prior_kappa
 
 
