@@ -16,7 +16,7 @@ from tests.cli_support import run
 from tests.loadtest.conftest import FOUR, served
 
 ONE = str(FOUR[1])  # trace_0121: ~18.5K-token prompts
-FRONT = 100e-6  # the loopback server's frontend seconds per prompt token in the frontend test
+FRONT = 200e-6  # the loopback server's frontend seconds per prompt token in the frontend test
 
 
 def test_json_has_the_documented_keys_and_the_prediction(capsys, server_url):
@@ -109,9 +109,10 @@ def test_unknown_predict_system_is_refused_before_any_call(capsys, server_url):
 
 
 def test_the_servers_frontend_is_timed_on_its_tokenize_beside_the_prediction(capsys):
-    # a server whose frontend spends 100 µs per prompt token tokenizing (on /tokenize as on a chat call): the load
+    # a server whose frontend spends 200 µs per prompt token tokenizing (on /tokenize as on a chat call): the load
     # test times /tokenize at two prompt sizes and finds it; --predict sets the catalog's figure beside it. (The
-    # loopback server's own per-token work, 1-12 µs by the machine's load, rides on top: 100 µs keeps it small.)
+    # loopback server's own per-token work rides on top: 1-12 µs by the machine's load, 31 µs seen on a loaded
+    # 2-core machine; 200 µs keeps it under the 25 % asserted.)
     from agentprof.catalog.hardware import load_catalog
     from agentprof.catalog.kvcache import tokenize_s_per_token
     from agentprof.loadtest.prompts import WORDS
