@@ -14,7 +14,7 @@ import pytest
 
 from agentprof.cli import main
 
-from .diff_agent import capture, steady_pair
+from .diff_agent import capture, steady_like, steady_pair
 
 LOAD = 2  # busy loops on the agent's CPU
 
@@ -24,7 +24,7 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("ci-runs")
     capture(d / "warm", 0.03)  # the process's first run pays one-time costs (imports, first calls); not compared
     base, slow = steady_pair(d, 0.03, 0.15)  # on a machine other tests load too: a pair loaded alike
-    return {"base": base, "slow": slow, "same": capture(d / "same", 0.03),
+    return {"base": base, "slow": slow, "same": steady_like(base, d / "same", 0.03),
             "loaded": capture(d / "loaded", 0.03, load=LOAD), "slow_loaded": capture(d / "slow_loaded", 0.09, load=LOAD)}
 
 
