@@ -5,19 +5,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import ttest_ind
 
 from agentprof.analysis.call_stats import FLOOR, logs, side_mean, t_test
+
+from ..lazy_import import LazyModule
+
+stats = LazyModule("scipy.stats")  # imported by the first test that uses it
 
 
 def test_one_run_a_side_is_scipys_t_test_on_the_logs_and_several_are_welchs():
     rng = np.random.default_rng(3)
     b, n = rng.lognormal(np.log(0.03), 0.1, 5), rng.lognormal(np.log(0.04), 0.2, 4)
     p = t_test(side_mean(logs(b), np.zeros(5)), side_mean(logs(n), np.zeros(4)))
-    assert p == pytest.approx(ttest_ind(np.log(b), np.log(n)).pvalue, rel=1e-9)
+    assert p == pytest.approx(stats.ttest_ind(np.log(b), np.log(n)).pvalue, rel=1e-9)
     # one call in each of several runs: the runs are the samples, compared with Welch's test
     p = t_test(side_mean(logs(b), np.arange(5)), side_mean(logs(n), np.arange(4)))
-    assert p == pytest.approx(ttest_ind(np.log(b), np.log(n), equal_var=False).pvalue, rel=1e-9)
+    assert p == pytest.approx(stats.ttest_ind(np.log(b), np.log(n), equal_var=False).pvalue, rel=1e-9)
 
 
 def test_a_consistent_5x_change_in_three_calls_is_clear_and_no_change_is_not():

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import PermutationMethod, false_discovery_control, mannwhitneyu
 
 from agentprof import semconv as sc
 from agentprof.analysis.active import agent_active_s
@@ -15,6 +14,9 @@ from agentprof.errors import AgentprofError
 from agentprof.trace import Trace, TraceMeta, spans_from_records
 
 from ..cli_support import run
+from ..lazy_import import LazyModule
+
+stats = LazyModule("scipy.stats")  # imported by the first test that uses it
 
 T0 = 1_700_000_000_000_000_000
 S = 1_000_000_000
@@ -62,7 +64,7 @@ def test_agent_active_subtracts_only_waits_outside_the_agent():
 def test_mann_whitney_is_scipys_and_identical_samples_give_1():
     x, y = [1.0, 2.5, 3.0, 4.0], [5.0, 6.0, 2.0, 8.0, 9.0]
     assert mann_whitney(np.array(x), np.array(y)) == pytest.approx(
-        mannwhitneyu(x, y, alternative="two-sided").pvalue)
+        stats.mannwhitneyu(x, y, alternative="two-sided").pvalue)
     assert mann_whitney(np.ones(5), np.ones(3)) == 1.0
     assert mann_whitney(np.empty(0), np.ones(3)) is None
     assert min_p(8, 8) == pytest.approx(2 / math.comb(16, 8))
@@ -74,8 +76,8 @@ def test_tied_samples_get_the_p_of_every_split_enumerated():
     rng = np.random.default_rng(7)
     for n, m in ((2, 2), (2, 5), (3, 3), (4, 6), (6, 6), (8, 5)):
         x, y = rng.integers(0, 4, n).astype(float), rng.integers(1, 6, m).astype(float)
-        every_split = PermutationMethod(n_resamples=math.comb(n + m, n))
-        assert mann_whitney(x, y) == pytest.approx(mannwhitneyu(x, y, method=every_split).pvalue, rel=1e-12)
+        every_split = stats.PermutationMethod(n_resamples=math.comb(n + m, n))
+        assert mann_whitney(x, y) == pytest.approx(stats.mannwhitneyu(x, y, method=every_split).pvalue, rel=1e-12)
     x, y = np.repeat([1.0, 2.0, 3.0], [6, 5, 5]), np.repeat([2.0, 3.0, 4.0], [5, 5, 6])
     assert mann_whitney(x, y) < 0.01 < mann_whitney(x, x[::-1].copy() + 0.0)  # 16 vs 16, 6e8 splits
 
@@ -84,7 +86,7 @@ def test_holm_and_bh_adjustments():
     p = [0.01, 0.04, 0.03, 0.005]
     # Holm by hand: sorted 0.005*4=0.02, 0.01*3=0.03, 0.03*2=0.06, 0.04*1=0.04 -> monotone 0.06
     assert adjust(p, "holm") == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert adjust(p, "bh") == pytest.approx(list(false_discovery_control(p, method="bh")))
+    assert adjust(p, "bh") == pytest.approx(list(stats.false_discovery_control(p, method="bh")))
     with pytest.raises(AgentprofError):
         adjust(p, "bonferroni-ish")
 

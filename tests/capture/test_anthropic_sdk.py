@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import asyncio
 
-import anthropic
 import pytest
 
 import agentprof
 from agentprof.demo.model_server import ErrorReply, Latency, ModelServer, Reply, ToolCall
 
+from ..lazy_import import LazyModule
 from .capture_helpers import attrs, load, of_kind
+
+anthropic = LazyModule("anthropic")  # imported by the first test that uses it
 
 TTFT = 0.04
 SYSTEM = [{"type": "text", "text": "You review code carefully and explain briefly. " * 20,

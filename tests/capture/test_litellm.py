@@ -8,17 +8,27 @@ errors recorded while LiteLLM's exception reaches the agent unchanged.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 
 import pytest
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map download
-litellm = pytest.importorskip("litellm", reason="litellm is not installed (pip install agentprof[test])")
+import agentprof
+from agentprof.demo.model_server import ErrorReply, Latency, ModelServer, Reply
 
-import agentprof  # noqa: E402
-from agentprof.demo.model_server import ErrorReply, Latency, ModelServer, Reply  # noqa: E402
+from ..lazy_import import LazyModule
+from .capture_helpers import attrs, load, of_kind
 
-from .capture_helpers import attrs, load, of_kind  # noqa: E402
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("litellm") is None,
+                                reason="litellm is not installed (pip install agentprof[test])")
+litellm = LazyModule("litellm")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _litellm_imported() -> None:
+    """litellm imported before the first test's profile starts, as an application imports it."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map download
+    litellm.load()
 
 TTFT = 0.03
 SYSTEM = "You review code carefully and explain briefly. " * 20

@@ -7,14 +7,16 @@ import json
 import subprocess
 import sys
 
-import anthropic
 import openai
 import pytest
 
 import agentprof
 from agentprof.demo.model_server import ModelServer, Reply, ToolCall
 
+from ..lazy_import import LazyModule
 from .capture_helpers import attrs, load, of_kind
+
+anthropic = LazyModule("anthropic")  # imported by the first test that uses it
 
 CANARY = "CANARY-q8ZpW3vLx"
 

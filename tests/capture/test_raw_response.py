@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 
-import anthropic
 import openai
 import pytest
 from openai._legacy_response import LegacyAPIResponse
@@ -19,7 +18,10 @@ import agentprof
 from agentprof.capture.failsafe import CaptureWarning
 from agentprof.demo.model_server import Latency, ModelServer, RawReply, Reply
 
+from ..lazy_import import LazyModule
 from .capture_helpers import attrs, load, of_kind
+
+anthropic = LazyModule("anthropic")  # imported by the first test that uses it
 
 TTFT = 0.02
 MSGS = [{"role": "user", "content": "Explain the build failure in a few words. " * 12}]

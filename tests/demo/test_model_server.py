@@ -7,11 +7,14 @@ import time
 import urllib.error
 import urllib.request
 
-import anthropic
 import openai
 import pytest
 
 from agentprof.demo.model_server import ErrorReply, Latency, ModelServer, Reply, ToolCall, count_pieces
+
+from ..lazy_import import LazyModule
+
+anthropic = LazyModule("anthropic")  # imported by the first test that uses it
 
 
 def post(url, body):

@@ -175,7 +175,7 @@ def test_capacity_bands_search_each_corner(capsys) -> None:
     ev = row["band"]["evidence"]
     assert set(ev) == set(row["band"]["ranged"])
     assert ev["rubin.hbm_bw"] == "vendor" and ev["vera.st_speed"] == "estimate" and ev["rubin.fp8_flops"] == "estimate"
-    code, out, err = run(capsys, *args, "--no-bands")
+    code, out, err = run(capsys, *(a if a != "32" else "2" for a in args), "--no-bands")  # a short search will do
     assert code == 0 and "band" not in json.loads(out)["systems"][0]
     # one Jalapeño session's p99 is 28 s (its cold first prompts), its fast end serves more
     code, _, err = run(capsys, "capacity", str(KVCT), "-s", "jalapeno", "--slo", "ttft_p99=20s",
