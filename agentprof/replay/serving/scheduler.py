@@ -131,6 +131,9 @@ class Replica:
     # (before any sibling's floor), which its siblings' steps wait for
     step_end: float = -math.inf
     own_step_s: float = 0.0
+    # an independent replica's running macro-step of pure decode: (start, alpha, beta, ctx, accept, steps, prefill
+    # seconds), so that an arrival can end it at the step it falls in (:meth:`Engine._split`)
+    macro: tuple | None = None
 
 
 @dataclass
@@ -200,7 +203,8 @@ class Engine:
         if opt.warm_ids is not None and opt.warm_ids.size:
             for k in range(self.n_entry):
                 self.cache.hbm[k].touch(opt.warm_ids, 0.0)
-        self.heap: list = []
+        self.heap: list = []  # every event but the ends of replicas' steps
+        self.step_heap: list = []  # the ends of replicas' steps (EV_STEP)
         self.seq = 0
         self.now = 0.0
         self.rr = 0
@@ -226,7 +230,11 @@ class Engine:
     # --- bookkeeping -------------------------------------------------------------------------------------
     def _push(self, t: float, kind: int, a: object, b: object = None) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (t, self.seq, kind, a, b))
+        heapq.heappush(self.step_heap if kind == EV_STEP else self.heap, (t, self.seq, kind, a, b))
+
+    def _next_t(self) -> float:
+        """When the next event of any kind is due (inf when none is)."""
+        return min(self.heap[0][0] if self.heap else math.inf, self.step_heap[0][0] if self.step_heap else math.inf)
 
     def _q(self, delta: int, k: int | None = None) -> None:
         self.q_area += self.q_len * (self.now - self.q_last)
@@ -294,8 +302,9 @@ class Engine:
             for i in range(slots):
                 self._push(i * o.ramp_s, EV_SESSION, self.next_inst, "start")
                 self.next_inst += 1
-        while self.heap:
-            t, _, kind, a, b = heapq.heappop(self.heap)
+        heap, steps = self.heap, self.step_heap
+        while heap or steps:
+            t, _, kind, a, b = heapq.heappop(steps if steps and (not heap or steps[0] < heap[0]) else heap)
             self.now = t
             if kind == EV_STEP:
                 self._end_step(a, b)
@@ -405,6 +414,24 @@ class Engine:
         self._enqueue(k, r)
         if not rep.busy:
             self._start_step(k)
+        elif rep.macro is not None:
+            self._split(k)
+
+    def _split(self, k: int) -> None:
+        """End replica ``k``'s running macro-step of pure decode at the first of its steps that ends at or after now
+        (the request that just arrived joins the batch there, as it would after a single step)."""
+        rep = self.reps[k]
+        t0, alpha, beta, ctx, acc, k_steps, pf_s = rep.macro
+        rep.macro = None
+        j = self._steps_within(alpha, beta, ctx, acc, self.now - t0 - pf_s, int(k_steps))
+        if j >= k_steps:
+            return
+        cut = (k_steps - j) * (alpha + beta * (ctx + acc * (k_steps + j - 1.0) / 2.0))  # the steps not run
+        rep.busy_s -= cut
+        rep.steps -= int(k_steps) - j
+        rep.step_k = float(j)
+        rep.version += 1
+        self._push(t0 + pf_s + j * (alpha + beta * (ctx + acc * (j - 1.0) / 2.0)), EV_STEP, k, rep.version)
 
     def _handoff(self, r: Req) -> None:
         """A prefilled request's KV has reached the decode pool: the least-loaded decode worker queues it."""
@@ -476,7 +503,7 @@ class Engine:
         alpha, beta = rep.cost.decode_linear(b, ctx)
         acc = rep.cost.accept
         k1 = max(math.ceil((dh[0][0] - rep.g) / acc - 1e-9), 1)
-        horizon = min(self.heap[0][0] if self.heap else math.inf, pending) - now
+        horizon = min(self._next_t(), pending) - now
         k_steps = float(min(k1, self._steps_within(alpha, beta, ctx, acc, horizon, k1)))
         dt = k_steps * (alpha + beta * (ctx + acc * (k_steps - 1.0) / 2.0))
         rep.busy = True
@@ -671,7 +698,11 @@ class Engine:
             if not chunks:
                 rem = min(r.out - 1.0 - r.gen for r in dec)
                 k1 = max(math.ceil(rem / acc - 1e-9), 1)
-                horizon = min(self.heap[0][0] if self.heap else math.inf, pending) - now
+                # an independent replica runs on past other replicas' step ends (nothing they do reaches it but a
+                # request, and an arrival ends the macro-step at the step it falls in: _split); lockstep ranks wait
+                # for their siblings' steps, so every event ends theirs
+                nxt = self.heap[0][0] if self.heap else math.inf
+                horizon = min(nxt if self.lockstep == 1 else self._next_t(), pending) - now
                 k2 = k1
                 if horizon < math.inf:
                     # smallest k with k·(alpha + beta·(ctx + acc·(k−1)/2)) >= horizon
@@ -685,6 +716,9 @@ class Engine:
             dt += k_steps * (alpha + beta * (ctx + acc * (k_steps - 1.0) / 2.0))
         if self.lockstep > 1:
             dt, k_steps = self._lockstep(k, now, dt, k_steps, bool(chunks), dec, pending)
+            rep.macro = None
+        else:
+            rep.macro = (now, alpha, beta, ctx, acc, k_steps, pf_s) if b and not chunks and k_steps > 1.0 else None
         rep.busy = True
         rep.version += 1
         rep.step_dec, rep.step_pf, rep.step_k = dec, chunks, k_steps
@@ -716,7 +750,7 @@ class Engine:
         rep.own_step_s = own
         if floor > own:
             if not prefill and k_steps > 1.0:
-                horizon = min(self.heap[0][0] if self.heap else math.inf, pending, now + k_steps * floor) - now
+                horizon = min(self._next_t(), pending, now + k_steps * floor) - now
                 k_steps = float(max(min(math.ceil(horizon / floor - 1e-9), int(k_steps)), 1))
                 # the rank's own steps grow with their context; each takes at least the floor
                 cost = rep.cost
@@ -774,7 +808,7 @@ class Engine:
         or timer falls before it, its one prefill chunk does not finish the prompt, no decode finishes, and
         the KV growth preempts nothing. What ``_end_step`` then does is exactly the updates below (and
         ``_hbm_room``); the step that follows is composed by the caller at ``end`` as the event would."""
-        if (self.heap and self.heap[0][0] <= end) or pending <= end + 1e-12:
+        if self._next_t() <= end or pending <= end + 1e-12:
             return False
         rep = self.reps[k]
         r1, c = rep.step_pf[0]
