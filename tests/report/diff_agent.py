@@ -204,9 +204,10 @@ def steady_pair(out: Path, base_s: float, new_s: float, tries: int = 3, toleranc
 def steady_like(ref: Path, out: Path, tool_s: float, tries: int = 3, tolerance_s: float = 0.05) -> Path:
     """A capture whose recorded CPU wait is within ``tolerance_s`` of ``ref``'s (loaded alike), trying up to
     ``tries`` captures; the last one when none is."""
+    want = cpu_wait_s(ref)
     for i in range(tries):
         path = capture(out / f"try{i}", tool_s)
-        if abs(cpu_wait_s(path) - cpu_wait_s(ref)) <= tolerance_s:
+        if abs(cpu_wait_s(path) - want) <= tolerance_s:
             break
     return path
 

@@ -426,12 +426,12 @@ class Engine:
         j = self._steps_within(alpha, beta, ctx, acc, self.now - t0 - pf_s, int(k_steps))
         if j >= k_steps:
             return
-        cut = (k_steps - j) * (alpha + beta * (ctx + acc * (k_steps + j - 1.0) / 2.0))  # the steps not run
-        rep.busy_s -= cut
+        ran = self._steps_s(alpha, beta, ctx, acc, j)
+        rep.busy_s -= self._steps_s(alpha, beta, ctx, acc, k_steps) - ran  # the steps not run
         rep.steps -= int(k_steps) - j
         rep.step_k = float(j)
         rep.version += 1
-        self._push(t0 + pf_s + j * (alpha + beta * (ctx + acc * (j - 1.0) / 2.0)), EV_STEP, k, rep.version)
+        self._push(t0 + pf_s + ran, EV_STEP, k, rep.version)
 
     def _handoff(self, r: Req) -> None:
         """A prefilled request's KV has reached the decode pool: the least-loaded decode worker queues it."""
@@ -505,13 +505,19 @@ class Engine:
         k1 = max(math.ceil((dh[0][0] - rep.g) / acc - 1e-9), 1)
         horizon = min(self._next_t(), pending) - now
         k_steps = float(min(k1, self._steps_within(alpha, beta, ctx, acc, horizon, k1)))
-        dt = k_steps * (alpha + beta * (ctx + acc * (k_steps - 1.0) / 2.0))
+        dt = self._steps_s(alpha, beta, ctx, acc, k_steps)
         rep.busy = True
         rep.version += 1
         rep.step_dec, rep.step_pf, rep.step_k = [], [], k_steps
         rep.busy_s += dt
         rep.steps += int(k_steps)
         self._push(now + dt, EV_STEP, k, rep.version)
+
+    @staticmethod
+    def _steps_s(alpha: float, beta: float, ctx: float, acc: float, k: float) -> float:
+        """``k`` decode steps from mean context ``ctx``, each at ``alpha + beta·context`` while the context grows by
+        ``acc`` tokens a step, summed in closed form."""
+        return k * (alpha + beta * (ctx + acc * (k - 1.0) / 2.0))
 
     @staticmethod
     def _steps_within(alpha: float, beta: float, ctx: float, acc: float, horizon: float, k1: int) -> int:
@@ -713,12 +719,11 @@ class Engine:
                         kk = max(horizon, 0.0) / max(qb, 1e-12)
                     k2 = max(math.ceil(kk - 1e-9), 1)
                 k_steps = float(min(k1, k2))
-            dt += k_steps * (alpha + beta * (ctx + acc * (k_steps - 1.0) / 2.0))
+            dt += self._steps_s(alpha, beta, ctx, acc, k_steps)
         if self.lockstep > 1:
             dt, k_steps = self._lockstep(k, now, dt, k_steps, bool(chunks), dec, pending)
-            rep.macro = None
-        else:
-            rep.macro = (now, alpha, beta, ctx, acc, k_steps, pf_s) if b and not chunks and k_steps > 1.0 else None
+        rep.macro = ((now, alpha, beta, ctx, acc, k_steps, pf_s)
+                     if self.lockstep == 1 and b and not chunks and k_steps > 1.0 else None)
         rep.busy = True
         rep.version += 1
         rep.step_dec, rep.step_pf, rep.step_k = dec, chunks, k_steps
@@ -758,7 +763,7 @@ class Engine:
                 ctx = sum(r.need for r in dec) / max(b, 1)
                 alpha, beta = cost.decode_linear(b, ctx)
                 acc = cost.accept
-                mine = k_steps * (alpha + beta * (ctx + acc * (k_steps - 1.0) / 2.0))
+                mine = self._steps_s(alpha, beta, ctx, acc, k_steps)
                 new = max(mine, k_steps * floor)
                 self.lockstep_wait += new - mine
                 dt = new
