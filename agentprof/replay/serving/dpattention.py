@@ -12,8 +12,8 @@ The simulation runs each attention rank as a replica of the engine (its own queu
 HBM prefix cache; the router picks a rank, as SGLang's DP controller and Dynamo's DP-rank routing do), priced by
 the cost model's ``Deployment(dp_attention=True)``: a rank's step is the instance's step with every rank holding
 this rank's batch (its attention, KV reads and the replicated weights on this rank; the MoE weights, FLOPs and
-all-to-all collectives of ``g`` such batches). Ranks step in lockstep: a rank's step never takes less than the
-step a sibling rank is running (the engine's ``lockstep`` groups, :mod:`agentprof.replay.serving.scheduler`).
+all-to-all collectives of ``g`` such batches). Ranks step in lockstep: an instance's ranks run each step together,
+as long as its slowest rank's (the engine's ``lockstep`` groups, :mod:`agentprof.replay.serving.scheduler`).
 Docs: docs/DEVICE_MODEL.md §10.
 """
 

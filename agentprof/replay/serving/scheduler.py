@@ -14,6 +14,9 @@ decode workers. A finished prefill frees its prefill KV and moves to a decode wo
 the link between the pools; the decode worker admits it when its KV fits and emits the first token after the
 recipe's scheduler interval, then decodes it with continuous batching; a decode worker runs at most its
 recipe's decode slots (``Pools.max_running``), the rest wait in its queue.
+
+Data-parallel attention ranks (``Options.lockstep``) step as a group: one event per group step, as long as its
+slowest rank's step; a rank without work runs an empty batch.
 """
 
 from __future__ import annotations
@@ -93,7 +96,7 @@ class Options:
     quiet_steps: bool = True  # False: every step is an event, each chunk priced alone (the reference for tests)
     lockstep: int = 1
     """Replicas per lockstep group: data-parallel attention ranks of one instance (consecutive replicas) whose
-    forward passes are aligned, so a rank's step never takes less than the step a sibling is running (1: none)."""
+    forward passes are aligned: the group runs each step together, as long as its slowest rank's (1: none)."""
 
 
 @dataclass
@@ -127,10 +130,6 @@ class Replica:
     sum_base: float = 0.0
     kv_first: float = 0.0
     peak_running: int = 0  # most requests a decode worker held at once (its decode slots bound it)
-    # lockstep (data-parallel attention ranks): the end of the step this replica runs and its own per-step time
-    # (before any sibling's floor), which its siblings' steps wait for
-    step_end: float = -math.inf
-    own_step_s: float = 0.0
     # an independent replica's running macro-step of pure decode: (start, alpha, beta, ctx, accept, steps, prefill
     # seconds), so that an arrival can end it at the step it falls in (:meth:`Engine._split`)
     macro: tuple | None = None
@@ -224,7 +223,11 @@ class Engine:
         self.lockstep = ls if pools is None else 1
         n_groups = (len(self.reps) + ls - 1) // ls if self.lockstep > 1 else 0
         self.group_busy = [0.0] * n_groups
-        self.group_until = [-math.inf] * n_groups
+        self.group_version = [0] * n_groups
+        # per group: the ranks that work in its running step, each (replica, alpha, beta, context) of its decode
+        # (zeros for a step with prefill), and the step's pure-decode macro-step (:meth:`_split_group`) or None
+        self.group_rows: list[list[tuple[int, float, float, float]]] = [[] for _ in range(n_groups)]
+        self.group_macro: list[tuple | None] = [None] * n_groups
         self.lockstep_wait = 0.0
 
     # --- bookkeeping -------------------------------------------------------------------------------------
@@ -416,6 +419,8 @@ class Engine:
             self._start_step(k)
         elif rep.macro is not None:
             self._split(k)
+        elif self.lockstep > 1 and self.group_macro[k // self.lockstep] is not None:
+            self._split_group(k // self.lockstep)
 
     def _split(self, k: int) -> None:
         """End replica ``k``'s running macro-step of pure decode at the first of its steps that ends at or after now
@@ -642,13 +647,18 @@ class Engine:
         if self.reps[k].role == "decode":
             self._step_decode(k)
             return
+        if self.lockstep > 1:
+            self._start_group(k // self.lockstep)
+            return
         saved = self.now
         while self._step(k):
             pass
         self.now = saved
 
-    def _step(self, k: int) -> bool:
-        """Compose and price one step; True when it ended here quietly (the next one follows at ``self.now``)."""
+    def _compose(self, k: int) -> tuple[list[Req], list[tuple[Req, float]], float, float] | None:
+        """Admit into replica ``k`` and compose its next step at ``self.now``: the decoding requests, the prefill
+        chunks (the framework's token budget), the chunks' price and the earliest load or first-token timer still
+        pending. None, with a wake-up set at that timer, when the replica has nothing to run."""
         rep = self.reps[k]
         self._admit(k)
         now = self.now
@@ -686,44 +696,46 @@ class Engine:
             if pending < math.inf and pending < rep.wake_at:
                 rep.wake_at = pending
                 self._push(pending, EV_WAKE, k)
-            return False
-        b = len(dec)
-        k_steps = 1.0
-        dt = pf_s
-        need = sum(r.need for r in dec)
+            return None
         if chunks:
-            dec_part = cost.decode_s(b, need / b) if b else 0.0
+            b = len(dec)
+            dec_part = cost.decode_s(b, sum(r.need for r in dec) / b) if b else 0.0
             for r, _ in chunks:
                 if r.done_pf == 0.0 and not math.isnan(r.ready_t):
                     r.overhead += now - r.ready_t
                 r.overhead += dec_part
-        if b:
-            ctx = need / b
-            alpha, beta = cost.decode_linear(b, ctx)
-            acc = cost.accept
+        return dec, chunks, pf_s, pending
+
+    @staticmethod
+    def _decode_terms(cost: StepCost, dec: list[Req]) -> tuple[float, float, float, int]:
+        """A batch's decode step ``alpha + beta·context`` at its mean context, and the steps until its first
+        sequence finishes: (alpha, beta, context, steps)."""
+        b = len(dec)
+        ctx = sum(r.need for r in dec) / b
+        alpha, beta = cost.decode_linear(b, ctx)
+        rem = min(r.out - 1.0 - r.gen for r in dec)
+        return alpha, beta, ctx, max(math.ceil(rem / cost.accept - 1e-9), 1)
+
+    def _step(self, k: int) -> bool:
+        """Compose and price one step; True when it ended here quietly (the next one follows at ``self.now``)."""
+        c = self._compose(k)
+        if c is None:
+            return False
+        dec, chunks, pf_s, pending = c
+        rep = self.reps[k]
+        now = self.now
+        k_steps = 1.0
+        dt = pf_s
+        if dec:
+            alpha, beta, ctx, k1 = self._decode_terms(rep.cost, dec)
+            acc = rep.cost.accept
             if not chunks:
-                rem = min(r.out - 1.0 - r.gen for r in dec)
-                k1 = max(math.ceil(rem / acc - 1e-9), 1)
-                # an independent replica runs on past other replicas' step ends (nothing they do reaches it but a
-                # request, and an arrival ends the macro-step at the step it falls in: _split); lockstep ranks wait
-                # for their siblings' steps, so every event ends theirs
-                nxt = self.heap[0][0] if self.heap else math.inf
-                horizon = min(nxt if self.lockstep == 1 else self._next_t(), pending) - now
-                k2 = k1
-                if horizon < math.inf:
-                    # smallest k with k·(alpha + beta·(ctx + acc·(k−1)/2)) >= horizon
-                    qa, qb = beta * acc / 2.0, alpha + beta * ctx - beta * acc / 2.0
-                    if qa > 1e-18:
-                        kk = (-qb + math.sqrt(qb * qb + 4 * qa * max(horizon, 0.0))) / (2 * qa)
-                    else:
-                        kk = max(horizon, 0.0) / max(qb, 1e-12)
-                    k2 = max(math.ceil(kk - 1e-9), 1)
-                k_steps = float(min(k1, k2))
+                # a replica runs on past other replicas' step ends (nothing they do reaches it but a request, and
+                # an arrival ends the macro-step at the step it falls in: _split)
+                horizon = min(self.heap[0][0] if self.heap else math.inf, pending) - now
+                k_steps = float(min(k1, self._steps_within(alpha, beta, ctx, acc, horizon, k1)))
             dt += self._steps_s(alpha, beta, ctx, acc, k_steps)
-        if self.lockstep > 1:
-            dt, k_steps = self._lockstep(k, now, dt, k_steps, bool(chunks), dec, pending)
-        rep.macro = ((now, alpha, beta, ctx, acc, k_steps, pf_s)
-                     if self.lockstep == 1 and b and not chunks and k_steps > 1.0 else None)
+        rep.macro = ((now, alpha, beta, ctx, acc, k_steps, pf_s) if dec and not chunks and k_steps > 1.0 else None)
         rep.busy = True
         rep.version += 1
         rep.step_dec, rep.step_pf, rep.step_k = dec, chunks, k_steps
@@ -736,47 +748,96 @@ class Engine:
         self._push(end, EV_STEP, k, rep.version)
         return False
 
-    def _lockstep(self, k: int, now: float, dt: float, k_steps: float, prefill: bool,
-                  dec: list[Req], pending: float = math.inf) -> tuple[float, float]:
-        """Align replica ``k``'s step with its lockstep siblings (data-parallel attention ranks of one instance):
-        each of its steps takes at least the own per-step time of the longest step a sibling is running (ranks meet
-        in the MoE layers' collectives every step; a rank without work runs an empty batch). A macro-step of pure
-        decode is cut where the floored steps reach the next event. Returns the step's (seconds, steps) and records
-        the replica's own per-step time and the instance's busy time."""
-        rep = self.reps[k]
-        own = dt / max(k_steps, 1.0)
-        gi = k // self.lockstep
+    # --- lockstep groups (data-parallel attention ranks) --------------------------------------------------
+    def _ranks(self, gi: int) -> range:
         lo = gi * self.lockstep
-        floor = 0.0
-        for j in range(lo, min(lo + self.lockstep, len(self.reps))):
-            sib = self.reps[j]
-            if j != k and sib.step_end > now + 1e-12 and sib.own_step_s > floor:
-                floor = sib.own_step_s
-        rep.own_step_s = own
-        if floor > own:
-            if not prefill and k_steps > 1.0:
-                horizon = min(self._next_t(), pending, now + k_steps * floor) - now
-                k_steps = float(max(min(math.ceil(horizon / floor - 1e-9), int(k_steps)), 1))
-                # the rank's own steps grow with their context; each takes at least the floor
-                cost = rep.cost
-                b = len(dec)
-                ctx = sum(r.need for r in dec) / max(b, 1)
-                alpha, beta = cost.decode_linear(b, ctx)
-                acc = cost.accept
-                mine = self._steps_s(alpha, beta, ctx, acc, k_steps)
-                new = max(mine, k_steps * floor)
-                self.lockstep_wait += new - mine
-                dt = new
+        return range(lo, min(lo + self.lockstep, len(self.reps)))
+
+    def _start_group(self, gi: int) -> None:
+        """Start lockstep group ``gi``'s next step: each rank composes its own batch and every rank's forward pass
+        is aligned (ranks meet in the MoE layers' collectives; a rank without work runs an empty batch), so the
+        step takes as long as its slowest rank's. While every working rank only decodes, the steps run as one
+        macro-step to the first finishing sequence or the next event, paced by the rank whose steps sum longest
+        (an arrival ends it at the step it falls in: :meth:`_split_group`)."""
+        now = self.now
+        parts = []
+        pending = math.inf
+        prefill = False
+        for k in self._ranks(gi):
+            c = self._compose(k)
+            if c is not None:
+                parts.append((k, *c))
+                pending = min(pending, c[3])
+                prefill = prefill or bool(c[1])
+        if not parts:
+            return
+        rows: list[tuple[int, float, float, float]] = []
+        k1 = math.inf
+        for k, dec, _, _, _ in parts:
+            if dec:
+                alpha, beta, ctx, kd = self._decode_terms(self.reps[k].cost, dec)
+                rows.append((k, alpha, beta, ctx))
+                k1 = min(k1, kd)
             else:
-                self.lockstep_wait += k_steps * floor - dt
-                dt = k_steps * floor
-        end = now + dt
-        start = max(now, self.group_until[gi])
-        if end > start:
-            self.group_busy[gi] += end - start
-            self.group_until[gi] = end
-        rep.step_end = end
-        return dt, k_steps
+                rows.append((k, 0.0, 0.0, 0.0))
+        acc = self.reps[parts[0][0]].cost.accept
+        k_steps = 1.0
+        if not prefill:
+            pace = max(rows, key=lambda w: self._steps_s(w[1], w[2], w[3], acc, k1))
+            horizon = min(self.heap[0][0] if self.heap else math.inf, pending) - now
+            k_steps = float(min(k1, self._steps_within(pace[1], pace[2], pace[3], acc, horizon, int(k1))))
+        own = [pf_s + (self._steps_s(w[1], w[2], w[3], acc, k_steps) if dec else 0.0)
+               for (_, dec, _, pf_s, _), w in zip(parts, rows, strict=True)]
+        dt = max(own)
+        for (k, dec, chunks, _, _), mine in zip(parts, own, strict=True):
+            rep = self.reps[k]
+            rep.step_dec, rep.step_pf, rep.step_k = dec, chunks, k_steps
+            rep.busy_s += dt
+            rep.steps += int(k_steps)
+            self.lockstep_wait += dt - mine
+        for k in self._ranks(gi):
+            self.reps[k].busy = True
+        self.group_busy[gi] += dt
+        self.group_rows[gi] = rows
+        if not prefill and k_steps > 1.0:
+            pace = rows[max(range(len(own)), key=own.__getitem__)]
+            self.group_macro[gi] = (now, pace[1], pace[2], pace[3], acc, k_steps, dt)
+        else:
+            self.group_macro[gi] = None
+        self.group_version[gi] += 1
+        self._push(now + dt, EV_STEP, gi, self.group_version[gi])
+
+    def _split_group(self, gi: int) -> None:
+        """End group ``gi``'s running macro-step of pure decode at the first of its steps that ends at or after now
+        (the request that just arrived joins a rank's batch there)."""
+        t0, alpha, beta, ctx, acc, k_steps, dt = self.group_macro[gi]
+        self.group_macro[gi] = None
+        j = self._steps_within(alpha, beta, ctx, acc, self.now - t0, int(k_steps))
+        if j >= k_steps:
+            return
+        rows = self.group_rows[gi]
+        ran = max(self._steps_s(w[1], w[2], w[3], acc, j) for w in rows)
+        for k, a, b, c in rows:
+            rep = self.reps[k]
+            rep.busy_s -= dt - ran
+            rep.steps -= int(k_steps) - j
+            rep.step_k = float(j)
+            self.lockstep_wait -= (dt - self._steps_s(a, b, c, acc, k_steps)) - (ran - self._steps_s(a, b, c, acc, j))
+        self.group_busy[gi] -= dt - ran
+        self.group_version[gi] += 1
+        self._push(t0 + ran, EV_STEP, gi, self.group_version[gi])
+
+    def _end_group(self, gi: int, version: int) -> None:
+        if version != self.group_version[gi]:
+            return
+        for k in self._ranks(gi):
+            self.reps[k].busy = False
+        finished: list[Req] = []
+        for k, *_ in self.group_rows[gi]:
+            finished.extend(self._advance(k))
+        for r in finished:
+            self._finish_at(r)
+        self._start_group(gi)
 
     def _chunk_price(self, cost: StepCost, r: Req, chunk: tuple[float, float, float], decoding: int) -> float:
         """``cost.chunks_s([chunk], decoding)`` for a request's prefill chunk ``(tokens, context, share)``. A
@@ -844,6 +905,10 @@ class Engine:
         return True
 
     def _end_step(self, k: int, version: int) -> None:
+        """The step of replica ``k`` (of lockstep group ``k`` with lockstep) that ends now."""
+        if self.lockstep > 1:
+            self._end_group(k, version)
+            return
         rep = self.reps[k]
         if version != rep.version:
             return
@@ -851,6 +916,14 @@ class Engine:
         if rep.role == "decode":
             self._end_step_decode(k)
             return
+        for r in self._advance(k):
+            self._finish_at(r)
+        self._start_step(k)
+
+    def _advance(self, k: int) -> list[Req]:
+        """Apply the step replica ``k`` just ended to its requests (tokens generated, chunks prefilled, first
+        tokens, hand-offs, preemptions) and return the requests it finished."""
+        rep = self.reps[k]
         now = self.now
         acc = rep.cost.accept
         finished: list[Req] = []
@@ -909,9 +982,7 @@ class Engine:
             self.preemptions += 1
             self._enqueue(k, victim, front=True)
         self._hbm_room(k)
-        for r in finished:
-            self._finish_at(r)
-        self._start_step(k)
+        return finished
 
     def _finish_at(self, r: Req) -> None:
         saved = self.now
