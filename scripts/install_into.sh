@@ -11,4 +11,5 @@ shift
 if [ -x .venv/bin/uv ] && UV_NATIVE_TLS=1 .venv/bin/uv pip install -q --python "$py" "$@"; then
   exit 0
 fi
+"$py" -m pip --version >/dev/null 2>&1 || "$py" -m ensurepip -q >/dev/null 2>&1  # a venv made --without-pip
 exec "$py" -m pip install -q --no-compile "$@"

@@ -21,7 +21,8 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && check; then
   exit 0
 fi
 echo "creating $VENV (agentprof on opentelemetry-sdk 1.30.0)..."
-[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+# without pip when uv installs (ensurepip costs ~6 s of CPU; scripts/install_into.sh brings pip if uv fails)
+[ -x "$VENV/bin/python" ] || "$PY" -m venv $([ -x .venv/bin/uv ] && echo --without-pip) "$VENV"
 # shellcheck disable=SC2086
 timeout 600 scripts/install_into.sh "$VENV/bin/python" $OTEL -e ".[openai,anthropic]" pytest pytest-timeout httpx
 check

@@ -10,8 +10,14 @@ PY="${PYTHON:-python3}"
 SPEC="${PHOENIX_SPEC:-arize-phoenix==20.26.1}"
 STAMP="$VENV/.agentprof-phoenix-ok"
 
+# the installed distribution and its server command: importing phoenix costs 12-25 s of CPU (its first import
+# compiles it), which the test that starts the server pays once
+want_v=""
+case $SPEC in *==*) want_v=${SPEC#*==} ;; esac
 check() {
-  timeout 120 "$VENV/bin/python" -c "import phoenix" >/dev/null 2>&1 && [ -x "$VENV/bin/phoenix" ]
+  timeout 60 "$VENV/bin/python" -c \
+    "import importlib.metadata as m, sys; v = m.version('arize-phoenix'); sys.exit('$want_v' not in ('', v))" \
+    >/dev/null 2>&1 && [ -x "$VENV/bin/phoenix" ]
 }
 
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$SPEC" ] && check; then
@@ -19,7 +25,8 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$SPEC" ] && check; then
   exit 0
 fi
 echo "creating $VENV ($SPEC; about 850 MB, a few minutes)..."
-[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+# without pip when uv installs (ensurepip costs ~6 s of CPU; scripts/install_into.sh brings pip if uv fails)
+[ -x "$VENV/bin/python" ] || "$PY" -m venv $([ -x .venv/bin/uv ] && echo --without-pip) "$VENV"
 timeout 900 scripts/install_into.sh "$VENV/bin/python" "$SPEC"
 check
 echo "$SPEC" > "$STAMP"
