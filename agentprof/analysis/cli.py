@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -17,6 +18,8 @@ from agentprof.report.formats import (
     fmt_fine,
     fmt_pct,
     fmt_x,
+    short_file,
+    short_frame,
     short_ids,
 )
 
@@ -280,12 +283,19 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
             con.print(tb)
     hs = d.get("hotspots") or []
     if hs:
-        rows = [[text(h["frame"]), text(h["where"]), f"{h['samples']:,}", fmt_fine(h["self_s"]),
-                 fmt_fine(h["total_s"]), fmt_fine(h["self_cpu_s"]), text(h["file"])] for h in hs[:TOP_HOTSPOTS]]
-        cols = [Column("function", "left", name=True), Column("where", "left", name=True), Column("samples"),
-                Column("self"), Column("total"), Column("self on CPU"), Column("file", "left", name=True)]
+        cwd = os.getcwd()
+        rows = []
+        for h in hs[:TOP_HOTSPOTS]:
+            cell = text(short_frame(str(h["frame"])))  # the function, its file (shortened) dim under it
+            cell.append("\n" + text(short_file(str(h["file"]), cwd)).plain, style="dim")
+            rows.append([cell, text(h["where"]), fmt_fine(h["self_s"]), fmt_fine(h["self_cpu_s"]),
+                         fmt_fine(h["total_s"])])
+        cols = [Column("function / file", "left", name=True), Column("where", "left", name=True), Column("self"),
+                Column("on CPU"), Column("total")]
         for tb in fitted_tables(f"Hotspots: top {min(len(hs), TOP_HOTSPOTS)} functions by sampled self time "
-                                "(all in --json)", cols, rows, con.width):
+                                "(samples and whole paths in --json)", cols, rows, con.width,
+                                caption="self: sampled in the function itself; on CPU: of that, running (not "
+                                        "waiting); total: with what it called"):
             con.print(tb)
 
 

@@ -104,12 +104,36 @@ def fmt_capture_cost(co: dict) -> str:
     return text + ". The first profile in a process includes loading agentprof's capture modules and tokenizer."
 
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+_SITE = re.compile(r".*[/\\](?:site|dist)-packages[/\\]|.*[/\\]lib[/\\]python\d+\.\d+[/\\]")
+
+
+def short_file(path: str, cwd: str | None = None) -> str:
+    """A source file as a terminal column shows it: an installed package's path from its package folder
+    (``aiohttp/connector.py``), a standard-library module by its name (``selectors.py``), a file under ``cwd``
+    relative to it, any other by its last two parts; ``<frozen importlib._bootstrap>`` as ``<frozen importlib>``."""
+    if path.startswith("<frozen "):
+        return "<frozen " + path[len("<frozen "):].rstrip(">").split(".")[0] + ">"
+    cut = _SITE.sub("", path, count=1)
+    if cut != path:
+        return cut
+    if cwd and path.startswith(cwd.rstrip("/\\") + "/"):
+        return path[len(cwd.rstrip("/\\")) + 1:]
+    parts = re.split(r"[/\\]", path)
+    return "/".join(parts[-2:]) if len(parts) > 2 else path
+
+
+def short_frame(name: str) -> str:
+    """A function's qualified name without the ``<locals>`` steps of its nested definitions."""
+    return name.replace("<locals>.", "")
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}|(?<![0-9a-zA-Z])[0-9a-fA-F]{32}(?![0-9a-zA-Z])")
 
 
 def short_ids(ids: list[str]) -> tuple[list[str], bool]:
-    """Session ids for a terminal column: every UUID in them cut to its first 8 characters (as git shortens a
-    commit), unless that makes two of them alike; returns the ids to show and whether any was shortened."""
+    """Session ids for a terminal column: every UUID in them (dashed, or 32 hex digits as agentprof's capture
+    writes them) cut to its first 8 characters (as git shortens a commit), unless that makes two of them alike;
+    returns the ids to show and whether any was shortened."""
     short = [_UUID.sub(lambda m: m.group(0)[:8], i) for i in ids]
     if len(set(short)) < len(set(ids)):
         return list(ids), False

@@ -140,3 +140,27 @@ def test_terminal_shows_cpu_bound_shares_and_top_functions(sampled, capsys, monk
     lines = [ln for ln in out.splitlines() if "rank_candidate_patches" in ln]
     assert lines and "orchestration" in lines[0]
     assert "read_file" in out and "count_tokens" in out
+
+
+def test_hotspots_fit_80_columns_with_whole_names_and_short_files(sampled, capsys, monkeypatch):
+    """An 80-column terminal: one table whose rows hold each function's name whole, its file (from the working
+    directory, an installed package's folder or the standard library's) on the line under it."""
+    from pathlib import Path
+
+    from agentprof.cli import main
+
+    root = Path(cpu_heavy_agent.__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("COLUMNS", "80")
+    path, _ = sampled
+    try:
+        main(["analyze", str(path)])
+    except SystemExit as e:
+        assert not e.code
+    out = capsys.readouterr().out.splitlines()
+    assert all(len(ln) <= 80 for ln in out)
+    start = next(i for i, ln in enumerate(out) if ln.startswith("Hotspots: top"))
+    table = out[start:next(i for i, ln in enumerate(out) if i > start and ln.startswith("self: sampled"))]
+    assert sum(ln.lstrip().startswith("function / file") for ln in table) == 1  # not stacked in parts
+    row = next(i for i, ln in enumerate(table) if ln.split() and ln.split()[0] == "rank_candidate_patches")
+    assert "orchestration" in table[row] and table[row + 1].strip() == "tests/analysis/cpu_heavy_agent.py"

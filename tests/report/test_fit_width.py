@@ -113,6 +113,8 @@ def test_short_ids_cut_uuids_unless_two_would_read_alike():
     twins = ["258c7280-ae70-4798-800f-63464d01a85d", "258c7280-0000-4798-800f-63464d01a85d"]
     assert short_ids(twins) == (twins, False)  # alike when cut: shown whole
     assert short_ids(["a", "b"]) == (["a", "b"], False)
+    # agentprof's own capture writes a UUID as 32 hex digits; a longer hex run is not one
+    assert short_ids(["e6da07584c9c4ea7861707e9ea5e74ee", "x" + "0" * 33]) == (["e6da0758", "x" + "0" * 33], True)
 
 
 @pytest.mark.parametrize("width", [80, 120])
