@@ -110,7 +110,10 @@ def _print_analysis(d: dict[str, Any], n_misses: int) -> None:
         model_rows.append(("  no first token recorded", unsplit, None))
     rows = [("model", t["model_s"], "model"), *model_rows, ("tool", t["tool_s"], "tool"),
             ("parse", t["parse_s"], "parse"), ("orchestration", t["orchestration_s"], "orchestration"),
-            ("  glue (outside spans)", t["glue_s"], None), ("wait", t["wait_s"], "wait")]
+            ("  glue (outside spans)", t["glue_s"], None)]
+    if (t.get("startup_s") or 0.0) > 1e-3:
+        rows.append(("    start-up (before 1st span)", t["startup_s"], None))
+    rows.append(("wait", t["wait_s"], "wait"))
     rows += [(f"  wait: {k}", v, None) for k, v in t["waits_by_reason"].items()]
     cells: list[list[Any]] = []
     for name, v, key in rows:

@@ -15,7 +15,7 @@ from agentprof.analysis.timesplit import TimeSplit
 from agentprof.trace.schema import TraceMeta
 
 TIME_KEYS = ("wall_s", "model_s", "model_ttft_s", "model_decode_s", "tool_s", "parse_s", "orchestration_s",
-             "wait_s", "glue_s", "critical_path_s", "span_sum_s", "amdahl_bound_s", "agent_active_s",
+             "wait_s", "glue_s", "startup_s", "critical_path_s", "span_sum_s", "amdahl_bound_s", "agent_active_s",
              "amdahl_bound_active_s")
 
 

@@ -13,7 +13,7 @@ Definitions (also in ``docs/ANALYSIS.md``):
   agent time not covered by any child, "glue"). The buckets sum to ``wall_s``.
 - ``critical_path_s``: the part of the critical path spent inside recorded child spans (wall minus the
   session's own uncovered glue time, ``glue_s``); ``span_sum_s`` is the plain sum of those spans' durations,
-  larger than the critical path when work ran in parallel.
+  larger than the critical path when work ran in parallel. ``startup_s``: the glue before the first span.
 - ``amdahl_bound_s``: the task time if model calls took zero time: wall minus the time when model calls were
   the only thing running (time when a tool, parse, wait or glue ran alongside stays).
 - ``agent_active_s``: wall minus the waits that are nobody's work on the task (``user_turn``, ``approval``,
@@ -81,6 +81,9 @@ class TimeSplit:
     orchestration_s: float = 0.0
     wait_s: float = 0.0
     glue_s: float = 0.0
+    startup_s: float = 0.0
+    """The part of ``glue_s`` before the session's first span (a captured process's start-up: interpreter,
+    imports, clients), 0 for imported logs."""
     critical_path_s: float = 0.0
     span_sum_s: float = 0.0
     amdahl_bound_s: float = 0.0
@@ -203,6 +206,8 @@ def split_tree(root: Node, imported: bool = False) -> TimeSplit:
         span_sum_s=span_sum / NS, amdahl_bound_s=amdahl / NS,
         wait_by_reason={k[5:]: v / NS for k, v in acc.items() if k.startswith("wait:")},
     )
+    if root.kind == "agent" and not imported and root.children:
+        ts.startup_s = max(0, min(c.start for c in root.children) - root.start) / NS
     human = ts.human_wait_s
     ts.agent_active_s = max(0.0, ts.wall_s - human)
     ts.amdahl_bound_active_s = max(0.0, ts.amdahl_bound_s - human)

@@ -157,7 +157,8 @@ def answer(headline: dict[str, Any], whatif: dict[str, Any], spans: pl.DataFrame
             "name": r["name"], "display": r.get("display"), "e2e_s": r.get("e2e_s"), "speedup": r.get("speedup"),
             "band": band, "band_causes": band_causes(r.get("band_ranged") or [], catalog) if band else None,
             "why_not": _why_not(r, waits)})
-    out["lever"] = _lever(recorded, [r for r in rows if r is not recorded and not r.get("error")], spans)
+    out["lever"] = _lever(recorded, [r for r in rows if r is not recorded and not r.get("error")], spans,
+                          time.get("startup_s") or 0.0)
     bound, ratio = headline.get("amdahl_bound_s"), headline.get("max_speedup")
     if bound and ratio:
         out["ceiling"] = {"e2e_s": bound, "speedup": ratio,
@@ -166,9 +167,10 @@ def answer(headline: dict[str, Any], whatif: dict[str, Any], spans: pl.DataFrame
 
 
 def _lever(recorded: dict[str, Any] | None, systems: list[dict[str, Any]],
-           spans: pl.DataFrame | None) -> dict[str, Any] | None:
+           spans: pl.DataFrame | None, startup_s: float = 0.0) -> dict[str, Any] | None:
     """The candidate that saves the most task time: the fastest chip replayed, the fastest host replayed (its
-    tool and orchestration time), or the tools of one turn run side by side."""
+    tool and orchestration time), the tools of one turn run side by side, or the process's start-up before its
+    first span (the analysis' ``startup_s``: imports and set-up a warm or leaner process would not pay)."""
     if not recorded or not recorded.get("e2e_s"):
         return None
     e2e = float(recorded["e2e_s"])
@@ -186,6 +188,9 @@ def _lever(recorded: dict[str, Any] | None, systems: list[dict[str, Any]],
         par = parallel_tools_s(spans)
         if par > 0:
             cands.append((par, "parallel_tools", "running the tools of one model response side by side (at most)"))
+    if startup_s > 0:
+        cands.append((startup_s, "startup", f"starting faster (the {fmt_duration(startup_s)} before the first span: "
+                                            "imports and set-up; at most)"))
     cands = [c for c in cands if c[0] > 0.005 * e2e]
     if not cands:
         return None

@@ -34,15 +34,15 @@ class Column:
 
 
 def _table(title: str | None, columns: Sequence[Column], rows: Sequence[Sequence[RenderableType]],
-           idx: Sequence[int], styles: Sequence[str | None], caption: str | None, name_width: int | None = None
-           ) -> Table:
+           idx: Sequence[int], styles: Sequence[str | None], caption: str | None, name_width: int | None = None,
+           name_widths: dict[int, int] | None = None) -> Table:
     t = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, show_edge=False,
               pad_edge=False, collapse_padding=True, caption=caption, caption_justify="left", caption_style="dim")
     for i in idx:
         c = columns[i]
         if c.name:
             t.add_column(c.header, justify=c.justify, overflow="fold", style=c.style,  # type: ignore[arg-type]
-                         max_width=name_width)
+                         max_width=(name_widths or {}).get(i, name_width))
         else:
             t.add_column(c.header, justify=c.justify, no_wrap=not c.wrap, overflow="fold",  # type: ignore[arg-type]
                          style=c.style, max_width=max(12, name_width * 3 // 4) if c.wrap and name_width else None)
@@ -77,5 +77,32 @@ def fitted_tables(title: str | None, columns: Sequence[Column], rows: Sequence[S
             groups.append([i])
         else:
             groups[-1] = trial
-    return [_table(title if k == 0 else None, columns, rows, names + g, styles,
-                   caption if k == len(groups) - 1 else None, name_width) for k, g in enumerate(groups)]
+    out = []
+    for k, g in enumerate(groups):
+        t_, c_ = title if k == 0 else None, caption if k == len(groups) - 1 else None
+        widths = _name_widths(columns, rows, names, g, styles, width, name_width)
+        table = _table(t_, columns, rows, names + g, styles, c_, name_width, widths)
+        if widths and natural_width(table) > width:  # the share was measured apart: fold to the third
+            table = _table(t_, columns, rows, names + g, styles, c_, name_width)
+        out.append(table)
+    return out
+
+
+def _name_widths(columns: Sequence[Column], rows: Sequence[Sequence[RenderableType]], names: list[int],
+                 group: list[int], styles: Sequence[str | None], width: int, floor: int) -> dict[int, int] | None:
+    """The name columns' widths beside ``group``'s figure columns: what the figures leave of ``width``, shared so
+    that a narrow name keeps its natural width and the others split the rest (none below ``floor``); None when
+    the figures leave no more than ``floor`` each."""
+    if not names:
+        return None
+    rest = width - natural_width(_table(None, columns, rows, group, styles, None)) - 2 * len(names)
+    if rest <= floor * len(names):
+        return None
+    nat = {i: natural_width(_table(None, columns, rows, [i], styles, None)) for i in names}
+    widths: dict[int, int] = {}
+    left = sorted(names, key=nat.__getitem__)
+    while left:
+        i = left.pop(0)
+        widths[i] = max(floor, min(nat[i], rest // (len(left) + 1)))
+        rest -= widths[i]
+    return widths

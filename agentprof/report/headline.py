@@ -76,7 +76,7 @@ def headline(figures: dict[str, Any], analysis: dict[str, Any] | None = None,
         if wall is not None:
             out["wall_s"] = wall
         out["time"] = {k: time.get(k) for k in (*TIME_KEYS, "critical_path_s", "amdahl_bound_s", "wall_s",
-                                                 "agent_active_s", "amdahl_bound_active_s")}
+                                                 "agent_active_s", "amdahl_bound_active_s", "startup_s")}
         out["time"]["waits_by_reason"] = time.get("waits_by_reason") or {}
         out["time"]["shares"] = time.get("shares") or {}
         out["shares"] = {k: (time[k] / wall) if wall and time.get(k) is not None else None for k in TIME_KEYS}

@@ -68,6 +68,10 @@ def _time_table(time: dict[str, Any]) -> str:
         sw = f'<span style="display:inline-block;width:9px;height:9px;border-radius:2px;background:{COLORS[label]};margin-right:6px"></span>'
         rows.append([sw + _e(label), _e(fmt_duration(v)), _e(fmt_pct(v / wall if v is not None and wall else None)),
                      _e(fmt_pct(active_shares.get(label)))])
+        up = time.get("startup_s") or 0.0
+        if label == "orchestration" and up > 1e-3:
+            rows.append([_e("  start-up (before the first span)"), _e(fmt_duration(up)),
+                         _e(fmt_pct(up / wall if wall else None)), _e(fmt_pct(up / active if active else None))])
     for reason, v in sorted((time.get("waits_by_reason") or {}).items(), key=lambda kv: -kv[1]):
         rows.append([_e(f"wait: {reason}"), _e(fmt_duration(v)), _e(fmt_pct(v / wall if wall else None)),
                      "–" if reason in HUMAN_REASONS or not active else _e(fmt_pct(v / active))])

@@ -74,6 +74,10 @@ def time_split_view(time: dict[str, Any], width: int | None = None) -> Renderabl
         rows.append([Text(label, style=KIND_STYLE[label]), fmt_duration(v), fmt_pct(share),
                      fmt_pct(active_shares.get(label)) if active is not None else "",
                      bar(share, style=KIND_STYLE[label])])
+        up = time.get("startup_s") or 0.0
+        if label == "orchestration" and up > 1e-3:
+            rows.append([_t("  start-up (before 1st span)", "dim"), fmt_duration(up),
+                         fmt_pct(up / wall if wall else None), fmt_pct(up / active) if active else "", ""])
     for reason, v in sorted((time.get("waits_by_reason") or {}).items(), key=lambda kv: -kv[1]):
         human = reason in HUMAN_REASONS
         rows.append([_t(f"  wait: {reason}", "dim"), fmt_duration(v), fmt_pct(v / wall if wall else None),

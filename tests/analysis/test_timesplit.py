@@ -36,6 +36,7 @@ def test_sequential_session_buckets_sum_to_wall():
     assert t["tool_s"] == pytest.approx(2.5) and t["parse_s"] == pytest.approx(0.5)
     assert t["wait_s"] == pytest.approx(1) and t["waits_by_reason"] == {"user_turn": pytest.approx(1)}  # old name
     assert t["orchestration_s"] == pytest.approx(4) and t["glue_s"] == pytest.approx(4)
+    assert t["startup_s"] == pytest.approx(1)  # the glue before the first span (the model call at 1 s)
     assert sum(t[k] for k in BUCKETS) == pytest.approx(t["wall_s"])
     assert t["critical_path_s"] == pytest.approx(6)
     assert t["span_sum_s"] == pytest.approx(2 + 3 + 0.5 + 1)
@@ -75,7 +76,7 @@ def test_wrapper_span_around_a_model_call_only_works_outside_it():
     t = _time(b.trace())
     assert t["model_s"] == pytest.approx(3)
     assert t["orchestration_s"] == pytest.approx(3)  # 2 s of the step itself + 1 s glue
-    assert t["glue_s"] == pytest.approx(1)
+    assert t["glue_s"] == pytest.approx(1) and t["startup_s"] == 0.0  # the step starts with the session
     assert t["amdahl_bound_s"] == pytest.approx(3)
 
 

@@ -57,6 +57,19 @@ def test_why_not_names_the_largest_remaining_part():
     assert got["why_not"] == "its model calls are slower than the recorded ones (0.80×)"
 
 
+def test_a_long_start_up_is_the_lever_when_it_saves_most():
+    # 2.7 s before the first span of a 5.4 s task: more than the fastest chip saves (0.9 s)
+    hl = {"time": {"wall_s": 5.4, "startup_s": 2.7}}
+    rows = [{"name": "recorded", "e2e_s": 5.4, "tool_s": 1.2, "orchestration_s": 2.8},
+            {"name": "x", "e2e_s": 4.5, "model_s": 0.6, "tool_s": 1.2, "orchestration_s": 2.8, "model_speedup": 2.0}]
+    lever = answer(hl, {"status": "ok", "rows": rows})["lever"]
+    assert lever["kind"] == "startup" and lever["saved_s"] == 2.7 and lever["e2e_s"] == pytest.approx(2.7)
+    assert lever["text"].startswith("starting faster (the 2.70 s before the first span")
+    # a start-up shorter than the chip's saving leaves the chip the lever
+    hl["time"]["startup_s"] = 0.5
+    assert answer(hl, {"status": "ok", "rows": rows})["lever"]["kind"] == "chip"
+
+
 def test_band_causes_in_words():
     assert band_causes(["agentic.default.cpu_tier_gib_per_instance"]) == "the CPU-tier size is an estimate"
     assert band_causes(["x.hbm_bw", "x.hbm_bytes", "agentic.default.cpu_tier_gib_per_instance"]) == \

@@ -216,12 +216,13 @@
       var human = [], wr = hl.waits_by_reason || {};
       ["user_turn", "approval", "idle", "unrecorded"].forEach(function (r) { if (isNum(wr[r]) && wr[r] > 0) human.push(r.replace("_", " ") + " " + fmtDur(wr[r])); });
       cards.appendChild(card("Agent-active time", fmtDur(hl.agent_active_s),
-        "wall minus " + (human.length ? human.join(", ") : "no user turns, approvals or idle gaps")));
+        human.length ? "wall minus " + human.join(", ") : "the wall: no user turns, approvals or idle gaps"));
     }
     KINDS.forEach(function (k) {
       var sec_ = t[k + "_s"];
       var sub = isNum(sec_) ? fmtDur(sec_) : (hl.time ? "not recorded" : "needs the analysis");
       if (isNum(sa[k + "_s"])) sub += " · " + fmtPct(sa[k + "_s"]) + " of agent-active";
+      if (k === "orchestration" && isNum(t.startup_s) && t.startup_s > 1e-3) sub += "; " + fmtDur(t.startup_s) + " start-up before the first span";
       cards.appendChild(card(KIND_LABEL[k] + " share", isNum(sh[k + "_s"]) ? fmtPct(sh[k + "_s"]) : "—",
         sub, COLOR[k], !isNum(sh[k + "_s"])));
     });
