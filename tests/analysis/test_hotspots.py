@@ -127,16 +127,20 @@ def test_imported_traces_have_no_cpu_figures():
     assert d["time"]["orchestration_cpu_s"] is None and d["hotspots"] == []
 
 
-def test_terminal_shows_cpu_bound_shares_and_top_functions(sampled, capsys, monkeypatch):
+def _analyze_at(columns: int, path, capsys, monkeypatch) -> str:
+    """What ``agentprof analyze PATH`` prints on a terminal ``columns`` wide."""
     from agentprof.cli import main
 
-    monkeypatch.setenv("COLUMNS", "220")
-    path, _ = sampled
+    monkeypatch.setenv("COLUMNS", str(columns))
     try:
         main(["analyze", str(path)])
     except SystemExit as e:
         assert not e.code
-    out = capsys.readouterr().out
+    return capsys.readouterr().out
+
+
+def test_terminal_shows_cpu_bound_shares_and_top_functions(sampled, capsys, monkeypatch):
+    out = _analyze_at(220, sampled[0], capsys, monkeypatch)
     assert "CPU-bound" in out and "Hotspots: top" in out
     lines = [ln for ln in out.splitlines() if "rank_candidate_patches" in ln]
     assert lines and "orchestration" in lines[0]
@@ -148,17 +152,8 @@ def test_hotspots_fit_80_columns_with_whole_names_and_short_files(sampled, capsy
     directory, an installed package's folder or the standard library's) on the line under it."""
     from pathlib import Path
 
-    from agentprof.cli import main
-
-    root = Path(cpu_heavy_agent.__file__).resolve().parents[2]
-    monkeypatch.chdir(root)
-    monkeypatch.setenv("COLUMNS", "80")
-    path, _ = sampled
-    try:
-        main(["analyze", str(path)])
-    except SystemExit as e:
-        assert not e.code
-    out = capsys.readouterr().out.splitlines()
+    monkeypatch.chdir(Path(cpu_heavy_agent.__file__).resolve().parents[2])
+    out = _analyze_at(80, sampled[0], capsys, monkeypatch).splitlines()
     assert all(len(ln) <= 80 for ln in out)
     start = next(i for i, ln in enumerate(out) if ln.startswith("Hotspots: top"))
     table = out[start:next(i for i, ln in enumerate(out) if i > start and ln.startswith("self: sampled"))]
