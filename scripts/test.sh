@@ -19,7 +19,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v a
 fi
 # The three side environments build in the background while the suite runs (lmcache's torch download is the
 # longest step of a fresh machine's setup): each writes VENV.pending with its process id, and the tests that need
-# one (marker side_env, ordered first) wait for it there (tests/side_envs.py). Their output goes to VENV.setup.log.
+# one (marker side_env, ordered last) wait for it there (tests/side_envs.py). Their output goes to VENV.setup.log.
 side_env() {  # VENV SCRIPT WHAT
   local venv=$1 script=$2 what=$3
   ( trap 'rm -f "$venv.pending"' EXIT

@@ -1,7 +1,6 @@
-"""Suite-wide: an empty user data folder, and collection order: tests marked ``side_env`` run first (their
-environments are built in the background by scripts/test.sh; a test waits for its own there, in
-tests/side_envs.py, while the other workers run the rest: placed last, their minute of servers and
-subprocesses ran alone at the end of the suite)."""
+"""Suite-wide: an empty user data folder, and collection order: tests marked ``side_env`` run last (their
+environments are built in the background by scripts/test.sh while the rest of the suite runs;
+tests/side_envs.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.get_closest_marker("side_env") is None)  # stable: order kept otherwise
+    items.sort(key=lambda item: item.get_closest_marker("side_env") is not None)  # stable: order kept otherwise
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The side environments (lmcache, the oldest OpenTelemetry SDK, Phoenix) that scripts/test.sh builds in the
-background while the suite runs: a test that needs one calls :func:`wait_for` before it looks for it; such tests
-run first (``side_env`` marker, see tests/conftest.py), waiting on their worker while the others run the rest."""
+background while the suite runs: a test that needs one calls :func:`wait_for` before it looks for it, and is
+ordered last (``side_env`` marker, see tests/conftest.py) so that its setup has had the suite's time to end."""
 
 from __future__ import annotations
 
