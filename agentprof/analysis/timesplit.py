@@ -82,8 +82,8 @@ class TimeSplit:
     wait_s: float = 0.0
     glue_s: float = 0.0
     startup_s: float = 0.0
-    """The part of ``glue_s`` before the session's first span (a captured process's start-up: interpreter,
-    imports, clients), 0 for imported logs."""
+    """The part of ``glue_s`` before the session's first span (under ``agentprof run`` the interpreter's start,
+    imports and clients; in a profiled function whatever it ran first), 0 for imported logs."""
     critical_path_s: float = 0.0
     span_sum_s: float = 0.0
     amdahl_bound_s: float = 0.0

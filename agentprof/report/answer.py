@@ -169,8 +169,8 @@ def answer(headline: dict[str, Any], whatif: dict[str, Any], spans: pl.DataFrame
 def _lever(recorded: dict[str, Any] | None, systems: list[dict[str, Any]],
            spans: pl.DataFrame | None, startup_s: float = 0.0) -> dict[str, Any] | None:
     """The candidate that saves the most task time: the fastest chip replayed, the fastest host replayed (its
-    tool and orchestration time), the tools of one turn run side by side, or the process's start-up before its
-    first span (the analysis' ``startup_s``: imports and set-up a warm or leaner process would not pay)."""
+    tool and orchestration time), the tools of one turn run side by side, or the time before the session's first
+    span (the analysis' ``startup_s``: under ``agentprof run`` the interpreter, imports and set-up)."""
     if not recorded or not recorded.get("e2e_s"):
         return None
     e2e = float(recorded["e2e_s"])
@@ -189,8 +189,8 @@ def _lever(recorded: dict[str, Any] | None, systems: list[dict[str, Any]],
         if par > 0:
             cands.append((par, "parallel_tools", "running the tools of one model response side by side (at most)"))
     if startup_s > 0:
-        cands.append((startup_s, "startup", f"starting faster (the {fmt_duration(startup_s)} before the first span: "
-                                            "imports and set-up; at most)"))
+        cands.append((startup_s, "startup", f"starting faster (the {fmt_duration(startup_s)} before the first span, "
+                                            "at most)"))
     cands = [c for c in cands if c[0] > 0.005 * e2e]
     if not cands:
         return None
