@@ -95,13 +95,12 @@ def fmt_capture_cost(co: dict) -> str:
         text += f" ({share * 100:.2f} % of wall)"
     bg = co.get("background_cpu_s")
     if bg:
-        text += (f": {fmt_fine(co['s'])} on the agent's threads and {fmt_fine(bg)} on its background thread (prompt "
-                 f"fingerprints). The agent's wall time grows by between {fmt_fine(co['s'])} (the background work "
-                 f"overlaps its waits on a free core) and {fmt_fine(co['total_s'])} (it holds the GIL while the agent "
-                 "runs Python)")
+        text += (f": {fmt_fine(co['s'])} on the agent's threads, {fmt_fine(bg)} fingerprinting prompts on a background "
+                 f"thread. The agent's wall grows by between {fmt_fine(co['s'])} (with a free core) and "
+                 f"{fmt_fine(co['total_s'])} (sharing the agent's core under the GIL)")
     else:
         text += " on the agent's threads"
-    return text + ". The first profile in a process includes loading agentprof's capture modules and tokenizer."
+    return text + ". A process's first profile also loads agentprof's modules and tokenizer."
 
 
 _SITE = re.compile(r".*[/\\](?:site|dist)-packages[/\\]|.*[/\\]lib[/\\]python\d+\.\d+[/\\]")

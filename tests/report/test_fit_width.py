@@ -135,3 +135,15 @@ def test_replay_at_80_columns_as_a_user_runs_it():
     assert r.returncode == 0, r.stderr[-2000:]
     _readable(r.stdout, 80)
     assert "task ×" in r.stdout
+
+
+def test_the_capture_cost_sentence_reads_at_a_glance():
+    """The analysis' note on agentprof's own cost, with its longest wording (a background thread recorded): at most
+    60 words, as every visible paragraph."""
+    import re
+
+    from agentprof.report.formats import fmt_capture_cost
+
+    text = fmt_capture_cost({"s": 0.0124, "background_cpu_s": 0.263, "total_s": 0.2755, "total_share_of_wall": 0.05})
+    assert "grows by between 12.4 ms" in text and "and 275.5 ms" in text
+    assert len([w for w in text.split() if re.search(r"\w", w)]) <= 60, text
