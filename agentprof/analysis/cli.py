@@ -263,7 +263,7 @@ TOP_HOTSPOTS = 15
 def _print_cpu(con: Any, d: dict[str, Any]) -> None:
     """CPU-bound shares of orchestration and tools, and the top sampled functions (captured traces)."""
     from agentprof.report.fit_width import Column, fitted_tables
-    from agentprof.safe_text import text
+    from agentprof.safe_text import shown, text
 
     cb = d.get("cpu_bound")
     if not cb or cb.get("orchestration_cpu_s") is None:
@@ -290,7 +290,7 @@ def _print_cpu(con: Any, d: dict[str, Any]) -> None:
         rows = []
         for h in hs[:TOP_HOTSPOTS]:
             cell = text(short_frame(str(h["frame"])))  # the function, its file (shortened) dim under it
-            cell.append("\n" + text(short_file(str(h["file"]), cwd)).plain, style="dim")
+            cell.append("\n" + shown(short_file(str(h["file"]), cwd)), style="dim")
             rows.append([cell, text(h["where"]), fmt_fine(h["self_s"]), fmt_fine(h["self_cpu_s"]),
                          fmt_fine(h["total_s"])])
         cols = [Column("function / file", "left", name=True), Column("where", "left", name=True), Column("self"),

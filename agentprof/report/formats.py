@@ -115,8 +115,9 @@ def short_file(path: str, cwd: str | None = None) -> str:
     cut = _SITE.sub("", path, count=1)
     if cut != path:
         return cut
-    if cwd and path.startswith(cwd.rstrip("/\\") + "/"):
-        return path[len(cwd.rstrip("/\\")) + 1:]
+    base = (cwd or "").rstrip("/\\")
+    if base and path.startswith(base + "/"):
+        return path[len(base) + 1:]
     parts = re.split(r"[/\\]", path)
     return "/".join(parts[-2:]) if len(parts) > 2 else path
 
