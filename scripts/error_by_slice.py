@@ -6,7 +6,8 @@ Six families the fit never sees:
 2. whole stacks: each (hardware, framework, model, precision, speculation) group held out in turn, Dynamo and
    SGLang-disagg among them (``fidelity.leave_out(..., "group")``);
 3. the longest prompts: the AgentX Kimi K2.5 points (75-120K-token prompts, healthy: hit rate >= 0.9, concurrency
-   <= 8), each accelerator's prefill-attention efficiency fitted on the other accelerator's points only;
+   <= 8), each accelerator's prefill-attention efficiency fitted on the other accelerator's points only; and (3b)
+   the points above the median prompt predicted from each accelerator's points at or below it;
 4. another stack under agent traffic: DeepSeek R1 on vLLM B200 (InferenceX multi-turn, ``replay.multiturn``): the
    healthy runs' mean TTFT and the measured decode steps' time per token, nothing fitted on them;
 5. the same stack's single calls: four one-user runs' requests, each priced alone from its own cached and new
@@ -166,6 +167,38 @@ def agentx() -> pl.DataFrame:
     return pl.concat(out, how="diagonal_relaxed")
 
 
+def agentx_longest() -> tuple[pl.DataFrame, float]:
+    """The literal proxy: the healthy AgentX points with prompts above the median predicted from those at or below
+    it (each accelerator's attention efficiency and the think time from its shorter points,
+    ``agentic.held_out_longest``); the lookup is the same accelerator's nearest shorter point (concurrency, then
+    prompt length). Returns the table and the cut in tokens."""
+    from agentprof.catalog.hardware import load_catalog
+    from agentprof.replay.agentic import accelerator_of, fit_rows, held_out_longest, load_agentic
+    from agentprof.replay.calibration import DEFAULT_AGENTIC, DEFAULT_AGENTIC_OTHER, load_fitted
+
+    cat = load_catalog()
+    fitted = with_engine_steps(load_fitted(), [load_agentic(DEFAULT_AGENTIC_OTHER)], cat)
+    rows = load_agentic(DEFAULT_AGENTIC)
+    own, p, cut = held_out_longest(rows, fitted, cat)
+    short = fit_rows(rows).filter(pl.col("mean_input_tokens") <= cut)
+    acc = np.array([accelerator_of(h, cat) for h in short["hw"].to_list()])
+    c, n = short["conc"].cast(pl.Float64).to_numpy(), short["mean_input_tokens"].cast(pl.Float64).to_numpy()
+    base = []
+    for r in own.iter_rows(named=True):
+        d = np.abs(np.log2(c / r["conc"])) + np.abs(np.log2(n / r["mean_input_tokens"]))
+        d[acc != accelerator_of(r["hw"], cat)] = np.inf
+        j = int(np.argmin(d))
+        base.append((short["mean_ttft"][j], short["mean_itl"][j], short["mean_e2el"][j]))
+    out_tok = own["mean_output_tokens_actual"].cast(pl.Float64)
+    p = p.with_columns(meas_tpot=pl.col("meas_itl"), pred_tpot=pl.col("pred_itl"),
+                       meas_e2e=pl.Series(own["mean_e2el"].cast(pl.Float64)),
+                       pred_e2e=pl.col("pred_ttft") + (out_tok - 1.0).clip(0) * pl.col("pred_itl"),
+                       framework=pl.lit("vllm"), layout=pl.format("tp{}", pl.col("tp")), covered=pl.lit(True),
+                       isl=pl.col("input_tokens"))
+    return p.with_columns(*(pl.Series(f"base_{m}", [b[k] for b in base], dtype=pl.Float64)
+                            for k, m in enumerate(METRICS))), cut
+
+
 def other_model() -> pl.DataFrame:
     """A second attention kernel at long prompts: the healthy AgentX MiniMax M2.5 points (GQA; vLLM on MI355X,
     three stacks), each stack priced with the GQA attention efficiency fitted on the other two
@@ -273,6 +306,10 @@ def main(argv: list[str]) -> int:
     table("1. Longer outputs: fit on one ISL/OSL setting, predict the other", isl_osl(df))
     table("2. Whole stacks: each hardware/framework/model/precision/speculation group held out", whole_stacks(df))
     table(f"3. Longest prompts: AgentX 75-120K tokens, attention efficiency from the other accelerator ({etas})", ax)
+    lx, cut = agentx_longest()
+    etas = ", ".join(f"{h} {e:.3f}" for h, e in lx.select("hardware", "eta").unique().sort("hardware").rows())
+    table(f"3b. Longest prompts from the shorter: AgentX points above the median prompt ({cut:,.0f} tokens), "
+          f"attention efficiency from each accelerator's shorter points ({etas})", lx)
     table("4. Another stack held out: DeepSeek R1 on vLLM B200, Claude Code traffic (InferenceX multi-turn): "
           "healthy runs' TTFT, decode steps' time per token", multiturn())
     table("5. The same stack's single calls, each priced alone (four one-user runs, first requests left out)",

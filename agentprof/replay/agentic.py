@@ -249,6 +249,24 @@ def held_out_predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog)
     return [(own, p) for _, own, p in _leave_one_out(rows, keys, fitted, cat)]
 
 
+def held_out_longest(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog
+                     ) -> tuple[pl.DataFrame, pl.DataFrame, float]:
+    """The longest prompts predicted from the shorter ones: the healthy points whose mean prompt is above the
+    median are held out; each accelerator's attention efficiency (:func:`fit_attn_eff`) and the users' think time
+    come from its points at or below it. Returns (held-out rows, their predictions with the ``eta`` used, the
+    cut in tokens); an accelerator without shorter points takes the pooled efficiency of all shorter points."""
+    rows = fit_rows(df)
+    cut = float(rows["mean_input_tokens"].cast(pl.Float64).median() or 0.0)
+    short, long_ = rows.filter(pl.col("mean_input_tokens") <= cut), rows.filter(pl.col("mean_input_tokens") > cut)
+    if not short.height or not long_.height:
+        return long_, pl.DataFrame(), cut
+    pooled, _ = fit_attn_eff(short, fitted, cat)
+    keys = pl.Series([accelerator_of(h, cat) for h in short["hw"].to_list()])
+    etas = {k: fit_attn_eff(short.filter(keys == k), fitted, cat)[0] for k in sorted(set(keys.to_list()))}
+    p = predictions(long_, fitted, cat, pooled, by_accelerator=etas, think_s=workload_think_s(short))
+    return long_, p.with_columns(eta=pl.Series([etas.get(h, pooled) for h in p["hardware"].to_list()])), cut
+
+
 def _leave_one_out(rows: pl.DataFrame, keys: pl.Series, fitted: Fitted, cat: HardwareCatalog,
                    only: str | None = None) -> Iterator[tuple[str, pl.DataFrame, pl.DataFrame]]:
     """Per value of ``keys`` (``only`` that one, where given): its rows and their predictions (``eta`` column) with

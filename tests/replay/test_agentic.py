@@ -314,6 +314,30 @@ def test_the_shipped_held_out_long_prompt_error_is_recomputed_from_the_points() 
         assert p.height == own.height and float(p["eta"][0]) != pytest.approx(stored[f"{hw}_attn_eff"], rel=1e-3)
 
 
+def test_the_longest_prompts_are_predicted_from_the_shorter_ones_only() -> None:
+    """The literal proxy (docs/DEVICE_MODEL.md §4, family 3b): the healthy points above the median prompt are held
+    out, and what predicts them moves with the shorter points' measurements, never with their own."""
+    from agentprof.replay.agentic import fit_rows, held_out_longest
+
+    fitted = load_fitted()
+    df = load_agentic(AGENTIC)
+    healthy = fit_rows(df)
+    own, p, cut = held_out_longest(df, fitted, CAT)
+    assert cut == pytest.approx(float(healthy["mean_input_tokens"].median()))
+    assert own.height == p.height == (healthy["mean_input_tokens"] > cut).sum() > 0
+    assert (own["mean_input_tokens"] > cut).all()
+    assert (p["meas_ttft"].to_numpy() == own["mean_ttft"].to_numpy()).all()
+
+    def scaled(long_side: bool) -> pl.DataFrame:
+        hit = (pl.col("mean_input_tokens") > cut) if long_side else (pl.col("mean_input_tokens") <= cut)
+        return df.with_columns(mean_ttft=pl.when(hit).then(pl.col("mean_ttft") * 3.0).otherwise(pl.col("mean_ttft")))
+
+    same = held_out_longest(scaled(True), fitted, CAT)[1]
+    assert np.allclose(same["pred_ttft"], p["pred_ttft"], rtol=1e-12)
+    moved = held_out_longest(scaled(False), fitted, CAT)[1]
+    assert (moved["eta"] < p["eta"]).all() and (moved["pred_ttft"] > p["pred_ttft"]).all()
+
+
 def test_predicted_ttft_carries_its_parts_and_any_healthy_row_can_be_priced() -> None:
     # the parts that vLLM's own metrics split a first token into (scripts/agentx_ttft_parts.py): the prefill queue,
     # the prefill alone and the frontend, each inside the predicted TTFT
