@@ -21,6 +21,7 @@ SHIPPED_FILES: tuple[str, ...] = (
     "data/inferencex/calibration_points.csv",
     "data/inferencex/agentic_kimi_points.csv",
     "data/inferencex/agentic_other_points.csv",
+    "data/inferencex/agentx_server_metrics.csv",
     "data/inferencex/README.md",
     "traces/samples/SOURCES.md",
     "traces/samples/codex/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",

@@ -139,13 +139,18 @@ def agentx() -> pl.DataFrame:
     the same accelerator's nearest other healthy point."""
     from agentprof.catalog.hardware import load_catalog
     from agentprof.replay.agentic import held_out_predictions, load_agentic
-    from agentprof.replay.calibration import DEFAULT_AGENTIC, DEFAULT_AGENTIC_OTHER, load_fitted
+    from agentprof.replay.calibration import (
+        DEFAULT_AGENTIC,
+        DEFAULT_AGENTIC_METRICS,
+        DEFAULT_AGENTIC_OTHER,
+        load_fitted,
+    )
 
     cat = load_catalog()
     # the decode step of vLLM on MI355X (no fixed-sequence group) from the other models' one-user points only
     fitted = with_engine_steps(load_fitted(), [load_agentic(DEFAULT_AGENTIC_OTHER)], cat)
     out = []
-    for own, p in held_out_predictions(load_agentic(DEFAULT_AGENTIC), fitted, cat):
+    for own, p in held_out_predictions(load_agentic(DEFAULT_AGENTIC, DEFAULT_AGENTIC_METRICS), fitted, cat):
         eta = float(p["eta"][0])
         p = p.with_columns(meas_tpot=pl.col("meas_itl"), pred_tpot=pl.col("pred_itl"),
                            meas_e2e=pl.Series(own["mean_e2el"].cast(pl.Float64)))
@@ -174,11 +179,16 @@ def agentx_longest() -> tuple[pl.DataFrame, float]:
     prompt length). Returns the table and the cut in tokens."""
     from agentprof.catalog.hardware import load_catalog
     from agentprof.replay.agentic import accelerator_of, fit_rows, held_out_longest, load_agentic
-    from agentprof.replay.calibration import DEFAULT_AGENTIC, DEFAULT_AGENTIC_OTHER, load_fitted
+    from agentprof.replay.calibration import (
+        DEFAULT_AGENTIC,
+        DEFAULT_AGENTIC_METRICS,
+        DEFAULT_AGENTIC_OTHER,
+        load_fitted,
+    )
 
     cat = load_catalog()
     fitted = with_engine_steps(load_fitted(), [load_agentic(DEFAULT_AGENTIC_OTHER)], cat)
-    rows = load_agentic(DEFAULT_AGENTIC)
+    rows = load_agentic(DEFAULT_AGENTIC, DEFAULT_AGENTIC_METRICS)
     own, p, cut = held_out_longest(rows, fitted, cat)
     short = fit_rows(rows).filter(pl.col("mean_input_tokens") <= cut)
     acc = np.array([accelerator_of(h, cat) for h in short["hw"].to_list()])

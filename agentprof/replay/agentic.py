@@ -84,9 +84,42 @@ def read_points_csv(path: str | Path, needed: tuple[str, ...]) -> pl.DataFrame:
     return df
 
 
-def load_agentic(path: str | Path) -> pl.DataFrame:
-    """Read the AgentX points CSV (:data:`COLUMNS` required)."""
-    return read_points_csv(path, COLUMNS)
+def load_agentic(path: str | Path, server_metrics: str | Path | None = None) -> pl.DataFrame:
+    """Read the AgentX points CSV (:data:`COLUMNS` required); with ``server_metrics`` (vLLM's own metrics of the
+    runs, ``agentx_server_metrics.csv``) each point carries the mean time its requests waited in the server's
+    queue, ``meas_queue`` (:func:`with_server_queue`)."""
+    df = read_points_csv(path, COLUMNS)
+    return with_server_queue(df, pl.read_csv(server_metrics)) if server_metrics is not None else df
+
+
+QUEUE_MATCH = 0.03
+"""How close a server-metrics run's mean prompt must be to a point's to be that point's run (relative)."""
+
+
+def with_server_queue(df: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with ``meas_queue``: the mean seconds a request of the point's run spent waiting in vLLM's queue
+    (``request_queue_time_seconds`` sum / count), the run being the same hardware, TP, users and offload whose mean
+    prompt is within :data:`QUEUE_MATCH` of the point's; null where no run matches. A wait for a running slot or
+    for the scheduler is measured there, not modelled: the attention efficiency is fitted without it."""
+    need = ("hw", "tp", "conc", "offloading", "request_queue_time_seconds_sum", "request_queue_time_seconds_count",
+            "request_prompt_tokens_sum", "request_prompt_tokens_count")
+    missing = [c for c in need if c not in metrics.columns]
+    if missing:
+        raise TraceFormatError("agentx server metrics", 1, f"missing column(s): {', '.join(missing)}")
+    m = metrics.with_columns(
+        q=pl.col("request_queue_time_seconds_sum") / pl.col("request_queue_time_seconds_count"),
+        prompt=pl.col("request_prompt_tokens_sum") / pl.col("request_prompt_tokens_count"))
+    out: list[float | None] = []
+    for r in df.iter_rows(named=True):
+        c = m.filter((pl.col("hw") == r["hw"]) & (pl.col("tp") == r["tp"]) & (pl.col("conc") == r["conc"])
+                     & (pl.col("offloading") == r["offloading"]))
+        got = None
+        if c.height and r["mean_input_tokens"] is not None:
+            c = c.with_columns(d=(r["mean_input_tokens"] / pl.col("prompt") - 1.0).abs()).sort("d")
+            if float(c["d"][0]) <= QUEUE_MATCH and c["q"][0] is not None:
+                got = float(c["q"][0])
+        out.append(got)
+    return df.with_columns(meas_queue=pl.Series(out, dtype=pl.Float64))
 
 
 def _params_entry(fitted: Fitted, cat: HardwareCatalog, hw: str, fw: str, model_key: str, prec: str, tp: int,
@@ -189,8 +222,8 @@ def predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn_eff
                      "meas_ttft": r["mean_ttft"], "pred_ttft": float(t.ttft_s[0]), "meas_itl": r["mean_itl"],
                      "pred_itl": float(t.decode_s[0]) / max(out - 1.0, 1.0),
                      "pred_queue": float(t.queue_s[0]), "pred_prefill": float(t.prefill_s[0]),
-                     "pred_frontend": p.t_tok_s * inp})
-    return pl.DataFrame(rows)
+                     "pred_frontend": p.t_tok_s * inp, "meas_queue": r.get("meas_queue")})
+    return pl.DataFrame(rows, schema_overrides={"meas_queue": pl.Float64}) if rows else pl.DataFrame()
 
 
 def summarize(t: pl.DataFrame) -> dict[str, Any]:
@@ -212,12 +245,20 @@ def fit_attn_eff(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> tupl
     """The attention efficiency that best predicts the healthy points' TTFT (least squares on log TTFT,
     golden-section search over [0.02, 2]); returns it with the resulting errors (``points``: how many the
     catalog could place). The recipes' per-block host time (``scheduling.toml [block_host]``) is its own term,
-    not absorbed as slower attention."""
+    not absorbed as slower attention; a point with the server's measured queue (``meas_queue``,
+    :func:`with_server_queue`) is fitted on its first token less that wait, against the prediction less the
+    model's own queue."""
     def cost(log_eta: float) -> float:
         t = predictions(df, fitted, cat, math.exp(log_eta))
         if not t.height:
             return 0.0
-        r = np.log(t["pred_ttft"].to_numpy() / t["meas_ttft"].to_numpy())
+        pred, meas = t["pred_ttft"].to_numpy(), t["meas_ttft"].to_numpy()
+        q = t["meas_queue"].to_numpy().astype(float)
+        known = np.isfinite(q) & (meas - np.nan_to_num(q) > 0)
+        # where the server measured its queue, the first token without it against the model's without its own
+        pred = np.where(known, pred - t["pred_queue"].to_numpy(), pred)
+        meas = np.where(known, meas - np.nan_to_num(q), meas)
+        r = np.log(pred / meas)
         return float(r @ r)
 
     lo, hi = math.log(0.02), math.log(2.0)

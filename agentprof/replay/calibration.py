@@ -35,6 +35,7 @@ FITTED_PATH = CATALOG_DIR / "fitted.toml"
 DEFAULT_POINTS = Path("data/inferencex/calibration_points.csv")
 DEFAULT_AGENTIC = Path("data/inferencex/agentic_kimi_points.csv")
 DEFAULT_AGENTIC_OTHER = Path("data/inferencex/agentic_other_points.csv")
+DEFAULT_AGENTIC_METRICS = Path("data/inferencex/agentx_server_metrics.csv")
 """The AgentX points of the other models (MiniMax M2.5: GQA attention), for the GQA kernels' efficiency."""
 ATTN_EFF_BASIS = "bf16_peak"
 """What ``[global] attn_eff`` is a fraction of: the BF16 peak (attention at its kernels' own efficiency). A file

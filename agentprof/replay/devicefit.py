@@ -24,6 +24,7 @@ from agentprof.replay.agentic import (
 )
 from agentprof.replay.calibration import (
     DEFAULT_AGENTIC,
+    DEFAULT_AGENTIC_METRICS,
     DEFAULT_AGENTIC_OTHER,
     DEFAULT_POINTS,
     METHOD,
@@ -60,7 +61,8 @@ def fit_gqa(path: str | Path, fitted: Fitted, cat: HardwareCatalog) -> tuple[dic
 
 def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = None,
              agentic_points: str | Path | None = DEFAULT_AGENTIC,
-             other_points: str | Path | None = DEFAULT_AGENTIC_OTHER) -> Fitted:
+             other_points: str | Path | None = DEFAULT_AGENTIC_OTHER,
+             agentic_metrics: str | Path | None = DEFAULT_AGENTIC_METRICS) -> Fitted:
     """Fit on a points CSV and attach the provenance (file, hash, date, method, points used).
 
     With ``agentic_points`` (the AgentX long-prompt points, when the file exists) the global prefill-attention
@@ -68,7 +70,9 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
     then each accelerator's own efficiency on its own points (``attn_eff_by_accelerator``; the pooled one stays the
     fallback), with the per-block host time its recipe lists (``scheduling.toml [block_host]``) separated, as in the
     pooled one: that time is the recipe's (vLLM's ``--block-size=1``), not the accelerator's. With
-    ``other_points`` (the other models' AgentX points) the GQA kernels get their own (:func:`fit_gqa`)."""
+    ``other_points`` (the other models' AgentX points) the GQA kernels get their own (:func:`fit_gqa`). With
+    ``agentic_metrics`` (vLLM's own metrics of those runs) a point's measured queue wait is left out of the first
+    token its attention efficiency is fitted on (:func:`~agentprof.replay.agentic.with_server_queue`)."""
     points = shipped(points)  # the defaults are repository paths; an installed wheel carries copies
     agentic_points = shipped(agentic_points) if agentic_points is not None else None
     cat = cat or load_catalog()
@@ -76,7 +80,8 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
     fitted = fit(df, cat)
     agentic: dict[str, Any] = {}
     if agentic_points is not None and Path(agentic_points).is_file():
-        adf = load_agentic(agentic_points)
+        metrics = shipped(agentic_metrics) if agentic_metrics is not None else None
+        adf = load_agentic(agentic_points, metrics if metrics is not None and Path(metrics).is_file() else None)
         other = shipped(other_points) if other_points is not None else None
         frames = [adf] + ([load_agentic(other)] if other is not None and Path(other).is_file() else [])
         # the decode step of engines the fixed-sequence points lack on an accelerator (vLLM on MI355X), from the
@@ -97,7 +102,9 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
         # the stored errors describe the shipped fit: the points were refitted with eta after its search
         agentic.update(summarize(predictions(adf, fitted, cat, eta, by_acc)))
         agentic.update(held_out_summary(adf, fitted, cat))  # each accelerator from the others' efficiency
-        agentic = {"data_file": str(agentic_points), "data_sha256": file_sha256(agentic_points), **agentic,
+        queue_file = ({"queue_data_file": str(metrics), "queue_data_sha256": file_sha256(metrics),
+                       "queue_points": int(adf["meas_queue"].is_not_null().sum())} if "meas_queue" in adf.columns else {})
+        agentic = {"data_file": str(agentic_points), "data_sha256": file_sha256(agentic_points), **queue_file, **agentic,
                    "attn_eff_pooled": eta, **acc_info, **step_info}
         del agentic["attn_eff"]
         fitted.attn_eff_by_accelerator = by_acc

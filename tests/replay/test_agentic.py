@@ -21,6 +21,7 @@ from agentprof.replay.serving.stepcost import StepCost
 ROOT = Path(__file__).resolve().parents[2]
 AGENTIC = ROOT / "data" / "inferencex" / "agentic_kimi_points.csv"
 REQUESTS = ROOT / "data" / "inferencex" / "agentx_requests.csv"
+METRICS = ROOT / "data" / "inferencex" / "agentx_server_metrics.csv"
 CAT = load_catalog()
 
 
@@ -41,7 +42,7 @@ def test_vllm_kimi_kv_is_fp8_as_the_servers_logged(hw: str) -> None:
 
 
 def test_every_agentx_deployment_uses_the_logged_kv_dtype_and_its_own_frontend_time() -> None:
-    df = load_agentic(AGENTIC)
+    df = load_agentic(AGENTIC, METRICS)
     got = list(deployed_points(df, load_fitted(), CAT, 0.5))
     assert len(got) == df.filter(pl.col("framework").is_not_null()).height >= 60
     # a deployment without a measurement of its own takes the tokenizer figure of S48
@@ -116,7 +117,7 @@ def test_lmcache_rows_get_the_recipes_cpu_tier_and_it_serves_the_users_contexts(
     # run) load over PCIe instead of being prefilled again. The same row without the tier recomputes them.
     from agentprof.replay.serving.benchpoint import AGENTX_LMCACHE_CPU_BYTES, simulate_agentic, workload_reuse
 
-    df = load_agentic(AGENTIC)
+    df = load_agentic(AGENTIC, METRICS)
     row = df.filter((pl.col("hw") == "b200-dgxc") & (pl.col("tp") == 4) & (pl.col("conc") == 12)
                     & (pl.col("offloading") == "lmcache"))
     assert row.height == 1
@@ -158,7 +159,7 @@ def test_attention_efficiency_per_accelerator_is_fitted_on_its_own_points_only()
     from agentprof.replay.agentic import fit_attn_eff_per_accelerator, fit_rows
 
     fitted = dataclasses.replace(load_fitted(), attn_eff_by_accelerator={})
-    df = load_agentic(AGENTIC)
+    df = load_agentic(AGENTIC, METRICS)
     etas, info = fit_attn_eff_per_accelerator(df, fitted, CAT)
     assert set(etas) == {"b200", "mi355x"}
     rows = fit_rows(df)
@@ -238,7 +239,7 @@ def test_the_mi355x_per_block_host_time_is_the_records_regression() -> None:
 def test_the_block_host_time_is_a_per_prefill_overhead_on_mi355x_rows_only() -> None:
     from agentprof.catalog.kvcache import block_host_s_per_token
 
-    df = load_agentic(AGENTIC)
+    df = load_agentic(AGENTIC, METRICS)
     fitted = load_fitted()
     per_tok = block_host_s_per_token("vllm", "kimi-k2.5", "mi355x")[0]
     on = list(deployed_points(df, fitted, CAT, 0.1))
@@ -285,7 +286,7 @@ def test_users_who_think_between_calls_leave_the_decode_batch() -> None:
     # sequences and prefills; one user alone is unchanged
     from agentprof.replay.agentic import fit_rows, predictions, workload_think_s
 
-    df = fit_rows(load_agentic(AGENTIC)).filter(pl.col("hw").str.starts_with("mi355x"))
+    df = fit_rows(load_agentic(AGENTIC, METRICS)).filter(pl.col("hw").str.starts_with("mi355x"))
     assert 5.0 < workload_think_s(df) < 20.0
     fitted = load_fitted()
     eta = fitted.attn_eff_for("mi355x")
@@ -303,7 +304,7 @@ def test_the_shipped_held_out_long_prompt_error_is_recomputed_from_the_points() 
     from agentprof.replay.agentic import held_out_predictions, held_out_summary
 
     fitted, cat = load_fitted(), load_catalog()
-    df = load_agentic(AGENTIC)
+    df = load_agentic(AGENTIC, METRICS)
     got = held_out_summary(df, fitted, cat)
     stored = fitted.agentic
     assert got["held_out_points"] == stored["held_out_points"] == stored["points"]
@@ -320,7 +321,7 @@ def test_the_longest_prompts_are_predicted_from_the_shorter_ones_only() -> None:
     from agentprof.replay.agentic import fit_rows, held_out_longest
 
     fitted = load_fitted()
-    df = load_agentic(AGENTIC)
+    df = load_agentic(AGENTIC, METRICS)
     healthy = fit_rows(df)
     own, p, cut = held_out_longest(df, fitted, CAT)
     assert cut == pytest.approx(float(healthy["mean_input_tokens"].median()))
@@ -343,7 +344,7 @@ def test_predicted_ttft_carries_its_parts_and_any_healthy_row_can_be_priced() ->
     # the prefill alone and the frontend, each inside the predicted TTFT
     from agentprof.replay.agentic import predictions, workload_think_s
 
-    df, fitted = load_agentic(AGENTIC), load_fitted()
+    df, fitted = load_agentic(AGENTIC, METRICS), load_fitted()
     few = predictions(df, fitted, CAT, fitted.attn_eff, fitted.attn_eff_by_accelerator)
     every = predictions(df, fitted, CAT, fitted.attn_eff, fitted.attn_eff_by_accelerator,
                         think_s=workload_think_s(df), max_conc=10**6)
@@ -359,7 +360,7 @@ def test_predicted_ttft_carries_its_parts_and_any_healthy_row_can_be_priced() ->
 def _synthetic_requests(eta: float, stalls: int = 6) -> tuple[pl.DataFrame, float]:
     """One user's calls on B200 TP8, one after another, whose engine time is exactly a + b·new + c·pairs + d·prompt
     with c set by ``eta`` through the deployment's attention cost; plus ``stalls`` calls 20 s late."""
-    pts = load_agentic(AGENTIC)
+    pts = load_agentic(AGENTIC, METRICS)
     probe = pts.filter((pl.col("hw") == "b200-dgxc") & (pl.col("tp") == 8)).head(1)
     _, _, dep, _, _ = next(iter(deployed_points(probe, load_fitted(), CAT, 1.0)))
     pair_s = float(dep.prefill_peak_s(1.0, 1000.0, 1.0) - dep.prefill_peak_s(1.0, 0.0, 1.0)
@@ -384,7 +385,7 @@ def test_per_call_attention_efficiency_is_recovered_past_stalls() -> None:
     from agentprof.replay.agentic import call_attn_eff
 
     req, _ = _synthetic_requests(0.3)
-    got = call_attn_eff(req, load_agentic(AGENTIC), load_fitted(), CAT)["b200-dgxc"]
+    got = call_attn_eff(req, load_agentic(AGENTIC, METRICS), load_fitted(), CAT)["b200-dgxc"]
     # the first call has no previous turn: 119 of 120 calls enter; six 20 s stalls do not move the fit
     assert got["calls"] == 119 and got["eta_call"] == pytest.approx(0.3, rel=0.02)
     assert got["mean_engine_s"] > got["median_engine_s"] + 0.5
@@ -394,12 +395,13 @@ def test_a_runs_mean_sets_a_slower_attention_than_its_single_calls_on_b200() -> 
     from agentprof.replay.agentic import call_attn_eff
 
     fitted = load_fitted()
-    got = call_attn_eff(pl.read_csv(REQUESTS), load_agentic(AGENTIC), fitted, CAT)
-    # B200: the mean-fitted η also prices the run's first-call compile and stalls; MI355X's calls agree with it
-    assert got["b200-dgxc"]["eta_call"] > 2.5 * fitted.attn_eff_for("b200")
+    got = call_attn_eff(pl.read_csv(REQUESTS), load_agentic(AGENTIC, METRICS), fitted, CAT)
+    # B200: the mean-fitted η (the server's queue left out) still prices the run's first-call compile and stalls;
+    # MI355X's calls agree with it
+    assert got["b200-dgxc"]["eta_call"] > 2.0 * fitted.attn_eff_for("b200")
     assert got["mi355x"]["eta_call"] == pytest.approx(fitted.attn_eff_for("mi355x"), rel=0.3)
     with pytest.raises(TraceFormatError, match="ttft_ms"):
-        call_attn_eff(pl.read_csv(REQUESTS).drop("ttft_ms"), load_agentic(AGENTIC), fitted, CAT)
+        call_attn_eff(pl.read_csv(REQUESTS).drop("ttft_ms"), load_agentic(AGENTIC, METRICS), fitted, CAT)
 
 
 OTHER = ROOT / "data" / "inferencex" / "agentic_other_points.csv"
@@ -463,3 +465,28 @@ def test_the_engines_time_per_prompt_token_is_recovered_past_stalls_and_replays(
                              ttft_ms=pl.lit(305.0))
     twice = engine_host_time(pl.concat([req, again]), prefill)["b200-dgxc"]
     assert twice["calls"] == small and twice["s_per_token"] == pytest.approx(got["s_per_token"], rel=1e-6)
+
+
+def test_the_servers_measured_queue_is_left_out_of_the_attention_fit() -> None:
+    """A wait vLLM measured in its own queue (a slot held by another call, the scheduler) is not prefill: adding
+    seconds to a point's first token and to its measured queue leaves the fitted efficiency where it was, while
+    the same seconds on a point without a measured queue slow it down."""
+    from agentprof.replay.agentic import fit_attn_eff, fit_rows, with_server_queue
+
+    fitted = load_fitted()
+    rows = fit_rows(load_agentic(AGENTIC, METRICS)).filter(pl.col("hw").str.starts_with("mi355x"))
+    known = rows["meas_queue"].is_not_null()
+    # the runs with vLLM's metrics (0603) are matched, the others (0601) are not; the 2-user run queued 2.16 s
+    assert 0 < known.sum() < rows.height
+    two = rows.filter(known & (pl.col("conc") == 2) & (pl.col("offloading") == "lmcache"))
+    assert two["meas_queue"][0] == pytest.approx(2.16, abs=0.01)
+    base, _ = fit_attn_eff(rows, fitted, CAT)
+    hit = known & (pl.col("conc") == 4)
+    later = rows.with_columns(mean_ttft=pl.when(hit).then(pl.col("mean_ttft") + 3.0).otherwise(pl.col("mean_ttft")),
+                              meas_queue=pl.when(hit).then(pl.col("meas_queue") + 3.0).otherwise(pl.col("meas_queue")))
+    assert fit_attn_eff(later, fitted, CAT)[0] == pytest.approx(base, rel=2e-3)
+    unmeasured = rows.with_columns(meas_queue=pl.lit(None, dtype=pl.Float64),
+                                   mean_ttft=pl.when(hit).then(pl.col("mean_ttft") + 3.0).otherwise(pl.col("mean_ttft")))
+    assert fit_attn_eff(unmeasured, fitted, CAT)[0] < 0.9 * base
+    with pytest.raises(TraceFormatError, match="request_queue_time_seconds_sum"):
+        with_server_queue(rows, pl.read_csv(METRICS).drop("request_queue_time_seconds_sum"))
