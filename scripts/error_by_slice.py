@@ -133,12 +133,11 @@ def whole_stacks(df: pl.DataFrame) -> pl.DataFrame:
 SAME = ("hardware", "framework", "model_prefix")
 
 
-def agentx() -> pl.DataFrame:
-    """The healthy AgentX points, each accelerator predicted with the attention efficiency and think time of the
-    other accelerator's points, and vLLM-on-MI355X's decode step fitted on the other models' points; the lookup is
-    the same accelerator's nearest other healthy point."""
+def _kimi() -> tuple[Any, Any, pl.DataFrame]:
+    """(catalog, the shipped fit with vLLM-on-MI355X's decode step fitted on the other models' one-user points only
+    (no fixed-sequence group has it), the AgentX Kimi points with the servers' measured queue waits)."""
     from agentprof.catalog.hardware import load_catalog
-    from agentprof.replay.agentic import held_out_predictions, load_agentic
+    from agentprof.replay.agentic import load_agentic
     from agentprof.replay.calibration import (
         DEFAULT_AGENTIC,
         DEFAULT_AGENTIC_METRICS,
@@ -147,10 +146,19 @@ def agentx() -> pl.DataFrame:
     )
 
     cat = load_catalog()
-    # the decode step of vLLM on MI355X (no fixed-sequence group) from the other models' one-user points only
     fitted = with_engine_steps(load_fitted(), [load_agentic(DEFAULT_AGENTIC_OTHER)], cat)
+    return cat, fitted, load_agentic(DEFAULT_AGENTIC, DEFAULT_AGENTIC_METRICS)
+
+
+def agentx() -> pl.DataFrame:
+    """The healthy AgentX points, each accelerator predicted with the attention efficiency and think time of the
+    other accelerator's points, and vLLM-on-MI355X's decode step fitted on the other models' points; the lookup is
+    the same accelerator's nearest other healthy point."""
+    from agentprof.replay.agentic import held_out_predictions
+
+    cat, fitted, rows = _kimi()
     out = []
-    for own, p in held_out_predictions(load_agentic(DEFAULT_AGENTIC, DEFAULT_AGENTIC_METRICS), fitted, cat):
+    for own, p in held_out_predictions(rows, fitted, cat):
         eta = float(p["eta"][0])
         p = p.with_columns(meas_tpot=pl.col("meas_itl"), pred_tpot=pl.col("pred_itl"),
                            meas_e2e=pl.Series(own["mean_e2el"].cast(pl.Float64)))
@@ -177,18 +185,9 @@ def agentx_longest() -> tuple[pl.DataFrame, float]:
     it (each accelerator's attention efficiency and the think time from its shorter points,
     ``agentic.held_out_longest``); the lookup is the same accelerator's nearest shorter point (concurrency, then
     prompt length). Returns the table and the cut in tokens."""
-    from agentprof.catalog.hardware import load_catalog
-    from agentprof.replay.agentic import accelerator_of, fit_rows, held_out_longest, load_agentic
-    from agentprof.replay.calibration import (
-        DEFAULT_AGENTIC,
-        DEFAULT_AGENTIC_METRICS,
-        DEFAULT_AGENTIC_OTHER,
-        load_fitted,
-    )
+    from agentprof.replay.agentic import accelerator_of, fit_rows, held_out_longest
 
-    cat = load_catalog()
-    fitted = with_engine_steps(load_fitted(), [load_agentic(DEFAULT_AGENTIC_OTHER)], cat)
-    rows = load_agentic(DEFAULT_AGENTIC, DEFAULT_AGENTIC_METRICS)
+    cat, fitted, rows = _kimi()
     own, p, cut = held_out_longest(rows, fitted, cat)
     short = fit_rows(rows).filter(pl.col("mean_input_tokens") <= cut)
     acc = np.array([accelerator_of(h, cat) for h in short["hw"].to_list()])
