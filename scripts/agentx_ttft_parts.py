@@ -31,7 +31,7 @@ def mean(metric: str) -> pl.Expr:
 
 def main() -> int:
     from agentprof.catalog.hardware import load_catalog
-    from agentprof.replay.agentic import HEALTHY_HIT, load_agentic, predictions, workload_think_s
+    from agentprof.replay.agentic import HEALTHY_HIT, QUEUE_MATCH, load_agentic, predictions, workload_think_s
     from agentprof.replay.calibration import load_fitted
 
     m = pl.read_csv(METRICS)
@@ -50,7 +50,7 @@ def main() -> int:
             continue
         cand = cand.with_columns(d=(pl.col("mean_input_tokens") / r["request_prompt_tokens"] - 1.0).abs()).sort("d")
         row = cand.head(1)
-        if float(row["d"][0]) > 0.03 or float(row["server_gpu_cache_hit_rate"][0] or 0.0) < HEALTHY_HIT:
+        if float(row["d"][0]) > QUEUE_MATCH or float(row["server_gpu_cache_hit_rate"][0] or 0.0) < HEALTHY_HIT:
             continue
         pr = predictions(row, fitted, cat, fitted.attn_eff, fitted.attn_eff_by_accelerator, think_s=think,
                          max_conc=10**6)

@@ -167,12 +167,8 @@ def agentx() -> pl.DataFrame:
         # the lookup: the same accelerator's nearest other healthy point (concurrency, then prompt length)
         c = own["conc"].cast(pl.Float64).to_numpy()
         n = own["mean_input_tokens"].cast(pl.Float64).to_numpy()
-        base = []
-        for i in range(own.height):
-            d = np.abs(np.log2(c / c[i])) + np.abs(np.log2(n / n[i]))
-            d[i] = np.inf
-            j = int(np.argmin(d))
-            base.append((own["mean_ttft"][j], own["mean_itl"][j], own["mean_e2el"][j]))
+        near = [_nearest([c, n], i, np.ones(own.height, dtype=bool)) for i in range(own.height)]
+        base = [(own["mean_ttft"][j], own["mean_itl"][j], own["mean_e2el"][j]) for j in near]
         out.append(p.with_columns(
             *(pl.Series(f"base_{m}", [b[k] for b in base], dtype=pl.Float64) for k, m in enumerate(METRICS)),
             framework=pl.lit("vllm"), layout=pl.lit(f"tp{own['tp'][0]}"), covered=pl.lit(True),
@@ -189,15 +185,12 @@ def agentx_longest() -> tuple[pl.DataFrame, float]:
 
     cat, fitted, rows = _kimi()
     own, p, cut = held_out_longest(rows, fitted, cat)
-    short = fit_rows(rows).filter(pl.col("mean_input_tokens") <= cut)
-    acc = np.array([accelerator_of(h, cat) for h in short["hw"].to_list()])
-    c, n = short["conc"].cast(pl.Float64).to_numpy(), short["mean_input_tokens"].cast(pl.Float64).to_numpy()
-    base = []
-    for r in own.iter_rows(named=True):
-        d = np.abs(np.log2(c / r["conc"])) + np.abs(np.log2(n / r["mean_input_tokens"]))
-        d[acc != accelerator_of(r["hw"], cat)] = np.inf
-        j = int(np.argmin(d))
-        base.append((short["mean_ttft"][j], short["mean_itl"][j], short["mean_e2el"][j]))
+    healthy = fit_rows(rows)
+    acc = np.array([accelerator_of(h, cat) for h in healthy["hw"].to_list()])
+    c, n = healthy["conc"].cast(pl.Float64).to_numpy(), healthy["mean_input_tokens"].cast(pl.Float64).to_numpy()
+    short = n <= cut
+    near = [_nearest([c, n], i, (acc == acc[i]) & short) for i in np.flatnonzero(~short)]
+    base = [(healthy["mean_ttft"][j], healthy["mean_itl"][j], healthy["mean_e2el"][j]) for j in near]
     out_tok = own["mean_output_tokens_actual"].cast(pl.Float64)
     p = p.with_columns(meas_tpot=pl.col("meas_itl"), pred_tpot=pl.col("pred_itl"),
                        meas_e2e=pl.Series(own["mean_e2el"].cast(pl.Float64)),

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 KVCT = ROOT / "traces" / "samples" / "kv-cache-tester"
 REPLAY_SYSTEMS = ("h200+x86", "b200+x86", "b200+vera", "gb200+grace", "rubin+vera", "jalapeno")
 SERVING_SYSTEMS = ("h200+x86", "b200+x86", "gb200+grace", "rubin+vera", "jalapeno")
+"""The five systems of §7's, §10's and §11's tables (b200+vera only sets §7's tokenizing figure)."""
 
 
 def _json(*args: str) -> dict[str, Any]:
@@ -61,6 +62,15 @@ def _range(band: dict[str, Any] | None, key: str, fmt: Any, unit: str = "") -> s
     return "" if a == b else f" ({a}–{b}{unit})"
 
 
+def _headline(rec: dict[str, Any], sys_: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The figures both the README and §7's finding quote: model-call speed-ups on H200 and Rubin, the range of
+    task and agent-active speed-ups, and the hours that are users' turns and idle gaps."""
+    return {"calls": [sys_[n]["model_calls_speedup"] for n in ("h200+x86", "rubin+vera")],
+            "tasks": sorted(s["speedup_vs_recorded"] for s in sys_.values()),
+            "active": sorted(s["speedup_vs_recorded_active"] for s in sys_.values()),
+            "idle_h": (rec["e2e_s"] - rec["agent_active_s"]) / 3600}
+
+
 def _two_digits(v: float) -> str:
     return f"{v:.0f}" if v >= 10 else f"{v:.1f}" if v >= 1 else f"{v:.2f}"
 
@@ -70,7 +80,7 @@ def test_device_model_replay_table_and_finding(single) -> None:
     text = _flat(ROOT / "docs" / "DEVICE_MODEL.md")
     rows = [f"| recorded (Claude API) | {rec['model_calls_s'] / 3600:.2f} h | 1.00x | {rec['e2e_s'] / 3600:.1f} h "
             "| 1.00x | 1.00x |"]
-    for name in ("h200+x86", "b200+x86", "gb200+grace", "rubin+vera", "jalapeno"):
+    for name in SERVING_SYSTEMS:
         s, band = sys_[name], sys_[name].get("band")
         minutes = _range(band, "model_calls_s", lambda v: f"{v / 60:.0f}")
         task_x = _range(band, "speedup_vs_recorded", _x, "x")
@@ -81,10 +91,8 @@ def test_device_model_replay_table_and_finding(single) -> None:
     missing = [r for r in rows if r not in text]
     assert not missing, "DEVICE_MODEL.md §7 should read:\n" + "\n".join(rows)
 
-    calls = [sys_[n]["model_calls_speedup"] for n in ("h200+x86", "rubin+vera")]
-    tasks = sorted(s["speedup_vs_recorded"] for s in sys_.values())
-    active = sorted(s["speedup_vs_recorded_active"] for s in sys_.values())
-    idle_h = (rec["e2e_s"] - rec["agent_active_s"]) / 3600
+    h = _headline(rec, sys_)
+    calls, tasks, active, idle_h = h["calls"], h["tasks"], h["active"], h["idle_h"]
     vera_s = sys_["b200+x86"]["model_calls_s"] - sys_["b200+vera"]["model_calls_s"]
     finding = (f"the model calls get {_x(calls[0])}× (H200) to {_x(calls[1])}× (Rubin) faster, the whole tasks "
                f"{_x(tasks[0])}× to {_x(tasks[-1])}×: {idle_h:.1f} of the {rec['e2e_s'] / 3600:.1f} recorded hours are "
@@ -99,10 +107,8 @@ def test_device_model_replay_table_and_finding(single) -> None:
 def test_readme_findings(single, serving) -> None:
     rec, sys_ = single
     text = _flat(ROOT / "README.md")
-    calls = [sys_[n]["model_calls_speedup"] for n in ("h200+x86", "rubin+vera")]
-    tasks = sorted(s["speedup_vs_recorded"] for s in sys_.values())
-    active = sorted(s["speedup_vs_recorded_active"] for s in sys_.values())
-    idle_h = (rec["e2e_s"] - rec["agent_active_s"]) / 3600
+    h = _headline(rec, sys_)
+    calls, tasks, active, idle_h = h["calls"], h["tasks"], h["active"], h["idle_h"]
     act = rec["agent_active_s"]
     expect = [
         f"Model calls get {_x(calls[0])}× (H200 + x86) to {_x(calls[1])}× (Rubin + Vera) faster, whole tasks "
@@ -142,7 +148,7 @@ def test_device_model_serving_table(serving) -> None:
 
 def test_device_model_speculative_table(single) -> None:
     _, plain = single
-    names = ("h200+x86", "b200+x86", "gb200+grace", "rubin+vera", "jalapeno")
+    names = SERVING_SYSTEMS  # §11 compares the same five systems
     spec = _systems(_json("replay", str(KVCT), *sum((["-s", s] for s in names), []), "--speculative", "eagle3"))
     text = _flat(ROOT / "docs" / "DEVICE_MODEL.md")
     rows = []

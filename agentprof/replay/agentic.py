@@ -301,9 +301,11 @@ def held_out_longest(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog
     short, long_ = rows.filter(pl.col("mean_input_tokens") <= cut), rows.filter(pl.col("mean_input_tokens") > cut)
     if not short.height or not long_.height:
         return long_, pl.DataFrame(), cut
-    pooled, _ = fit_attn_eff(short, fitted, cat)
     keys = pl.Series([accelerator_of(h, cat) for h in short["hw"].to_list()])
     etas = {k: fit_attn_eff(short.filter(keys == k), fitted, cat)[0] for k in sorted(set(keys.to_list()))}
+    # the pooled fallback only where a held-out accelerator has no shorter points of its own
+    bare = {accelerator_of(h, cat) for h in long_["hw"].to_list()} - set(etas)
+    pooled = fit_attn_eff(short, fitted, cat)[0] if bare else next(iter(etas.values()))
     p = predictions(long_, fitted, cat, pooled, by_accelerator=etas, think_s=workload_think_s(short))
     return long_, p.with_columns(eta=pl.Series([etas.get(h, pooled) for h in p["hardware"].to_list()])), cut
 
