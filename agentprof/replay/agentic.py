@@ -100,26 +100,34 @@ def with_server_queue(df: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
     """``df`` with ``meas_queue``: the mean seconds a request of the point's run spent waiting in vLLM's queue
     (``request_queue_time_seconds`` sum / count), the run being the same hardware, TP, users and offload whose mean
     prompt is within :data:`QUEUE_MATCH` of the point's; null where no run matches. A wait for a running slot or
-    for the scheduler is measured there, not modelled: the attention efficiency is fitted without it."""
+    for the scheduler is measured there, not modelled: the attention efficiency is fitted without it. Where the
+    metrics have them, the same run's mean prefill phase (``meas_prefill``) and first token as vLLM times it from
+    its frontend's arrival (``meas_server_ttft``) come along; null otherwise."""
     need = ("hw", "tp", "conc", "offloading", "request_queue_time_seconds_sum", "request_queue_time_seconds_count",
             "request_prompt_tokens_sum", "request_prompt_tokens_count")
     missing = [c for c in need if c not in metrics.columns]
     if missing:
         raise TraceFormatError("agentx server metrics", 1, f"missing column(s): {', '.join(missing)}")
-    m = metrics.with_columns(
-        q=pl.col("request_queue_time_seconds_sum") / pl.col("request_queue_time_seconds_count"),
-        prompt=pl.col("request_prompt_tokens_sum") / pl.col("request_prompt_tokens_count"))
-    out: list[float | None] = []
+
+    def mean(metric: str) -> pl.Expr:
+        if f"{metric}_sum" not in metrics.columns or f"{metric}_count" not in metrics.columns:
+            return pl.lit(None, dtype=pl.Float64)
+        return pl.col(f"{metric}_sum") / pl.col(f"{metric}_count")
+
+    m = metrics.with_columns(q=mean("request_queue_time_seconds"), prompt=mean("request_prompt_tokens"),
+                             pf=mean("request_prefill_time_seconds"), ttft=mean("time_to_first_token_seconds"))
+    out: dict[str, list[float | None]] = {"meas_queue": [], "meas_prefill": [], "meas_server_ttft": []}
     for r in df.iter_rows(named=True):
         c = m.filter((pl.col("hw") == r["hw"]) & (pl.col("tp") == r["tp"]) & (pl.col("conc") == r["conc"])
                      & (pl.col("offloading") == r["offloading"]))
-        got = None
+        got: tuple[float | None, ...] = (None, None, None)
         if c.height and r["mean_input_tokens"] is not None:
             c = c.with_columns(d=(r["mean_input_tokens"] / pl.col("prompt") - 1.0).abs()).sort("d")
             if float(c["d"][0]) <= QUEUE_MATCH and c["q"][0] is not None:
-                got = float(c["q"][0])
-        out.append(got)
-    return df.with_columns(meas_queue=pl.Series(out, dtype=pl.Float64))
+                got = (float(c["q"][0]), c["pf"][0], c["ttft"][0])
+        for k, v in zip(out, got, strict=True):
+            out[k].append(None if v is None else float(v))
+    return df.with_columns(*(pl.Series(k, v, dtype=pl.Float64) for k, v in out.items()))
 
 
 def _params_entry(fitted: Fitted, cat: HardwareCatalog, hw: str, fw: str, model_key: str, prec: str, tp: int,
@@ -245,9 +253,14 @@ def fit_attn_eff(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> tupl
     """The attention efficiency that best predicts the healthy points' TTFT (least squares on log TTFT,
     golden-section search over [0.02, 2]); returns it with the resulting errors (``points``: how many the
     catalog could place). The recipes' per-block host time (``scheduling.toml [block_host]``) is its own term,
-    not absorbed as slower attention; a point with the server's measured queue (``meas_queue``,
-    :func:`with_server_queue`) is fitted on its first token less that wait, against the prediction less the
-    model's own queue."""
+    not absorbed as slower attention. Where an accelerator's runs carry the server's measured queue
+    (``meas_queue``, :func:`with_server_queue`), only those points are fitted (:func:`split_measured`), each
+    on its first token less that wait against the model's whole first token: vLLM starts a request's queue
+    when its engine adds it to the scheduler between steps, so a wait for another's prefill falls before or
+    after it (in the step that prefills both), and only the waits the model does not price, for a free
+    sequence slot or the step's token budget, fall inside [S70]."""
+    df = split_measured(df, cat)
+
     def cost(log_eta: float) -> float:
         t = predictions(df, fitted, cat, math.exp(log_eta))
         if not t.height:
@@ -255,8 +268,7 @@ def fit_attn_eff(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> tupl
         pred, meas = t["pred_ttft"].to_numpy(), t["meas_ttft"].to_numpy()
         q = t["meas_queue"].to_numpy().astype(float)
         known = np.isfinite(q) & (meas - np.nan_to_num(q) > 0)
-        # where the server measured its queue, the first token without it against the model's without its own
-        pred = np.where(known, pred - t["pred_queue"].to_numpy(), pred)
+        # where the server measured its queue (slot and token-budget waits), the first token without it
         meas = np.where(known, meas - np.nan_to_num(q), meas)
         r = np.log(pred / meas)
         return float(r @ r)
@@ -279,6 +291,19 @@ def fit_attn_eff(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> tupl
     eta = math.exp((lo + hi) / 2)
     return eta, {"attn_eff": eta, "healthy_hit_rate_min": HEALTHY_HIT, "max_concurrency": MAX_CONC,
                  **summarize(predictions(df, fitted, cat, eta))}
+
+
+def split_measured(df: pl.DataFrame, cat: HardwareCatalog) -> pl.DataFrame:
+    """The rows whose first token the server split itself: where any of an accelerator's rows carry the measured
+    queue (``meas_queue``), only those rows of it; an accelerator without any keeps all of its rows. A run
+    without the server's metrics cannot tell a prefill from a wait for a sequence slot (sub-agents fan out past
+    ``--max-num-seqs`` = users: 2.2 s of MI355X's 3.8 s at 2 users), which the model does not price."""
+    if "meas_queue" not in df.columns or not df.height:
+        return df
+    acc = pl.Series([accelerator_of(h, cat) for h in df["hw"].to_list()])
+    has = df["meas_queue"].is_not_null()
+    split = set(acc.filter(has).to_list())
+    return df.filter(has | ~acc.is_in(sorted(split)))
 
 
 def held_out_predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> list[tuple[pl.DataFrame, pl.DataFrame]]:

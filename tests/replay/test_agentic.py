@@ -156,13 +156,13 @@ def test_attention_efficiency_per_accelerator_is_fitted_on_its_own_points_only()
     # TTFT, or any point outside the fit set, leaves it unchanged; scaling its own moves it (slower -> lower eta)
     import dataclasses
 
-    from agentprof.replay.agentic import fit_attn_eff_per_accelerator, fit_rows
+    from agentprof.replay.agentic import fit_attn_eff_per_accelerator, fit_rows, split_measured
 
     fitted = dataclasses.replace(load_fitted(), attn_eff_by_accelerator={})
     df = load_agentic(AGENTIC, METRICS)
     etas, info = fit_attn_eff_per_accelerator(df, fitted, CAT)
     assert set(etas) == {"b200", "mi355x"}
-    rows = fit_rows(df)
+    rows = split_measured(fit_rows(df), CAT)
     for hw in etas:
         assert info[f"{hw}_attn_eff_points"] == int(_own_points(rows, hw).sum()) > 0
     # the shipped fitted.toml carries the same values (refit with `agentprof devices fit`)
@@ -470,8 +470,18 @@ def test_the_engines_time_per_prompt_token_is_recovered_past_stalls_and_replays(
 def test_the_servers_measured_queue_is_left_out_of_the_attention_fit() -> None:
     """A wait vLLM measured in its own queue (a slot held by another call, the scheduler) is not prefill: adding
     seconds to a point's first token and to its measured queue leaves the fitted efficiency where it was, while
-    the same seconds on a point without a measured queue slow it down."""
-    from agentprof.replay.agentic import fit_attn_eff, fit_rows, with_server_queue
+    the same seconds on a point without a measured queue slow it down where no point of that accelerator has
+    one. Where some have, the others are not fitted at all, and the fitted efficiency is the one whose whole
+    predicted first token best matches the measured one less vLLM's queue."""
+    import math
+
+    from agentprof.replay.agentic import (
+        fit_attn_eff,
+        fit_rows,
+        predictions,
+        split_measured,
+        with_server_queue,
+    )
 
     fitted = load_fitted()
     rows = fit_rows(load_agentic(AGENTIC, METRICS)).filter(pl.col("hw").str.starts_with("mi355x"))
@@ -480,6 +490,13 @@ def test_the_servers_measured_queue_is_left_out_of_the_attention_fit() -> None:
     assert 0 < known.sum() < rows.height
     two = rows.filter(known & (pl.col("conc") == 2) & (pl.col("offloading") == "lmcache"))
     assert two["meas_queue"][0] == pytest.approx(2.16, abs=0.01)
+    # vLLM's prefill phase and its own first token come along; its first token holds the queue and the prefill
+    assert two["meas_prefill"][0] == pytest.approx(1.08, abs=0.01)
+    assert (rows.filter(known)["meas_server_ttft"] > rows.filter(known)["meas_queue"]
+            + rows.filter(known)["meas_prefill"] - 0.05).all()
+    bare = with_server_queue(rows.drop("meas_queue", "meas_prefill", "meas_server_ttft"),
+                             pl.read_csv(METRICS).drop("request_prefill_time_seconds_sum"))
+    assert bare["meas_prefill"].is_null().all() and bare["meas_queue"].to_list() == rows["meas_queue"].to_list()
     base, _ = fit_attn_eff(rows, fitted, CAT)
     hit = known & (pl.col("conc") == 4)
     later = rows.with_columns(mean_ttft=pl.when(hit).then(pl.col("mean_ttft") + 3.0).otherwise(pl.col("mean_ttft")),
@@ -488,5 +505,20 @@ def test_the_servers_measured_queue_is_left_out_of_the_attention_fit() -> None:
     unmeasured = rows.with_columns(meas_queue=pl.lit(None, dtype=pl.Float64),
                                    mean_ttft=pl.when(hit).then(pl.col("mean_ttft") + 3.0).otherwise(pl.col("mean_ttft")))
     assert fit_attn_eff(unmeasured, fitted, CAT)[0] < 0.9 * base
+    # the points without vLLM's split are left out while others of the same accelerator have it
+    kept = split_measured(rows, CAT)
+    assert kept.height == int(known.sum()) and kept["meas_queue"].is_not_null().all()
+    assert split_measured(unmeasured, CAT).height == rows.height
+    slower = rows.with_columns(mean_ttft=pl.when(known).then(pl.col("mean_ttft")).otherwise(pl.col("mean_ttft") * 3))
+    assert fit_attn_eff(slower, fitted, CAT)[0] == pytest.approx(base, rel=1e-9)
+
+    # the fitted value minimises the log error of the whole prediction against the first token less the queue
+    def cost(eta: float) -> float:
+        p = predictions(kept, fitted, CAT, eta)
+        r = (p["pred_ttft"] / (p["meas_ttft"] - p["meas_queue"])).log().to_numpy()
+        return float(r @ r)
+
+    assert cost(base) < min(cost(base * 1.03), cost(base / 1.03))
+    assert math.isfinite(cost(base))
     with pytest.raises(TraceFormatError, match="request_queue_time_seconds_sum"):
         with_server_queue(rows, pl.read_csv(METRICS).drop("request_queue_time_seconds_sum"))
