@@ -7,7 +7,7 @@ Six families the fit never sees:
    SGLang-disagg among them (``fidelity.leave_out(..., "group")``);
 3. the longest prompts: the AgentX Kimi K2.5 points (75-120K-token prompts, healthy: hit rate >= 0.9, concurrency
    <= 8), each accelerator's prefill-attention efficiency fitted on the other accelerator's points only; and (3b)
-   the points above the median prompt predicted from each accelerator's points at or below it;
+   the points above the median prompt predicted from the points at or below it (every term fitted on them);
 4. another stack under agent traffic: DeepSeek R1 on vLLM B200 (InferenceX multi-turn, ``replay.multiturn``): the
    healthy runs' mean TTFT and the measured decode steps' time per token, nothing fitted on them;
 5. the same stack's single calls: four one-user runs' requests, each priced alone from its own cached and new
@@ -133,9 +133,10 @@ def whole_stacks(df: pl.DataFrame) -> pl.DataFrame:
 SAME = ("hardware", "framework", "model_prefix")
 
 
-def _kimi() -> tuple[Any, Any, pl.DataFrame]:
-    """(catalog, the shipped fit with vLLM-on-MI355X's decode step fitted on the other models' one-user points only
-    (no fixed-sequence group has it), the AgentX Kimi points with the servers' measured queue waits)."""
+def _kimi(below: float | None = None) -> tuple[Any, Any, pl.DataFrame]:
+    """(catalog, the shipped fit with vLLM-on-MI355X's decode step fitted on the other models' one-user points and,
+    where ``below`` is given, Kimi's with prompts at or below it (no fixed-sequence group has that step), the AgentX
+    Kimi points with the servers' measured queue waits)."""
     from agentprof.catalog.hardware import load_catalog
     from agentprof.replay.agentic import load_agentic
     from agentprof.replay.calibration import (
@@ -146,8 +147,11 @@ def _kimi() -> tuple[Any, Any, pl.DataFrame]:
     )
 
     cat = load_catalog()
-    fitted = with_engine_steps(load_fitted(), [load_agentic(DEFAULT_AGENTIC_OTHER)], cat)
-    return cat, fitted, load_agentic(DEFAULT_AGENTIC, DEFAULT_AGENTIC_METRICS)
+    rows = load_agentic(DEFAULT_AGENTIC, DEFAULT_AGENTIC_METRICS)
+    frames = [load_agentic(DEFAULT_AGENTIC_OTHER)]
+    if below is not None:
+        frames.append(rows.filter(pl.col("mean_input_tokens") <= below))
+    return cat, with_engine_steps(load_fitted(), frames, cat), rows
 
 
 def agentx() -> pl.DataFrame:
@@ -179,11 +183,14 @@ def agentx() -> pl.DataFrame:
 def agentx_longest() -> tuple[pl.DataFrame, float]:
     """The literal proxy: the healthy AgentX points with prompts above the median predicted from those at or below
     it (each accelerator's attention efficiency and the think time from its shorter points,
-    ``agentic.held_out_longest``); the lookup is the same accelerator's nearest shorter point (concurrency, then
-    prompt length). Returns the table and the cut in tokens."""
-    from agentprof.replay.agentic import accelerator_of, fit_rows, held_out_longest
+    ``agentic.held_out_longest``; vLLM-on-MI355X's decode step from them and the other models' points); the lookup
+    is the same accelerator's nearest shorter point (concurrency, then prompt length). Returns the table and the
+    cut in tokens."""
+    from agentprof.replay.agentic import accelerator_of, fit_rows, held_out_longest, load_agentic
+    from agentprof.replay.calibration import DEFAULT_AGENTIC
 
-    cat, fitted, rows = _kimi()
+    median = fit_rows(load_agentic(DEFAULT_AGENTIC))["mean_input_tokens"].cast(pl.Float64).median()
+    cat, fitted, rows = _kimi(below=float(median or 0.0))
     own, p, cut = held_out_longest(rows, fitted, cat)
     healthy = fit_rows(rows)
     acc = np.array([accelerator_of(h, cat) for h in healthy["hw"].to_list()])
