@@ -155,14 +155,19 @@ def _kimi(below: float | None = None) -> tuple[Any, Any, pl.DataFrame]:
 
 
 def agentx() -> pl.DataFrame:
-    """The healthy AgentX points, each accelerator predicted with the attention efficiency and think time of the
-    other accelerator's points, and vLLM-on-MI355X's decode step fitted on the other models' points; the lookup is
-    the same accelerator's nearest other healthy point."""
-    from agentprof.replay.agentic import held_out_predictions
+    """The healthy AgentX points, each accelerator predicted with the attention efficiency, think time and decode
+    steps of the other accelerator's points (vLLM-on-MI355X's step, which only its own points and the other models'
+    set, from the latter: ``enginestep.refit_with``), as ``devices fit`` stores it; the lookup is the same
+    accelerator's nearest other healthy point."""
+    from agentprof.replay.agentic import held_out_predictions, load_agentic
+    from agentprof.replay.calibration import DEFAULT_AGENTIC_OTHER, load_fitted
+    from agentprof.replay.enginestep import refit_with
 
-    cat, fitted, rows = _kimi()
+    cat, _, rows = _kimi()
+    base = load_fitted()
+    refit = refit_with(base, cat, [load_agentic(DEFAULT_AGENTIC_OTHER)])
     out = []
-    for own, p in held_out_predictions(rows, fitted, cat):
+    for own, p in held_out_predictions(rows, base, cat, refit):
         eta = float(p["eta"][0])
         p = p.with_columns(meas_tpot=pl.col("meas_itl"), pred_tpot=pl.col("pred_itl"),
                            meas_e2e=pl.Series(own["mean_e2el"].cast(pl.Float64)))

@@ -306,13 +306,19 @@ def split_measured(df: pl.DataFrame, cat: HardwareCatalog) -> pl.DataFrame:
     return df.filter(has | ~acc.is_in(sorted(split)))
 
 
-def held_out_predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> list[tuple[pl.DataFrame, pl.DataFrame]]:
+Refit = Callable[[pl.DataFrame], Fitted]
+"""The fitted terms refitted on the rows a hold-out keeps (``enginestep.refit_with``: the engine decode steps)."""
+
+
+def held_out_predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, refit: Refit | None = None
+                         ) -> list[tuple[pl.DataFrame, pl.DataFrame]]:
     """Each accelerator's healthy points predicted as if never measured: the attention efficiency fitted on the
-    other accelerators' points (:func:`fit_attn_eff`) and their users' think time. Returns (its rows, its
+    other accelerators' points (:func:`fit_attn_eff`) and their users' think time, and with ``refit`` the terms it
+    gives for those points (an engine's decode step that the held-out points set otherwise). Returns (its rows, its
     predictions with the ``eta`` used) per accelerator; none where only one accelerator has points."""
     rows = fit_rows(df)
     keys = pl.Series([accelerator_of(h, cat) for h in rows["hw"].to_list()])
-    return [(own, p) for _, own, p in _leave_one_out(rows, keys, fitted, cat)]
+    return [(own, p) for _, own, p in _leave_one_out(rows, keys, fitted, cat, refit=refit)]
 
 
 def held_out_longest(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog
@@ -336,22 +342,27 @@ def held_out_longest(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog
 
 
 def _leave_one_out(rows: pl.DataFrame, keys: pl.Series, fitted: Fitted, cat: HardwareCatalog,
-                   only: str | None = None) -> Iterator[tuple[str, pl.DataFrame, pl.DataFrame]]:
+                   only: str | None = None, refit: Refit | None = None
+                   ) -> Iterator[tuple[str, pl.DataFrame, pl.DataFrame]]:
     """Per value of ``keys`` (``only`` that one, where given): its rows and their predictions (``eta`` column) with
-    the attention efficiency and the users' think time of the other rows; nothing where no other rows are left."""
+    the attention efficiency and the users' think time of the other rows (and ``refit``'s terms for them, where
+    given); nothing where no other rows are left."""
     for key in sorted(set(keys.to_list()) if only is None else {only} & set(keys.to_list())):
         own, other = rows.filter(keys == key), rows.filter(keys != key)
         if not other.height:
             continue
-        eta, _ = fit_attn_eff(other, fitted, cat)
-        yield key, own, predictions(own, fitted, cat, eta, think_s=workload_think_s(other)).with_columns(
+        terms = refit(other) if refit is not None else fitted
+        eta, _ = fit_attn_eff(other, terms, cat)
+        yield key, own, predictions(own, terms, cat, eta, think_s=workload_think_s(other)).with_columns(
             eta=pl.lit(eta))
 
 
-def held_out_summary(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> dict[str, Any]:
+def held_out_summary(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, refit: Refit | None = None
+                     ) -> dict[str, Any]:
     """The errors of :func:`held_out_predictions` (``held_out_points``, ``held_out_median_ape_ttft`` / ``_itl``):
-    what the longest prompts' error is when they did not set the efficiency that predicts them."""
-    parts = [p for _, p in held_out_predictions(df, fitted, cat) if p.height]
+    what the longest prompts' error is when they did not set the efficiency (nor, with ``refit``, the decode
+    step) that predicts them."""
+    parts = [p for _, p in held_out_predictions(df, fitted, cat, refit) if p.height]
     if not parts:
         return {}
     s = summarize(pl.concat(parts, how="diagonal_relaxed"))

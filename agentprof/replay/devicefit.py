@@ -32,7 +32,7 @@ from agentprof.replay.calibration import (
     file_sha256,
     fit,
 )
-from agentprof.replay.enginestep import fit_engine_steps
+from agentprof.replay.enginestep import fit_engine_steps, refit_with
 from agentprof.replay.points import load_points
 from agentprof.resources import shipped
 
@@ -101,7 +101,8 @@ def fit_file(points: str | Path = DEFAULT_POINTS, cat: HardwareCatalog | None = 
         by_acc, acc_info = fit_attn_eff_per_accelerator(adf, fitted, cat)
         # the stored errors describe the shipped fit: the points were refitted with eta after its search
         agentic.update(summarize(predictions(adf, fitted, cat, eta, by_acc)))
-        agentic.update(held_out_summary(adf, fitted, cat))  # each accelerator from the others' efficiency
+        # each accelerator from the others' efficiency and decode steps
+        agentic.update(held_out_summary(adf, fitted, cat, refit_with(fitted, cat, frames[1:])))
         queue_file = ({"queue_data_file": str(metrics), "queue_data_sha256": file_sha256(metrics),
                        "queue_points": int(adf["meas_queue"].is_not_null().sum())} if "meas_queue" in adf.columns else {})
         agentic = {"data_file": str(agentic_points), "data_sha256": file_sha256(agentic_points), **queue_file, **agentic,

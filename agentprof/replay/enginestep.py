@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -115,3 +115,16 @@ def fit_engine_steps(frames: Iterable[pl.DataFrame], fitted: Fitted, cat: Hardwa
         steps[str(name)] = step
         info.update({f"engine_step_{str(name).replace('/', '_')}_{k}": v for k, v in step.items()})
     return steps, info
+
+
+def refit_with(fitted: Fitted, cat: HardwareCatalog, others: Iterable[pl.DataFrame]
+               ) -> Callable[[pl.DataFrame], Fitted]:
+    """A function of AgentX rows: ``fitted`` with its engine decode steps refitted on those rows and ``others``
+    (other models' points), so a hold-out predicts an accelerator with a step its own points did not set
+    (``agentic.held_out_predictions``)."""
+    extra = list(others)
+
+    def refit(rows: pl.DataFrame) -> Fitted:
+        return dataclasses.replace(fitted, engine_steps=fit_engine_steps([rows, *extra], fitted, cat)[0])
+
+    return refit
