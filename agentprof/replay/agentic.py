@@ -255,10 +255,10 @@ def fit_attn_eff(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog) -> tupl
     catalog could place). The recipes' per-block host time (``scheduling.toml [block_host]``) is its own term,
     not absorbed as slower attention. Where an accelerator's runs carry the server's measured queue
     (``meas_queue``, :func:`with_server_queue`), only those points are fitted (:func:`split_measured`), each
-    on its first token less that wait against the model's whole first token: vLLM starts a request's queue
-    when its engine adds it to the scheduler between steps, so a wait for another's prefill falls before or
-    after it (in the step that prefills both), and only the waits the model does not price, for a free
-    sequence slot or the step's token budget, fall inside [S70]."""
+    on its first token less that wait against the model's whole first token. vLLM starts a request's queue
+    when its engine adds it to the scheduler, between steps [S70]: a wait for another call's prefill falls
+    before that (the step in progress) or after it (the step that prefills both), outside the queue, as in the
+    model's; what falls inside are waits the model does not price, for a free sequence slot or token budget."""
     df = split_measured(df, cat)
 
     def cost(log_eta: float) -> float:
