@@ -133,10 +133,10 @@ def whole_stacks(df: pl.DataFrame) -> pl.DataFrame:
 SAME = ("hardware", "framework", "model_prefix")
 
 
-def _kimi(below: float | None = None) -> tuple[Any, Any, pl.DataFrame]:
-    """(catalog, the shipped fit with vLLM-on-MI355X's decode step fitted on the other models' one-user points and,
-    where ``below`` is given, Kimi's with prompts at or below it (no fixed-sequence group has that step), the AgentX
-    Kimi points with the servers' measured queue waits)."""
+def _kimi() -> tuple[Any, Any, pl.DataFrame, Any]:
+    """(catalog, the shipped fit, the AgentX Kimi points with the servers' measured queue waits, a function of
+    Kimi rows refitting vLLM-on-MI355X's decode step, which no fixed-sequence group has, on them and the other
+    models' one-user points: ``enginestep.refit_with``)."""
     from agentprof.catalog.hardware import load_catalog
     from agentprof.replay.agentic import load_agentic
     from agentprof.replay.calibration import (
@@ -145,29 +145,23 @@ def _kimi(below: float | None = None) -> tuple[Any, Any, pl.DataFrame]:
         DEFAULT_AGENTIC_OTHER,
         load_fitted,
     )
+    from agentprof.replay.enginestep import refit_with
 
-    cat = load_catalog()
-    rows = load_agentic(DEFAULT_AGENTIC, DEFAULT_AGENTIC_METRICS)
-    frames = [load_agentic(DEFAULT_AGENTIC_OTHER)]
-    if below is not None:
-        frames.append(rows.filter(pl.col("mean_input_tokens") <= below))
-    return cat, with_engine_steps(load_fitted(), frames, cat), rows
+    cat, base = load_catalog(), load_fitted()
+    refit = refit_with(base, cat, [load_agentic(DEFAULT_AGENTIC_OTHER)])
+    return cat, base, load_agentic(DEFAULT_AGENTIC, DEFAULT_AGENTIC_METRICS), refit
 
 
 def agentx() -> pl.DataFrame:
     """The healthy AgentX points, each accelerator predicted with the attention efficiency, think time and decode
     steps of the other accelerator's points (vLLM-on-MI355X's step, which only its own points and the other models'
-    set, from the latter: ``enginestep.refit_with``), as ``devices fit`` stores it; the lookup is the same
-    accelerator's nearest other healthy point."""
-    from agentprof.replay.agentic import held_out_predictions, load_agentic
-    from agentprof.replay.calibration import DEFAULT_AGENTIC_OTHER, load_fitted
-    from agentprof.replay.enginestep import refit_with
+    set, from the latter), as ``devices fit`` stores it; the lookup is the same accelerator's nearest other healthy
+    point."""
+    from agentprof.replay.agentic import held_out_predictions
 
-    cat, _, rows = _kimi()
-    base = load_fitted()
-    refit = refit_with(base, cat, [load_agentic(DEFAULT_AGENTIC_OTHER)])
+    cat, fitted, rows, refit = _kimi()
     out = []
-    for own, p in held_out_predictions(rows, base, cat, refit):
+    for own, p in held_out_predictions(rows, fitted, cat, refit):
         eta = float(p["eta"][0])
         p = p.with_columns(meas_tpot=pl.col("meas_itl"), pred_tpot=pl.col("pred_itl"),
                            meas_e2e=pl.Series(own["mean_e2el"].cast(pl.Float64)))
@@ -187,16 +181,14 @@ def agentx() -> pl.DataFrame:
 
 def agentx_longest() -> tuple[pl.DataFrame, float]:
     """The literal proxy: the healthy AgentX points with prompts above the median predicted from those at or below
-    it (each accelerator's attention efficiency and the think time from its shorter points,
-    ``agentic.held_out_longest``; vLLM-on-MI355X's decode step from them and the other models' points); the lookup
-    is the same accelerator's nearest shorter point (concurrency, then prompt length). Returns the table and the
-    cut in tokens."""
-    from agentprof.replay.agentic import accelerator_of, fit_rows, held_out_longest, load_agentic
-    from agentprof.replay.calibration import DEFAULT_AGENTIC
+    it (each accelerator's attention efficiency, the think time and vLLM-on-MI355X's decode step from its shorter
+    points, the step with the other models' points: ``agentic.held_out_longest``); the lookup is the same
+    accelerator's nearest shorter point (concurrency, then prompt length). Returns the table and the cut in
+    tokens."""
+    from agentprof.replay.agentic import accelerator_of, fit_rows, held_out_longest
 
-    median = fit_rows(load_agentic(DEFAULT_AGENTIC))["mean_input_tokens"].cast(pl.Float64).median()
-    cat, fitted, rows = _kimi(below=float(median or 0.0))
-    own, p, cut = held_out_longest(rows, fitted, cat)
+    cat, fitted, rows, refit = _kimi()
+    own, p, cut = held_out_longest(rows, fitted, cat, refit)
     healthy = fit_rows(rows)
     acc = np.array([accelerator_of(h, cat) for h in healthy["hw"].to_list()])
     c, n = healthy["conc"].cast(pl.Float64).to_numpy(), healthy["mean_input_tokens"].cast(pl.Float64).to_numpy()
@@ -221,6 +213,7 @@ def other_model() -> pl.DataFrame:
     from agentprof.catalog.hardware import load_catalog
     from agentprof.replay.agentic import attention_rows, fit_rows, load_agentic, stack_keys, stacks_held_out
     from agentprof.replay.calibration import DEFAULT_AGENTIC, DEFAULT_AGENTIC_OTHER, load_fitted
+    from agentprof.replay.enginestep import refit_with
 
     cat = load_catalog()
     other = load_agentic(DEFAULT_AGENTIC_OTHER)
@@ -230,7 +223,7 @@ def other_model() -> pl.DataFrame:
     for key in sorted(set(stack_keys(own, cat))):
         # the decode step of vLLM on MI355X fitted without the stack predicted (Kimi's and the other stacks' points)
         rest = other.filter(pl.Series([k != key for k in stack_keys(other, cat)]))
-        parts.append(stacks_held_out(own, with_engine_steps(base, [kimi, rest], cat), cat, only=key))
+        parts.append(stacks_held_out(own, refit_with(base, cat, [kimi])(rest), cat, only=key))
     p = pl.concat(parts, how="diagonal_relaxed")
     stack = p["stack"].to_numpy()
     c, n = p["conc"].cast(pl.Float64).to_numpy(), p["input_tokens"].to_numpy()
@@ -241,15 +234,6 @@ def other_model() -> pl.DataFrame:
         meas_tpot=pl.col("meas_itl"), pred_tpot=pl.col("pred_itl"),
         pred_e2e=pl.col("pred_ttft") + (pl.col("output_tokens") - 1.0).clip(0) * pl.col("pred_itl"),
         framework=pl.lit("vllm"), layout=pl.format("tp{}", pl.col("tp")), covered=pl.lit(True), isl=pl.Series(n))
-
-
-def with_engine_steps(fitted: Any, frames: list[pl.DataFrame], cat: Any) -> Any:
-    """``fitted`` with its engine decode steps refitted on ``frames`` only (``enginestep.fit_engine_steps``)."""
-    import dataclasses
-
-    from agentprof.replay.enginestep import fit_engine_steps
-
-    return dataclasses.replace(fitted, engine_steps=fit_engine_steps(frames, fitted, cat)[0])
 
 
 def _nearest(keys: list[np.ndarray], i: int, same: np.ndarray) -> int:

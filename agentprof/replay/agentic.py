@@ -321,23 +321,25 @@ def held_out_predictions(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog,
     return [(own, p) for _, own, p in _leave_one_out(rows, keys, fitted, cat, refit=refit)]
 
 
-def held_out_longest(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog
+def held_out_longest(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, refit: Refit | None = None
                      ) -> tuple[pl.DataFrame, pl.DataFrame, float]:
     """The longest prompts predicted from the shorter ones: the healthy points whose mean prompt is above the
     median are held out; each accelerator's attention efficiency (:func:`fit_attn_eff`) and the users' think time
-    come from its points at or below it. Returns (held-out rows, their predictions with the ``eta`` used, the
-    cut in tokens); an accelerator without shorter points takes the pooled efficiency of all shorter points."""
+    come from its points at or below it, and with ``refit`` the terms it gives for those points (an engine's decode
+    step). Returns (held-out rows, their predictions with the ``eta`` used, the cut in tokens); an accelerator
+    without shorter points takes the pooled efficiency of all shorter points."""
     rows = fit_rows(df)
     cut = float(rows["mean_input_tokens"].cast(pl.Float64).median() or 0.0)
     short, long_ = rows.filter(pl.col("mean_input_tokens") <= cut), rows.filter(pl.col("mean_input_tokens") > cut)
     if not short.height or not long_.height:
         return long_, pl.DataFrame(), cut
+    terms = refit(short) if refit is not None else fitted
     keys = pl.Series([accelerator_of(h, cat) for h in short["hw"].to_list()])
-    etas = {k: fit_attn_eff(short.filter(keys == k), fitted, cat)[0] for k in sorted(set(keys.to_list()))}
+    etas = {k: fit_attn_eff(short.filter(keys == k), terms, cat)[0] for k in sorted(set(keys.to_list()))}
     # the pooled fallback only where a held-out accelerator has no shorter points of its own
     bare = {accelerator_of(h, cat) for h in long_["hw"].to_list()} - set(etas)
-    pooled = fit_attn_eff(short, fitted, cat)[0] if bare else next(iter(etas.values()))
-    p = predictions(long_, fitted, cat, pooled, by_accelerator=etas, think_s=workload_think_s(short))
+    pooled = fit_attn_eff(short, terms, cat)[0] if bare else next(iter(etas.values()))
+    p = predictions(long_, terms, cat, pooled, by_accelerator=etas, think_s=workload_think_s(short))
     return long_, p.with_columns(eta=pl.Series([etas.get(h, pooled) for h in p["hardware"].to_list()])), cut
 
 

@@ -345,6 +345,20 @@ def test_the_longest_prompts_are_predicted_from_the_shorter_ones_only() -> None:
     assert np.allclose(same["pred_ttft"], p["pred_ttft"], rtol=1e-12)
     moved = held_out_longest(scaled(False), fitted, CAT)[1]
     assert (moved["eta"] < p["eta"]).all() and (moved["pred_ttft"] > p["pred_ttft"]).all()
+    # with a refit (the decode steps), it sees the shorter points only and its terms price the longer ones
+    from agentprof.replay.enginestep import refit_with
+
+    seen: list[pl.DataFrame] = []
+    steps = refit_with(fitted, CAT, [load_agentic(OTHER)])
+
+    def refit(rows: pl.DataFrame):
+        seen.append(rows)
+        return steps(rows)
+
+    refitted = held_out_longest(df, fitted, CAT, refit)[1]
+    assert len(seen) == 1 and (seen[0]["mean_input_tokens"] <= cut).all() and seen[0].height == healthy.height - own.height
+    mi = refitted["hardware"] == "mi355x"
+    assert not np.allclose(refitted.filter(mi)["pred_itl"], p.filter(mi)["pred_itl"], rtol=1e-6)
 
 
 def test_predicted_ttft_carries_its_parts_and_any_healthy_row_can_be_priced() -> None:
