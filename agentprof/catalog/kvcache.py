@@ -54,17 +54,22 @@ def _rows(path: Path, table: str, field: str,
 
 
 @lru_cache(maxsize=1)
-def _entries() -> tuple[tuple[str, str, str | None, float, str], ...]:
-    return tuple((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"), val, src)
+def _entries() -> tuple[tuple[str, str, str | None, str | None, float, str], ...]:
+    return tuple((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"),
+                  str(e["precision"]).lower() if e.get("precision") else None, val, src)
                  for e, _, val, src in _rows(KV_PATH, "kv_cache", "bytes",
                                              lambda v: None if v > 0 else "a positive number"))
 
 
-def kv_bytes(framework: str, model: str, hardware: str | None = None) -> tuple[float, str]:
-    """(bytes per KV element, source) for a model served by ``framework`` on ``hardware``."""
+def kv_bytes(framework: str, model: str, hardware: str | None = None,
+             precision: str | None = None) -> tuple[float, str]:
+    """(bytes per KV element, source) for a model served by ``framework`` on ``hardware`` in weight format
+    ``precision``: the first entry for the framework itself (a stack launched by its own scripts) or its engine;
+    an entry naming a precision matches only that format (one engine's recipes may differ by it)."""
     eng = engine(framework)
-    for fw, mk, hw, val, src in _entries():
-        if fw == eng and mk == model and (hw is None or hw == hardware):
+    prec = precision.lower() if precision else None
+    for fw, mk, hw, pr, val, src in _entries():
+        if fw in (framework.lower(), eng) and mk == model and (hw is None or hw == hardware) and (pr is None or pr == prec):
             return val, src
     return DEFAULT_BYTES, DEFAULT_SOURCE
 
@@ -73,19 +78,42 @@ SCHED_PATH = CATALOG_DIR / "scheduling.toml"
 
 
 @lru_cache(maxsize=1)
-def _wait_entries() -> tuple[tuple[str, str, str | None, float, float, str], ...]:
+def _wait_entries() -> tuple[tuple[str, str, str | None, str | None, str | None, float, float, str], ...]:
     return tuple((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"),
+                  str(e["precision"]).lower() if e.get("precision") else None, e.get("tensor_parallel"),
                   float(e.get("conc_min", {"value": 0})["value"]), val, src)
                  for e, _, val, src in _rows(SCHED_PATH, "wait_steps", "steps"))
 
 
-def wait_steps(framework: str, model: str, hardware: str | None = None, conc: float = 1.0) -> tuple[float, str]:
-    """(decode steps a new request waits for the scheduler on average, source) for ``framework`` at ``conc``."""
+def wait_steps(framework: str, model: str, hardware: str | None = None, conc: float = 1.0,
+               precision: str | None = None, tp: int = 0) -> tuple[float, str]:
+    """(decode steps a new request waits for the scheduler on average, source) for ``framework`` at ``conc``; an
+    entry naming a weight format or tensor-parallel size ("tp4") matches only that one (a recipe's branches)."""
     eng = engine(framework)
-    for fw, mk, hw, lo, val, src in _wait_entries():
-        if fw in (framework.lower(), eng) and mk == model and (hw is None or hw == hardware) and conc >= lo:
+    prec = precision.lower() if precision else None
+    for fw, mk, hw, pr, t, lo, val, src in _wait_entries():
+        if (fw in (framework.lower(), eng) and mk == model and (hw is None or hw == hardware) and conc >= lo
+                and (pr is None or pr == prec) and (t is None or t == f"tp{tp}")):
             return val, src
     return 0.0, "default: no scheduling interval in the recipe"
+
+
+@lru_cache(maxsize=1)
+def _ahead_entries() -> tuple[tuple[str, str | None, float, str], ...]:
+    return tuple((str(e["framework"]).lower(), e.get("model"), val, src)
+                 for e, _, val, src in _rows(SCHED_PATH, "ahead", "steps",
+                                             lambda v: None if v >= 0 else "a number of steps >= 0"))
+
+
+def ahead_steps(framework: str, model: str) -> tuple[float, str]:
+    """(steps the engine's scheduler runs ahead of the accelerator, source): with an overlap or asynchronous
+    scheduler the next step is already launched when a request arrives, so while others decode a new request
+    waits for that step as well as the running one (``scheduling.toml [ahead]``; 0 where not listed)."""
+    eng = engine(framework)
+    for fw, mk, val, src in _ahead_entries():
+        if fw in (framework.lower(), eng) and (mk is None or mk == model):
+            return val, src
+    return 0.0, "default: the scheduler waits for each step (no overlap or asynchronous scheduling listed)"
 
 
 @lru_cache(maxsize=1)

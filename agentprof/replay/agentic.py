@@ -175,7 +175,7 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
             continue
         entry, how = got
         fw = str(r["framework"]).lower()
-        dep = Deployment(m, cat.accelerators[hw], prec, tp, kv_dtype_bytes=kv_bytes(fw, m.key, hw)[0],
+        dep = Deployment(m, cat.accelerators[hw], prec, tp, kv_dtype_bytes=kv_bytes(fw, m.key, hw, prec)[0],
                          expert_parallel=ep, engine=engine(fw))
         p = step_params(entry.theta, dep.layers, tp, accept=1.0)
         # the engine's per-block host work over the prompt's blocks holds up the loop like the per-prefill overhead

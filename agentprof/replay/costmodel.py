@@ -80,6 +80,9 @@ class StepParams:
     """Compute efficiency of prefill (batched prompts); ``mfu`` when None."""
     wait_steps: float = 0.0
     """Decode steps a new request waits for the scheduler (recipe's polling / streaming interval / 2)."""
+    ahead_steps: float = 0.0
+    """Steps an overlap or asynchronous scheduler has launched ahead (``scheduling.toml [ahead]``): a new request
+    waits for them too while others decode."""
     draft_tokens: float = 0.0
     """Tokens each sequence drafts per decode step with MTP, as the recipe set them (``catalog/draft_depth.toml``;
     0 where not listed): the step verifies them with the sequence's own token, so its FLOPs and collectives carry
@@ -572,11 +575,13 @@ class CallTimes:
 
 def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike, output_tokens: ArrayLike,
               batch: float = 1, load_s: ArrayLike = 0.0, mem_util: float = 0.9, wait_steps: float = 0.0,
-              budget: float = CHUNK_TOKENS, draft_tokens: float = 0.0, verify_weights: bool = False) -> Work:
+              budget: float = CHUNK_TOKENS, draft_tokens: float = 0.0, verify_weights: bool = False,
+              ahead_steps: float = 0.0) -> Work:
     """The parameter-free work of model calls on an aggregated deployment shared by ``batch`` identical
     clients (:class:`agentprof.replay.equations.Work`). With ``draft_tokens`` each decode step verifies that many
     drafted tokens per sequence too (FLOPs and collectives; with ``verify_weights`` also the weights they touch),
-    as :func:`decode_step_parts` prices a step."""
+    as :func:`decode_step_parts` prices a step; ``ahead_steps`` an overlap scheduler has launched are waited for
+    in the share of time others are decoding."""
     inp = np.atleast_1d(np.asarray(input_tokens, dtype=float))
     cached = np.minimum(np.atleast_1d(np.asarray(cached_tokens, dtype=float)), inp)
     out = np.maximum(np.atleast_1d(np.asarray(output_tokens, dtype=float)), 1.0)
@@ -601,7 +606,8 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
         pf_mem_s=np.where(new > 0, prefill_bytes_per_gpu(dep, new, cached), 0.0) / dep.accel.hbm_bw,
         pf_kv_s=np.where(new > 0, dep.kv_seq_bytes(cached + new) / dep.kv_divisor, 0.0) / dep.accel.hbm_bw,
         disagg=np.zeros(inp.shape, dtype=bool), conc=z + b, n_prefill=z + 1.0, xfer_s=z,
-        load_s=z + np.asarray(load_s, dtype=float), wait_steps=z + wait_steps)
+        load_s=z + np.asarray(load_s, dtype=float),
+        wait_steps=z + wait_steps + ahead_steps * (running - 1.0) / running)
 
 
 def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_tokens: np.ndarray,
@@ -614,7 +620,7 @@ def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_
     inp = np.atleast_1d(np.asarray(input_tokens, dtype=float))
     cached = np.minimum(np.atleast_1d(np.asarray(cached_tokens, dtype=float)), inp)
     w = call_work(dep, inp, cached, output_tokens, batch, load_s, mem_util, p.wait_steps,
-                  draft_tokens=p.draft_tokens, verify_weights=p.verify_weights)
+                  draft_tokens=p.draft_tokens, verify_weights=p.verify_weights, ahead_steps=p.ahead_steps)
     t = times(w, p.t_fixed_s + p.draft_s, p.t_fixed_s, p.mbu, p.mfu, p.request_s(inp), p.q, p.t_req_s, p.accept,
               p.attn_eff, p.prefill_mfu, attn_fresh_eff=p.fresh_eff)
     return CallTimes(t.ttft, t.e2e - t.ttft, prefill_s(dep, p, inp - cached, cached), w.load_s, t.queue, t.parts)

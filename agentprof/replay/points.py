@@ -22,6 +22,7 @@ from agentprof.catalog.decodeslots import decode_slots
 from agentprof.catalog.draftdepth import draft_depth
 from agentprof.catalog.hardware import HardwareCatalog
 from agentprof.catalog.kvcache import (
+    ahead_steps,
     engine,
     kv_bytes,
     prefill_collectives_exposed,
@@ -272,7 +273,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         layout, gp, npw, gd, ndw, dpa_p, dpa_d, _tp, _ep = _layout(row, disagg)
         fw = str(row.get("framework") or "unknown").lower()
         spec = str(row.get("spec_decoding") or "none").lower()
-        kv_b, _ = kv_bytes(fw, model.key, hw)
+        kv_b, _ = kv_bytes(fw, model.key, hw, prec)
         if disagg and engine(fw) == "trt" and _ep > 1 and _tp == _ep == gd and float(row["conc"]) / ndw >= 256:
             dpa_d = True  # TRT-LLM wide-EP throughput decode: attention data-parallel (the columns say tp = ep = GPUs)
         keys.append(PointKey(acc.family, hw, fw, model.key, prec, spec, layout))
@@ -316,7 +317,9 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         dpa_dec[j], dpa_pf[j] = dpa_d, dpa_p
         kvb[j] = kv_b
         wk["conc"][j] = conc
-        wk["wait_steps"][j] = wait_steps(fw, model.key, hw, b)[0]
+        wk["wait_steps"][j] = wait_steps(fw, model.key, hw, b, prec, _tp)[0]
+        if not disagg:  # the step an overlap scheduler has already launched, while others decode
+            wk["wait_steps"][j] += ahead_steps(fw, model.key)[0] * max(b_run - 1.0, 0.0) / b_run
         if not disagg and dpa_d and ADP_BALANCE:
             wk["wait_steps"][j] += adp_wait_steps(fw, model.key, hw, gd, conc, osl_m)
         wk["b_run"][j] = b_run

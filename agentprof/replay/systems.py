@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 
 from agentprof.catalog import CatalogError, ModelSpec
 from agentprof.catalog.hardware import HardwareCatalog, System
-from agentprof.catalog.kvcache import engine, kv_bytes, tokenize_host, tokenize_s_per_token, wait_steps
+from agentprof.catalog.kvcache import (
+    ahead_steps,
+    engine,
+    kv_bytes,
+    tokenize_host,
+    tokenize_s_per_token,
+    wait_steps,
+)
 from agentprof.replay.calibration import FitEntry, Fitted, load_fitted, step_params
 from agentprof.replay.costmodel import Deployment, StepParams, ceil_pow2
 
@@ -169,7 +176,7 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
         if entry is None:
             raise CatalogError(f"no calibration for {system.key}: run `agentprof devices fit` or declare "
                                f"[systems.{system.key}.params]")
-    kvb, kv_src = kv_bytes(fw, model.key, system.accelerator.key)
+    kvb, kv_src = kv_bytes(fw, model.key, system.accelerator.key, precision)
     dep = Deployment(model, system.accelerator, precision, gpus, dp_attention, kv_dtype_bytes=kvb, engine=engine(fw))
     if not dep.fits(system.mem_util):
         what = " with its attention weights on every rank (data-parallel attention)" if dp_attention else ""
@@ -207,7 +214,9 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
         params = params.with_(t_fixed_s=params.t_fixed_s * scale.value)
     if not system.params:
         params = params.with_(wait_steps=wait_steps(fw, entry.attrs.get("model", model.key) if entry else model.key,
-                                                    entry.attrs.get("hardware") if entry else None)[0])
+                                                    entry.attrs.get("hardware") if entry else None,
+                                                    precision=precision, tp=gpus)[0],
+                              ahead_steps=ahead_steps(fw, model.key)[0])
     params, tok_src = _with_frontend(params, cat, system, model, fw)
     # a fresh prompt's own attention at the chip's published kernel figure, as the fixed-sequence points price it
     params = params.with_(attn_fresh_eff=system.accelerator.attn_fwd_eff or 0.0)

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from agentprof.catalog.hardware import load_catalog
-from agentprof.catalog.kvcache import tokenize_s_per_token
+from agentprof.catalog.kvcache import ahead_steps, tokenize_s_per_token
 from agentprof.replay.costmodel import (
     Deployment,
     StepParams,
@@ -263,16 +263,42 @@ def test_collectives_beyond_the_scaleup_domain_cross_the_nic() -> None:
 
 
 def test_trt_streams_the_first_token_without_waiting_for_the_stream_interval() -> None:
-    # TRT-LLM builds a response at the first decoding iteration whatever stream_interval is (S46); SGLang's
-    # scheduler polling interval (--scheduler-recv-interval) does hold new requests
+    # TRT-LLM builds a response at the first decoding iteration whatever stream_interval is (S46), SGLang sends
+    # when the output count modulo the interval is 1 (S71) and never reads --num-continuous-decode-steps (S72);
+    # SGLang's scheduler polling interval (--scheduler-recv-interval) does hold new requests
     from agentprof.catalog.kvcache import wait_steps
 
     assert wait_steps("trt", "gpt-oss-120b", "b200", 64)[0] == 0
     assert wait_steps("dynamo-trt", "gpt-oss-120b", "gb200", 1024)[0] == 0
     assert wait_steps("sglang", "deepseek-r1", "b200", 64)[0] == 15
-    # a disaggregated stack with its own launcher does not inherit its engine's aggregated recipe flags
-    assert wait_steps("sglang", "deepseek-r1", "mi355x", 64)[0] == 2
+    assert wait_steps("sglang", "deepseek-r1", "h200", 64)[0] == 0  # --stream-interval 10
+    assert wait_steps("sglang", "deepseek-r1", "mi355x", 64)[0] == 0  # --num-continuous-decode-steps 4
+    # a recipe's branch: DeepSeek FP8 on 4 B200s polls every 10 steps at any concurrency, on 8 every 30 from 16
+    assert wait_steps("sglang", "deepseek-r1", "b200", 64, "fp8", 4)[0] == 5
+    assert wait_steps("sglang", "deepseek-r1", "b200", 64, "fp8", 8)[0] == 15
     assert wait_steps("sglang-disagg", "deepseek-r1", "mi355x", 64)[0] == 0
+
+
+def test_overlap_schedulers_run_one_step_ahead_and_only_while_others_decode() -> None:
+    from agentprof.catalog.kvcache import ahead_steps
+    from agentprof.replay.points import point_features
+
+    assert ahead_steps("sglang", "deepseek-r1")[0] == 1 and ahead_steps("dynamo-trt", "gpt-oss-120b")[0] == 1
+    assert ahead_steps("vllm", "gpt-oss-120b")[0] == 1  # the recipes' async-scheduling: true
+    assert ahead_steps("vllm", "kimi-k2.5")[0] == 0 and ahead_steps("atom", "deepseek-r1")[0] == 0
+    row = {"hardware": "h200", "framework": "sglang", "model": "deepseek-r1", "precision": "fp8", "isl": 1024,
+           "osl": 1024, "tp": 8, "ep": 1, "dp_attention": False, "disagg": False}
+    waits = point_features(pl.DataFrame([{**row, "conc": c} for c in (1, 4, 64)]), CAT).work.wait_steps
+    # alone, nothing runs ahead of the request; with b - 1 others decoding, (b - 1) / b of a step
+    np.testing.assert_allclose(waits, [0.0, 0.75, 63 / 64])
+    p = P.with_(ahead_steps=1.0)
+    d = dep("deepseek-r1", "h200", "fp8", 8)
+    one = call_times(d, p, np.array([1000.0]), np.array([0.0]), np.array([100.0]), batch=1)
+    alone = call_times(d, P, np.array([1000.0]), np.array([0.0]), np.array([100.0]), batch=1)
+    assert float(one.ttft_s[0]) == pytest.approx(float(alone.ttft_s[0]), rel=1e-12)
+    busy = call_times(d, p, np.array([1000.0]), np.array([0.0]), np.array([100.0]), batch=8)
+    plain = call_times(d, P, np.array([1000.0]), np.array([0.0]), np.array([100.0]), batch=8)
+    assert float(busy.ttft_s[0]) > float(plain.ttft_s[0])
 
 
 def test_disaggregated_pools_transfer_kv_and_saturate_the_prefill_pool() -> None:
@@ -419,7 +445,8 @@ def test_replay_equations_match_the_calibrated_point_model() -> None:
         # a fresh prompt's attention at the Hopper kernel's sourced forward efficiency, and the frontend's
         # tokenizing of the prompt (scheduling.toml [tokenize]), as the point model takes them
         p = P.with_(attn_eff=CAT.accelerators["h200"].attn_fwd_eff,
-                    t_tok_s=tokenize_s_per_token("vllm", "gpt-oss-120b", "h200")[0])
+                    t_tok_s=tokenize_s_per_token("vllm", "gpt-oss-120b", "h200")[0],
+                    ahead_steps=ahead_steps("vllm", "gpt-oss-120b")[0])
         assert p.t_tok_s > 0 and f.work.front_s[0] == pytest.approx(p.t_tok_s * 921.6)
         t = call_times(d, p, np.array([921.6]), np.array([0.0]), np.array([921.6]), batch=conc)
         assert float(t.ttft_s[0]) == pytest.approx(float(ttft[0]), rel=1e-9)

@@ -50,6 +50,7 @@ class StepCost:
         self.t0_s = float(self.p.t0_s)
         self.accept = float(max(self.p.accept, 1e-9))
         self.wait_steps = float(getattr(self.p, "wait_steps", 0.0))
+        self.ahead_steps = float(getattr(self.p, "ahead_steps", 0.0))
         self.pool_tokens = self.dep.kv_pool_tokens_per_gpu(mem_util) / self.copies
         # bytes one token of KV takes in a CPU or disk tier: one logical copy (GQA heads sharded over the
         # ranks add up to it; an MLA latent is stored once, LMCache's save_only_first_rank)
@@ -143,8 +144,9 @@ class StepCost:
 
     def first_token_s(self, b: int, ctx: float) -> float:
         """The scheduler's polling / streaming interval before the first token (``wait_steps`` decode steps,
-        from the serving recipe); waiting for a running step and riding the batch's decode are simulated."""
-        return self.wait_steps * self.decode_s(max(b, 1), ctx)
+        from the serving recipe), and, while others decode (``b`` > 1), the steps an overlap scheduler has
+        launched ahead; waiting for a running step and riding the batch's decode are simulated."""
+        return (self.wait_steps + (self.ahead_steps if b > 1 else 0.0)) * self.decode_s(max(b, 1), ctx)
 
     def load_s(self, cpu_tokens: float, disk_tokens: float) -> float:
         """Bringing cached prefix KV into HBM from the CPU tier (host link) and the disk tier."""
