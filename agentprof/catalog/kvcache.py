@@ -53,23 +53,43 @@ def _rows(path: Path, table: str, field: str,
     return out
 
 
+Key = tuple[str, str | None, str | None, str | None, str | None]
+"""What a catalog entry is for: (framework, model, hardware, precision, tensor-parallel "tp<N>"), None = any."""
+
+
+def _key(e: dict, where: str) -> Key:
+    """The entry's :data:`Key` (framework and precision lower-cased); a malformed ``tensor_parallel`` is one
+    :class:`CatalogError` naming the entry."""
+    tp = e.get("tensor_parallel")
+    if tp is not None and not (isinstance(tp, str) and tp.startswith("tp") and tp[2:].isdigit()):
+        raise CatalogError(f"{where}.tensor_parallel: expected \"tp<N>\" (e.g. \"tp4\"), got {tp!r}")
+    return (str(e["framework"]).lower(), e.get("model"), e.get("hardware"),
+            str(e["precision"]).lower() if e.get("precision") else None, tp)
+
+
+def _matches(key: Key, framework: str, model: str, hardware: str | None = None, precision: str | None = None,
+             tp: int = 0) -> bool:
+    """Whether an entry's :data:`Key` covers a deployment: its framework is the deployment's own (a stack launched
+    by its own scripts) or its engine (dynamo-trt -> trt), and every other field it names is the deployment's."""
+    fw, mk, hw, pr, t = key
+    return (fw in (framework.lower(), engine(framework)) and mk in (None, model) and hw in (None, hardware)
+            and pr in (None, precision.lower() if precision else None) and t in (None, f"tp{tp}"))
+
+
 @lru_cache(maxsize=1)
-def _entries() -> tuple[tuple[str, str, str | None, str | None, float, str], ...]:
-    return tuple((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"),
-                  str(e["precision"]).lower() if e.get("precision") else None, val, src)
-                 for e, _, val, src in _rows(KV_PATH, "kv_cache", "bytes",
-                                             lambda v: None if v > 0 else "a positive number"))
+def _entries() -> tuple[tuple[Key, float, str], ...]:
+    return tuple((_key(e, where), val, src)
+                 for e, where, val, src in _rows(KV_PATH, "kv_cache", "bytes",
+                                                 lambda v: None if v > 0 else "a positive number"))
 
 
 def kv_bytes(framework: str, model: str, hardware: str | None = None,
              precision: str | None = None) -> tuple[float, str]:
     """(bytes per KV element, source) for a model served by ``framework`` on ``hardware`` in weight format
-    ``precision``: the first entry for the framework itself (a stack launched by its own scripts) or its engine;
-    an entry naming a precision matches only that format (one engine's recipes may differ by it)."""
-    eng = engine(framework)
-    prec = precision.lower() if precision else None
-    for fw, mk, hw, pr, val, src in _entries():
-        if fw in (framework.lower(), eng) and mk == model and (hw is None or hw == hardware) and (pr is None or pr == prec):
+    ``precision``: the first entry that covers it (:func:`_matches`; an entry naming a precision matches only
+    that format: one engine's recipes may differ by it)."""
+    for key, val, src in _entries():
+        if _matches(key, framework, model, hardware, precision):
             return val, src
     return DEFAULT_BYTES, DEFAULT_SOURCE
 
@@ -78,40 +98,34 @@ SCHED_PATH = CATALOG_DIR / "scheduling.toml"
 
 
 @lru_cache(maxsize=1)
-def _wait_entries() -> tuple[tuple[str, str, str | None, str | None, str | None, float, float, str], ...]:
-    return tuple((str(e["framework"]).lower(), str(e["model"]), e.get("hardware"),
-                  str(e["precision"]).lower() if e.get("precision") else None, e.get("tensor_parallel"),
-                  float(e.get("conc_min", {"value": 0})["value"]), val, src)
-                 for e, _, val, src in _rows(SCHED_PATH, "wait_steps", "steps"))
+def _wait_entries() -> tuple[tuple[Key, float, float, str], ...]:
+    return tuple((_key(e, where), float(e.get("conc_min", {"value": 0})["value"]), val, src)
+                 for e, where, val, src in _rows(SCHED_PATH, "wait_steps", "steps"))
 
 
 def wait_steps(framework: str, model: str, hardware: str | None = None, conc: float = 1.0,
                precision: str | None = None, tp: int = 0) -> tuple[float, str]:
     """(decode steps a new request waits for the scheduler on average, source) for ``framework`` at ``conc``; an
     entry naming a weight format or tensor-parallel size ("tp4") matches only that one (a recipe's branches)."""
-    eng = engine(framework)
-    prec = precision.lower() if precision else None
-    for fw, mk, hw, pr, t, lo, val, src in _wait_entries():
-        if (fw in (framework.lower(), eng) and mk == model and (hw is None or hw == hardware) and conc >= lo
-                and (pr is None or pr == prec) and (t is None or t == f"tp{tp}")):
+    for key, lo, val, src in _wait_entries():
+        if _matches(key, framework, model, hardware, precision, tp) and conc >= lo:
             return val, src
     return 0.0, "default: no scheduling interval in the recipe"
 
 
 @lru_cache(maxsize=1)
-def _ahead_entries() -> tuple[tuple[str, str | None, float, str], ...]:
-    return tuple((str(e["framework"]).lower(), e.get("model"), val, src)
-                 for e, _, val, src in _rows(SCHED_PATH, "ahead", "steps",
-                                             lambda v: None if v >= 0 else "a number of steps >= 0"))
+def _ahead_entries() -> tuple[tuple[Key, float, str], ...]:
+    return tuple((_key(e, where), val, src)
+                 for e, where, val, src in _rows(SCHED_PATH, "ahead", "steps",
+                                                 lambda v: None if v >= 0 else "a number of steps >= 0"))
 
 
 def ahead_steps(framework: str, model: str) -> tuple[float, str]:
     """(steps the engine's scheduler runs ahead of the accelerator, source): with an overlap or asynchronous
     scheduler the next step is already launched when a request arrives, so while others decode a new request
     waits for that step as well as the running one (``scheduling.toml [ahead]``; 0 where not listed)."""
-    eng = engine(framework)
-    for fw, mk, val, src in _ahead_entries():
-        if fw in (framework.lower(), eng) and (mk is None or mk == model):
+    for key, val, src in _ahead_entries():
+        if _matches(key, framework, model):
             return val, src
     return 0.0, "default: the scheduler waits for each step (no overlap or asynchronous scheduling listed)"
 
@@ -231,18 +245,14 @@ MEMORY_BASES = ("total", "free")
 
 
 @lru_cache(maxsize=1)
-def _memory_entries() -> tuple[tuple[str, str | None, str | None, str | None, str | None, str, float, str], ...]:
+def _memory_entries() -> tuple[tuple[Key, str, float, str], ...]:
     out = []
     for e, where, val, src in _rows(MEMORY_PATH, "memory", "fraction",
                                     lambda v: None if 0 < v <= 1 else "a fraction in (0, 1]"):
         basis = e.get("basis", "total")
         if basis not in MEMORY_BASES:
             raise CatalogError(f"{where}.basis: expected one of {', '.join(MEMORY_BASES)}, got {basis!r}")
-        tp = e.get("tensor_parallel")
-        if tp is not None and not (isinstance(tp, str) and tp.startswith("tp") and tp[2:].isdigit()):
-            raise CatalogError(f"{where}.tensor_parallel: expected \"tp<N>\" (e.g. \"tp4\"), got {tp!r}")
-        out.append((str(e["framework"]).lower(), e.get("model"), e.get("hardware"), e.get("precision"), tp,
-                    str(basis), val, src))
+        out.append((_key(e, where), str(basis), val, src))
     return tuple(out)
 
 
@@ -251,10 +261,8 @@ def memory_fraction(framework: str, model: str, hardware: str, precision: str = 
     """(fraction, basis, source): the share of the accelerator's memory the engine gives weights and KV as the
     recipe set it (``memory.toml``): basis ``total`` (KV = fraction x HBM - weights) or ``free`` (KV = fraction x
     (HBM - weights))."""
-    eng = engine(framework)
-    for fw, mk, hw, prec, t, basis, val, src in _memory_entries():
-        if (fw in (framework.lower(), eng) and (mk is None or mk == model) and (hw is None or hw == hardware)
-                and (prec is None or prec == precision) and (t is None or t == f"tp{tp}")):
+    for key, basis, val, src in _memory_entries():
+        if _matches(key, framework, model, hardware, precision, tp):
             return val, basis, src
     return 0.9, "total", "default: 0.9 of HBM (vLLM's long-standing gpu_memory_utilization), no engine entry"
 

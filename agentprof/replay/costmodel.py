@@ -580,8 +580,7 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
     """The parameter-free work of model calls on an aggregated deployment shared by ``batch`` identical
     clients (:class:`agentprof.replay.equations.Work`). With ``draft_tokens`` each decode step verifies that many
     drafted tokens per sequence too (FLOPs and collectives; with ``verify_weights`` also the weights they touch),
-    as :func:`decode_step_parts` prices a step; ``ahead_steps`` an overlap scheduler has launched are waited for
-    in the share of time others are decoding."""
+    as :func:`decode_step_parts` prices a step; ``ahead_steps``: the steps an overlap scheduler launches ahead."""
     inp = np.atleast_1d(np.asarray(input_tokens, dtype=float))
     cached = np.minimum(np.atleast_1d(np.asarray(cached_tokens, dtype=float)), inp)
     out = np.maximum(np.atleast_1d(np.asarray(output_tokens, dtype=float)), 1.0)
@@ -606,8 +605,7 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
         pf_mem_s=np.where(new > 0, prefill_bytes_per_gpu(dep, new, cached), 0.0) / dep.accel.hbm_bw,
         pf_kv_s=np.where(new > 0, dep.kv_seq_bytes(cached + new) / dep.kv_divisor, 0.0) / dep.accel.hbm_bw,
         disagg=np.zeros(inp.shape, dtype=bool), conc=z + b, n_prefill=z + 1.0, xfer_s=z,
-        load_s=z + np.asarray(load_s, dtype=float),
-        wait_steps=z + wait_steps + ahead_steps * (running - 1.0) / running)
+        load_s=z + np.asarray(load_s, dtype=float), wait_steps=z + wait_steps, ahead=z + ahead_steps)
 
 
 def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_tokens: np.ndarray,

@@ -72,6 +72,9 @@ class Work:
     # the part of pf_attn_s that is the new tokens attending among themselves (a fresh prompt's kernel, priced at
     # ``attn_fresh_eff`` where :func:`times` gets one); None: all of pf_attn_s at ``attn_eff``
     pf_attn_fresh_s: np.ndarray | None = None
+    # steps an overlap or asynchronous scheduler has launched before it sees a new request (scheduling.toml
+    # [ahead]): waited for, as the running step is, while others decode; None: none
+    ahead: np.ndarray | None = None
 
 
 @dataclass
@@ -202,8 +205,10 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     mix_cmp = pf_cmp + others * w.n_chunks * w.cmp_s / mfu
     mix_bw = (1.0 - others) * pf_mem + others * (w.n_chunks * dec_bw + pf_kv)
     pf_cmp_bound = mix_cmp >= mix_bw
-    # arrival in the middle of a running step, then the scheduler's polling / streaming interval
-    wait_step = (0.5 * others + w.wait_steps) * t_step
+    # arrival in the middle of a running step and behind the steps launched ahead of it, then the scheduler's
+    # polling interval
+    ahead = 0.0 if w.ahead is None else w.ahead
+    wait_step = ((0.5 + ahead) * others + w.wait_steps) * t_step
     tpot, q_dis, hand, ttft_dis_core = _disagg_cycle(w, t_step, accept, s_alone, work, t0, q, handoff)
     decode = (w.osl - 1.0) * tpot
     # aggregated: the running batch's clients queue for the engine's prefill (each brings a prefill of ``s_alone``;

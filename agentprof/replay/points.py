@@ -227,7 +227,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     z = np.zeros(n)
     wk = {k: z.copy() for k in ("b_run", "over", "osl", "n_chunks", "comm_s", "comm_pf_s", "bw_s", "cmp_s",
                                 "pf_gemm_s", "pf_attn_s", "pf_mem_s", "pf_kv_s", "conc", "n_prefill", "xfer_s", "load_s",
-                                "wait_steps", "bw_seq_s", "cmp_seq_s", "comm_seq_s", "pf_serial_s", "front_s")}
+                                "wait_steps", "bw_seq_s", "cmp_seq_s", "comm_seq_s", "pf_serial_s", "front_s",
+                                "ahead")}
     wk["n_prefill"][:] = 1.0
     wk["osl"][:] = 1.0
     wk["n_chunks"][:] = 1.0
@@ -318,8 +319,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         kvb[j] = kv_b
         wk["conc"][j] = conc
         wk["wait_steps"][j] = wait_steps(fw, model.key, hw, b, prec, _tp)[0]
-        if not disagg:  # the step an overlap scheduler has already launched, while others decode
-            wk["wait_steps"][j] += ahead_steps(fw, model.key)[0] * max(b_run - 1.0, 0.0) / b_run
+        wk["ahead"][j] = ahead_steps(fw, model.key)[0]
         if not disagg and dpa_d and ADP_BALANCE:
             wk["wait_steps"][j] += adp_wait_steps(fw, model.key, hw, gd, conc, osl_m)
         wk["b_run"][j] = b_run

@@ -280,17 +280,27 @@ def test_trt_streams_the_first_token_without_waiting_for_the_stream_interval() -
 
 
 def test_overlap_schedulers_run_one_step_ahead_and_only_while_others_decode() -> None:
-    from agentprof.catalog.kvcache import ahead_steps
-    from agentprof.replay.points import point_features
+    from agentprof.replay.equations import times
 
     assert ahead_steps("sglang", "deepseek-r1")[0] == 1 and ahead_steps("dynamo-trt", "gpt-oss-120b")[0] == 1
     assert ahead_steps("vllm", "gpt-oss-120b")[0] == 1  # the recipes' async-scheduling: true
     assert ahead_steps("vllm", "kimi-k2.5")[0] == 0 and ahead_steps("atom", "deepseek-r1")[0] == 0
     row = {"hardware": "h200", "framework": "sglang", "model": "deepseek-r1", "precision": "fp8", "isl": 1024,
            "osl": 1024, "tp": 8, "ep": 1, "dp_attention": False, "disagg": False}
-    waits = point_features(pl.DataFrame([{**row, "conc": c} for c in (1, 4, 64)]), CAT).work.wait_steps
-    # alone, nothing runs ahead of the request; with b - 1 others decoding, (b - 1) / b of a step
-    np.testing.assert_allclose(waits, [0.0, 0.75, 63 / 64])
+    w = point_features(pl.DataFrame([{**row, "conc": c} for c in (1, 4, 64)]), CAT).work
+    np.testing.assert_allclose(w.wait_steps, 0.0)  # the recipe sets no polling interval
+    np.testing.assert_allclose(w.ahead, 1.0)
+    th = theta_of(P, 61)
+    tf = np.full(3, P.t_fixed_s)
+
+    def ttft(work: object) -> np.ndarray:
+        return times(work, tf, tf, *(np.full(3, th[PARAMS.index(k)]) for k in ("mbu", "mfu", "t0_s", "q", "t_req_s")),
+                     np.ones(3), 0.2).ttft
+
+    t_ahead, t_none = ttft(w), ttft(dataclasses.replace(w, ahead=None))
+    # alone, nothing runs ahead of the request; with others decoding it waits for the launched step too
+    assert t_ahead[0] == pytest.approx(t_none[0], rel=1e-12)
+    assert t_ahead[1] > t_none[1] and t_ahead[2] > t_none[2]
     p = P.with_(ahead_steps=1.0)
     d = dep("deepseek-r1", "h200", "fp8", 8)
     one = call_times(d, p, np.array([1000.0]), np.array([0.0]), np.array([100.0]), batch=1)
