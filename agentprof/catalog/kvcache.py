@@ -131,6 +131,22 @@ def ahead_steps(framework: str, model: str) -> tuple[float, str]:
 
 
 @lru_cache(maxsize=1)
+def _alone_entries() -> tuple[tuple[Key, float, str], ...]:
+    return tuple((_key(e, where), val, src)
+                 for e, where, val, src in _rows(SCHED_PATH, "prefill_alone", "alone",
+                                                 lambda v: None if v in (0, 1) else "0 or 1"))
+
+
+def prefill_alone(framework: str, model: str) -> tuple[bool, str]:
+    """(whether the engine runs prefill in its own forward pass while the running sequences wait, source):
+    ``scheduling.toml [prefill_alone]``; unlisted engines mix prompt chunks into decode steps."""
+    for key, val, src in _alone_entries():
+        if _matches(key, framework, model):
+            return bool(val), src
+    return False, "default: chunked prefill rides the decode steps (mixed batches)"
+
+
+@lru_cache(maxsize=1)
 def _tokenize_entries() -> tuple[tuple[str | None, str | None, str | None, float, str, str | None], ...]:
     return tuple((str(e["framework"]).lower() if e.get("framework") else None,
                   str(e["model"]) if e.get("model") else None, e.get("hardware"),

@@ -83,6 +83,9 @@ class StepParams:
     ahead_steps: float = 0.0
     """Steps an overlap or asynchronous scheduler has launched ahead (``scheduling.toml [ahead]``): a new request
     waits for them too while others decode."""
+    prefill_alone: bool = False
+    """The engine runs prefill in its own forward pass, first, while the running sequences wait
+    (``scheduling.toml [prefill_alone]``: SGLang); False: prompt chunks ride decode steps."""
     draft_tokens: float = 0.0
     """Tokens each sequence drafts per decode step with MTP, as the recipe set them (``catalog/draft_depth.toml``;
     0 where not listed): the step verifies them with the sequence's own token, so its FLOPs and collectives carry
@@ -576,11 +579,12 @@ class CallTimes:
 def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike, output_tokens: ArrayLike,
               batch: float = 1, load_s: ArrayLike = 0.0, mem_util: float = 0.9, wait_steps: float = 0.0,
               budget: float = CHUNK_TOKENS, draft_tokens: float = 0.0, verify_weights: bool = False,
-              ahead_steps: float = 0.0) -> Work:
+              ahead_steps: float = 0.0, prefill_alone: bool = False) -> Work:
     """The parameter-free work of model calls on an aggregated deployment shared by ``batch`` identical
     clients (:class:`agentprof.replay.equations.Work`). With ``draft_tokens`` each decode step verifies that many
     drafted tokens per sequence too (FLOPs and collectives; with ``verify_weights`` also the weights they touch),
-    as :func:`decode_step_parts` prices a step; ``ahead_steps``: the steps an overlap scheduler launches ahead."""
+    as :func:`decode_step_parts` prices a step; ``ahead_steps``: the steps an overlap scheduler launches ahead;
+    ``prefill_alone``: the engine runs each prompt in its own pass while the batch waits."""
     inp = np.atleast_1d(np.asarray(input_tokens, dtype=float))
     cached = np.minimum(np.atleast_1d(np.asarray(cached_tokens, dtype=float)), inp)
     out = np.maximum(np.atleast_1d(np.asarray(output_tokens, dtype=float)), 1.0)
@@ -605,7 +609,8 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
         pf_mem_s=np.where(new > 0, prefill_bytes_per_gpu(dep, new, cached), 0.0) / dep.accel.hbm_bw,
         pf_kv_s=np.where(new > 0, dep.kv_seq_bytes(cached + new) / dep.kv_divisor, 0.0) / dep.accel.hbm_bw,
         disagg=np.zeros(inp.shape, dtype=bool), conc=z + b, n_prefill=z + 1.0, xfer_s=z,
-        load_s=z + np.asarray(load_s, dtype=float), wait_steps=z + wait_steps, ahead=z + ahead_steps)
+        load_s=z + np.asarray(load_s, dtype=float), wait_steps=z + wait_steps, ahead=z + ahead_steps,
+        pf_alone=z + float(prefill_alone))
 
 
 def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_tokens: np.ndarray,
@@ -618,7 +623,8 @@ def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_
     inp = np.atleast_1d(np.asarray(input_tokens, dtype=float))
     cached = np.minimum(np.atleast_1d(np.asarray(cached_tokens, dtype=float)), inp)
     w = call_work(dep, inp, cached, output_tokens, batch, load_s, mem_util, p.wait_steps,
-                  draft_tokens=p.draft_tokens, verify_weights=p.verify_weights, ahead_steps=p.ahead_steps)
+                  draft_tokens=p.draft_tokens, verify_weights=p.verify_weights, ahead_steps=p.ahead_steps,
+                  prefill_alone=p.prefill_alone)
     t = times(w, p.t_fixed_s + p.draft_s, p.t_fixed_s, p.mbu, p.mfu, p.request_s(inp), p.q, p.t_req_s, p.accept,
               p.attn_eff, p.prefill_mfu, attn_fresh_eff=p.fresh_eff)
     return CallTimes(t.ttft, t.e2e - t.ttft, prefill_s(dep, p, inp - cached, cached), w.load_s, t.queue, t.parts)

@@ -6,7 +6,8 @@ parameter-free seconds each piece of work takes at 100 % of bandwidth or compute
 free terms. Everything is vectorized over numpy arrays. Equations: docs/DEVICE_MODEL.md §2.2.
 
 Aggregated serving (chunked prefill): a decode step carries the other clients' prefill chunks, so compute
-overlaps bandwidth (``max``), not adds to it; a new request's prefill rides one step per chunk; clients beyond
+overlaps bandwidth (``max``), not adds to it; a new request's prefill rides one step per chunk; an engine that runs
+prefill alone (SGLang) stalls the running batch for each other client's whole prefill pass instead; clients beyond
 the KV capacity wait until the running batch drains. Disaggregated serving: decode workers without
 prefill, a prefill pool of ``n_prefill`` workers that batches prompts (a closed loop bounds it), and the KV
 transfer between the pools over the scale-up link, then the hand-off: the decode engine takes the request in on
@@ -75,6 +76,10 @@ class Work:
     # steps an overlap or asynchronous scheduler has launched before it sees a new request (scheduling.toml
     # [ahead]): waited for, as the running step is, while others decode; None: none
     ahead: np.ndarray | None = None
+    # the engine runs prefill in its own forward pass, first, while the running sequences wait (scheduling.toml
+    # [prefill_alone]): each other client's prompt stalls the decode for a whole prefill, and a new prompt's
+    # steps carry no decode work; None or 0: chunks ride decode steps
+    pf_alone: np.ndarray | None = None
 
 
 @dataclass
@@ -176,9 +181,11 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     if w.pf_attn_fresh_s is not None and attn_fresh_eff is not None:  # a fresh prompt's part at its own kernel's
         pf_cmp = pf_cmp + w.pf_attn_fresh_s * (1.0 / attn_fresh_eff - 1.0 / attn_eff)
     pf_mem = w.pf_mem_s / mbu
+    alone = np.zeros_like(dis) if w.pf_alone is None else (np.asarray(w.pf_alone) > 0) & ~dis
     # one prefill alone: a step per chunk (overhead and collectives) plus the larger of compute and bytes
     pf_over = w.n_chunks * (tf_pf + w.comm_pf_s) + t_req
-    s_alone = pf_over + np.maximum(pf_cmp, pf_mem)
+    pf_core = np.maximum(pf_cmp, pf_mem)
+    s_alone = pf_over + pf_core
     # disaggregated: batched prefill (weights read once per batch, large GEMMs at the batched efficiency
     # ``mfu``), closed loop of conc clients over the pool
     pf_kv = w.pf_kv_s / mbu
@@ -195,7 +202,11 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
             comm = comm - fewer * w.comm_seq_s
             bw = bw - fewer * w.bw_seq_s
             cmp = cmp - fewer * w.cmp_seq_s
-        return tf_dec + comm + pf_rate * t_req, bw / mbu, cmp / mfu + pf_rate * pf_cmp
+        # others' prompts: riding the step (their compute), or run alone before it (a whole prefill pass each)
+        rider_over = np.where(alone, pf_over, t_req)
+        rider_bw = np.where(alone, pf_core - np.minimum(pf_core, pf_cmp), 0.0)
+        rider_cmp = np.where(alone, np.minimum(pf_core, pf_cmp), pf_cmp)
+        return tf_dec + comm + pf_rate * rider_over, bw / mbu + pf_rate * rider_bw, cmp / mfu + pf_rate * rider_cmp
 
     b_dec = decode_batch(w, lambda b: sum(decode_parts(b)), accept, s_alone, work, t0, q, handoff)
     # decode step: fixed overhead, collectives, per-prefill scheduling; bandwidth and compute overlap
@@ -219,8 +230,8 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     # waiting ones are not in the pool's loop (_disagg_cycle), so a saturated pool and full slots are not paid twice
     over_dis = w.over * (ttft_dis_core + w.load_s + decode)
     queue_pf = np.where(dis, q_dis + hand, wait_step + q_agg)
-    ride_cmp = np.where(dis, pf_cmp, mix_cmp)
-    ride_bw = np.where(dis, pf_mem, mix_bw)
+    ride_cmp = np.where(dis | alone, pf_cmp, mix_cmp)
+    ride_bw = np.where(dis | alone, pf_mem, mix_bw)
     ride = np.maximum(ride_cmp, ride_bw)
     ttft_core = t0 + w.load_s + np.where(dis, w.xfer_s, 0.0) + pf_over + ride + queue_pf
     # clients beyond the KV capacity wait for the running batch to drain (closed loop)
@@ -230,7 +241,7 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     n_dec = (w.osl - 1.0) / accept
     dec_b = dec_bw * n_dec
     dec_c = dec_cmp * n_dec
-    cmp_bound = np.where(dis, pf_cmp >= pf_mem, pf_cmp_bound)
+    cmp_bound = np.where(dis | alone, pf_cmp >= pf_mem, pf_cmp_bound)
     parts = {
         "compute": dec_c + np.where(cmp_bound, ride, 0.0),
         "bandwidth": dec_b + np.where(cmp_bound, 0.0, ride),

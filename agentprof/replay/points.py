@@ -25,6 +25,7 @@ from agentprof.catalog.kvcache import (
     ahead_steps,
     engine,
     kv_bytes,
+    prefill_alone,
     prefill_collectives_exposed,
     tokenize_s_per_token,
     usable_fraction,
@@ -228,7 +229,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     wk = {k: z.copy() for k in ("b_run", "over", "osl", "n_chunks", "comm_s", "comm_pf_s", "bw_s", "cmp_s",
                                 "pf_gemm_s", "pf_attn_s", "pf_mem_s", "pf_kv_s", "conc", "n_prefill", "xfer_s", "load_s",
                                 "wait_steps", "bw_seq_s", "cmp_seq_s", "comm_seq_s", "pf_serial_s", "front_s",
-                                "ahead")}
+                                "ahead", "pf_alone")}
     wk["n_prefill"][:] = 1.0
     wk["osl"][:] = 1.0
     wk["n_chunks"][:] = 1.0
@@ -320,6 +321,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["conc"][j] = conc
         wk["wait_steps"][j] = wait_steps(fw, model.key, hw, b, prec, _tp)[0]
         wk["ahead"][j] = ahead_steps(fw, model.key)[0]
+        wk["pf_alone"][j] = float(prefill_alone(fw, model.key)[0] and not disagg)
         if not disagg and dpa_d and ADP_BALANCE:
             wk["wait_steps"][j] += adp_wait_steps(fw, model.key, hw, gd, conc, osl_m)
         wk["b_run"][j] = b_run

@@ -20,11 +20,12 @@ from agentprof.catalog.kvcache import (
     ahead_steps,
     engine,
     kv_bytes,
+    prefill_alone,
     tokenize_host,
     tokenize_s_per_token,
     wait_steps,
 )
-from agentprof.replay.calibration import FitEntry, Fitted, load_fitted, step_params
+from agentprof.replay.calibration import FitEntry, Fitted, is_disaggregated, load_fitted, step_params
 from agentprof.replay.costmodel import Deployment, StepParams, ceil_pow2
 
 
@@ -216,7 +217,8 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
         params = params.with_(wait_steps=wait_steps(fw, entry.attrs.get("model", model.key) if entry else model.key,
                                                     entry.attrs.get("hardware") if entry else None,
                                                     precision=precision, tp=gpus)[0],
-                              ahead_steps=ahead_steps(fw, model.key)[0])
+                              ahead_steps=ahead_steps(fw, model.key)[0],
+                              prefill_alone=prefill_alone(fw, model.key)[0] and not is_disaggregated(fw))
     params, tok_src = _with_frontend(params, cat, system, model, fw)
     # a fresh prompt's own attention at the chip's published kernel figure, as the fixed-sequence points price it
     params = params.with_(attn_fresh_eff=system.accelerator.attn_fwd_eff or 0.0)

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from agentprof.catalog.hardware import load_catalog
-from agentprof.catalog.kvcache import ahead_steps, tokenize_s_per_token
+from agentprof.catalog.kvcache import ahead_steps, prefill_alone, tokenize_s_per_token
 from agentprof.replay.costmodel import (
     Deployment,
     StepParams,
@@ -309,6 +309,46 @@ def test_overlap_schedulers_run_one_step_ahead_and_only_while_others_decode() ->
     busy = call_times(d, p, np.array([1000.0]), np.array([0.0]), np.array([100.0]), batch=8)
     plain = call_times(d, P, np.array([1000.0]), np.array([0.0]), np.array([100.0]), batch=8)
     assert float(busy.ttft_s[0]) > float(plain.ttft_s[0])
+
+
+def test_an_engine_that_runs_prefill_alone_holds_the_batch_for_each_whole_pass() -> None:
+    from agentprof.replay.equations import times
+
+    # SGLang runs a waiting prompt's pass first and alone [S74]; vLLM, TensorRT-LLM and ATOM mix chunks into steps
+    assert prefill_alone("sglang", "deepseek-r1")[0] and "S74" in prefill_alone("sglang", "deepseek-r1")[1]
+    assert not any(prefill_alone(fw, "gpt-oss-120b")[0] for fw in ("vllm", "trt", "atom"))
+    row = {"hardware": "h200", "framework": "sglang", "model": "deepseek-r1", "precision": "fp8", "isl": 1024,
+           "osl": 1024, "tp": 8, "ep": 1, "dp_attention": False}
+    w = point_features(pl.DataFrame([{**row, "disagg": False, "conc": c} for c in (1, 16, 64)]), CAT).work
+    np.testing.assert_allclose(w.pf_alone, 1.0)
+    dis = {"hardware": "mi355x", "framework": "sglang-disagg", "model": "deepseek-r1", "precision": "fp8",
+           "isl": 1024, "osl": 1024, "conc": 64, "disagg": True, "prefill_num_workers": 1, "num_prefill_gpu": 8,
+           "prefill_tp": 8, "decode_num_workers": 2, "num_decode_gpu": 16, "decode_tp": 8, "decode_ep": 8}
+    assert point_features(pl.DataFrame([dis]), CAT).work.pf_alone[0] == 0.0  # its decode workers never prefill
+    th = theta_of(P, 61)
+    tf = np.full(3, P.t_fixed_s)
+    par = [np.full(3, th[PARAMS.index(k)]) for k in ("mbu", "mfu", "t0_s", "q", "t_req_s")]
+    alone = times(w, tf, tf, *par, np.ones(3), 0.2)
+    mixed = times(dataclasses.replace(w, pf_alone=None), tf, tf, *par, np.ones(3), 0.2)
+    # one client: nothing rides, nothing is held
+    assert alone.tpot[0] == pytest.approx(mixed.tpot[0], rel=1e-12)
+    assert alone.ttft[0] == pytest.approx(mixed.ttft[0], rel=1e-12)
+    # others' prompts: each holds the batch for a whole pass (its steps' overhead and its weights, not only its
+    # compute), so the step grows by (b - 1) / osl of that difference
+    mbu, mfu, t_req = par[0][0], par[1][0], par[4][0]
+    pf_cmp = w.pf_gemm_s / mfu + w.pf_attn_s / 0.2
+    pf_pass = w.n_chunks * (tf + w.comm_pf_s) + t_req + np.maximum(pf_cmp, w.pf_mem_s / mbu)
+    rate = (w.b_run - 1.0) / w.osl
+    np.testing.assert_allclose(alone.tpot - mixed.tpot, rate * (pf_pass - t_req - pf_cmp), rtol=1e-9)
+    assert (alone.tpot[1:] > mixed.tpot[1:]).all()
+    # the new prompt's own pass reads the weights itself: a 1K-token DeepSeek prompt is bound by them on H200, so
+    # its first token comes later than when it rides steps that read them for the batch anyway
+    assert (w.pf_mem_s / mbu > pf_cmp).all() and (alone.ttft[1:] > mixed.ttft[1:]).all()
+    # a replayed call on the same engine prices it the same way
+    d = dep("deepseek-r1", "h200", "fp8", 8)
+    one = [call_times(d, P.with_(prefill_alone=a), np.array([1000.0]), np.array([0.0]), np.array([100.0]), batch=16)
+           for a in (True, False)]
+    assert float(one[0].decode_s[0]) > float(one[1].decode_s[0])
 
 
 def test_disaggregated_pools_transfer_kv_and_saturate_the_prefill_pool() -> None:

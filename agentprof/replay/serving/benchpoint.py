@@ -248,10 +248,11 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             continue
         e, _ = fitted.lookup(key, vendor.get(key.hardware, ""))
         # the terms as the fit used them: KV in the recipe's dtype, the points' memory fraction, the recipe's
-        # scheduler interval before the first token and the steps its scheduler launches ahead
+        # scheduler interval before the first token, the steps its scheduler launches ahead and whether it runs
+        # prefill alone
         p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0, dpa=dpa).with_(
             attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]), ahead_steps=float(f.work.ahead[j]),
-            draft_tokens=float(f.draft[j]), t_tok_s=tok)
+            prefill_alone=bool(f.work.pf_alone[j]), draft_tokens=float(f.draft[j]), t_tok_s=tok)
         budget, _ = budgets.budget_tokens(key.framework)
         ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget,
                                          mem_util=float(f.mem_util[j]), per_client=BENCH_PROMPTS_PER_CLIENT,

@@ -127,6 +127,7 @@ class Replica:
     dec_heap: list = field(default_factory=list)
     first_heap: list = field(default_factory=list)
     n_dec: int = 0
+    held: int = 0  # decoding requests the running prefill pass holds (an engine that runs prefill alone)
     sum_base: float = 0.0
     kv_first: float = 0.0
     peak_running: int = 0  # most requests a decode worker held at once (its decode slots bound it)
@@ -677,7 +678,11 @@ class Engine:
                 pf.append(r)
             else:
                 pending = min(pending, r.timer)
-        budget = max(self.opt.budget_tokens - len(dec), 0.0)
+        cost = rep.cost
+        # an engine that runs prefill alone (SGLang) gives the prompts the whole token budget and runs their pass
+        # first: the decoding requests wait for it
+        alone = bool(pf) and cost.prefill_alone
+        budget = max(self.opt.budget_tokens - (0 if alone else len(dec)), 0.0)
         chunks: list[tuple[Req, float]] = []
         priced: list[tuple[float, float, float]] = []
         for r in pf:
@@ -689,7 +694,9 @@ class Engine:
             budget -= c
             chunks.append((r, c))
             priced.append((c, r.cached + r.done_pf, c / r.todo if r.todo > 0 else 1.0))
-        cost = rep.cost
+        rep.held = len(dec) if alone and chunks else 0
+        if rep.held:
+            dec = []
         pf_s = (self._chunk_price(cost, chunks[0][0], priced[0], len(dec)) if len(priced) == 1
                 else cost.chunks_s(priced, len(dec)))
         if not dec and not chunks:
@@ -929,7 +936,7 @@ class Engine:
         finished: list[Req] = []
         handed: list[Req] = []
         grow = rep.step_k * acc
-        n_dec = len(rep.step_dec)
+        n_dec = len(rep.step_dec) + rep.held  # a pass run alone held the batch: it still decodes
         for r in rep.step_dec:
             g = min(grow, r.out - 1.0 - r.gen)
             r.gen += g

@@ -51,6 +51,8 @@ class StepCost:
         self.accept = float(max(self.p.accept, 1e-9))
         self.wait_steps = float(getattr(self.p, "wait_steps", 0.0))
         self.ahead_steps = float(getattr(self.p, "ahead_steps", 0.0))
+        # the engine runs a prompt in its own pass while the running sequences wait (SGLang), not in their steps
+        self.prefill_alone = bool(getattr(self.p, "prefill_alone", False))
         self.pool_tokens = self.dep.kv_pool_tokens_per_gpu(mem_util) / self.copies
         # bytes one token of KV takes in a CPU or disk tier: one logical copy (GQA heads sharded over the
         # ranks add up to it; an MLA latent is stored once, LMCache's save_only_first_rank)

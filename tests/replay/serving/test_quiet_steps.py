@@ -67,3 +67,19 @@ def test_quiet_steps_change_nothing_on_a_long_growing_session() -> None:
             assert quiet["req_call"].size >= 60 * conc
             assert n > 0 or (system == "jalapeno" and conc > 1)  # other replicas' events cut every step there
             _same(quiet, events)
+
+
+def test_a_prefill_pass_run_alone_holds_the_batch_and_stays_exact(plan, resolved) -> None:
+    # an engine that runs prefill alone (SGLang [S74]): while a prompt's pass runs, the decoding requests make no
+    # progress, so the same traffic decodes slower than with chunks riding the steps; quiet steps still change
+    # nothing, bit for bit
+    r = resolved("h200+x86")
+    ra, r = (dataclasses.replace(r, params=r.params.with_(prefill_alone=a)) for a in (True, False))
+    assert StepCost.of(ra).prefill_alone and not StepCost.of(r).prefill_alone
+    opt = {"concurrency": 8}
+    (quiet, n), (events, _) = _run(plan, ra, True, **opt), _run(plan, ra, False, **opt)
+    assert n > 0
+    _same(quiet, events)
+    mixed, _ = _run(plan, r, True, **opt)
+    decode = [np.nansum(o["done_t"] - o["first_t"]) for o in (quiet, mixed)]
+    assert decode[0] > decode[1]
