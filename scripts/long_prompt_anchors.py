@@ -37,6 +37,9 @@ def main(argv: list[str]) -> int:
     else:
         with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=220, float_precision=3):
             print(t)
+    print("lowest TPOT, 1k1k to 8k1k (measured / predicted rise): " + "; ".join(
+        f"{r['model_prefix']} {r['hardware']} {r['framework']} {100 * (r['tpot_rise_meas'] - 1):+.0f} / "
+        f"{100 * (r['tpot_rise_pred'] - 1):+.0f} %" for r in t.iter_rows(named=True)))
     for m in EXTREMES:
         r1, r8 = t[f"{m}_1k"], t[f"{m}_long"]
         print(f"{m}: predicted / measured, median 1k1k {r1.median():.3f} (range {r1.min():.2f}–{r1.max():.2f}), "

@@ -34,8 +34,9 @@ def anchor_ratios(points: pl.DataFrame, anchors: pl.DataFrame, fitted: Fitted, c
                   isl: int = 8192, osl: int = 1024) -> pl.DataFrame:
     """Per anchor row (its group's measured ``min_median_tpot_s``, ``min_median_e2e_s``, ``max_tput_per_gpu_tok_s``
     at ``isl``/``osl``): predicted / measured of each extreme at 1k1k (``*_1k``, on the grid's own measurements) and
-    at the long prompt (``*_long``), the predicted long-prompt throughput and the predicted TTFT at the grid's
-    lowest concurrency. ``points`` as :func:`agentprof.replay.points.load_points` reads them; aggregated 1k1k rows
+    at the long prompt (``*_long``), the predicted long-prompt throughput, the lowest TPOT's rise from 1k1k to the
+    long prompt as measured and as predicted (``tpot_rise_*``) and the predicted TTFT at the grid's lowest
+    concurrency. ``points`` as :func:`agentprof.replay.points.load_points` reads them; aggregated 1k1k rows
     make the grid (a disaggregated sweep's layouts at another prompt length are its own, not the 1k1k ones)."""
     rows: list[dict[str, Any]] = []
     for a in anchors.iter_rows(named=True):
@@ -55,5 +56,8 @@ def anchor_ratios(points: pl.DataFrame, anchors: pl.DataFrame, fitted: Fitted, c
                      "grid_conc": f"{int(grid['conc'].min())}–{int(grid['conc'].max())}",
                      **{f"{m}_1k": p1[m] / m1[m] for m in EXTREMES}, **{f"{m}_long": pl_[m] / ml[m] for m in EXTREMES},
                      "pred_tput_long": pl_["tput"], "meas_tput_long": float(ml["tput"]),
+                     # the lowest TPOT's rise from 1k1k to the long prompt (others' prompts hold the batch, and
+                     # contexts are longer): measured (the anchor over the grid's own) and predicted
+                     "tpot_rise_meas": float(ml["tpot"]) / m1["tpot"], "tpot_rise_pred": pl_["tpot"] / p1["tpot"],
                      "pred_ttft_long_lowest_conc_s": float(low["pred_ttft"].median())})
     return pl.DataFrame(rows)
