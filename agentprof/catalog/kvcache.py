@@ -147,6 +147,31 @@ def prefill_alone(framework: str, model: str) -> tuple[bool, str]:
 
 
 @lru_cache(maxsize=1)
+def _budget_entries() -> tuple[tuple[Key, str | None, float, float, str], ...]:
+    out = []
+    for e, where, val, src in _rows(SCHED_PATH, "budget", "tokens", lambda v: None if v >= 1 else "at least 1 token"):
+        io = e.get("isl_osl")
+        if io is not None and not (isinstance(io, str) and len(io.split("/")) == 2
+                                   and all(x.isdigit() for x in io.split("/"))):
+            raise CatalogError(f"{where}.isl_osl: expected \"<ISL>/<OSL>\" (e.g. \"8192/1024\"), got {io!r}")
+        lo = _sourced(e, where, "conc_min")[0] if "conc_min" in e else 0.0
+        out.append((_key(e, where), io, lo, val, src))
+    return tuple(out)
+
+
+def prefill_budget(framework: str, model: str, hardware: str | None = None, precision: str | None = None,
+                   tp: int = 0, isl: float = 0.0, osl: float = 0.0, conc: float = 1.0) -> tuple[float, str] | None:
+    """(tokens one prefill step may hold, source) as the calibration runs' recipe set them (``scheduling.toml
+    [budget]``; an entry naming ``isl_osl`` or ``conc_min`` is that recipe branch); None where no recipe says,
+    and the engine's estimate applies (:meth:`agentprof.catalog.serving.ServingCatalog.budget_tokens`)."""
+    setting = f"{int(isl)}/{int(osl)}"
+    for key, io, lo, val, src in _budget_entries():
+        if _matches(key, framework, model, hardware, precision, tp) and io in (None, setting) and conc >= lo:
+            return val, src
+    return None
+
+
+@lru_cache(maxsize=1)
 def _tokenize_entries() -> tuple[tuple[str | None, str | None, str | None, float, str, str | None], ...]:
     return tuple((str(e["framework"]).lower() if e.get("framework") else None,
                   str(e["model"]) if e.get("model") else None, e.get("hardware"),

@@ -26,6 +26,7 @@ from agentprof.catalog.kvcache import (
     engine,
     kv_bytes,
     prefill_alone,
+    prefill_budget,
     prefill_collectives_exposed,
     tokenize_s_per_token,
     usable_fraction,
@@ -157,6 +158,7 @@ class Features:
     kv_cap: np.ndarray       # sequences at the mean context one decode instance holds (KV pool; decode slots)
     n_decode: np.ndarray     # decode instances (disaggregated decode workers; 1 aggregated)
     attn_eff: np.ndarray     # prefill attention's efficiency, the kernel's sourced figure (NaN: the fitted global)
+    budget: np.ndarray       # tokens one prefill step may hold: the recipe's (scheduling.toml [budget]), else the engine's
 
     def subset(self, sel: np.ndarray) -> Features:
         """The points selected by a boolean mask or an index array."""
@@ -244,6 +246,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     cap_a = np.full(n, np.nan)
     ndec_a = np.ones(n)
     attn_a = np.full(n, np.nan)
+    budget_a = np.full(n, np.nan)
     covered = np.zeros(n, dtype=bool)
     keys: list[PointKey | None] = []
     why: list[str] = []
@@ -327,7 +330,10 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["b_run"][j] = b_run
         wk["over"][j] = max(b / cap - 1.0, 0.0)
         wk["osl"][j] = osl_m
-        chunks = float(prefill_chunks(isl_m, budgets.budget_tokens(fw)[0]))  # the framework's token budget
+        # the recipe's token budget per prefill step, else the engine's estimate
+        recipe = prefill_budget(fw, model.key, hw, prec, _tp, float(row["isl"]), float(row["osl"]), conc)
+        budget_a[j] = recipe[0] if recipe else budgets.budget_tokens(fw)[0]
+        chunks = float(prefill_chunks(isl_m, budget_a[j]))
         wk["n_chunks"][j] = chunks
         # MTP: the step verifies each sequence's drafted tokens too (the recipe's depth, where the catalog lists it)
         depth = draft_depth(fw, model.key, hw, spec, layout, float(row["isl"]), float(row["osl"]))[0]
@@ -364,7 +370,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     return Features(keys=keys, covered=covered, why=why, layers=layers, g_dec=g_dec, g_pf=g_pf,
                     dpa_dec=dpa_dec, dpa_pf=dpa_pf, work=work,
                     mtp=mtp_a, draft=draft_a, slots=slots_a, in_domain=in_dom, mem_util=mem_a, kv_cap=cap_a,
-                    n_decode=ndec_a, attn_eff=attn_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
+                    n_decode=ndec_a, attn_eff=attn_a, budget=budget_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
                     e2e=meas("median_e2el_s"))
 
 

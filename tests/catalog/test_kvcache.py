@@ -49,3 +49,36 @@ def test_a_graph_sizes_entry_that_is_not_an_increasing_list_is_one_clear_error(s
     serving_catalog("SCHED_PATH", '[[cuda_graphs]]\nframework = "vllm"\nsizes = { value = [8, 4], source = "test" }\n')
     with pytest.raises(CatalogError, match=r"cuda_graphs\[0\]\.sizes"):
         graph_sizes("vllm")
+
+
+def test_a_prefill_step_holds_the_tokens_its_recipe_set() -> None:
+    import polars as pl
+
+    from agentprof.catalog.kvcache import prefill_budget
+    from agentprof.catalog.serving import load_serving
+    from agentprof.replay.points import point_features
+
+    # SGLang's chunked-prefill size as each recipe sets it, a recipe's branch by prompt length and concurrency
+    assert prefill_budget("sglang", "deepseek-r1", "mi300x", "fp8", 8, 1024, 1024, 4)[0] == 131072
+    assert prefill_budget("sglang", "deepseek-r1", "mi355x", "fp4", 8, 8192, 1024, 64)[0] == 32768
+    assert prefill_budget("sglang", "deepseek-r1", "mi355x", "fp4", 8, 8192, 1024, 32)[0] == 196608
+    assert prefill_budget("sglang", "deepseek-r1", "b200", "fp8", 4, 8192, 1024, 8)[0] == 8192
+    assert prefill_budget("sglang", "deepseek-r1", "b200", "fp8", 8, 1024, 1024, 8)[0] == 32768
+    # a disaggregated stack's own launcher comes before its engine's recipe; no recipe, no figure
+    assert prefill_budget("sglang-disagg", "deepseek-r1", "mi355x", "fp8", 8, 1024, 1024, 64)[0] == 262144
+    assert prefill_budget("atom", "deepseek-r1", "mi355x", "fp8", 8, 1024, 1024, 64) is None
+    # the points carry it, and an engine without one its estimate
+    rows = [{"hardware": hw, "framework": fw, "model": "deepseek-r1", "precision": "fp8", "isl": 8192, "osl": 1024,
+             "conc": 64, "tp": 8, "ep": 1, "dp_attention": False, "disagg": False}
+            for hw, fw in (("mi300x", "sglang"), ("mi355x", "atom"))]
+    f = point_features(pl.DataFrame(rows), CAT)
+    assert f.budget.tolist() == [131072, load_serving().budget_tokens("atom")[0]]
+
+
+def test_a_budget_entry_for_a_malformed_setting_is_one_clear_error(serving_catalog) -> None:
+    from agentprof.catalog.kvcache import prefill_budget
+
+    serving_catalog("SCHED_PATH", '[[budget]]\nframework = "sglang"\nisl_osl = "8k1k"\n'
+                                  'tokens = { value = 8192, source = "test" }\n')
+    with pytest.raises(CatalogError, match=r"budget\[0\]\.isl_osl"):
+        prefill_budget("sglang", "deepseek-r1")

@@ -197,7 +197,6 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
     f = point_features(df, cat)
     t = base.table
     rows = df.select([c for c in df.columns if c not in ("notes", "source_file", "provenance")]).to_dicts()
-    budgets = load_serving()
     vendor = {k: a.vendor for k, a in cat.accelerators.items()}
     pred = {m: t[f"pred_{m}"].to_numpy().astype(float).copy() for m in METRICS}
     simulated = np.zeros(t.height, dtype=bool)
@@ -224,7 +223,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
                                 dpa=dec.dp_attention).with_(
                 attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]) + hand,
                 draft_tokens=float(f.draft[j]), t_tok_s=tok)
-            budget, _ = budgets.budget_tokens(key.framework)
+            budget = float(f.budget[j])  # the recipe's prefill budget, else the engine's (point_features)
             # the recipe's decode slots, as the equations bound the running batch (point_features)
             slots = None if np.isnan(f.slots[j]) else float(f.slots[j])
             ttft, tpot, e2e = simulate_pools_point(pre, pre_p, dec, dec_p, npw, ndw, int(row["conc"]),
@@ -253,7 +252,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
         p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0, dpa=dpa).with_(
             attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]), ahead_steps=float(f.work.ahead[j]),
             prefill_alone=bool(f.work.pf_alone[j]), draft_tokens=float(f.draft[j]), t_tok_s=tok)
-        budget, _ = budgets.budget_tokens(key.framework)
+        budget = float(f.budget[j])
         ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget,
                                          mem_util=float(f.mem_util[j]), per_client=BENCH_PROMPTS_PER_CLIENT,
                                          warmup=0)
