@@ -465,14 +465,16 @@ def point_attn_eff(f: Features, attn_eff: float | np.ndarray) -> np.ndarray:
     return np.where(np.isnan(f.attn_eff), attn_eff, f.attn_eff)
 
 
-def predict_times(f: Features, theta: np.ndarray, attn_eff: float | np.ndarray = 1.0) -> Times:
+def predict_times(f: Features, theta: np.ndarray, attn_eff: float | np.ndarray = 1.0, median: bool = True) -> Times:
     """The serving equations (:func:`agentprof.replay.equations.times`) for each point with per-point
-    parameters ``theta`` (n × len(PARAMS), natural units) and the attention efficiency (:func:`point_attn_eff`)."""
+    parameters ``theta`` (n × len(PARAMS), natural units) and the attention efficiency (:func:`point_attn_eff`).
+    ``median``: first token and end-to-end time as the benchmark's medians (its queue wait the median arrival's);
+    False: their means, as Little's law counts them."""
     tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf, handoff, a2a = (theta[:, i] for i in range(len(PARAMS)))
     acc = np.where(f.mtp, acc, 1.0)
     return times(f.work, fixed_overhead(f.layers, tau, kappa, f.g_dec, f.dpa_dec, a2a),
                  fixed_overhead(f.layers, tau, kappa, f.g_pf, f.dpa_pf, a2a),
-                 mbu, mfu, t0, q, treq, acc, point_attn_eff(f, attn_eff), mfu_pf, handoff)
+                 mbu, mfu, t0, q, treq, acc, point_attn_eff(f, attn_eff), mfu_pf, handoff, median=median)
 
 
 def predict(f: Features, theta: np.ndarray, attn_eff: float | np.ndarray = 1.0

@@ -424,12 +424,12 @@ def test_clients_beyond_the_recipes_decode_slots_wait_for_one() -> None:
     np.testing.assert_allclose(f.work.b_run, [64, 128, 128, 128, 128])
     np.testing.assert_allclose(f.work.over, [0, 0, 564 / 512 - 1, 0.5, 1.0])
     theta = np.tile(theta_of(P, 61), (len(f), 1))
-    t = predict_times(f, theta)
+    t = predict_times(f, theta, median=False)  # Little's law counts means
     assert np.all(np.diff(t.ttft) > 0)
     # Little's law in the closed loop: a client beyond the slots waits for `over` whole cycles of a running one
     f0 = point_features(_slots_rows(concs), CAT)
     f0.work.over[:] = 0.0
-    t0 = predict_times(f0, theta)
+    t0 = predict_times(f0, theta, median=False)
     # (a running client's cycle: its first token and its decode, t0.e2e)
     # (to 1 %: the clients waiting for a slot are out of the prefill pool's loop, so the running ones queue there a
     # little less than when every client cycles through it)
@@ -484,13 +484,17 @@ def test_ttft_grows_with_the_prompt_and_no_constant_hides_prefill() -> None:
 
 
 def test_replay_equations_match_the_calibrated_point_model() -> None:
-    # call_times (replay) and predict (calibration) implement the same aggregated-serving equations
+    # call_times (replay) and predict (calibration) implement the same aggregated-serving equations (a replayed
+    # call's expected times: the point model's means, before it reports a benchmark's medians)
+    from agentprof.replay.points import predict_times
+
     theta = theta_of(P, 36)
     for conc in (1, 4, 32):
         row = {"hardware": "h200", "framework": "vllm", "model": "gpt-oss-120b", "precision": "fp4", "isl": 1024,
                "osl": 1024, "conc": conc, "tp": 8, "ep": 1, "dp_attention": False, "disagg": False}
         f = point_features(pl.DataFrame([row]), CAT)
-        ttft, tpot, e2e = predict(f, theta[None, :])
+        mean = predict_times(f, theta[None, :], median=False)
+        ttft, e2e = mean.ttft, mean.e2e
         d = dep("gpt-oss-120b", "h200", "fp4", 8)
         # a fresh prompt's attention at the Hopper kernel's sourced forward efficiency, and the frontend's
         # tokenizing of the prompt (scheduling.toml [tokenize]), as the point model takes them

@@ -24,18 +24,18 @@ AGG = {"hardware": "gb200", "framework": "sglang", "model_prefix": "gptoss", "pr
 CONC = (1, 16, 64, 256, 512, 1024, 1536)
 
 
-def _times(rows: list[dict]):
+def _times(rows: list[dict], median: bool = True):
     f = point_features(pl.DataFrame(rows), CAT)
     th = prior_theta()
     th[PARAMS.index("accept")] = 1.0
-    return f, predict_times(f, np.tile(th, (len(f), 1)), 0.5)
+    return f, predict_times(f, np.tile(th, (len(f), 1)), 0.5, median=median)
 
 
 def test_disaggregated_decode_batch_is_the_clients_not_waiting_for_a_first_token() -> None:
     # a closed loop of conc clients: by Little's law a decode worker holds conc / n_decode × decode / E2E of them
     # (the rest wait in the prefill queue, the prefill or the hand-off); the fixed point is solved, not iterated
-    # a few times and left
-    f, t = _times([{**DIS, "conc": c} for c in CONC])
+    # a few times and left (Little's law counts mean times)
+    f, t = _times([{**DIS, "conc": c} for c in CONC], median=False)
     assert t.decode_batch is not None
     decode = (f.work.osl - 1.0) * t.tpot
     want = f.work.b_run * (1.0 + f.work.over) * decode / t.e2e
@@ -50,8 +50,8 @@ def test_past_the_prefill_knee_the_decode_batch_and_tpot_stop_growing() -> None:
     # once the prefill pool binds, requests leave it at n_prefill / W a second whatever the clients: the decode
     # batch (that rate × the decode time) and TPOT stop growing, and every further client queues for prefill,
     # adding W / n_prefill to TTFT (the cycle conc·W / n_prefill); taking every client as decoding instead made
-    # TPOT grow with conc (a fit then made the decode step too cheap where the prefill pool binds)
-    f, t = _times([{**DIS, "conc": c} for c in CONC])
+    # TPOT grow with conc (a fit then made the decode step too cheap where the prefill pool binds); mean times
+    f, t = _times([{**DIS, "conc": c} for c in CONC], median=False)
     knee = f.conc >= 1024
     # (flat to 0.2 %: the closed loop's wait joins its saturated asymptote smoothly, without a corner)
     assert np.ptp(t.decode_batch[knee]) < 2e-3 * t.decode_batch[knee].max()
@@ -85,3 +85,42 @@ def test_the_closed_loop_wait_has_no_knife_edge() -> None:
     rho = lambda dd: np.minimum(n * dd / think, 0.97)  # noqa: E731
     old = (rho(1.3 * d) / (1 - rho(1.3 * d)) * 1.3 * d) / (rho(d) / (1 - rho(d)) * d)
     assert old.max() > 4 * ratio.max()
+
+
+def test_a_benchmarks_median_first_token_waits_the_median_arrivals_wait() -> None:
+    # the wait's median, not its mean: none while the queue is busy at most half the time (half the arrivals find
+    # it free), (R/rho)·ln 2rho above, and past the knee the saturated loop's wait, which every arrival waits
+    from agentprof.replay.equations import closed_wait, median_wait
+
+    d, think = 0.2, 10.0
+    n = np.array([1.0, 5.0, 26.0, 51.0, 500.0])
+    mean = closed_wait(n, d, think, 1.0, spread=0.0)
+    med = median_wait(mean, n, d, think)
+    rho = np.minimum(d * (n - 1) / think, 1.0)
+    assert med[0] == 0.0 and med[1] == 0.0 and rho[2] == pytest.approx(0.5)  # at most half busy: no wait
+    assert med[3] == pytest.approx(mean[3] * math.log(2.0), rel=1e-9)  # rho = 1 at the knee, nothing saturated
+    assert med[4] == pytest.approx(d * 499 - think, rel=5e-3) and med[4] < mean[4]  # past it: the loop's wait
+    assert np.all(med <= mean + 1e-12)
+    # the benchmark points' first token is a median: under load it holds less queue than the mean; alone, equal
+    f, t = _times([{**AGG, "conc": c} for c in CONC])
+    _, mean_t = _times([{**AGG, "conc": c} for c in CONC], median=False)
+    assert t.ttft[0] == pytest.approx(mean_t.ttft[0], rel=1e-12)
+    assert np.all(t.ttft <= mean_t.ttft + 1e-12) and t.ttft[-1] < mean_t.ttft[-1]
+    np.testing.assert_allclose(t.tpot, mean_t.tpot, rtol=1e-12)
+
+
+def test_the_analytic_median_first_token_agrees_with_the_simulated_benchmarks() -> None:
+    # two methods, one metric: at 8K-token prompts the equations' median first token and the serving simulation's
+    # (closed-loop clients, the medians of simulated requests) agree on SGLang DeepSeek at 32 and 64 clients
+    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.fidelity import check
+    from agentprof.replay.serving.benchpoint import simulate_check
+
+    rows = [{"hardware": hw, "framework": "sglang", "model_prefix": "dsr1", "model": "deepseek-r1",
+             "precision": "fp8", "spec_decoding": "none", "isl": 8192, "osl": 1024, "conc": c, "tp": 8, "ep": 1,
+             "dp_attention": False, "disagg": False, "num_gpus": 8}
+            for hw in ("h200", "mi300x") for c in (32, 64)]
+    df = pl.DataFrame(rows)
+    an = check(df, load_fitted(), CAT).table["pred_ttft"].to_numpy()
+    sim = simulate_check(df, load_fitted(), CAT).table["pred_ttft"].to_numpy()
+    assert np.all(np.abs(sim / an - 1.0) < 0.2), sim / an
