@@ -76,11 +76,29 @@ def _matches(key: Key, framework: str, model: str, hardware: str | None = None, 
             and pr in (None, precision.lower() if precision else None) and t in (None, f"tp{tp}"))
 
 
+def _keyed(path: Path, table: str, field: str,
+           expect: Callable[[float], str | None] = lambda v: None) -> tuple[tuple[Key, float, str], ...]:
+    """The ``[[table]]`` entries of ``path`` as (:data:`Key`, value of ``field``, source) (:func:`_rows`)."""
+    return tuple((_key(e, where), val, src) for e, where, val, src in _rows(path, table, field, expect))
+
+
+def _first(entries: tuple[tuple[Key, float, str], ...], default: tuple[float, str], framework: str, model: str,
+           hardware: str | None = None, precision: str | None = None, tp: int = 0) -> tuple[float, str]:
+    """(value, source) of the first of ``entries`` that covers the deployment (:func:`_matches`), else ``default``."""
+    for key, val, src in entries:
+        if _matches(key, framework, model, hardware, precision, tp):
+            return val, src
+    return default
+
+
+def _conc_min(e: dict, where: str) -> float:
+    """The concurrency from which a recipe branch applies (``conc_min``, sourced; 0 when the entry names none)."""
+    return _sourced(e, where, "conc_min")[0] if "conc_min" in e else 0.0
+
+
 @lru_cache(maxsize=1)
 def _entries() -> tuple[tuple[Key, float, str], ...]:
-    return tuple((_key(e, where), val, src)
-                 for e, where, val, src in _rows(KV_PATH, "kv_cache", "bytes",
-                                                 lambda v: None if v > 0 else "a positive number"))
+    return _keyed(KV_PATH, "kv_cache", "bytes", lambda v: None if v > 0 else "a positive number")
 
 
 def kv_bytes(framework: str, model: str, hardware: str | None = None,
@@ -88,10 +106,7 @@ def kv_bytes(framework: str, model: str, hardware: str | None = None,
     """(bytes per KV element, source) for a model served by ``framework`` on ``hardware`` in weight format
     ``precision``: the first entry that covers it (:func:`_matches`; an entry naming a precision matches only
     that format: one engine's recipes may differ by it)."""
-    for key, val, src in _entries():
-        if _matches(key, framework, model, hardware, precision):
-            return val, src
-    return DEFAULT_BYTES, DEFAULT_SOURCE
+    return _first(_entries(), (DEFAULT_BYTES, DEFAULT_SOURCE), framework, model, hardware, precision)
 
 
 SCHED_PATH = CATALOG_DIR / "scheduling.toml"
@@ -99,7 +114,7 @@ SCHED_PATH = CATALOG_DIR / "scheduling.toml"
 
 @lru_cache(maxsize=1)
 def _wait_entries() -> tuple[tuple[Key, float, float, str], ...]:
-    return tuple((_key(e, where), float(e.get("conc_min", {"value": 0})["value"]), val, src)
+    return tuple((_key(e, where), _conc_min(e, where), val, src)
                  for e, where, val, src in _rows(SCHED_PATH, "wait_steps", "steps"))
 
 
@@ -115,35 +130,28 @@ def wait_steps(framework: str, model: str, hardware: str | None = None, conc: fl
 
 @lru_cache(maxsize=1)
 def _ahead_entries() -> tuple[tuple[Key, float, str], ...]:
-    return tuple((_key(e, where), val, src)
-                 for e, where, val, src in _rows(SCHED_PATH, "ahead", "steps",
-                                                 lambda v: None if v >= 0 else "a number of steps >= 0"))
+    return _keyed(SCHED_PATH, "ahead", "steps", lambda v: None if v >= 0 else "a number of steps >= 0")
 
 
 def ahead_steps(framework: str, model: str) -> tuple[float, str]:
     """(steps the engine's scheduler runs ahead of the accelerator, source): with an overlap or asynchronous
     scheduler the next step is already launched when a request arrives, so while others decode a new request
     waits for that step as well as the running one (``scheduling.toml [ahead]``; 0 where not listed)."""
-    for key, val, src in _ahead_entries():
-        if _matches(key, framework, model):
-            return val, src
-    return 0.0, "default: the scheduler waits for each step (no overlap or asynchronous scheduling listed)"
+    return _first(_ahead_entries(), (0.0, "default: the scheduler waits for each step (no overlap or asynchronous "
+                                      "scheduling listed)"), framework, model)
 
 
 @lru_cache(maxsize=1)
 def _alone_entries() -> tuple[tuple[Key, float, str], ...]:
-    return tuple((_key(e, where), val, src)
-                 for e, where, val, src in _rows(SCHED_PATH, "prefill_alone", "alone",
-                                                 lambda v: None if v in (0, 1) else "0 or 1"))
+    return _keyed(SCHED_PATH, "prefill_alone", "alone", lambda v: None if v in (0, 1) else "0 or 1")
 
 
 def prefill_alone(framework: str, model: str) -> tuple[bool, str]:
     """(whether the engine runs prefill in its own forward pass while the running sequences wait, source):
     ``scheduling.toml [prefill_alone]``; unlisted engines mix prompt chunks into decode steps."""
-    for key, val, src in _alone_entries():
-        if _matches(key, framework, model):
-            return bool(val), src
-    return False, "default: chunked prefill rides the decode steps (mixed batches)"
+    val, src = _first(_alone_entries(), (0.0, "default: chunked prefill rides the decode steps (mixed batches)"),
+                      framework, model)
+    return bool(val), src
 
 
 @lru_cache(maxsize=1)
@@ -154,8 +162,7 @@ def _budget_entries() -> tuple[tuple[Key, str | None, float, float, str], ...]:
         if io is not None and not (isinstance(io, str) and len(io.split("/")) == 2
                                    and all(x.isdigit() for x in io.split("/"))):
             raise CatalogError(f"{where}.isl_osl: expected \"<ISL>/<OSL>\" (e.g. \"8192/1024\"), got {io!r}")
-        lo = _sourced(e, where, "conc_min")[0] if "conc_min" in e else 0.0
-        out.append((_key(e, where), io, lo, val, src))
+        out.append((_key(e, where), io, _conc_min(e, where), val, src))
     return tuple(out)
 
 

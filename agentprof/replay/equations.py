@@ -133,7 +133,7 @@ def median_wait(mean: np.ndarray, clients: np.ndarray, demand: np.ndarray, think
 def _disagg_cycle(w: Work, t_step: np.ndarray, accept: np.ndarray, s_alone: np.ndarray, work: np.ndarray,
                   t0: np.ndarray, q: np.ndarray, handoff: np.ndarray | float) -> tuple[np.ndarray, ...]:
     """A disaggregated request at decode step ``t_step``: (tpot, prefill-pool wait, hand-off wait, the first
-    token's time). A closed loop of the clients holding a decode slot (``conc`` less those queued for one) over
+    token's time, the pool loop's think time). A closed loop of the clients holding a decode slot (``conc`` less those queued for one) over
     ``n_prefill`` workers each busy ``work`` per prompt (:func:`closed_wait`, the pool as one queue of demand
     ``work / n_prefill``: Seidmann's reduction of a multi-server station); the rest of the cycle (the prompt's own
     prefill, transfer, hand-off, decode) is the loop's think time."""
@@ -143,8 +143,9 @@ def _disagg_cycle(w: Work, t_step: np.ndarray, accept: np.ndarray, s_alone: np.n
     hand = (w.wait_steps + handoff) * t_step
     base = t0 + s_alone + w.xfer_s + hand
     d = work / w.n_prefill
-    q_dis = closed_wait(w.conc / (1.0 + w.over), d, base - d + w.load_s + (w.osl - 1.0) * tpot, q)
-    return tpot, q_dis, hand, base + q_dis
+    think = base - d + w.load_s + (w.osl - 1.0) * tpot
+    q_dis = closed_wait(w.conc / (1.0 + w.over), d, think, q)
+    return tpot, q_dis, hand, base + q_dis, think
 
 
 def decode_batch(w: Work, step_s: Callable[[np.ndarray], np.ndarray], accept: np.ndarray, s_alone: np.ndarray,
@@ -161,7 +162,7 @@ def decode_batch(w: Work, step_s: Callable[[np.ndarray], np.ndarray], accept: np
         return hi
 
     def gap(b: np.ndarray) -> np.ndarray:
-        tpot, _, _, core = _disagg_cycle(w, step_s(b), accept, s_alone, work, t0, q, handoff)
+        tpot, _, _, core, _ = _disagg_cycle(w, step_s(b), accept, s_alone, work, t0, q, handoff)
         dec = (w.osl - 1.0) * tpot
         return hi * dec / np.maximum(w.load_s + core + dec, 1e-12) - b
 
@@ -237,11 +238,12 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     # polling interval
     ahead = 0.0 if w.ahead is None else w.ahead
     wait_step = ((0.5 + ahead) * others + w.wait_steps) * t_step
-    tpot, q_dis, hand, ttft_dis_core = _disagg_cycle(w, t_step, accept, s_alone, work, t0, q, handoff)
+    tpot, q_dis, hand, ttft_dis_core, z_dis = _disagg_cycle(w, t_step, accept, s_alone, work, t0, q, handoff)
     decode = (w.osl - 1.0) * tpot
     # aggregated: the running batch's clients queue for the engine's prefill (each brings a prefill of ``s_alone``;
     # the rest of its cycle is overhead, the scheduler interval and its decode): a closed loop, as the pool's
-    q_agg = closed_wait(w.b_run, s_alone, t0 + w.load_s + wait_step + decode, q)
+    z_agg = t0 + w.load_s + wait_step + decode
+    q_agg = closed_wait(w.b_run, s_alone, z_agg, q)
     # clients beyond the decode slots (KV capacity, the recipe's max batch) wait for a running sequence to
     # finish (closed loop, Little's law): a whole cycle of a running client, its prefill-pool queue included; the
     # waiting ones are not in the pool's loop (_disagg_cycle), so a saturated pool and full slots are not paid twice
@@ -255,9 +257,7 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     over_q = np.where(dis, over_dis, w.over * (ttft_core + decode))
     ttft = ttft_core + over_q
     if median:  # the median arrival's wait at the prefill queue (or pool) in place of the mean
-        z_agg = t0 + w.load_s + wait_step + decode
-        med = np.where(dis, median_wait(q_dis, w.conc / (1.0 + w.over), work / w.n_prefill,
-                                        ttft_dis_core - q_dis - work / w.n_prefill + w.load_s + decode),
+        med = np.where(dis, median_wait(q_dis, w.conc / (1.0 + w.over), work / w.n_prefill, z_dis),
                        median_wait(q_agg, w.b_run, s_alone, z_agg))
         median_shift = med - np.where(dis, q_dis, q_agg)
         ttft = ttft + median_shift
