@@ -175,6 +175,13 @@ class Accelerator:
         f = self.fields.get("attn_fwd_eff")
         return None if f is None else f.value
 
+    @property
+    def gemm_fp8_eff(self) -> float | None:
+        """The fraction of the FP8 dense peak the chip's block-scale FP8 GEMM library reaches at DeepSeek-V3 prefill
+        shapes, where the catalog sources one; None elsewhere."""
+        f = self.fields.get("gemm_fp8_eff")
+        return None if f is None else f.value
+
     def peak_flops(self, precision: str) -> float:
         """Dense peak for a weight format: its own tensor-core rate if the chip has one, else BF16 (the weights
         are dequantized, as GPT-OSS MXFP4 on Hopper; hardware.md §5.1). INT4 weights compute in BF16/FP8."""
@@ -250,6 +257,14 @@ class HardwareCatalog:
     models: dict[str, ModelSpec]
     files: tuple[str, ...]
 
+    def gemm_ratio(self, hardware: str) -> float:
+        """The chip's prefill GEMM efficiency relative to the reference chip's (:data:`GEMM_REFERENCE`), both
+        measured at DeepSeek-V3 shapes; 1 where either is unpublished. Scales the prefill-efficiency prior."""
+        acc, ref = self.accelerators.get(hardware), self.accelerators.get(GEMM_REFERENCE)
+        if acc is None or ref is None or not acc.gemm_fp8_eff or not ref.gemm_fp8_eff:
+            return 1.0
+        return acc.gemm_fp8_eff / ref.gemm_fp8_eff
+
     def system(self, name: str) -> System:
         s = self.systems.get(name) or self.systems.get(name.lower())
         if s is None:
@@ -319,9 +334,11 @@ def _parse_link(key: str, t: Any, where: str) -> Link:
     return Link(key, _text(t, "display", where, key), nums["bw"])
 
 
+GEMM_REFERENCE = "h100"
+"""The chip the prefill-efficiency prior describes (``calibration.PRIOR_MEAN["mfu_pf"]``): Hopper."""
 _ACC_NUMS = ("hbm_bytes", "hbm_bw", "bf16_flops")
 _ACC_OPT = ("fp8_flops", "fp4_flops", "tdp_w", "allin_kw", "scaleup_bw", "scaleup_domain", "scaleout_bw",
-            "overhead_scale", "attn_fwd_eff")
+            "overhead_scale", "attn_fwd_eff", "gemm_fp8_eff")
 _HOST_NUMS = ("cores", "st_speed")
 _HOST_OPT = ("mem_bw", "vendor_claim", "mt_speed")
 

@@ -137,7 +137,8 @@ def _params_entry(fitted: Fitted, cat: HardwareCatalog, hw: str, fw: str, model_
     cands = [model_key] + [m.key for m in cat.models.values() if m.key != model_key and m.attention == model.attention
                            and bool(m.get("experts")) == bool(model.get("experts"))]
     for mk in cands:
-        e, how = fitted.lookup(PointKey(acc.family, hw, fw, mk, prec, "none", f"tp{tp}-ep{ep}"), acc.vendor)
+        e, how = fitted.lookup(PointKey(acc.family, hw, fw, mk, prec, "none", f"tp{tp}-ep{ep}"), acc.vendor,
+                                 cat.gemm_ratio(hw))
         if how.split(" ")[0] not in ("hardware", "family", "prior"):
             return e, f"{e.key} ({how})"
     return None

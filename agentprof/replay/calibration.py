@@ -90,10 +90,14 @@ def step_params(theta: np.ndarray, layers: float, gpus: int, accept: float | Non
                       accept=t["accept"] if accept is None else accept, mfu_pf=t["mfu_pf"])
 
 
-def prior_theta(vendor: str = "") -> np.ndarray:
+def prior_theta(vendor: str = "", gemm_ratio: float = 1.0) -> np.ndarray:
+    """The top-level prior: :data:`PRIOR_MEAN` (with :data:`PRIOR_MEAN_AMD` for AMD chips), its prefill GEMM
+    efficiency scaled by the chip's measured block-scale GEMM efficiency relative to Hopper's
+    (``HardwareCatalog.gemm_ratio``; 1 where unpublished): 1K-token prompts rarely show it, long ones do."""
     p = dict(PRIOR_MEAN)
     if vendor == "amd":
         p.update(PRIOR_MEAN_AMD)
+    p["mfu_pf"] *= gemm_ratio
     return np.array([p[k] for k in PARAMS])
 
 
@@ -172,7 +176,7 @@ class Fitted:
             return f"fitted on {hardware}'s own {n} AgentX points" if n else f"fitted on {hardware}'s own AgentX points"
         return "pooled over all accelerators' AgentX points (none of its own)"
 
-    def lookup(self, key: PointKey, vendor: str = "") -> tuple[FitEntry, str]:
+    def lookup(self, key: PointKey, vendor: str = "", gemm_ratio: float = 1.0) -> tuple[FitEntry, str]:
         """The parameters for a configuration: its layout, else its group, else the nearest calibrated group
         (same family and model, framework base, precision; :func:`nearest_group`), else its hardware or
         family fit, else the prior. Returns ``(entry, how)`` where ``how`` names the level used."""
@@ -191,7 +195,7 @@ class Fitted:
         fam = self.entries["family"].get(key.family)
         if fam is not None:
             return self._own_engine_step(fam, key, "family")
-        return self._own_engine_step(FitEntry("prior", "prior", prior_theta(vendor), 0), key, "prior")
+        return self._own_engine_step(FitEntry("prior", "prior", prior_theta(vendor, gemm_ratio), 0), key, "prior")
 
     def _own_engine_step(self, entry: FitEntry, key: PointKey, how: str) -> tuple[FitEntry, str]:
         """``entry`` (borrowed from another engine, or a level above) with the per-step overhead of the key's own
@@ -425,7 +429,8 @@ def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 
             k0 = f.keys[ids[0]]
             assert k0 is not None
             if level == "family":
-                mu = prior_theta(vendor.get(k0.hardware, ""))
+                ratio = float(np.mean([cat.gemm_ratio(f.keys[i].hardware) for i in ids]))  # type: ignore[union-attr]
+                mu = prior_theta(vendor.get(k0.hardware, ""), ratio)
             elif level == "hardware":
                 mu = entries["family"][k0.family].theta
             elif level == "group":

@@ -105,7 +105,7 @@ def check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None,
     for i, k in enumerate(f.keys):
         if k is None:
             continue
-        e, how = fitted.lookup(k, vendor.get(k.hardware, ""))
+        e, how = fitted.lookup(k, vendor.get(k.hardware, ""), cat.gemm_ratio(k.hardware))
         theta[i] = e.theta
         if f.disagg[i] and not is_disaggregated(e.attrs.get("framework", "")):
             # a disaggregated point borrowing an aggregated sibling keeps its prefill efficiency (the same kernels:

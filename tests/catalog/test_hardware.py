@@ -149,3 +149,22 @@ def test_an_unknown_evidence_class_is_a_clear_error(tmp_path) -> None:
                  'hbm_bytes = { value = 1e11, source = "spec sheet", evidence = "rumour" }\n')
     with pytest.raises(CatalogError, match="hbm_bytes.evidence: expected one of measured, vendor, seed, estimate"):
         load_catalog((str(f),))
+
+
+def test_prefill_gemm_ratio_is_the_chips_measured_efficiency_over_hoppers() -> None:
+    cat = load_catalog()
+    hopper = cat.accelerators["h100"].gemm_fp8_eff
+    assert hopper and cat.gemm_ratio("h100") == cat.gemm_ratio("h200") == 1.0
+    for hw in ("mi300x", "mi325x", "mi355x"):
+        eff = cat.accelerators[hw].gemm_fp8_eff
+        assert eff is not None and 0 < eff < hopper
+        assert cat.gemm_ratio(hw) == pytest.approx(eff / hopper)
+    # unpublished (B200) or unknown: the prior stays Hopper's
+    assert cat.accelerators["b200"].gemm_fp8_eff is None
+    assert cat.gemm_ratio("b200") == cat.gemm_ratio("no-such-chip") == 1.0
+
+
+def test_a_user_chip_can_declare_its_gemm_efficiency(tmp_path: Path) -> None:
+    path = _write(tmp_path, GOOD_ACC + 'gemm_fp8_eff = { value = 0.263, source = "measured: my GEMM sweep" }\n')
+    cat = load_catalog((path,))
+    assert cat.gemm_ratio("myacc") == pytest.approx(0.263 / cat.accelerators["h100"].gemm_fp8_eff)

@@ -364,3 +364,21 @@ def test_a_points_file_without_gqa_models_fits_no_gqa_efficiency(tmp_path: Path)
 
     table, info = fit_gqa(AGENTIC, load_fitted(), CAT)
     assert table == {} and info == {}
+
+
+def test_prefill_efficiency_prior_follows_the_chips_measured_gemm_efficiency(points: pl.DataFrame) -> None:
+    from agentprof.replay.calibration import PRIOR_MEAN, prior_theta
+
+    i = PARAMS.index("mfu_pf")
+    assert prior_theta("amd", 0.5)[i] == pytest.approx(PRIOR_MEAN["mfu_pf"] * 0.5)
+    assert prior_theta("nvidia")[i] == PRIOR_MEAN["mfu_pf"]
+    # 1K-token prompts on MI300X are weight-bound: the fit keeps the family's prefill efficiency at its prior,
+    # Hopper's scaled by the chips' block-scale GEMM efficiencies, not Hopper's own
+    fitted = fit(points.filter(pl.col("hardware") == "mi300x"), CAT)
+    fam = fitted.entries["family"]["cdna3"].param("mfu_pf")
+    assert fam == pytest.approx(PRIOR_MEAN["mfu_pf"] * CAT.gemm_ratio("mi300x"), rel=0.05)
+    assert fam < 0.7 * PRIOR_MEAN["mfu_pf"]
+    # an accelerator no fit covers takes the same prior through the lookup
+    key = PointKey("cdna3", "mi300x", "vllm", "gpt-oss-120b", "fp4", "none", "tp8-ep1")
+    e, how = fit(points.filter(pl.col("hardware") == "h200"), CAT).lookup(key, "amd", CAT.gemm_ratio("mi300x"))
+    assert how == "prior" and e.param("mfu_pf") == pytest.approx(PRIOR_MEAN["mfu_pf"] * CAT.gemm_ratio("mi300x"))

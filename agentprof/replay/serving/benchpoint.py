@@ -212,7 +212,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
                 pre, npw, dec, ndw = _pools_of_row(row, key, cat, kv_b, deps)
             except CatalogError:
                 continue
-            e, _ = fitted.lookup(key, vendor.get(key.hardware, ""))
+            e, _ = fitted.lookup(key, vendor.get(key.hardware, ""), cat.gemm_ratio(key.hardware))
             # the fitted hand-off (decode steps before the first token leaves the decode worker), as the
             # equations take it: a configuration borrowing an aggregated sibling takes the disaggregated stacks'
             hand = (e.param("handoff") if is_disaggregated(e.attrs.get("framework", ""))
@@ -245,7 +245,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             dep = deps.get(dk) or deps.setdefault(dk, Deployment(model, acc, key.precision, g, dpa, kv_b, ep, eng))
         except CatalogError:
             continue
-        e, _ = fitted.lookup(key, vendor.get(key.hardware, ""))
+        e, _ = fitted.lookup(key, vendor.get(key.hardware, ""), cat.gemm_ratio(key.hardware))
         # the terms as the fit used them: KV in the recipe's dtype, the points' memory fraction, the recipe's
         # scheduler interval before the first token, the steps its scheduler launches ahead and whether it runs
         # prefill alone
