@@ -101,6 +101,13 @@ def prior_theta(vendor: str = "", gemm_ratio: float = 1.0) -> np.ndarray:
     return np.array([p[k] for k in PARAMS])
 
 
+def prior_for(cat: HardwareCatalog, *hardware: str) -> np.ndarray:
+    """:func:`prior_theta` of an accelerator, or of a family's points: the first one's vendor, the median of their
+    GEMM ratios (an unknown chip: the defaults)."""
+    acc = cat.accelerators.get(hardware[0])
+    return prior_theta(acc.vendor if acc else "", float(np.median([cat.gemm_ratio(h) for h in hardware])))
+
+
 @dataclass
 class FitEntry:
     """Fitted parameters of one calibration unit (a family, hardware, group or layout)."""
@@ -176,7 +183,7 @@ class Fitted:
             return f"fitted on {hardware}'s own {n} AgentX points" if n else f"fitted on {hardware}'s own AgentX points"
         return "pooled over all accelerators' AgentX points (none of its own)"
 
-    def lookup(self, key: PointKey, vendor: str = "", gemm_ratio: float = 1.0) -> tuple[FitEntry, str]:
+    def lookup(self, key: PointKey, prior: np.ndarray | None = None) -> tuple[FitEntry, str]:
         """The parameters for a configuration: its layout, else its group, else the nearest calibrated group
         (same family and model, framework base, precision; :func:`nearest_group`), else its hardware or
         family fit, else the prior. Returns ``(entry, how)`` where ``how`` names the level used."""
@@ -195,7 +202,8 @@ class Fitted:
         fam = self.entries["family"].get(key.family)
         if fam is not None:
             return self._own_engine_step(fam, key, "family")
-        return self._own_engine_step(FitEntry("prior", "prior", prior_theta(vendor, gemm_ratio), 0), key, "prior")
+        theta = prior_theta() if prior is None else prior
+        return self._own_engine_step(FitEntry("prior", "prior", theta, 0), key, "prior")
 
     def _own_engine_step(self, entry: FitEntry, key: PointKey, how: str) -> tuple[FitEntry, str]:
         """``entry`` (borrowed from another engine, or a level above) with the per-step overhead of the key's own
@@ -409,7 +417,6 @@ def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 
     entries: dict[str, dict[str, FitEntry]] = {lv: {} for lv in LEVELS}
     if cov.size == 0:
         return Fitted(entries, {}, attn_eff)
-    vendor = {k: a.vendor for k, a in cat.accelerators.items()}
 
     def groups(level: str) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
@@ -429,8 +436,7 @@ def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 
             k0 = f.keys[ids[0]]
             assert k0 is not None
             if level == "family":
-                ratio = float(np.mean([cat.gemm_ratio(f.keys[i].hardware) for i in ids]))  # type: ignore[union-attr]
-                mu = prior_theta(vendor.get(k0.hardware, ""), ratio)
+                mu = prior_for(cat, *(f.keys[i].hardware for i in ids))  # type: ignore[union-attr]
             elif level == "hardware":
                 mu = entries["family"][k0.family].theta
             elif level == "group":

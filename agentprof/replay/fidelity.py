@@ -10,7 +10,14 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
-from agentprof.replay.calibration import PRIOR_MEAN, Fitted, borrowed_handoff, fit, is_disaggregated
+from agentprof.replay.calibration import (
+    PRIOR_MEAN,
+    Fitted,
+    borrowed_handoff,
+    fit,
+    is_disaggregated,
+    prior_for,
+)
 from agentprof.replay.points import PARAMS, Features, point_features, predict
 
 METRICS = ("ttft", "tpot", "e2e")
@@ -101,11 +108,10 @@ def check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None,
     level = [""] * n
     covered = f.covered.copy()
     why = list(f.why)
-    vendor = {k: a.vendor for k, a in cat.accelerators.items()}
     for i, k in enumerate(f.keys):
         if k is None:
             continue
-        e, how = fitted.lookup(k, vendor.get(k.hardware, ""), cat.gemm_ratio(k.hardware))
+        e, how = fitted.lookup(k, prior_for(cat, k.hardware))
         theta[i] = e.theta
         if f.disagg[i] and not is_disaggregated(e.attrs.get("framework", "")):
             # a disaggregated point borrowing an aggregated sibling keeps its prefill efficiency (the same kernels:
