@@ -382,3 +382,14 @@ def test_prefill_efficiency_prior_follows_the_chips_measured_gemm_efficiency(poi
     key = PointKey("cdna3", "mi300x", "vllm", "gpt-oss-120b", "fp4", "none", "tp8-ep1")
     e, how = fit(points.filter(pl.col("hardware") == "h200"), CAT).lookup(key, prior_for(CAT, "mi300x"))
     assert how == "prior" and e.param("mfu_pf") == pytest.approx(PRIOR_MEAN["mfu_pf"] * CAT.gemm_ratio("mi300x"))
+
+
+def test_a_familys_prior_takes_the_median_gemm_ratio_of_its_points_chips() -> None:
+    from agentprof.replay.calibration import PRIOR_MEAN, prior_for
+
+    i, amd = PARAMS.index("mfu_pf"), CAT.gemm_ratio("mi300x")
+    assert prior_for(CAT, "mi300x", "mi300x", "h100")[i] == pytest.approx(PRIOR_MEAN["mfu_pf"] * amd)
+    assert prior_for(CAT, "mi300x", "h100", "h100")[i] == pytest.approx(PRIOR_MEAN["mfu_pf"])
+    # the vendor's means come from the first chip; an unknown chip takes the defaults
+    assert prior_for(CAT, "mi300x")[PARAMS.index("mbu")] != prior_for(CAT, "h100")[PARAMS.index("mbu")]
+    assert np.array_equal(prior_for(CAT, "no-such-chip"), prior_for(CAT, "h100"))
