@@ -29,7 +29,7 @@ from agentprof.catalog.kvcache import (
     usable_fraction,
 )
 from agentprof.errors import TraceFormatError
-from agentprof.replay.calibration import Fitted, attn_eff_lookup, prior_for, step_params
+from agentprof.replay.calibration import Fitted, attn_eff_lookup, step_params
 from agentprof.replay.costmodel import Deployment, StepParams, call_times
 from agentprof.replay.points import PointKey
 
@@ -137,8 +137,7 @@ def _params_entry(fitted: Fitted, cat: HardwareCatalog, hw: str, fw: str, model_
     cands = [model_key] + [m.key for m in cat.models.values() if m.key != model_key and m.attention == model.attention
                            and bool(m.get("experts")) == bool(model.get("experts"))]
     for mk in cands:
-        e, how = fitted.lookup(PointKey(acc.family, hw, fw, mk, prec, "none", f"tp{tp}-ep{ep}"),
-                                 prior_for(cat, hw))
+        e, how = fitted.lookup(PointKey(acc.family, hw, fw, mk, prec, "none", f"tp{tp}-ep{ep}"), cat)
         if how.split(" ")[0] not in ("hardware", "family", "prior"):
             return e, f"{e.key} ({how})"
     return None

@@ -183,10 +183,11 @@ class Fitted:
             return f"fitted on {hardware}'s own {n} AgentX points" if n else f"fitted on {hardware}'s own AgentX points"
         return "pooled over all accelerators' AgentX points (none of its own)"
 
-    def lookup(self, key: PointKey, prior: np.ndarray | None = None) -> tuple[FitEntry, str]:
+    def lookup(self, key: PointKey, cat: HardwareCatalog | None = None) -> tuple[FitEntry, str]:
         """The parameters for a configuration: its layout, else its group, else the nearest calibrated group
         (same family and model, framework base, precision; :func:`nearest_group`), else its hardware or
-        family fit, else the prior. Returns ``(entry, how)`` where ``how`` names the level used."""
+        family fit, else the prior (its accelerator's in ``cat``, :func:`prior_for`; without ``cat`` the
+        defaults). Returns ``(entry, how)`` where ``how`` names the level used."""
         lay = self.entries["layout"].get(key.config)
         if lay is not None:
             return lay, "layout"
@@ -202,7 +203,7 @@ class Fitted:
         fam = self.entries["family"].get(key.family)
         if fam is not None:
             return self._own_engine_step(fam, key, "family")
-        theta = prior_theta() if prior is None else prior
+        theta = prior_theta() if cat is None else prior_for(cat, key.hardware)
         return self._own_engine_step(FitEntry("prior", "prior", theta, 0), key, "prior")
 
     def _own_engine_step(self, entry: FitEntry, key: PointKey, how: str) -> tuple[FitEntry, str]:

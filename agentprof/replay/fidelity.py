@@ -16,7 +16,6 @@ from agentprof.replay.calibration import (
     borrowed_handoff,
     fit,
     is_disaggregated,
-    prior_for,
 )
 from agentprof.replay.points import PARAMS, Features, point_features, predict
 
@@ -111,7 +110,7 @@ def check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None = None,
     for i, k in enumerate(f.keys):
         if k is None:
             continue
-        e, how = fitted.lookup(k, prior_for(cat, k.hardware))
+        e, how = fitted.lookup(k, cat)
         theta[i] = e.theta
         if f.disagg[i] and not is_disaggregated(e.attrs.get("framework", "")):
             # a disaggregated point borrowing an aggregated sibling keeps its prefill efficiency (the same kernels:

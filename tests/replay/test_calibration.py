@@ -367,7 +367,7 @@ def test_a_points_file_without_gqa_models_fits_no_gqa_efficiency(tmp_path: Path)
 
 
 def test_prefill_efficiency_prior_follows_the_chips_measured_gemm_efficiency(points: pl.DataFrame) -> None:
-    from agentprof.replay.calibration import PRIOR_MEAN, prior_for, prior_theta
+    from agentprof.replay.calibration import PRIOR_MEAN, prior_theta
 
     i = PARAMS.index("mfu_pf")
     assert prior_theta("amd", 0.5)[i] == pytest.approx(PRIOR_MEAN["mfu_pf"] * 0.5)
@@ -380,7 +380,7 @@ def test_prefill_efficiency_prior_follows_the_chips_measured_gemm_efficiency(poi
     assert fam < 0.7 * PRIOR_MEAN["mfu_pf"]
     # an accelerator no fit covers takes the same prior through the lookup
     key = PointKey("cdna3", "mi300x", "vllm", "gpt-oss-120b", "fp4", "none", "tp8-ep1")
-    e, how = fit(points.filter(pl.col("hardware") == "h200"), CAT).lookup(key, prior_for(CAT, "mi300x"))
+    e, how = fit(points.filter(pl.col("hardware") == "h200"), CAT).lookup(key, CAT)
     assert how == "prior" and e.param("mfu_pf") == pytest.approx(PRIOR_MEAN["mfu_pf"] * CAT.gemm_ratio("mi300x"))
 
 

@@ -18,7 +18,6 @@ from agentprof.replay.calibration import (
     PARAMS,
     _parse_fitted,
     load_fitted,
-    prior_theta,
     to_toml,
 )
 from agentprof.replay.costmodel import call_times
@@ -76,17 +75,17 @@ def test_lookup_gives_the_engines_own_step_only_where_it_borrows_from_another_en
     fitted = load_fitted()
     step = fitted.engine_steps["vllm/mi355x"]
     key = PointKey("cdna4", "mi355x", "vllm", "kimi-k2.5", "fp4", "none", "tp4-ep1")
-    bare_e, bare_how = _bare().lookup(key, prior_theta("amd"))
-    e, how = fitted.lookup(key, prior_theta("amd"))
+    bare_e, bare_how = _bare().lookup(key, CAT)
+    e, how = fitted.lookup(key, CAT)
     assert e.theta[TAU] == step["tau_s"] and e.theta[KAPPA] == step["kappa"]
     assert "vllm/mi355x" in how and how.split(" ")[0] == bare_how.split(" ")[0]
     # every other term stays the borrowed group's, and the stored entry is not changed
     rest = [i for i in range(len(PARAMS)) if i not in (TAU, KAPPA)]
     assert np.array_equal(e.theta[rest], bare_e.theta[rest])
-    assert fitted.lookup(key, prior_theta("amd"))[0].theta[TAU] == step["tau_s"] and bare_e.theta[TAU] != step["tau_s"]
+    assert fitted.lookup(key, CAT)[0].theta[TAU] == step["tau_s"] and bare_e.theta[TAU] != step["tau_s"]
     # an engine the points calibrated on MI355X keeps its own fit
     sg = PointKey("cdna4", "mi355x", "sglang", "deepseek-r1", "fp8", "none", "tp8-ep1")
-    assert np.array_equal(fitted.lookup(sg, prior_theta("amd"))[0].theta, _bare().lookup(sg, prior_theta("amd"))[0].theta)
+    assert np.array_equal(fitted.lookup(sg, CAT)[0].theta, _bare().lookup(sg, CAT)[0].theta)
 
 
 def test_engine_steps_survive_the_file_and_a_bad_one_is_one_clear_error() -> None:

@@ -94,7 +94,7 @@ def test_disaggregated_point_from_an_aggregated_sibling(points: pl.DataFrame) ->
 
     import numpy as np
 
-    from agentprof.replay.calibration import PRIOR_MEAN, prior_theta
+    from agentprof.replay.calibration import PRIOR_MEAN
     from agentprof.replay.fidelity import check
     from agentprof.replay.points import point_features, predict
 
@@ -105,7 +105,7 @@ def test_disaggregated_point_from_an_aggregated_sibling(points: pl.DataFrame) ->
     f = point_features(sel, CAT)
     key = f.keys[0]
     assert key is not None
-    agg, how = fitted.lookup(key, prior_theta("nvidia"))
+    agg, how = fitted.lookup(key, CAT)
     assert how.startswith("nearest group") and agg.key == "b200/sglang/deepseek-r1/fp4/none"
     got = check(sel, fitted, CAT, f)
     assert set(got.table["level"].to_list()) == {"unseen"}

@@ -26,7 +26,7 @@ from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.catalog.kvcache import engine, tokenize_s_per_token
 from agentprof.catalog.serving import load_serving
 from agentprof.replay.agentic import AGENTX_BENCHMARK_S, COMPLETE_SHARE, workload_think_s
-from agentprof.replay.calibration import Fitted, borrowed_handoff, is_disaggregated, prior_for, step_params
+from agentprof.replay.calibration import Fitted, borrowed_handoff, is_disaggregated, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.fidelity import METRICS, Check, check, summarize
 from agentprof.replay.points import _layout, expert_ranks, point_attn_eff, point_features
@@ -211,7 +211,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
                 pre, npw, dec, ndw = _pools_of_row(row, key, cat, kv_b, deps)
             except CatalogError:
                 continue
-            e, _ = fitted.lookup(key, prior_for(cat, key.hardware))
+            e, _ = fitted.lookup(key, cat)
             # the fitted hand-off (decode steps before the first token leaves the decode worker), as the
             # equations take it: a configuration borrowing an aggregated sibling takes the disaggregated stacks'
             hand = (e.param("handoff") if is_disaggregated(e.attrs.get("framework", ""))
@@ -244,7 +244,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             dep = deps.get(dk) or deps.setdefault(dk, Deployment(model, acc, key.precision, g, dpa, kv_b, ep, eng))
         except CatalogError:
             continue
-        e, _ = fitted.lookup(key, prior_for(cat, key.hardware))
+        e, _ = fitted.lookup(key, cat)
         # the terms as the fit used them: KV in the recipe's dtype, the points' memory fraction, the recipe's
         # scheduler interval before the first token, the steps its scheduler launches ahead and whether it runs
         # prefill alone
