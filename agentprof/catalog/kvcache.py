@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -154,27 +155,40 @@ def prefill_alone(framework: str, model: str) -> tuple[bool, str]:
     return bool(val), src
 
 
+class Budget(NamedTuple):
+    """A recipe's prefill token budgets: ``tokens`` one step may hold (a long prompt is chunked to it), its
+    ``source``, and ``batch``, the prompt tokens past which a pass takes no further waiting prompt (SGLang's
+    ``--max-prefill-tokens`` [S77]; ``tokens`` unless the entry says otherwise)."""
+
+    tokens: float
+    source: str
+    batch: float
+
+
 @lru_cache(maxsize=1)
-def _budget_entries() -> tuple[tuple[Key, str | None, float, float, str], ...]:
+def _budget_entries() -> tuple[tuple[Key, str | None, float, Budget], ...]:
     out = []
     for e, where, val, src in _rows(SCHED_PATH, "budget", "tokens", lambda v: None if v >= 1 else "at least 1 token"):
         io = e.get("isl_osl")
         if io is not None and not (isinstance(io, str) and len(io.split("/")) == 2
                                    and all(x.isdigit() for x in io.split("/"))):
             raise CatalogError(f"{where}.isl_osl: expected \"<ISL>/<OSL>\" (e.g. \"8192/1024\"), got {io!r}")
-        out.append((_key(e, where), io, _conc_min(e, where), val, src))
+        batch = _sourced(e, where, "batch")[0] if "batch" in e else val
+        if not 1 <= batch <= val:
+            raise CatalogError(f"{where}.batch: expected 1 to {val:g} tokens (at most the step's), got {batch:g}")
+        out.append((_key(e, where), io, _conc_min(e, where), Budget(val, src, batch)))
     return tuple(out)
 
 
 def prefill_budget(framework: str, model: str, hardware: str | None = None, precision: str | None = None,
-                   tp: int = 0, isl: float = 0.0, osl: float = 0.0, conc: float = 1.0) -> tuple[float, str] | None:
-    """(tokens one prefill step may hold, source) as the calibration runs' recipe set them (``scheduling.toml
-    [budget]``; an entry naming ``isl_osl`` or ``conc_min`` is that recipe branch); None where no recipe says,
-    and the engine's estimate applies (:meth:`agentprof.catalog.serving.ServingCatalog.budget_tokens`)."""
+                   tp: int = 0, isl: float = 0.0, osl: float = 0.0, conc: float = 1.0) -> Budget | None:
+    """The prefill token budgets the calibration runs' recipe set (``scheduling.toml [budget]``; an entry naming
+    ``isl_osl`` or ``conc_min`` is that recipe branch); None where no recipe says, and the engine's estimate
+    applies (:meth:`agentprof.catalog.serving.ServingCatalog.budget_tokens`)."""
     setting = f"{int(isl)}/{int(osl)}"
-    for key, io, lo, val, src in _budget_entries():
+    for key, io, lo, budget in _budget_entries():
         if _matches(key, framework, model, hardware, precision, tp) and io in (None, setting) and conc >= lo:
-            return val, src
+            return budget
     return None
 
 

@@ -610,7 +610,8 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
         pf_kv_s=np.where(new > 0, dep.kv_seq_bytes(cached + new) / dep.kv_divisor, 0.0) / dep.accel.hbm_bw,
         disagg=np.zeros(inp.shape, dtype=bool), conc=z + b, n_prefill=z + 1.0, xfer_s=z,
         load_s=z + np.asarray(load_s, dtype=float), wait_steps=z + wait_steps, ahead=z + ahead_steps,
-        pf_alone=z + float(prefill_alone))
+        pf_alone=z + float(prefill_alone),
+        pf_batch=np.maximum((budget - (0.0 if prefill_alone else running)) / np.maximum(new, 1.0), 1.0))
 
 
 def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_tokens: np.ndarray,

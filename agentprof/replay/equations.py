@@ -80,6 +80,16 @@ class Work:
     # [prefill_alone]): each other client's prompt stalls the decode for a whole prefill, and a new prompt's
     # steps carry no decode work; None or 0: chunks ride decode steps
     pf_alone: np.ndarray | None = None
+    # prompts one prefill pass holds: the step's token budget (less the decode batch's tokens where prompts ride
+    # decode steps) over the prompt's new tokens. Engines take every waiting prompt that fits into the pass, and
+    # each pays for all of them (:func:`batch_factor`); None or 1: one prompt at a time
+    pf_batch: np.ndarray | None = None
+    # schedulers one prefill pass runs in lockstep, each with its own queue and budget (data-parallel attention
+    # ranks): a pass's step overhead is shared by all their prompts; None: 1
+    pf_ranks: np.ndarray | None = None
+    # squared coefficient of variation of one prompt's prefill time across the requests (a benchmark's drawn
+    # lengths): the queue's wait scales by (1 + cv²)/2 (Pollaczek-Khinchine); None: 1, exponential service
+    svc_cv2: np.ndarray | None = None
 
 
 @dataclass
@@ -95,8 +105,25 @@ class Times:
     """Sequences one decode step holds (per instance): ``b_run``, or a disaggregated pool's by Little's law."""
 
 
+def batch_factor(rho: np.ndarray, cap: np.ndarray | float | None) -> np.ndarray:
+    """How much longer a prompt waits when the engine takes every waiting prompt into its next pass, up to ``cap``
+    prompts, than when it takes one at a time. Each prompt's first token leaves at the end of its pass, so it
+    waits for the prompts queued behind it too. With Poisson arrivals at utilization ρ and passes as long as
+    their prompts, a prompt shares its pass with m = ρ/(1 − ρ²) others on average (the size-biased pass length
+    of the branching pass sequence), and the mean wait is FIFO's times 1 + (1 − ρ)·m (= (1 + 2ρ)/(1 + ρ)): 1 at
+    light load, 1.5 near saturation. Past ``cap`` the rest wait for a later pass: the others, taken as
+    exponential with mean m, count E[min(X, cap − 1)] = m·(1 − exp(−(cap − 1)/m)). A Monte Carlo of the queue
+    agrees within 0.03 (ρ 0.3–0.9, cap 2 to unbounded; docs/DEVICE_MODEL.md §2.2)."""
+    r = np.clip(np.asarray(rho, dtype=float), 0.0, 0.999)
+    if cap is None:
+        return np.ones_like(r)
+    k1 = np.maximum(np.asarray(cap, dtype=float) - 1.0, 0.0)
+    m = np.maximum(r / (1.0 - r * r), 1e-12)
+    return 1.0 - (1.0 - r) * m * np.expm1(-k1 / m)
+
+
 def closed_wait(clients: np.ndarray, demand: np.ndarray, think: np.ndarray, q: np.ndarray | float,
-                spread: float | None = None) -> np.ndarray:
+                spread: float | None = None, cap: np.ndarray | float | None = None) -> np.ndarray:
     """Mean wait (excluding its own service) at a queue that ``clients`` closed-loop clients visit once per cycle,
     each bringing ``demand`` seconds of work and spending ``think`` seconds elsewhere in the cycle. The smooth
     form of mean-value analysis for one queue and a delay: the wait is the larger root of
@@ -104,14 +131,18 @@ def closed_wait(clients: np.ndarray, demand: np.ndarray, think: np.ndarray, q: n
     (the queueing factor ``q`` as the fit knows it), and past the knee the saturated loop's ``d·(n − 1) − think``
     (the queue sets the cycle, ``n·d``), with no cap or pole between. The wait is averaged over a log-normal
     ``spread`` of the demand (5-point Gauss-Hermite), so an uncertain service time near the knee gives a smooth
-    mean, not a knife edge."""
+    mean, not a knife edge. ``cap``: prompts one pass takes from the queue (:func:`batch_factor` scales ``q`` at
+    the arrival's utilization); None: one at a time."""
     spread = QUEUE_SPREAD if spread is None else spread
     n1 = np.maximum(np.asarray(clients, dtype=float) - 1.0, 0.0)
     d0 = np.maximum(np.asarray(demand, dtype=float), 0.0)
     z = np.maximum(np.asarray(think, dtype=float), 0.0)
     d = d0[..., None] * np.exp(spread * _Z)  # the nodes on a last axis: one pass over all of them
     x = d * n1[..., None] - z[..., None]
-    w = 0.5 * (x + np.sqrt(x * x + 4.0 * np.asarray(q, dtype=float)[..., None] * d * d * n1[..., None]))
+    qb = np.asarray(q, dtype=float)[..., None]
+    if cap is not None:
+        qb = qb * batch_factor(d * n1[..., None] / np.maximum(z[..., None], 1e-12), np.asarray(cap, float)[..., None])
+    w = 0.5 * (x + np.sqrt(x * x + 4.0 * qb * d * d * n1[..., None]))
     return w @ _W
 
 
@@ -144,7 +175,7 @@ def _disagg_cycle(w: Work, t_step: np.ndarray, accept: np.ndarray, s_alone: np.n
     base = t0 + s_alone + w.xfer_s + hand
     d = work / w.n_prefill
     think = base - d + w.load_s + (w.osl - 1.0) * tpot
-    q_dis = closed_wait(w.conc / (1.0 + w.over), d, think, q)
+    q_dis = closed_wait(w.conc / (1.0 + w.over), d, think, q, cap=w.pf_batch)
     return tpot, q_dis, hand, base + q_dis, think
 
 
@@ -189,6 +220,8 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     ``median``: the first token and end-to-end time are a benchmark's medians, so the queue wait in them is the
     wait's median (:func:`median_wait`), not its mean; the loop itself runs on means)."""
     mfu_pool = mfu if mfu_pf is None else mfu_pf
+    if w.svc_cv2 is not None:  # the queue's wait at a service time that varies as the requests' does
+        q = q * (1.0 + w.svc_cv2) / 2.0
     if w.front_s is not None:  # the frontend tokenizes before the request overhead's clock starts on the engine
         t0 = t0 + w.front_s
     z = np.zeros_like(w.osl, dtype=float)
@@ -210,6 +243,12 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     work = np.maximum(pf_cmp, pf_kv)
     if w.pf_serial_s is not None:  # collectives the batched prompts do not hide behind each other's compute
         work = work + w.pf_serial_s
+    if w.pf_batch is not None:
+        # a pass's step overhead and, where its prompts hide each other's collectives, the one prompt's left
+        # exposed: shared by the pass's prompts
+        serial = 0.0 if w.pf_serial_s is None else w.pf_serial_s
+        ranks = 1.0 if w.pf_ranks is None else w.pf_ranks
+        work = work + w.n_chunks * (tf_pf + np.where(serial > 0, 0.0, w.comm_pf_s)) / (w.pf_batch * ranks)
 
     def decode_parts(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(per-step overhead and collectives, bytes, compute) of a decode step at batch ``b`` (``b_run``
@@ -243,7 +282,7 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     # aggregated: the running batch's clients queue for the engine's prefill (each brings a prefill of ``s_alone``;
     # the rest of its cycle is overhead, the scheduler interval and its decode): a closed loop, as the pool's
     z_agg = t0 + w.load_s + wait_step + decode
-    q_agg = closed_wait(w.b_run, s_alone, z_agg, q)
+    q_agg = closed_wait(w.b_run, s_alone, z_agg, q, cap=w.pf_batch)
     # clients beyond the decode slots (KV capacity, the recipe's max batch) wait for a running sequence to
     # finish (closed loop, Little's law): a whole cycle of a running client, its prefill-pool queue included; the
     # waiting ones are not in the pool's loop (_disagg_cycle), so a saturated pool and full slots are not paid twice

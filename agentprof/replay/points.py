@@ -42,6 +42,9 @@ REQUIRED = ("hardware", "precision", "isl", "osl", "conc")
 MEASURED = ("median_ttft_s", "median_tpot_s", "median_e2el_s")
 # InferenceX draws each length uniformly in [0.8 L, L] (RANDOM_RANGE_RATIO 0.8): mean 0.9 L [S1-wf, S1-bench]
 LENGTH_MEAN_FRACTION = 0.9
+LENGTH_CV2 = (0.2 / 12 ** 0.5 / LENGTH_MEAN_FRACTION) ** 2
+"""Squared coefficient of variation of those lengths (0.0041): a prompt's prefill time varies about as its
+length, so the benchmark's prefill queue is nearly deterministic (:attr:`agentprof.replay.equations.Work.svc_cv2`)."""
 MEM_UTIL = 0.95
 """The share of HBM weights plus KV took before the engine's own memory fraction was counted per recipe
 (``catalog/memory.toml``, :func:`agentprof.catalog.kvcache.usable_fraction`); kept for before/after measurements."""
@@ -159,6 +162,7 @@ class Features:
     n_decode: np.ndarray     # decode instances (disaggregated decode workers; 1 aggregated)
     attn_eff: np.ndarray     # prefill attention's efficiency, the kernel's sourced figure (NaN: the fitted global)
     budget: np.ndarray       # tokens one prefill step may hold: the recipe's (scheduling.toml [budget]), else the engine's
+    batch: np.ndarray        # prompt tokens past which a pass takes no further waiting prompt (Budget.batch)
 
     def subset(self, sel: np.ndarray) -> Features:
         """The points selected by a boolean mask or an index array."""
@@ -231,10 +235,12 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     wk = {k: z.copy() for k in ("b_run", "over", "osl", "n_chunks", "comm_s", "comm_pf_s", "bw_s", "cmp_s",
                                 "pf_gemm_s", "pf_attn_s", "pf_mem_s", "pf_kv_s", "conc", "n_prefill", "xfer_s", "load_s",
                                 "wait_steps", "bw_seq_s", "cmp_seq_s", "comm_seq_s", "pf_serial_s", "front_s",
-                                "ahead", "pf_alone")}
+                                "ahead", "pf_alone", "pf_batch", "pf_ranks", "svc_cv2")}
     wk["n_prefill"][:] = 1.0
     wk["osl"][:] = 1.0
     wk["n_chunks"][:] = 1.0
+    wk["pf_batch"][:] = 1.0
+    wk["pf_ranks"][:] = 1.0
     layers, g_dec, g_pf, kvb = z.copy(), z.copy() + 1, z.copy() + 1, z.copy() + 2
     dpa_dec, dpa_pf = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     disagg_a = np.zeros(n, dtype=bool)
@@ -247,6 +253,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     ndec_a = np.ones(n)
     attn_a = np.full(n, np.nan)
     budget_a = np.full(n, np.nan)
+    batch_a = np.full(n, np.nan)
     covered = np.zeros(n, dtype=bool)
     keys: list[PointKey | None] = []
     why: list[str] = []
@@ -332,9 +339,16 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["osl"][j] = osl_m
         # the recipe's token budget per prefill step, else the engine's estimate
         recipe = prefill_budget(fw, model.key, hw, prec, _tp, float(row["isl"]), float(row["osl"]), conc)
-        budget_a[j] = recipe[0] if recipe else budgets.budget_tokens(fw)[0]
+        budget_a[j] = recipe.tokens if recipe else budgets.budget_tokens(fw)[0]
+        batch_a[j] = recipe.batch if recipe else budget_a[j]
         chunks = float(prefill_chunks(isl_m, budget_a[j]))
         wk["n_chunks"][j] = chunks
+        # prompts one pass holds: a prefill worker's or a prefill-alone pass's whole budget, else what the running
+        # batch's decode tokens leave of it
+        shared = 0.0 if disagg or wk["pf_alone"][j] else b_run
+        wk["pf_batch"][j] = max((batch_a[j] - shared) / isl_m, 1.0)
+        wk["pf_ranks"][j] = gp if dpa_p else 1.0  # SGLang: a scheduler per data-parallel attention rank
+        wk["svc_cv2"][j] = LENGTH_CV2
         # MTP: the step verifies each sequence's drafted tokens too (the recipe's depth, where the catalog lists it)
         depth = draft_depth(fw, model.key, hw, spec, layout, float(row["isl"]), float(row["osl"]))[0]
         draft_a[j] = depth
@@ -370,7 +384,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     return Features(keys=keys, covered=covered, why=why, layers=layers, g_dec=g_dec, g_pf=g_pf,
                     dpa_dec=dpa_dec, dpa_pf=dpa_pf, work=work,
                     mtp=mtp_a, draft=draft_a, slots=slots_a, in_domain=in_dom, mem_util=mem_a, kv_cap=cap_a,
-                    n_decode=ndec_a, attn_eff=attn_a, budget=budget_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
+                    n_decode=ndec_a, attn_eff=attn_a, budget=budget_a, batch=batch_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
                     e2e=meas("median_e2el_s"))
 
 

@@ -65,7 +65,12 @@ def test_a_prefill_step_holds_the_tokens_its_recipe_set() -> None:
     assert prefill_budget("sglang", "deepseek-r1", "b200", "fp8", 4, 8192, 1024, 8)[0] == 8192
     assert prefill_budget("sglang", "deepseek-r1", "b200", "fp8", 8, 1024, 1024, 8)[0] == 32768
     # a disaggregated stack's own launcher comes before its engine's recipe; no recipe, no figure
-    assert prefill_budget("sglang-disagg", "deepseek-r1", "mi355x", "fp8", 8, 1024, 1024, 64)[0] == 262144
+    disagg = prefill_budget("sglang-disagg", "deepseek-r1", "mi355x", "fp8", 8, 1024, 1024, 64)
+    assert disagg.tokens == 262144
+    # its launcher leaves --max-prefill-tokens at SGLang's 16384: a pass takes no further prompt past it; where a
+    # recipe sets both to one figure, that figure
+    assert disagg.batch == 16384
+    assert prefill_budget("sglang", "deepseek-r1", "mi300x", "fp8", 8, 1024, 1024, 4).batch == 131072
     assert prefill_budget("atom", "deepseek-r1", "mi355x", "fp8", 8, 1024, 1024, 64) is None
     # the points carry it, and an engine without one its estimate
     rows = [{"hardware": hw, "framework": fw, "model": "deepseek-r1", "precision": "fp8", "isl": 8192, "osl": 1024,
@@ -73,6 +78,7 @@ def test_a_prefill_step_holds_the_tokens_its_recipe_set() -> None:
             for hw, fw in (("mi300x", "sglang"), ("mi355x", "atom"))]
     f = point_features(pl.DataFrame(rows), CAT)
     assert f.budget.tolist() == [131072, load_serving().budget_tokens("atom")[0]]
+    assert f.batch.tolist() == f.budget.tolist()
 
 
 def test_a_budget_entry_for_a_malformed_setting_is_one_clear_error(serving_catalog) -> None:
@@ -81,4 +87,13 @@ def test_a_budget_entry_for_a_malformed_setting_is_one_clear_error(serving_catal
     serving_catalog("SCHED_PATH", '[[budget]]\nframework = "sglang"\nisl_osl = "8k1k"\n'
                                   'tokens = { value = 8192, source = "test" }\n')
     with pytest.raises(CatalogError, match=r"budget\[0\]\.isl_osl"):
+        prefill_budget("sglang", "deepseek-r1")
+
+
+def test_a_prefill_batch_above_the_steps_budget_is_one_clear_error(serving_catalog) -> None:
+    from agentprof.catalog.kvcache import prefill_budget
+
+    serving_catalog("SCHED_PATH", '[[budget]]\nframework = "sglang"\ntokens = { value = 8192, source = "test" }\n'
+                                  'batch = { value = 16384, source = "test" }\n')
+    with pytest.raises(CatalogError, match=r"budget\[0\]\.batch: expected 1 to 8192 tokens"):
         prefill_budget("sglang", "deepseek-r1")

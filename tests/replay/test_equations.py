@@ -11,7 +11,7 @@ import pytest
 from agentprof.catalog.hardware import load_catalog
 from agentprof.replay.calibration import prior_theta
 from agentprof.replay.equations import QUEUE_SPREAD
-from agentprof.replay.points import PARAMS, point_attn_eff, point_features, predict_times
+from agentprof.replay.points import PARAMS, fixed_overhead, point_attn_eff, point_features, predict_times
 
 CAT = load_catalog()
 # GPT-OSS on GB200: one prefill GPU for 8K-token prompts, two decode GPUs: the prefill pool binds near 300 clients
@@ -58,9 +58,13 @@ def test_past_the_prefill_knee_the_decode_batch_and_tpot_stop_growing() -> None:
     assert np.ptp(t.tpot[knee]) < 2e-3 * t.tpot[knee].max()
     assert t.decode_batch[knee].max() < 0.5 * f.work.b_run[knee].min()
     assert np.all(np.diff(t.tpot[~knee]) > 0)  # below the knee the batch grows with the clients
-    w = f.work.pf_gemm_s / prior_theta()[PARAMS.index("mfu_pf")] + f.work.pf_attn_s / point_attn_eff(f, 0.5)
-    # (each client adds the pool's mean time per prompt over the prefill time's log-normal spread: e^(sd²/2) · W)
-    mean_w = w * math.exp(QUEUE_SPREAD ** 2 / 2)
+    th = prior_theta()
+    w = f.work.pf_gemm_s / th[PARAMS.index("mfu_pf")] + f.work.pf_attn_s / point_attn_eff(f, 0.5)
+    # (each client adds the pool's mean time per prompt over the prefill time's log-normal spread: e^(sd²/2) · W,
+    # plus its share of its pass's step overhead and one prompt's collectives)
+    tf_pf = fixed_overhead(f.layers, th[0], th[1], f.g_pf, f.dpa_pf, th[PARAMS.index("a2a_ratio")])
+    per_pass = f.work.n_chunks * (tf_pf + f.work.comm_pf_s) / (f.work.pf_batch * f.work.pf_ranks)
+    mean_w = w * math.exp(QUEUE_SPREAD ** 2 / 2) + per_pass
     np.testing.assert_allclose(np.diff(t.e2e[knee]), np.diff(f.conc[knee] * mean_w[knee] / f.work.n_prefill[knee]),
                                rtol=1e-3)
 
@@ -109,6 +113,49 @@ def test_a_benchmarks_median_first_token_waits_the_median_arrivals_wait() -> Non
     np.testing.assert_allclose(t.tpot, mean_t.tpot, rtol=1e-12)
 
 
+def _batched_queue_wait(rho: float, cap: int, n: int = 60_000, seed: int = 3) -> float:
+    """Mean wait beyond its own service of a prompt at one server that, whenever free, takes up to ``cap`` waiting
+    prompts (Poisson arrivals, unit service each) into one pass and releases them all at its end."""
+    rng = np.random.default_rng(seed)
+    arr = np.cumsum(rng.exponential(1.0 / rho, n))
+    t, i, wait = 0.0, 0, np.empty(n)
+    while i < n:
+        t = max(t, arr[i])
+        j = min(max(int(np.searchsorted(arr, t, side="right")), i + 1), i + cap)
+        t += j - i
+        wait[i:j] = t - arr[i:j] - 1.0
+        i = j
+    return float(wait[n // 10:].mean())
+
+
+@pytest.mark.parametrize("rho", [0.3, 0.6, 0.85])
+def test_a_pass_of_batched_prompts_makes_each_wait_for_the_others(rho: float) -> None:
+    # engines take every waiting prompt the budget holds into one pass; each first token leaves at the pass's end.
+    # The factor over one-at-a-time (cap 1, the same simulation) matches the queue simulated, capped or not
+    from agentprof.replay.equations import batch_factor
+
+    fifo = _batched_queue_wait(rho, 1)
+    assert fifo == pytest.approx(rho / (2 * (1 - rho)), rel=0.1)  # M/D/1, a check of the simulation itself
+    for cap in (2, 4, 10_000):
+        want = _batched_queue_wait(rho, cap) / fifo
+        assert float(batch_factor(np.array(rho), cap)) == pytest.approx(want, abs=0.05), cap
+    assert float(batch_factor(np.array(rho), 1.0)) == 1.0 and float(batch_factor(np.array(rho), None)) == 1.0
+    assert float(batch_factor(np.array(rho), 1e9)) == pytest.approx((1 + 2 * rho) / (1 + rho), rel=1e-9)
+
+
+def test_a_closed_loop_of_batched_prompts_waits_longer_below_the_knee_and_the_same_past_it() -> None:
+    from agentprof.replay.equations import closed_wait
+
+    d, think = 0.2, 10.0
+    n = np.array([1.0, 20.0, 40.0, 500.0])
+    one = closed_wait(n, d, think, 1.0, spread=0.0)
+    many = closed_wait(n, d, think, 1.0, spread=0.0, cap=32.0)
+    assert many[0] == 0.0
+    assert many[1] / one[1] > 1.2 and many[2] / one[2] > 1.2  # u = 0.38, 0.78
+    assert many[3] == pytest.approx(one[3], rel=0.01)  # saturated: the loop's cycle either way
+    np.testing.assert_array_equal(closed_wait(n, d, think, 1.0, cap=1.0), closed_wait(n, d, think, 1.0))
+
+
 def test_the_analytic_median_first_token_agrees_with_the_simulated_benchmarks() -> None:
     # two methods, one metric: at 8K-token prompts the equations' median first token and the serving simulation's
     # (closed-loop clients, the medians of simulated requests) agree on SGLang DeepSeek at 32 and 64 clients
@@ -124,3 +171,26 @@ def test_the_analytic_median_first_token_agrees_with_the_simulated_benchmarks() 
     an = check(df, load_fitted(), CAT).table["pred_ttft"].to_numpy()
     sim = simulate_check(df, load_fitted(), CAT).table["pred_ttft"].to_numpy()
     assert np.all(np.abs(sim / an - 1.0) < 0.2), sim / an
+
+
+def test_a_benchmarks_near_equal_prompts_wait_half_what_exponential_service_would() -> None:
+    # Pollaczek-Khinchine: the mean wait scales with (1 + cv²)/2 of the service time; the benchmark's prompts
+    # (lengths in [0.8 L, L], cv² 0.004) wait about half of what the exponential form (cv² = 1) gives at light
+    # load, and past the knee the saturated loop's wait, which does not depend on it
+    from dataclasses import replace
+
+    from agentprof.replay.points import LENGTH_CV2
+
+    f, t = _times([{**AGG, "conc": c} for c in CONC], median=False)
+    th = prior_theta()
+    th[PARAMS.index("accept")] = 1.0
+    def with_cv2(cv2):
+        return predict_times(replace(f, work=replace(f.work, svc_cv2=cv2)), np.tile(th, (len(f), 1)), 0.5,
+                             median=False)
+
+    expo, none = with_cv2(None), with_cv2(np.full(len(f), -1.0))  # (1 + cv²)/2 = 1; 0: no random wait at all
+    light = (f.conc > 1) & (f.conc <= 16)
+    wait = (t.queue - none.queue)[light]
+    assert np.all(wait > 0)
+    np.testing.assert_allclose(wait / (expo.queue - none.queue)[light], (1 + LENGTH_CV2) / 2, rtol=0.05)
+    assert np.all(t.ttft <= expo.ttft + 1e-12)

@@ -79,3 +79,20 @@ def test_the_frontend_tokenizes_each_benchmark_prompt_before_its_prefill() -> No
     without = dataclasses.replace(f, work=dataclasses.replace(f.work, front_s=None))
     np.testing.assert_allclose(predict_times(f, th, 0.5).ttft - predict_times(without, th, 0.5).ttft, f.work.front_s,
                                rtol=1e-9)
+
+
+def test_a_prefill_pass_holds_the_prompts_its_budget_leaves_room_for(feats) -> None:
+    # prompts one pass takes: the whole budget where prefill runs alone (SGLang) or in a prefill worker, what the
+    # decode tokens leave where prompts ride decode steps (vLLM, TensorRT-LLM); at least one
+    w = feats.work
+    isl = 0.9 * np.array([1024.0] * len(feats))  # every calibration prompt is 1,024 tokens, lengths in [0.8 L, L]
+    alone = (w.pf_alone > 0) | feats.disagg
+    np.testing.assert_allclose(w.pf_batch[alone], np.maximum(feats.batch[alone] / isl[alone], 1.0))
+    rides = ~alone
+    np.testing.assert_allclose(w.pf_batch[rides], np.maximum((feats.batch[rides] - w.b_run[rides]) / isl[rides], 1.0))
+    assert alone.sum() > 100 and rides.sum() > 100 and (w.pf_batch[rides] < w.pf_batch[rides].max()).any()
+    # with data-parallel attention each rank schedules its own prompts: a pass runs one batch per rank
+    np.testing.assert_array_equal(w.pf_ranks, np.where(feats.dpa_pf, feats.g_pf, 1.0))
+    assert (w.pf_ranks > 1).sum() > 50
+    # and the benchmark's prompts, drawn in [0.8 L, L], vary little: the queue is nearly deterministic
+    np.testing.assert_allclose(w.svc_cv2, (0.2 / np.sqrt(12) / 0.9) ** 2)

@@ -20,6 +20,7 @@ from agentprof.replay.equations import QUEUE_SPREAD
 from agentprof.replay.points import (
     LENGTH_MEAN_FRACTION,
     PARAMS,
+    fixed_overhead,
     point_attn_eff,
     point_features,
     predict_times,
@@ -82,7 +83,10 @@ def test_a_saturated_pool_is_bound_by_compute_plus_the_exposed_collectives() -> 
     mfu_pf, mbu = th[0, PARAMS.index("mfu_pf")], th[0, PARAMS.index("mbu")]
     eta = float(point_attn_eff(f, ETA)[0])  # the kernel's figure where the chip has one (GB200: FlashAttention-4)
     work = max(w.pf_gemm_s[0] / mfu_pf + w.pf_attn_s[0] / eta, w.pf_kv_s[0] / mbu)
-    for tt, extra in ((t, w.pf_serial_s[0]), (t0, 0.0)):
+    # each prompt's share of its pass's step overhead and, where they hide each other's, of one prompt's collectives
+    t_fixed = float(fixed_overhead(f.layers, th[0, 0], th[0, 1], f.g_pf, f.dpa_pf, th[0, PARAMS.index("a2a_ratio")])[0])
+    share = w.n_chunks[0] / (w.pf_batch[0] * w.pf_ranks[0])
+    for tt, extra in ((t, w.pf_serial_s[0] + share * t_fixed), (t0, share * (t_fixed + w.comm_pf_s[0]))):
         # past the knee TTFT is the closed loop's cycle less the decode: conc x (W + collectives) / n_prefill, W the
         # mean over the prefill time's log-normal spread (to 1 %: the smooth wait nears its asymptote from above)
         mean = math.exp(QUEUE_SPREAD ** 2 / 2)

@@ -79,6 +79,9 @@ class Options:
     replicas: int
     budget_tokens: float
     router: str = "round-robin"
+    batch_tokens: float | None = None
+    """Prompt tokens a prefill worker's pass holds before it takes no further waiting prompt (SGLang's
+    ``--max-prefill-tokens`` where smaller than the step's budget); None: ``budget_tokens``."""
     cpu_blocks: float = 0.0
     disk_blocks: float = 0.0
     hbm_blocks: float | None = None  # None: the KV pool; math.inf: unbounded (tests)
@@ -585,6 +588,9 @@ class Engine:
             rep.kv_used = self._kv_decode(rep)
         # a prefill worker batches from its queue what one step's token budget holds (the rest waits there)
         pf_left = (sum(x.todo - x.done_pf for x in rep.running) if rep.role == "prefill" else -math.inf)
+        # ... and, with a batch budget (SGLang's input budget), a further prompt only while its tokens (before the
+        # cache lookup) fit what is left of it [S77]
+        batch = self.opt.batch_tokens
         # a decode worker runs at most its recipe's decode slots (the rest wait in its queue)
         slots = self.pools.max_running if rep.role == "decode" and self.pools is not None else math.inf
         while rep.queue:
@@ -594,7 +600,7 @@ class Engine:
             fits = rep.kv_used + r.need <= pool
             if not fits and rep.running:
                 break
-            if pf_left >= self.opt.budget_tokens and rep.running:
+            if rep.running and (pf_left >= self.opt.budget_tokens if batch is None else pf_left + r.need >= batch):
                 break
             if not fits:
                 self.oversize += 1

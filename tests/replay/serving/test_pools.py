@@ -331,3 +331,19 @@ def test_devices_check_runs_listed_rows_within_the_recipes_decode_slots_and_draf
     peaks = [p for p, role in zip(eng.peak_running, eng.roles, strict=True) if role == "decode"]
     assert len(peaks) == 4 and max(peaks) <= 32 and sum(peaks) == 128
     assert eng.queue_by_role["decode"]["wait_s"] > 0
+
+
+def test_a_prefill_pass_takes_no_further_prompt_past_its_batch_budget() -> None:
+    # 16 clients start at once with 1,638-2,048-token prompts: with the whole 8,192-token budget a pass takes
+    # several of them, which wait for it together; with a 2,048-token batch budget a further prompt never fits
+    # beside the first: one prompt a pass, each its own wait
+    largest = []
+    for batch in (None, 2048.0):
+        (_, _, _), det = _gpt_pools(16, isl=2048, batch=batch)
+        eng = det["engine"]
+        wave = eng.queue_s[eng.issue_t == 0.0]  # a prompt's wait for its pass
+        assert wave.size == 16
+        # a pass's prompts arrive a few tokenizations apart: waits within 2 ms of the previous are one pass's
+        passes = np.split(np.sort(wave), np.flatnonzero(np.diff(np.sort(wave)) > 2e-3) + 1)
+        largest.append(max(p.size for p in passes))
+    assert largest[0] >= 4 and largest[1] == 1, largest
