@@ -80,9 +80,10 @@ class Work:
     # [prefill_alone]): each other client's prompt stalls the decode for a whole prefill, and a new prompt's
     # steps carry no decode work; None or 0: chunks ride decode steps
     pf_alone: np.ndarray | None = None
-    # prompts one prefill pass holds: the step's token budget (less the decode batch's tokens where prompts ride
-    # decode steps) over the prompt's new tokens. Engines take every waiting prompt that fits into the pass, and
-    # each pays for all of them (:func:`batch_factor`); None or 1: one prompt at a time
+    # prompts one prefill pass holds (per scheduler): its batch budget (SGLang's --max-prefill-tokens, else the
+    # step's token budget; less the decode batch's tokens where prompts ride decode steps) over the prompt's new
+    # tokens. Engines take every waiting prompt that fits into the pass, and each pays for all of them
+    # (:func:`batch_factor`); None or 1: one prompt at a time
     pf_batch: np.ndarray | None = None
     # schedulers one prefill pass runs in lockstep, each with its own queue and budget (data-parallel attention
     # ranks): a pass's step overhead is shared by all their prompts; None: 1
