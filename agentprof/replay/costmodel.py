@@ -499,6 +499,14 @@ def prefill_chunks(new: ArrayLike, budget: ArrayLike = CHUNK_TOKENS) -> np.ndarr
     return np.maximum(np.ceil(np.asarray(new, dtype=float) / np.asarray(budget, dtype=float)), 1.0)
 
 
+def pass_prompts(batch: ArrayLike, decode_tokens: ArrayLike, new: ArrayLike) -> np.ndarray:
+    """Prompts of ``new`` tokens one prefill pass holds (:attr:`agentprof.replay.equations.Work.pf_batch`): its
+    ``batch`` budget less the ``decode_tokens`` riding the same step (0 where prefill runs alone or in a prefill
+    worker), at least one."""
+    room = np.asarray(batch, dtype=float) - np.asarray(decode_tokens, dtype=float)
+    return np.maximum(room / np.maximum(np.asarray(new, dtype=float), 1.0), 1.0)
+
+
 def prefill_parts(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayLike = 0) -> dict[str, np.ndarray]:
     """Prefill ``new`` tokens attending to a ``cached`` prefix already in HBM, alone on the deployment:
     ``overhead`` (one fixed step overhead and the collectives per chunk, plus the per-prefill overhead) and the
@@ -611,7 +619,7 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
         disagg=np.zeros(inp.shape, dtype=bool), conc=z + b, n_prefill=z + 1.0, xfer_s=z,
         load_s=z + np.asarray(load_s, dtype=float), wait_steps=z + wait_steps, ahead=z + ahead_steps,
         pf_alone=z + float(prefill_alone),
-        pf_batch=np.maximum((budget - (0.0 if prefill_alone else running)) / np.maximum(new, 1.0), 1.0))
+        pf_batch=pass_prompts(budget, 0.0 if prefill_alone else running, new))
 
 
 def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_tokens: np.ndarray,

@@ -10,13 +10,7 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
-from agentprof.replay.calibration import (
-    PRIOR_MEAN,
-    Fitted,
-    borrowed_handoff,
-    fit,
-    is_disaggregated,
-)
+from agentprof.replay.calibration import PRIOR_MEAN, Fitted, borrowed_handoff, fit, is_disaggregated
 from agentprof.replay.points import PARAMS, Features, point_features, predict
 
 METRICS = ("ttft", "tpot", "e2e")

@@ -35,7 +35,13 @@ from agentprof.catalog.kvcache import (
 from agentprof.catalog.serving import load_serving
 from agentprof.errors import AgentprofError, TraceFormatError
 from agentprof.replay.adpwait import adp_hold_iters
-from agentprof.replay.costmodel import ArrayLike, Deployment, prefill_bytes_per_gpu, prefill_chunks
+from agentprof.replay.costmodel import (
+    ArrayLike,
+    Deployment,
+    pass_prompts,
+    prefill_bytes_per_gpu,
+    prefill_chunks,
+)
 from agentprof.replay.equations import Times, Work, times
 
 REQUIRED = ("hardware", "precision", "isl", "osl", "conc")
@@ -345,8 +351,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["n_chunks"][j] = chunks
         # prompts one pass holds: a prefill worker's or a prefill-alone pass's whole budget, else what the running
         # batch's decode tokens leave of it
-        shared = 0.0 if disagg or wk["pf_alone"][j] else b_run
-        wk["pf_batch"][j] = max((batch_a[j] - shared) / isl_m, 1.0)
+        wk["pf_batch"][j] = float(pass_prompts(batch_a[j], 0.0 if disagg or wk["pf_alone"][j] else b_run, isl_m))
         wk["pf_ranks"][j] = gp if dpa_p else 1.0  # SGLang: a scheduler per data-parallel attention rank
         wk["svc_cv2"][j] = LENGTH_CV2
         # MTP: the step verifies each sequence's drafted tokens too (the recipe's depth, where the catalog lists it)

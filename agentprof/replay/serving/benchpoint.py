@@ -226,13 +226,14 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
                 attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]) + hand,
                 draft_tokens=float(f.draft[j]), t_tok_s=tok)
             budget = float(f.budget[j])  # the recipe's prefill budget, else the engine's (point_features)
-            # (its batch budget is each data-parallel attention rank's: the worker's pass holds all of theirs)
             # the recipe's decode slots, as the equations bound the running batch (point_features)
             slots = None if np.isnan(f.slots[j]) else float(f.slots[j])
             ttft, tpot, e2e = simulate_pools_point(pre, pre_p, dec, dec_p, npw, ndw, int(row["conc"]),
                                                    float(row["isl"]), float(row["osl"]), budget,
                                                    mem_util=float(f.mem_util[j]), decode_slots=slots,
                                                    overlap_comm=not f.work.pf_serial_s[j] > 0,
+                                                   # the batch budget is each data-parallel attention rank's:
+                                                   # the worker's pass holds all of theirs
                                                    batch=float(f.batch[j] * f.work.pf_ranks[j]))
             pred["ttft"][j], pred["tpot"][j], pred["e2e"][j] = ttft, tpot, e2e
             simulated[j] = True
