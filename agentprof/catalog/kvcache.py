@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
 from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
 
 KV_PATH = CATALOG_DIR / "kv_cache.toml"
+T = TypeVar("T")
 DEFAULT_BYTES = 2.0
 DEFAULT_SOURCE = "default: BF16 KV (the frameworks' auto KV dtype), no recipe says otherwise"
 
@@ -78,17 +79,19 @@ def _matches(key: Key, framework: str, model: str, hardware: str | None = None, 
 
 
 def _keyed(path: Path, table: str, field: str,
-           expect: Callable[[float], str | None] = lambda v: None) -> tuple[tuple[Key, float, str], ...]:
-    """The ``[[table]]`` entries of ``path`` as (:data:`Key`, value of ``field``, source) (:func:`_rows`)."""
-    return tuple((_key(e, where), val, src) for e, where, val, src in _rows(path, table, field, expect))
+           expect: Callable[[float], str | None] = lambda v: None) -> tuple[tuple[Key, tuple[float, str]], ...]:
+    """The ``[[table]]`` entries of ``path`` as (:data:`Key`, (value of ``field``, source)) (:func:`_rows`)."""
+    return tuple((_key(e, where), (val, src)) for e, where, val, src in _rows(path, table, field, expect))
 
 
-def _first(entries: tuple[tuple[Key, float, str], ...], default: tuple[float, str], framework: str, model: str,
-           hardware: str | None = None, precision: str | None = None, tp: int = 0) -> tuple[float, str]:
-    """(value, source) of the first of ``entries`` that covers the deployment (:func:`_matches`), else ``default``."""
-    for key, val, src in entries:
-        if _matches(key, framework, model, hardware, precision, tp):
-            return val, src
+def _first(entries: tuple[tuple, ...], default: T, framework: str, model: str, hardware: str | None = None,
+           precision: str | None = None, tp: int = 0, when: Callable[[tuple], bool] | None = None) -> T:
+    """The last field of the first of ``entries`` (each a :data:`Key` first) that covers the deployment
+    (:func:`_matches`) and meets ``when`` (a recipe branch's further condition: a concurrency, a setting), else
+    ``default``."""
+    for e in entries:
+        if _matches(e[0], framework, model, hardware, precision, tp) and (when is None or when(e)):
+            return e[-1]
     return default
 
 
@@ -98,7 +101,7 @@ def _conc_min(e: dict, where: str) -> float:
 
 
 @lru_cache(maxsize=1)
-def _entries() -> tuple[tuple[Key, float, str], ...]:
+def _entries() -> tuple[tuple[Key, tuple[float, str]], ...]:
     return _keyed(KV_PATH, "kv_cache", "bytes", lambda v: None if v > 0 else "a positive number")
 
 
@@ -114,8 +117,8 @@ SCHED_PATH = CATALOG_DIR / "scheduling.toml"
 
 
 @lru_cache(maxsize=1)
-def _wait_entries() -> tuple[tuple[Key, float, float, str], ...]:
-    return tuple((_key(e, where), _conc_min(e, where), val, src)
+def _wait_entries() -> tuple[tuple[Key, float, tuple[float, str]], ...]:
+    return tuple((_key(e, where), _conc_min(e, where), (val, src))
                  for e, where, val, src in _rows(SCHED_PATH, "wait_steps", "steps"))
 
 
@@ -123,14 +126,12 @@ def wait_steps(framework: str, model: str, hardware: str | None = None, conc: fl
                precision: str | None = None, tp: int = 0) -> tuple[float, str]:
     """(decode steps a new request waits for the scheduler on average, source) for ``framework`` at ``conc``; an
     entry naming a weight format or tensor-parallel size ("tp4") matches only that one (a recipe's branches)."""
-    for key, lo, val, src in _wait_entries():
-        if _matches(key, framework, model, hardware, precision, tp) and conc >= lo:
-            return val, src
-    return 0.0, "default: no scheduling interval in the recipe"
+    return _first(_wait_entries(), (0.0, "default: no scheduling interval in the recipe"), framework, model,
+                  hardware, precision, tp, when=lambda e: conc >= e[1])
 
 
 @lru_cache(maxsize=1)
-def _ahead_entries() -> tuple[tuple[Key, float, str], ...]:
+def _ahead_entries() -> tuple[tuple[Key, tuple[float, str]], ...]:
     return _keyed(SCHED_PATH, "ahead", "steps", lambda v: None if v >= 0 else "a number of steps >= 0")
 
 
@@ -143,7 +144,7 @@ def ahead_steps(framework: str, model: str) -> tuple[float, str]:
 
 
 @lru_cache(maxsize=1)
-def _alone_entries() -> tuple[tuple[Key, float, str], ...]:
+def _alone_entries() -> tuple[tuple[Key, tuple[float, str]], ...]:
     return _keyed(SCHED_PATH, "prefill_alone", "alone", lambda v: None if v in (0, 1) else "0 or 1")
 
 
@@ -186,10 +187,8 @@ def prefill_budget(framework: str, model: str, hardware: str | None = None, prec
     ``isl_osl`` or ``conc_min`` is that recipe branch); None where no recipe says, and the engine's estimate
     applies (:meth:`agentprof.catalog.serving.ServingCatalog.budget_tokens`)."""
     setting = f"{int(isl)}/{int(osl)}"
-    for key, io, lo, budget in _budget_entries():
-        if _matches(key, framework, model, hardware, precision, tp) and io in (None, setting) and conc >= lo:
-            return budget
-    return None
+    return _first(_budget_entries(), None, framework, model, hardware, precision, tp,
+                  when=lambda e: e[1] in (None, setting) and conc >= e[2])
 
 
 @lru_cache(maxsize=1)
@@ -307,14 +306,14 @@ MEMORY_BASES = ("total", "free")
 
 
 @lru_cache(maxsize=1)
-def _memory_entries() -> tuple[tuple[Key, str, float, str], ...]:
+def _memory_entries() -> tuple[tuple[Key, tuple[float, str, str]], ...]:
     out = []
     for e, where, val, src in _rows(MEMORY_PATH, "memory", "fraction",
                                     lambda v: None if 0 < v <= 1 else "a fraction in (0, 1]"):
         basis = e.get("basis", "total")
         if basis not in MEMORY_BASES:
             raise CatalogError(f"{where}.basis: expected one of {', '.join(MEMORY_BASES)}, got {basis!r}")
-        out.append((_key(e, where), str(basis), val, src))
+        out.append((_key(e, where), (val, str(basis), src)))
     return tuple(out)
 
 
@@ -323,10 +322,9 @@ def memory_fraction(framework: str, model: str, hardware: str, precision: str = 
     """(fraction, basis, source): the share of the accelerator's memory the engine gives weights and KV as the
     recipe set it (``memory.toml``): basis ``total`` (KV = fraction x HBM - weights) or ``free`` (KV = fraction x
     (HBM - weights))."""
-    for key, basis, val, src in _memory_entries():
-        if _matches(key, framework, model, hardware, precision, tp):
-            return val, basis, src
-    return 0.9, "total", "default: 0.9 of HBM (vLLM's long-standing gpu_memory_utilization), no engine entry"
+    return _first(_memory_entries(), (0.9, "total", "default: 0.9 of HBM (vLLM's long-standing "
+                                            "gpu_memory_utilization), no engine entry"),
+                  framework, model, hardware, precision, tp)
 
 
 def usable_fraction(framework: str, model: str, hardware: str, hbm_bytes: float, weights_per_gpu: float,

@@ -165,19 +165,25 @@ def median_wait(mean: np.ndarray, clients: np.ndarray, demand: np.ndarray, think
 def _disagg_cycle(w: Work, t_step: np.ndarray, accept: np.ndarray, s_alone: np.ndarray, work: np.ndarray,
                   t0: np.ndarray, q: np.ndarray, handoff: np.ndarray | float) -> tuple[np.ndarray, ...]:
     """A disaggregated request at decode step ``t_step``: (tpot, prefill-pool wait, hand-off wait, the first
-    token's time, the pool loop's think time). A closed loop of the clients holding a decode slot (``conc`` less those queued for one) over
-    ``n_prefill`` workers each busy ``work`` per prompt (:func:`closed_wait`, the pool as one queue of demand
-    ``work / n_prefill``: Seidmann's reduction of a multi-server station); the rest of the cycle (the prompt's own
-    prefill, transfer, hand-off, decode) is the loop's think time."""
+    token's time, the pool loop's think time). A closed loop of the clients holding a decode slot over the pool
+    (:func:`_pool_loop`; :func:`closed_wait`, the pool as one queue: Seidmann's reduction of a multi-server
+    station); the rest of the cycle (the prompt's own prefill, transfer, hand-off, decode) is the loop's think
+    time."""
     tpot = t_step / accept
     # the hand-off: the decode engine takes the transferred request in on its own iterations (poll the
     # transfer, admit, emit the first token), so the wait is a number of its decode steps, not a fixed time
     hand = (w.wait_steps + handoff) * t_step
     base = t0 + s_alone + w.xfer_s + hand
-    d = work / w.n_prefill
+    clients, d = _pool_loop(w, work)
     think = base - d + w.load_s + (w.osl - 1.0) * tpot
-    q_dis = closed_wait(w.conc / (1.0 + w.over), d, think, q, cap=w.pf_batch)
+    q_dis = closed_wait(clients, d, think, q, cap=w.pf_batch)
     return tpot, q_dis, hand, base + q_dis, think
+
+
+def _pool_loop(w: Work, work: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(clients, demand) of a disaggregated prefill pool's closed loop: the clients holding a decode slot, each
+    bringing ``work`` shared by the pool's ``n_prefill`` workers."""
+    return w.conc / (1.0 + w.over), work / w.n_prefill
 
 
 def decode_batch(w: Work, step_s: Callable[[np.ndarray], np.ndarray], accept: np.ndarray, s_alone: np.ndarray,
@@ -297,7 +303,7 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     over_q = np.where(dis, over_dis, w.over * (ttft_core + decode))
     ttft = ttft_core + over_q
     if median:  # the median arrival's wait at the prefill queue (or pool) in place of the mean
-        med = np.where(dis, median_wait(q_dis, w.conc / (1.0 + w.over), work / w.n_prefill, z_dis),
+        med = np.where(dis, median_wait(q_dis, *_pool_loop(w, work), z_dis),
                        median_wait(q_agg, w.b_run, s_alone, z_agg))
         median_shift = med - np.where(dis, q_dis, q_agg)
         ttft = ttft + median_shift
