@@ -8,6 +8,7 @@ model's per-token KV elements times this element size; a framework not listed st
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -159,11 +160,21 @@ def prefill_alone(framework: str, model: str) -> tuple[bool, str]:
 class Budget(NamedTuple):
     """A recipe's prefill token budgets: ``tokens`` one step may hold (a long prompt is chunked to it), its
     ``source``, and ``batch``, the prompt tokens past which a pass takes no further waiting prompt (SGLang's
-    ``--max-prefill-tokens`` [S77]; ``tokens`` unless the entry says otherwise)."""
+    ``--max-prefill-tokens`` [S77]; ``tokens`` unless the entry says otherwise). A disaggregated prefill server's
+    ``--max-running-requests`` caps the prompts it holds at once: ``requests`` without data-parallel attention,
+    ``requests_dp`` with it (SGLang divides it among the ranks); None where the recipe sets none."""
 
     tokens: float
     source: str
     batch: float
+    requests: float | None = None
+    requests_dp: float | None = None
+
+    def prompts_per_rank(self, ranks: float, dp_attention: bool) -> float:
+        """Prompts one scheduler of a prefill server holds at once (infinite where the recipe sets no cap): the
+        server's cap over its data-parallel attention ranks, at least one."""
+        cap = self.requests_dp if dp_attention else self.requests
+        return math.inf if cap is None else max(math.floor(cap / max(ranks, 1.0)), 1.0)
 
 
 @lru_cache(maxsize=1)
@@ -177,7 +188,10 @@ def _budget_entries() -> tuple[tuple[Key, str | None, float, Budget], ...]:
         batch = _sourced(e, where, "batch")[0] if "batch" in e else val
         if not 1 <= batch <= val:
             raise CatalogError(f"{where}.batch: expected 1 to {val:g} tokens (at most the step's), got {batch:g}")
-        out.append((_key(e, where), io, _conc_min(e, where), Budget(val, src, batch)))
+        caps = [_sourced(e, where, f)[0] if f in e else None for f in ("requests", "requests_dp")]
+        if any(c is not None and c < 1 for c in caps):
+            raise CatalogError(f"{where}.requests: expected at least 1 request, got {caps}")
+        out.append((_key(e, where), io, _conc_min(e, where), Budget(val, src, batch, *caps)))
     return tuple(out)
 
 

@@ -169,6 +169,7 @@ class Features:
     attn_eff: np.ndarray     # prefill attention's efficiency, the kernel's sourced figure (NaN: the fitted global)
     budget: np.ndarray       # tokens one prefill step may hold: the recipe's (scheduling.toml [budget]), else the engine's
     batch: np.ndarray        # prompt tokens past which a pass takes no further waiting prompt (Budget.batch)
+    requests: np.ndarray     # prompts a disaggregated prefill worker holds at once, all its ranks (inf: no cap)
 
     def subset(self, sel: np.ndarray) -> Features:
         """The points selected by a boolean mask or an index array."""
@@ -260,6 +261,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     attn_a = np.full(n, np.nan)
     budget_a = np.full(n, np.nan)
     batch_a = np.full(n, np.nan)
+    req_a = np.full(n, np.inf)
     covered = np.zeros(n, dtype=bool)
     keys: list[PointKey | None] = []
     why: list[str] = []
@@ -353,6 +355,10 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         # batch's decode tokens leave of it
         wk["pf_batch"][j] = float(pass_prompts(batch_a[j], 0.0 if disagg or wk["pf_alone"][j] else b_run, isl_m))
         wk["pf_ranks"][j] = gp if dpa_p else 1.0  # SGLang: a scheduler per data-parallel attention rank
+        if disagg and recipe:  # ... at most the prompts the prefill server's scheduler holds at once
+            per_rank = recipe.prompts_per_rank(wk["pf_ranks"][j], dpa_p)
+            wk["pf_batch"][j] = min(wk["pf_batch"][j], per_rank)
+            req_a[j] = per_rank * wk["pf_ranks"][j]
         wk["svc_cv2"][j] = LENGTH_CV2
         # MTP: the step verifies each sequence's drafted tokens too (the recipe's depth, where the catalog lists it)
         depth = draft_depth(fw, model.key, hw, spec, layout, float(row["isl"]), float(row["osl"]))[0]
@@ -389,7 +395,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     return Features(keys=keys, covered=covered, why=why, layers=layers, g_dec=g_dec, g_pf=g_pf,
                     dpa_dec=dpa_dec, dpa_pf=dpa_pf, work=work,
                     mtp=mtp_a, draft=draft_a, slots=slots_a, in_domain=in_dom, mem_util=mem_a, kv_cap=cap_a,
-                    n_decode=ndec_a, attn_eff=attn_a, budget=budget_a, batch=batch_a, kv_bytes=kvb, ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
+                    n_decode=ndec_a, attn_eff=attn_a, budget=budget_a, batch=batch_a, requests=req_a, kv_bytes=kvb,
+                    ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
                     e2e=meas("median_e2el_s"))
 
 

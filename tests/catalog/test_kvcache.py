@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -72,6 +74,10 @@ def test_a_prefill_step_holds_the_tokens_its_recipe_set() -> None:
     assert disagg.batch == 16384
     assert prefill_budget("sglang", "deepseek-r1", "mi300x", "fp8", 8, 1024, 1024, 4).batch == 131072
     assert prefill_budget("atom", "deepseek-r1", "mi355x", "fp8", 8, 1024, 1024, 64) is None
+    # its prefill server runs 8 requests at once with DP attention, one per attention rank, and 128 without
+    assert (disagg.requests_dp, disagg.requests) == (8, 128)
+    assert disagg.prompts_per_rank(8, True) == 1 and disagg.prompts_per_rank(1, False) == 128
+    assert prefill_budget("sglang", "deepseek-r1", "mi300x", "fp8", 8, 1024, 1024, 4).prompts_per_rank(8, True) == math.inf
     # the points carry it, and an engine without one its estimate
     rows = [{"hardware": hw, "framework": fw, "model": "deepseek-r1", "precision": "fp8", "isl": 8192, "osl": 1024,
              "conc": 64, "tp": 8, "ep": 1, "dp_attention": False, "disagg": False}
@@ -96,4 +102,13 @@ def test_a_prefill_batch_above_the_steps_budget_is_one_clear_error(serving_catal
     serving_catalog("SCHED_PATH", '[[budget]]\nframework = "sglang"\ntokens = { value = 8192, source = "test" }\n'
                                   'batch = { value = 16384, source = "test" }\n')
     with pytest.raises(CatalogError, match=r"budget\[0\]\.batch: expected 1 to 8192 tokens"):
+        prefill_budget("sglang", "deepseek-r1")
+
+
+def test_a_prefill_server_running_no_request_is_one_clear_error(serving_catalog) -> None:
+    from agentprof.catalog.kvcache import prefill_budget
+
+    serving_catalog("SCHED_PATH", '[[budget]]\nframework = "sglang"\ntokens = { value = 8192, source = "test" }\n'
+                                  'requests_dp = { value = 0, source = "test" }\n')
+    with pytest.raises(CatalogError, match=r"budget\[0\]\.requests: expected at least 1 request"):
         prefill_budget("sglang", "deepseek-r1")

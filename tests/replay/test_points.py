@@ -87,7 +87,13 @@ def test_a_prefill_pass_holds_the_prompts_its_budget_leaves_room_for(feats) -> N
     w = feats.work
     isl = 0.9 * np.array([1024.0] * len(feats))  # every calibration prompt is 1,024 tokens, lengths in [0.8 L, L]
     alone = (w.pf_alone > 0) | feats.disagg
-    np.testing.assert_allclose(w.pf_batch[alone], np.maximum(feats.batch[alone] / isl[alone], 1.0))
+    # ... and no more than a prefill server's scheduler runs at once (its recipe's --max-running-requests)
+    cap = np.where(feats.disagg, feats.requests / w.pf_ranks, np.inf)
+    np.testing.assert_allclose(w.pf_batch[alone], np.minimum(np.maximum(feats.batch / isl, 1.0), cap)[alone])
+    # MI355X SGLang-disagg: 8 requests over 8 data-parallel attention ranks, one prompt each; 128 without them
+    capped = feats.disagg & np.isfinite(feats.requests)
+    pairs = set(zip(w.pf_batch[capped].tolist(), feats.requests[capped].tolist(), strict=True))
+    assert pairs == {(1.0, 8.0), (16384 / (0.9 * 1024), 128.0)}
     rides = ~alone
     np.testing.assert_allclose(w.pf_batch[rides], np.maximum((feats.batch[rides] - w.b_run[rides]) / isl[rides], 1.0))
     assert alone.sum() > 100 and rides.sum() > 100 and (w.pf_batch[rides] < w.pf_batch[rides].max()).any()

@@ -150,13 +150,15 @@ def simulate_pools_point(pre: Deployment, pre_p: Any, dec: Deployment, dec_p: An
                          per_client: int = BENCH_PROMPTS_PER_CLIENT, spread: float = 0.2,
                          link_bw: float | None = None, stat: Any = np.nanmedian, most: int = SLICE_CLIENTS,
                          detail: dict | None = None, decode_slots: float | None = None,
-                         overlap_comm: bool = True, batch: float | None = None) -> tuple[float, float, float]:
+                         overlap_comm: bool = True, batch: float | None = None,
+                         requests: float = math.inf) -> tuple[float, float, float]:
     """TTFT, TPOT and end-to-end latency (``stat``) of a disaggregated benchmark point: ``conc`` closed-loop
     clients, ``n_prefill`` prefill workers of ``pre`` and ``n_decode`` decode workers of ``dec`` with their own
     free terms, the KV handed over the layout's link (``link_bw`` bytes/s per accelerator overrides it).
     ``decode_slots``: sequences all decode workers run at once (the recipe's; None: their KV pool bounds them).
     ``overlap_comm``: False where the prefill workers' batched prompts each pay their collectives (:class:`Pools`).
-    ``batch``: prompt tokens a prefill pass holds before it takes no further prompt (None: ``budget``).
+    ``batch``: prompt tokens a prefill pass holds before it takes no further prompt (None: ``budget``);
+    ``requests``: prompts a prefill worker holds at once (its recipe's cap, all its ranks).
     ``detail`` receives the engine result, the pools and the slicing."""
     sim, copies = slices(conc, most)
     pcost = StepCost(pre, pre_p, mem_util, 64e9, 25e9, copies=copies)
@@ -164,7 +166,8 @@ def simulate_pools_point(pre: Deployment, pre_p: Any, dec: Deployment, dec_p: An
     pools = Pools.of(pcost, dcost, n_prefill, n_decode, link_bw, decode_slots, overlap_comm)
     plan = benchmark_plan(sim, isl, osl, per_client, spread=spread)
     opt = Options(concurrency=sim, replicas=1, budget_tokens=budget / copies,
-                  batch_tokens=None if batch is None else batch / copies)
+                  batch_tokens=None if batch is None else batch / copies,
+                  batch_prompts=max(requests / copies, 1.0))
     eng = Engine(plan, dcost, opt, pools).run()
     if detail is not None:
         detail.update({"engine": eng, "pools": pools, "clients": sim, "copies": copies})
@@ -234,7 +237,8 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
                                                    overlap_comm=not f.work.pf_serial_s[j] > 0,
                                                    # the batch budget is each data-parallel attention rank's:
                                                    # the worker's pass holds all of theirs
-                                                   batch=float(f.batch[j] * f.work.pf_ranks[j]))
+                                                   batch=float(f.batch[j] * f.work.pf_ranks[j]),
+                                                   requests=float(f.requests[j]))
             pred["ttft"][j], pred["tpot"][j], pred["e2e"][j] = ttft, tpot, e2e
             simulated[j] = True
             continue

@@ -82,6 +82,8 @@ class Options:
     batch_tokens: float | None = None
     """Prompt tokens a prefill worker's pass holds before it takes no further waiting prompt (SGLang's
     ``--max-prefill-tokens`` where smaller than the step's budget); None: ``budget_tokens``."""
+    batch_prompts: float = math.inf
+    """Prompts a prefill worker holds at once (its recipe's ``--max-running-requests``, all its ranks)."""
     cpu_blocks: float = 0.0
     disk_blocks: float = 0.0
     hbm_blocks: float | None = None  # None: the KV pool; math.inf: unbounded (tests)
@@ -591,8 +593,10 @@ class Engine:
         # ... and, with a batch budget (SGLang's input budget), a further prompt only while its tokens (before the
         # cache lookup) fit what is left of it [S77]
         batch = self.opt.batch_tokens
-        # a decode worker runs at most its recipe's decode slots (the rest wait in its queue)
-        slots = self.pools.max_running if rep.role == "decode" and self.pools is not None else math.inf
+        # a decode worker runs at most its recipe's decode slots, a prefill worker its recipe's prompts at once (the
+        # rest wait in its queue)
+        slots = (self.opt.batch_prompts if rep.role == "prefill"
+                 else self.pools.max_running if rep.role == "decode" and self.pools is not None else math.inf)
         while rep.queue:
             r = rep.queue[0]
             if len(rep.running) >= slots:

@@ -347,3 +347,19 @@ def test_a_prefill_pass_takes_no_further_prompt_past_its_batch_budget() -> None:
         passes = np.split(np.sort(wave), np.flatnonzero(np.diff(np.sort(wave)) > 2e-3) + 1)
         largest.append(max(p.size for p in passes))
     assert largest[0] >= 4 and largest[1] == 1, largest
+
+
+def test_a_prefill_worker_holds_no_more_prompts_than_its_recipe_lets_it_run() -> None:
+    # 16 clients start at once with 1K prompts: the whole 8,192-token budget takes several into one pass; a
+    # prefill server whose recipe runs 2 requests at once (--max-running-requests) never takes a third, so its
+    # prompts wait longer
+    largest, waits = [], []
+    for requests in (float("inf"), 2.0):
+        (_, _, _), det = _gpt_pools(16, requests=requests)
+        eng = det["engine"]
+        wave = np.sort(eng.queue_s[eng.issue_t == 0.0])  # a prompt's wait for its pass
+        # a pass's prompts arrive a few tokenizations apart: waits within 2 ms of the previous are one pass's
+        largest.append(max(p.size for p in np.split(wave, np.flatnonzero(np.diff(wave) > 2e-3) + 1)))
+        waits.append(float(wave.mean()))
+    assert largest[0] > 2 and largest[1] == 2, largest
+    assert waits[1] > waits[0], waits
