@@ -189,8 +189,9 @@ def _budget_entries() -> tuple[tuple[Key, str | None, float, Budget], ...]:
         if not 1 <= batch <= val:
             raise CatalogError(f"{where}.batch: expected 1 to {val:g} tokens (at most the step's), got {batch:g}")
         caps = [_sourced(e, where, f)[0] if f in e else None for f in ("requests", "requests_dp")]
-        if any(c is not None and c < 1 for c in caps):
-            raise CatalogError(f"{where}.requests: expected at least 1 request, got {caps}")
+        for f, c in zip(("requests", "requests_dp"), caps, strict=True):
+            if c is not None and c < 1:
+                raise CatalogError(f"{where}.{f}: expected at least 1 request, got {c:g}")
         out.append((_key(e, where), io, _conc_min(e, where), Budget(val, src, batch, *caps)))
     return tuple(out)
 

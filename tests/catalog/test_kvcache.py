@@ -110,5 +110,5 @@ def test_a_prefill_server_running_no_request_is_one_clear_error(serving_catalog)
 
     serving_catalog("SCHED_PATH", '[[budget]]\nframework = "sglang"\ntokens = { value = 8192, source = "test" }\n'
                                   'requests_dp = { value = 0, source = "test" }\n')
-    with pytest.raises(CatalogError, match=r"budget\[0\]\.requests: expected at least 1 request"):
+    with pytest.raises(CatalogError, match=r"budget\[0\]\.requests_dp: expected at least 1 request, got 0"):
         prefill_budget("sglang", "deepseek-r1")
