@@ -611,6 +611,7 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
         b_run=running, over=np.maximum(b / cap - 1.0, 0.0), osl=out, n_chunks=prefill_chunks(new, budget),
         comm_s=dep.comm_s(tok), comm_pf_s=dep.comm_s(new) / prefill_chunks(new, budget),
         bw_s=dep.decode_bytes_per_gpu(running, ctx_mean, tok if verify_weights else None) / dep.accel.hbm_bw,
+        bw_kv_s=running * dep.kv_seq_bytes(ctx_mean) / dep.kv_divisor / dep.accel.hbm_bw,
         cmp_s=dep.decode_peak_s(tok, ctx_mean),
         pf_gemm_s=dep.prefill_gemm_peak_s_per_token * new / dep.gpus,
         pf_attn_s=(own + before + expand) / per_s, pf_attn_fresh_s=own / per_s,

@@ -91,6 +91,10 @@ class Work:
     # squared coefficient of variation of one prompt's prefill time across the requests (a benchmark's drawn
     # lengths): the queue's wait scales by (1 + cv²)/2 (Pollaczek-Khinchine); None: 1, exponential service
     svc_cv2: np.ndarray | None = None
+    # the KV part of bw_s (the running batch's context, read by the decode attention): a step that carries a
+    # prompt's chunk reads the weights once for the chunk and the decode (the read overlaps the chunk's GEMMs),
+    # but the KV in a kernel of its own, which adds; None: all of bw_s overlaps the chunk
+    bw_kv_s: np.ndarray | None = None
 
 
 @dataclass
@@ -276,9 +280,11 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     # decode step: fixed overhead, collectives, per-prefill scheduling; bandwidth and compute overlap
     step_over, dec_bw, dec_cmp = decode_parts(b_dec)
     t_step = step_over + dec_bw + dec_cmp
-    # aggregated: the new request's chunks ride steps that also carry the running batch's decode work
+    # aggregated: the new request's chunks ride steps that also carry the running batch's decode work; the
+    # weights are read once for both, the decode attention's KV reads apart (added to the ride below)
     mix_cmp = pf_cmp + others * w.n_chunks * w.cmp_s / mfu
-    mix_bw = (1.0 - others) * pf_mem + others * (w.n_chunks * dec_bw + pf_kv)
+    kv_dec = 0.0 if w.bw_kv_s is None else w.bw_kv_s / mbu
+    mix_bw = (1.0 - others) * pf_mem + others * (w.n_chunks * (dec_bw - kv_dec) + pf_kv)
     pf_cmp_bound = mix_cmp >= mix_bw
     # arrival in the middle of a running step and behind the steps launched ahead of it, then the scheduler's
     # polling interval
@@ -297,7 +303,7 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     queue_pf = np.where(dis, q_dis + hand, wait_step + q_agg)
     ride_cmp = np.where(dis | alone, pf_cmp, mix_cmp)
     ride_bw = np.where(dis | alone, pf_mem, mix_bw)
-    ride = np.maximum(ride_cmp, ride_bw)
+    ride = np.maximum(ride_cmp, ride_bw) + np.where(dis | alone, 0.0, others * w.n_chunks * kv_dec)
     ttft_core = t0 + w.load_s + np.where(dis, w.xfer_s, 0.0) + pf_over + ride + queue_pf
     # clients beyond the KV capacity wait for the running batch to drain (closed loop)
     over_q = np.where(dis, over_dis, w.over * (ttft_core + decode))

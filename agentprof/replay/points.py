@@ -242,7 +242,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     wk = {k: z.copy() for k in ("b_run", "over", "osl", "n_chunks", "comm_s", "comm_pf_s", "bw_s", "cmp_s",
                                 "pf_gemm_s", "pf_attn_s", "pf_mem_s", "pf_kv_s", "conc", "n_prefill", "xfer_s", "load_s",
                                 "wait_steps", "bw_seq_s", "cmp_seq_s", "comm_seq_s", "pf_serial_s", "front_s",
-                                "ahead", "pf_alone", "pf_batch", "pf_ranks", "svc_cv2")}
+                                "ahead", "pf_alone", "pf_batch", "pf_ranks", "svc_cv2", "bw_kv_s")}
     wk["n_prefill"][:] = 1.0
     wk["osl"][:] = 1.0
     wk["n_chunks"][:] = 1.0
@@ -366,6 +366,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["comm_s"][j] = float(dec.comm_s(b_run * (1.0 + depth)))
         wk["comm_pf_s"][j] = float(pre.comm_s(isl_m)) / chunks
         wk["bw_s"][j] = float(dec.decode_bytes_per_gpu(b_run, ctx)) / acc.hbm_bw
+        wk["bw_kv_s"][j] = float(b_run * dec.kv_seq_bytes(ctx) / dec.kv_divisor) / acc.hbm_bw
         wk["cmp_s"][j] = float(dec.decode_peak_s(b_run * (1.0 + depth), ctx))
         if disagg:  # the step per sequence, for the decode batch the clients queued for prefill leave (Work)
             wk["bw_seq_s"][j], wk["cmp_seq_s"][j], wk["comm_seq_s"][j] = _per_sequence(dec, b_run, ctx, 1.0 + depth)

@@ -57,7 +57,9 @@ def test_a_tool_made_5x_slower_is_flagged_with_the_wall_time_and_nothing_else(po
     assert _sig(res) == {("call_s", "tool:run_tests"), ("tool_time_s", "tool:run_tests"), ("wall_s", "task"),
                          ("tool_s", "task"), ("agent_active_s", "task")}
     tool = res.change("tool_time_s", "tool:run_tests")
-    assert 3.5 < tool.ratio < 6.5  # each call sleeps 4x its own time after running
+    # each call sleeps 4x its own time after running: 5x, give or take the test run's own time on a loaded machine
+    # (6.8x seen with the suite's other workers on 2 cores)
+    assert 3.5 < tool.ratio < 8.0
     assert res.change("wall_s").ratio > 1.3
     # the other tools were tested too and are not flagged
     others = [c for c in res.changes if c.metric in ("tool_time_s", "call_s") and c.scope.startswith("tool:")

@@ -194,3 +194,26 @@ def test_a_benchmarks_near_equal_prompts_wait_half_what_exponential_service_woul
     assert np.all(wait > 0)
     np.testing.assert_allclose(wait / (expo.queue - none.queue)[light], (1 + LENGTH_CV2) / 2, rtol=0.05)
     assert np.all(t.ttft <= expo.ttft + 1e-12)
+
+
+def test_a_step_carrying_a_chunk_reads_the_decodes_kv_apart_from_the_weights() -> None:
+    # a prompt's chunk rides decode steps (vLLM): the weights are read once for both (the read overlaps the
+    # chunk's GEMMs), but the running batch's KV in the decode attention's own kernel, which adds to the chunk's
+    # compute; alone (one client), with prefill run as its own pass (SGLang) or in the decode step itself,
+    # nothing changes
+    from dataclasses import replace
+
+    rides = {**AGG, "framework": "vllm", "hardware": "b200", "tp": 1, "ep": 1}
+    f, t = _times([{**rides, "conc": c} for c in CONC] + [{**AGG, "conc": c} for c in CONC])
+    th = np.tile(prior_theta(), (len(f), 1))
+    th[:, PARAMS.index("accept")] = 1.0
+    apart = predict_times(replace(f, work=replace(f.work, bw_kv_s=None)), th, 0.5)
+    np.testing.assert_allclose(t.tpot, apart.tpot, rtol=1e-12)
+    w, n = f.work, len(CONC)
+    kv = np.maximum(w.b_run - 1.0, 0.0) / w.b_run * w.n_chunks * w.bw_kv_s / th[:, PARAMS.index("mbu")]
+    assert kv[0] == 0.0 and np.all(kv[1:n] > 0)
+    # an 8K prompt's chunk is compute-bound: its ride grows by exactly the decode's KV reads (and the wait of
+    # the clients beyond the KV capacity, a whole cycle of a running one, by as much for each)
+    np.testing.assert_allclose((t.ttft - apart.ttft)[1:n], (kv * (1.0 + w.over))[1:n], rtol=1e-9)
+    assert t.ttft[0] == apart.ttft[0]
+    np.testing.assert_array_equal(t.ttft[n:], apart.ttft[n:])
