@@ -303,7 +303,8 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     queue_pf = np.where(dis, q_dis + hand, wait_step + q_agg)
     ride_cmp = np.where(dis | alone, pf_cmp, mix_cmp)
     ride_bw = np.where(dis | alone, pf_mem, mix_bw)
-    ride = np.maximum(ride_cmp, ride_bw) + np.where(dis | alone, 0.0, others * w.n_chunks * kv_dec)
+    ride_kv = np.where(dis | alone, 0.0, others * w.n_chunks * kv_dec)
+    ride = np.maximum(ride_cmp, ride_bw) + ride_kv
     ttft_core = t0 + w.load_s + np.where(dis, w.xfer_s, 0.0) + pf_over + ride + queue_pf
     # clients beyond the KV capacity wait for the running batch to drain (closed loop)
     over_q = np.where(dis, over_dis, w.over * (ttft_core + decode))
@@ -321,8 +322,8 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     dec_c = dec_cmp * n_dec
     cmp_bound = np.where(dis | alone, pf_cmp >= pf_mem, pf_cmp_bound)
     parts = {
-        "compute": dec_c + np.where(cmp_bound, ride, 0.0),
-        "bandwidth": dec_b + np.where(cmp_bound, 0.0, ride),
+        "compute": dec_c + np.where(cmp_bound, ride - ride_kv, 0.0),
+        "bandwidth": dec_b + np.where(cmp_bound, ride_kv, ride),
         "overhead": t0 + pf_over + step_over * n_dec,
         "kv_load": w.load_s + np.where(dis, w.xfer_s, 0.0),
         "queueing": queue_pf + over_q + median_shift + z,
