@@ -377,7 +377,13 @@ class Deployment:
         if self.experts and self.expert_parallel > 1:  # the step waits for the rank that touched the most experts
             touched = self.moe_layers * self.expert_bytes * self.busiest_rank_experts(t) * self.expert_parallel / self.gpus
         weights = self.nonexpert_read_bytes / rep + touched
-        return weights + b * self.kv_seq_bytes(ctx) / self.kv_divisor
+        return weights + self.decode_kv_bytes_per_gpu(b, ctx)
+
+    def decode_kv_bytes_per_gpu(self, batch: ArrayLike, ctx: ArrayLike) -> np.ndarray:
+        """The KV part of :meth:`decode_bytes_per_gpu`: the ``batch`` sequences' context, which the decode attention
+        reads in a kernel of its own."""
+        b = np.maximum(np.asarray(batch, dtype=float), 1.0)
+        return b * self.kv_seq_bytes(ctx) / self.kv_divisor
 
     def busiest_rank_experts(self, batch: ArrayLike) -> np.ndarray:
         """Expected distinct experts (per MoE layer) the busiest of the ``expert_parallel`` ranks touches in a decode
@@ -611,7 +617,7 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
         b_run=running, over=np.maximum(b / cap - 1.0, 0.0), osl=out, n_chunks=prefill_chunks(new, budget),
         comm_s=dep.comm_s(tok), comm_pf_s=dep.comm_s(new) / prefill_chunks(new, budget),
         bw_s=dep.decode_bytes_per_gpu(running, ctx_mean, tok if verify_weights else None) / dep.accel.hbm_bw,
-        bw_kv_s=running * dep.kv_seq_bytes(ctx_mean) / dep.kv_divisor / dep.accel.hbm_bw,
+        bw_kv_s=dep.decode_kv_bytes_per_gpu(running, ctx_mean) / dep.accel.hbm_bw,
         cmp_s=dep.decode_peak_s(tok, ctx_mean),
         pf_gemm_s=dep.prefill_gemm_peak_s_per_token * new / dep.gpus,
         pf_attn_s=(own + before + expand) / per_s, pf_attn_fresh_s=own / per_s,

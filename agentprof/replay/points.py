@@ -366,7 +366,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["comm_s"][j] = float(dec.comm_s(b_run * (1.0 + depth)))
         wk["comm_pf_s"][j] = float(pre.comm_s(isl_m)) / chunks
         wk["bw_s"][j] = float(dec.decode_bytes_per_gpu(b_run, ctx)) / acc.hbm_bw
-        wk["bw_kv_s"][j] = float(b_run * dec.kv_seq_bytes(ctx) / dec.kv_divisor) / acc.hbm_bw
+        wk["bw_kv_s"][j] = float(dec.decode_kv_bytes_per_gpu(b_run, ctx)) / acc.hbm_bw
         wk["cmp_s"][j] = float(dec.decode_peak_s(b_run * (1.0 + depth), ctx))
         if disagg:  # the step per sequence, for the decode batch the clients queued for prefill leave (Work)
             wk["bw_seq_s"][j], wk["cmp_seq_s"][j], wk["comm_seq_s"][j] = _per_sequence(dec, b_run, ctx, 1.0 + depth)
