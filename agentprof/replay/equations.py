@@ -270,8 +270,9 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
             comm = comm - fewer * w.comm_seq_s
             bw = bw - fewer * w.bw_seq_s
             cmp = cmp - fewer * w.cmp_seq_s
-        # others' prompts: riding the step (their compute), or run alone before it (a whole prefill pass each)
-        rider_over = np.where(alone, pf_over, t_req)
+        # others' prompts: riding the step (their compute and their chunks' collectives, which the step runs too),
+        # or run alone before it (a whole prefill pass each)
+        rider_over = np.where(alone, pf_over, t_req + w.n_chunks * w.comm_pf_s)
         rider_bw = np.where(alone, pf_core - np.minimum(pf_core, pf_cmp), 0.0)
         rider_cmp = np.where(alone, np.minimum(pf_core, pf_cmp), pf_cmp)
         return tf_dec + comm + pf_rate * rider_over, bw / mbu + pf_rate * rider_bw, cmp / mfu + pf_rate * rider_cmp

@@ -334,12 +334,13 @@ def test_an_engine_that_runs_prefill_alone_holds_the_batch_for_each_whole_pass()
     assert alone.tpot[0] == pytest.approx(mixed.tpot[0], rel=1e-12)
     assert alone.ttft[0] == pytest.approx(mixed.ttft[0], rel=1e-12)
     # others' prompts: each holds the batch for a whole pass (its steps' overhead and its weights, not only its
-    # compute), so the step grows by (b - 1) / osl of that difference
+    # compute and collectives, which a riding chunk adds too), so the step grows by (b - 1) / osl of that difference
     mbu, mfu, t_req = par[0][0], par[1][0], par[4][0]
     pf_cmp = w.pf_gemm_s / mfu + w.pf_attn_s / 0.2
     pf_pass = w.n_chunks * (tf + w.comm_pf_s) + t_req + np.maximum(pf_cmp, w.pf_mem_s / mbu)
+    riding = t_req + w.n_chunks * w.comm_pf_s + pf_cmp
     rate = (w.b_run - 1.0) / w.osl
-    np.testing.assert_allclose(alone.tpot - mixed.tpot, rate * (pf_pass - t_req - pf_cmp), rtol=1e-9)
+    np.testing.assert_allclose(alone.tpot - mixed.tpot, rate * (pf_pass - riding), rtol=1e-9)
     assert (alone.tpot[1:] > mixed.tpot[1:]).all()
     # the new prompt's own pass reads the weights itself: a 1K-token DeepSeek prompt is bound by them on H200, so
     # its first token comes later than when it rides steps that read them for the batch anyway

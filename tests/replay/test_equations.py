@@ -217,3 +217,22 @@ def test_a_step_carrying_a_chunk_reads_the_decodes_kv_apart_from_the_weights() -
     np.testing.assert_allclose((t.ttft - apart.ttft)[1:n], (kv * (1.0 + w.over))[1:n], rtol=1e-9)
     assert t.ttft[0] == apart.ttft[0]
     np.testing.assert_array_equal(t.ttft[n:], apart.ttft[n:])
+
+
+def test_the_decoders_wait_for_a_riding_chunks_collectives() -> None:
+    # another client's prompt rides the running batch's steps chunk by chunk (vLLM, TensorRT-LLM, ATOM): those
+    # steps run the chunk's all-reduces over its tokens too, so each decoding sequence waits for them, as the
+    # simulation's step does (stepcost: a riding chunk's comm); one client has no rider, one GPU no collective
+    from dataclasses import replace
+
+    rides = {**AGG, "framework": "vllm", "hardware": "b200", "ep": 1}
+    f, t = _times([{**rides, "tp": tp, "conc": c} for tp in (1, 4) for c in CONC])
+    th = np.tile(prior_theta(), (len(f), 1))
+    th[:, PARAMS.index("accept")] = 1.0
+    silent = predict_times(replace(f, work=replace(f.work, comm_pf_s=np.zeros(len(f)))), th, 0.5)
+    w, n = f.work, len(CONC)
+    rate = np.maximum(w.b_run - 1.0, 0.0) / w.osl
+    grown = t.tpot - silent.tpot
+    np.testing.assert_allclose(grown[n + 1:], (rate * w.n_chunks * w.comm_pf_s)[n + 1:], rtol=1e-9)
+    assert grown[n] == 0.0 and np.all(grown[n + 1:] > 0)
+    np.testing.assert_array_equal(grown[:n], 0.0)  # one GPU: no all-reduce
