@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
@@ -24,11 +25,21 @@ AGG = {"hardware": "gb200", "framework": "sglang", "model_prefix": "gptoss", "pr
 CONC = (1, 16, 64, 256, 512, 1024, 1536)
 
 
-def _times(rows: list[dict], median: bool = True):
-    f = point_features(pl.DataFrame(rows), CAT)
+def _theta(n: int) -> np.ndarray:
+    """The prior's free terms for ``n`` points, speculation off."""
     th = prior_theta()
     th[PARAMS.index("accept")] = 1.0
-    return f, predict_times(f, np.tile(th, (len(f), 1)), 0.5, median=median)
+    return np.tile(th, (n, 1))
+
+
+def _times(rows: list[dict], median: bool = True):
+    f = point_features(pl.DataFrame(rows), CAT)
+    return f, predict_times(f, _theta(len(f)), 0.5, median=median)
+
+
+def _retimed(f, median: bool = True, **work):
+    """The same points' times with some of their :class:`Work` fields replaced."""
+    return predict_times(replace(f, work=replace(f.work, **work)), _theta(len(f)), 0.5, median=median)
 
 
 def test_disaggregated_decode_batch_is_the_clients_not_waiting_for_a_first_token() -> None:
@@ -177,16 +188,12 @@ def test_a_benchmarks_near_equal_prompts_wait_half_what_exponential_service_woul
     # Pollaczek-Khinchine: the mean wait scales with (1 + cv²)/2 of the service time; the benchmark's prompts
     # (lengths in [0.8 L, L], cv² 0.004) wait about half of what the exponential form (cv² = 1) gives at light
     # load, and past the knee the saturated loop's wait, which does not depend on it
-    from dataclasses import replace
-
     from agentprof.replay.points import LENGTH_CV2
 
     f, t = _times([{**AGG, "conc": c} for c in CONC], median=False)
-    th = prior_theta()
-    th[PARAMS.index("accept")] = 1.0
+
     def with_cv2(cv2):
-        return predict_times(replace(f, work=replace(f.work, svc_cv2=cv2)), np.tile(th, (len(f), 1)), 0.5,
-                             median=False)
+        return _retimed(f, median=False, svc_cv2=cv2)
 
     expo, none = with_cv2(None), with_cv2(np.full(len(f), -1.0))  # (1 + cv²)/2 = 1; 0: no random wait at all
     light = (f.conc > 1) & (f.conc <= 16)
@@ -201,16 +208,12 @@ def test_a_step_carrying_a_chunk_reads_the_decodes_kv_apart_from_the_weights() -
     # chunk's GEMMs), but the running batch's KV in the decode attention's own kernel, which adds to the chunk's
     # compute; alone (one client), with prefill run as its own pass (SGLang) or in the decode step itself,
     # nothing changes
-    from dataclasses import replace
-
     rides = {**AGG, "framework": "vllm", "hardware": "b200", "tp": 1, "ep": 1}
     f, t = _times([{**rides, "conc": c} for c in CONC] + [{**AGG, "conc": c} for c in CONC])
-    th = np.tile(prior_theta(), (len(f), 1))
-    th[:, PARAMS.index("accept")] = 1.0
-    apart = predict_times(replace(f, work=replace(f.work, bw_kv_s=None)), th, 0.5)
+    apart = _retimed(f, bw_kv_s=None)
     np.testing.assert_allclose(t.tpot, apart.tpot, rtol=1e-12)
     w, n = f.work, len(CONC)
-    kv = np.maximum(w.b_run - 1.0, 0.0) / w.b_run * w.n_chunks * w.bw_kv_s / th[:, PARAMS.index("mbu")]
+    kv = np.maximum(w.b_run - 1.0, 0.0) / w.b_run * w.n_chunks * w.bw_kv_s / _theta(len(f))[:, PARAMS.index("mbu")]
     assert kv[0] == 0.0 and np.all(kv[1:n] > 0)
     # an 8K prompt's chunk is compute-bound: its ride grows by exactly the decode's KV reads (and the wait of
     # the clients beyond the KV capacity, a whole cycle of a running one, by as much for each)
@@ -223,13 +226,9 @@ def test_the_decoders_wait_for_a_riding_chunks_collectives() -> None:
     # another client's prompt rides the running batch's steps chunk by chunk (vLLM, TensorRT-LLM, ATOM): those
     # steps run the chunk's all-reduces over its tokens too, so each decoding sequence waits for them, as the
     # simulation's step does (stepcost: a riding chunk's comm); one client has no rider, one GPU no collective
-    from dataclasses import replace
-
     rides = {**AGG, "framework": "vllm", "hardware": "b200", "ep": 1}
     f, t = _times([{**rides, "tp": tp, "conc": c} for tp in (1, 4) for c in CONC])
-    th = np.tile(prior_theta(), (len(f), 1))
-    th[:, PARAMS.index("accept")] = 1.0
-    silent = predict_times(replace(f, work=replace(f.work, comm_pf_s=np.zeros(len(f)))), th, 0.5)
+    silent = _retimed(f, comm_pf_s=np.zeros(len(f)))
     w, n = f.work, len(CONC)
     rate = np.maximum(w.b_run - 1.0, 0.0) / w.osl
     grown = t.tpot - silent.tpot
