@@ -1,6 +1,6 @@
 """The model's error on held-out families, by slice, against the nearest-point lookup measured in the same run.
 
-Six families the fit never sees:
+Seven families the fit never sees:
 
 1. the other output length: fit on ISL/OSL 1k1k, predict 1k8k, and back (``fidelity.cross_validate``);
 2. whole stacks: each (hardware, framework, model, precision, speculation) group held out in turn, Dynamo and
@@ -13,7 +13,9 @@ Six families the fit never sees:
 5. the same stack's single calls: four one-user runs' requests, each priced alone from its own cached and new
    tokens, as a replay prices a trace (each run's first request, a compile warm-up, left out);
 6. another attention kernel at long prompts: each MiniMax M2.5 (GQA) stack on vLLM MI355X with the GQA attention
-   efficiency of the other two (``agentic.stacks_held_out``).
+   efficiency of the other two (``agentic.stacks_held_out``);
+7. official 8K-prompt points (``official_api_points.csv``, the InferenceX API's 8k1k DeepSeek R1 points), priced
+   by the shipped fit; and the model's error at 8K over its error at 1K inside each run (the same engine).
 
 The lookup is the measured point of the same hardware, framework and model nearest in ISL, OSL, concurrency and
 decode GPUs (``fidelity.nearest_lookup``) among the points the fit had (AgentX: the same accelerator's other healthy
@@ -35,7 +37,7 @@ import numpy as np
 import polars as pl
 
 METRICS = ("ttft", "tpot", "e2e")
-SLICES = ("hardware", "framework", "serving", "conc_band", "prompt", "tp", "new_tokens")
+SLICES = ("hardware", "framework", "serving", "conc_band", "prompt", "tp", "new_tokens", "stack", "run")
 
 
 def _ape(pred: pl.Expr, meas: pl.Expr) -> pl.Expr:
@@ -84,6 +86,13 @@ def _row(name: str, t: pl.DataFrame) -> str:
     cells = [f"{_pct(m[k][0])} / {_pct(b[k][0])}" for k in METRICS]
     return (f"| {name} | {t.height} | " + " | ".join(cells) + f" | {_pct(m['ttft'][1])} / {_pct(b['ttft'][1])} | "
             f"{m['off5']} / {b['off5']} |")
+
+
+def _line(name: str, t: pl.DataFrame) -> str:
+    """The model's median APE on ``t``'s points, one line."""
+    m = _stats(t, "pred")
+    return (f"{name}: {m['points']} points, " + ", ".join(f"{k.upper()} {_pct(m[k][0])} %" for k in METRICS)
+            + f", p90 TTFT {_pct(m['ttft'][1])} %, {m['off5']} > 5x")
 
 
 def table(title: str, t: pl.DataFrame) -> None:
@@ -292,6 +301,48 @@ def single_calls() -> pl.DataFrame:
         covered=pl.lit(True))
 
 
+OFFICIAL = "data/inferencex/official_api_points.csv"
+
+
+def official(points: pl.DataFrame, api: pl.DataFrame, isl: int = 8192, osl: int = 1024) -> pl.DataFrame:
+    """The official points at ``isl``/``osl`` (8K prompts: never fitted on) priced by the shipped fit; the lookup is
+    the nearest calibration point of the same hardware, framework and model. Slices: ``stack``, whether the
+    calibration has the point's hardware/framework/model/precision/speculation group, and ``run``, whether it has
+    the point's run (the same software: the rest are later or earlier engine versions)."""
+    from agentprof.catalog.hardware import load_catalog
+    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.fidelity import check, nearest_lookup
+
+    long = api.filter((pl.col("isl") == isl) & (pl.col("osl") == osl))
+    t = check(long, load_fitted(), load_catalog()).table
+    group = ("hardware", "framework", "model_prefix", "precision", "spec_decoding")
+    seen = set(points.select(group).unique().iter_rows())
+    runs = set(points["run_id"].to_list())
+    return pl.concat([t, nearest_lookup(long, points, SAME)], how="horizontal").with_columns(
+        stack=pl.Series(["calibrated" if r in seen else "unseen" for r in long.select(group).iter_rows()]),
+        run=pl.Series(["a calibration run" if r in runs else "another run" for r in long["run_id"].to_list()]))
+
+
+def shift_within_runs(api: pl.DataFrame) -> str:
+    """How the model's error moves from 1K to 8K prompts inside one run (the same software, stack and recipes): per
+    run and group, the median predicted/measured TTFT and TPOT at 8k1k over the same at 1k1k; their median and
+    quartiles across runs."""
+    from agentprof.catalog.hardware import load_catalog
+    from agentprof.replay.calibration import load_fitted
+    from agentprof.replay.fidelity import check
+
+    t = check(api, load_fitted(), load_catalog()).table.with_columns(api.select("run_id", "spec_decoding", "osl"))
+    t = t.filter(pl.col("osl") == 1024).with_columns(rt=pl.col("pred_ttft") / pl.col("meas_ttft"),
+                                                     rp=pl.col("pred_tpot") / pl.col("meas_tpot"))
+    k = ["run_id", "hardware", "framework", "model", "precision", "spec_decoding"]
+    med = t.group_by([*k, "isl"]).agg(pl.col("rt").median(), pl.col("rp").median())
+    j = med.filter(pl.col("isl") == 8192).join(med.filter(pl.col("isl") == 1024), on=k, suffix="_1k")
+    q = {m: [float((j[m] / j[f"{m}_1k"]).quantile(x)) for x in (0.25, 0.5, 0.75)] for m in ("rt", "rp")}
+    return (f"within a run, 8k1k over 1k1k (predicted/measured, median [quartiles] over {j.height} runs and groups): "
+            f"TTFT {q['rt'][1]:.2f} [{q['rt'][0]:.2f}–{q['rt'][2]:.2f}], "
+            f"TPOT {q['rp'][1]:.2f} [{q['rp'][0]:.2f}–{q['rp'][2]:.2f}]")
+
+
 def main(argv: list[str]) -> int:
     from agentprof.replay.points import load_points
 
@@ -314,6 +365,15 @@ def main(argv: list[str]) -> int:
           single_calls())
     table("6. Another attention kernel at long prompts: MiniMax M2.5 (GQA) on vLLM MI355X, AgentX, each stack "
           "with the GQA efficiency of the other two", other_model())
+    api = load_points(OFFICIAL)
+    off = official(df, api)
+    table("7. Official 8K-prompt points (InferenceX API, 8k1k, DeepSeek R1), the shipped fit", off)
+    print("\n" + _line(f"all {off.height} points (the model; no lookup where the calibration lacks the hardware "
+                        "and engine)", off))
+    print(shift_within_runs(api))
+    short = official(df, api, 1024)
+    print(_line("the same API's 1k1k points of calibrated stacks from other runs (later or earlier engine versions)",
+                short.filter((pl.col("stack") == "calibrated") & (pl.col("run") == "another run"))))
     return 0
 
 

@@ -100,21 +100,26 @@ def load_points(path: str | Path) -> pl.DataFrame:
 
 PRECISION_ALIASES = {"mxfp4": "fp4", "nvfp4": "fp4", "bfloat16": "bf16", "fp8_e4m3": "fp8", "e4m3": "fp8"}
 """Names a points file may give a weight format by its encoding; the catalog's formats are fp4, fp8, bf16, int4."""
-FLAGS = ("disagg", "dp_attention", "is_multinode")
-"""Yes/no columns of a points CSV: read as booleans whatever the writer spelled them."""
+POOL_FLAGS = ("prefill_dp_attention", "decode_dp_attention")
+FLAGS = ("disagg", "dp_attention", *POOL_FLAGS, "is_multinode")
+"""Yes/no columns of a points CSV: read as booleans whatever the writer spelled them. ``prefill_dp_attention`` and
+``decode_dp_attention`` are InferenceX's own per-point flags of a disaggregated recipe's pools (its result
+JSON's multi-node keys); a file without them has each pool's data-parallel attention inferred (:func:`_layout`)."""
 _TRUE, _FALSE = {"true", "t", "yes", "y", "1", "1.0"}, {"false", "f", "no", "n", "0", "0.0", ""}
 
 
 def _flag_column(df: pl.DataFrame, c: str, path: str) -> pl.DataFrame:
-    """``c`` as booleans: true/false, yes/no, 1/0 in any case (empty = false); anything else is an error naming
-    the line. Without this a column polars reads as text makes every non-empty value, even "False", true."""
-    text = df[c].cast(pl.String).str.strip_chars().str.to_lowercase()
-    bad = [i for i, v in enumerate(text.to_list()) if v is not None and v not in _TRUE | _FALSE]
+    """``c`` as booleans: true/false, yes/no, 1/0 in any case (empty = false; for a pool's flag, not given);
+    anything else is an error naming the line. Without this a column polars reads as text makes every non-empty
+    value, even "False", true."""
+    text = df[c].cast(pl.String).str.strip_chars().str.to_lowercase().to_list()
+    if c in POOL_FLAGS:
+        text = [v or None for v in text]
+    bad = [i for i, v in enumerate(text) if v is not None and v not in _TRUE | _FALSE]
     if bad:
         raise TraceFormatError(path, bad[0] + 2, f"column {c!r}: expected true/false (or yes/no, 1/0), "
                                                  f"got {df[c][bad[0]]!r}")
-    return df.with_columns(pl.Series(c, [None if v is None else v in _TRUE for v in text.to_list()],
-                                     dtype=pl.Boolean))
+    return df.with_columns(pl.Series(c, [None if v is None else v in _TRUE for v in text], dtype=pl.Boolean))
 
 
 def _col(df: pl.DataFrame, name: str, default: object = None) -> list:
@@ -203,6 +208,10 @@ def _layout(row: dict, disagg: bool) -> tuple[str, int, int, int, int, bool, boo
             return d
         return int(v)
 
+    def flag(name: str) -> bool | None:
+        v = row.get(name)
+        return None if v is None or (isinstance(v, float) and math.isnan(v)) else bool(v)
+
     if disagg:
         npw = max(i(row.get("prefill_num_workers"), 1), 1)
         ndw = max(i(row.get("decode_num_workers"), 1), 1)
@@ -211,10 +220,23 @@ def _layout(row: dict, disagg: bool) -> tuple[str, int, int, int, int, bool, boo
         dtp, dep = i(row.get("decode_tp"), gd), i(row.get("decode_ep"), 1)
         ptp = i(row.get("prefill_tp"), gp)
         key = f"p{npw}x{gp}-d{ndw}x{gd}-tp{dtp}ep{dep}"
-        return key, gp, npw, gd, ndw, ptp < gp, dtp < gd, dtp, dep
+        pep = i(row.get("prefill_ep"), 1)
+        # the recipe's own flags where the file has them; else a pool whose attention TP is below its GPUs runs
+        # attention data-parallel, and so do TensorRT-LLM's wide-EP pools (the columns say tp = ep = GPUs): its
+        # prefill workers, and its decode workers at 64+ clients each (InferenceX's flags: 366 of 418 such prefill
+        # workers and 209 of 218 such decode workers run attention data-parallel, data/inferencex/README.md)
+        trt = engine(str(row.get("framework") or "")) == "trt"
+        dpa_p, dpa_d = flag("prefill_dp_attention"), flag("decode_dp_attention")
+        if dpa_p is None:
+            dpa_p = ptp < gp or (trt and pep > 1 and ptp == pep == gp)
+        if dpa_d is None:
+            dpa_d = dtp < gd or (trt and dep > 1 and dtp == dep == gd and float(row.get("conc") or 0) / ndw >= 64)
+        return key, gp, npw, gd, ndw, dpa_p, dpa_d, dtp, dep
     tp = max(i(row.get("tp"), i(row.get("num_gpus"), 1)), 1)
     ep = i(row.get("ep"), 1)
-    dpa = bool(row.get("dp_attention") or False)
+    dpa = flag("dp_attention")
+    if dpa is None:
+        dpa = bool(flag("prefill_dp_attention") or False)
     key = f"tp{tp}-ep{ep}" + ("-dpa" if dpa else "")
     return key, tp, 1, tp, 1, dpa, dpa, tp, ep
 
@@ -294,8 +316,6 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         fw = str(row.get("framework") or "unknown").lower()
         spec = str(row.get("spec_decoding") or "none").lower()
         kv_b, _ = kv_bytes(fw, model.key, hw, prec)
-        if disagg and engine(fw) == "trt" and _ep > 1 and _tp == _ep == gd and float(row["conc"]) / ndw >= 256:
-            dpa_d = True  # TRT-LLM wide-EP throughput decode: attention data-parallel (the columns say tp = ep = GPUs)
         keys.append(PointKey(acc.family, hw, fw, model.key, prec, spec, layout))
         why.append("")
         covered[j] = True

@@ -1,5 +1,5 @@
 """KV capacity of the benchmark points: the driver-reported HBM, the recipe's memory fraction per engine, and the
-batch Little's law reads off every measured point."""
+batch Little's law reads off every measured point; each pool's data-parallel attention as the points say it."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import pytest
 
 from agentprof.catalog import CatalogError
 from agentprof.catalog.kvcache import memory_fraction, usable_fraction
-from agentprof.replay.points import point_features, resident_batch
+from agentprof.errors import TraceFormatError
+from agentprof.replay.points import load_points, point_features, resident_batch
 
-from .conftest import CAT
+from .conftest import CAT, ROOT
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +103,53 @@ def test_a_prefill_pass_holds_the_prompts_its_budget_leaves_room_for(feats) -> N
     assert (w.pf_ranks > 1).sum() > 50
     # and the benchmark's prompts, drawn in [0.8 L, L], vary little: the queue is nearly deterministic
     np.testing.assert_allclose(w.svc_cv2, (0.2 / np.sqrt(12) / 0.9) ** 2)
+
+
+def _wide_ep(conc: int, **flags: object) -> dict:
+    """A GB200 Dynamo-TRT DeepSeek point: four 4-GPU prefill workers, one 32-GPU decode worker, tp = ep = GPUs."""
+    return {"hardware": "gb200", "framework": "dynamo-trt", "model_prefix": "dsr1", "precision": "fp4",
+            "spec_decoding": "none", "isl": 8192, "osl": 1024, "conc": conc, "disagg": True, "num_gpus": 48,
+            "num_prefill_gpu": 16, "prefill_num_workers": 4, "prefill_tp": 4, "prefill_ep": 4,
+            "num_decode_gpu": 32, "decode_num_workers": 1, "decode_tp": 32, "decode_ep": 32, **flags}
+
+
+def test_the_points_own_data_parallel_attention_flags_decide_each_pool(tmp_path) -> None:
+    # InferenceX's results say per pool whether attention runs data-parallel; the TP columns cannot (a TRT-LLM
+    # worker reports tp = ep = its GPUs either way), so a file's flags decide and only their absence is inferred
+    rows = [_wide_ep(538), _wide_ep(32), _wide_ep(538, prefill_dp_attention="false", decode_dp_attention="False"),
+            _wide_ep(32, prefill_dp_attention="", decode_dp_attention="true")]
+    path = tmp_path / "points.csv"
+    pl.DataFrame(rows).write_csv(path)
+    f = point_features(load_points(path), CAT)
+    # inferred: TensorRT-LLM's wide-EP prefill workers, and its decode workers at 64+ clients each
+    assert f.dpa_pf.tolist() == [True, True, False, True]
+    assert f.dpa_dec.tolist() == [True, False, False, True]
+    # the flag is physics, not a label: a data-parallel decode keeps one copy of each sequence's MLA latent, so the
+    # same 32 GPUs hold many times the sequences they hold with the latent copied on every rank
+    assert f.kv_cap[3] > 8 * f.kv_cap[1]
+
+
+def test_a_flag_that_is_not_yes_or_no_names_its_line(tmp_path) -> None:
+    path = tmp_path / "points.csv"
+    pl.DataFrame([_wide_ep(8, decode_dp_attention="true"), _wide_ep(8, decode_dp_attention="maybe")]).write_csv(path)
+    with pytest.raises(TraceFormatError, match=r"points.csv:3: column 'decode_dp_attention': expected true/false"):
+        load_points(path)
+
+
+def test_the_api_points_of_the_calibrations_own_runs_are_its_points(points: pl.DataFrame) -> None:
+    # official_api_points.csv was transcribed from the InferenceX API fixture: where a run is also a calibration
+    # run, the same configuration must carry the same measurements (to the calibration's six digits) and the same
+    # data-parallel attention flags the calibration took from it
+    api = load_points(ROOT / "data" / "inferencex" / "official_api_points.csv")
+    key = ["run_id", "hardware", "framework", "model_prefix", "precision", "spec_decoding", "isl", "osl", "conc",
+           "num_gpus", "num_prefill_gpu", "prefill_tp", "prefill_num_workers", "decode_tp", "decode_num_workers",
+           "tp", "ep"]
+    cast = [pl.col(c).cast(pl.Float64).fill_null(-1.0) for c in key
+            if c not in ("hardware", "framework", "model_prefix", "precision", "spec_decoding")]
+    j = api.with_columns(cast).join(points.with_columns(cast), on=key, how="inner", suffix="_cal")
+    assert j.height >= 50 and j["disagg"].sum() >= 40
+    for m in ("median_ttft_s", "median_tpot_s", "median_e2el_s"):
+        assert ((j[m] / j[f"{m}_cal"] - 1).abs() < 2e-5).all(), m
+    for c in ("prefill_dp_attention", "decode_dp_attention"):
+        both = j.filter(pl.col(f"{c}_cal").is_not_null())
+        assert both.height >= 40 and (both[c] == both[f"{c}_cal"]).all()

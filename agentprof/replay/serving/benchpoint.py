@@ -183,9 +183,6 @@ def _pools_of_row(row: dict, key: Any, cat: HardwareCatalog, kv_b: float,
     :func:`agentprof.replay.points.point_features` reads them (TRT-LLM's wide-EP throughput decode runs
     attention data-parallel)."""
     _, gp, npw, gd, ndw, dpa_p, dpa_d, tp, ep = _layout(row, True)
-    if (engine(key.framework) == "trt" and ep > 1 and tp == ep == gd
-            and float(row["conc"]) / ndw >= 256):
-        dpa_d = True
     acc, model = cat.accelerators[key.hardware], cat.models[key.model]
     eng = engine(key.framework)
 
@@ -244,7 +241,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             continue
         acc = cat.accelerators[key.hardware]
         model = cat.models[key.model]
-        dpa = bool(row.get("dp_attention") or False)
+        dpa = bool(f.dpa_dec[j])
         g = int(f.g_dec[j])
         kv_b = float(f.kv_bytes[j])
         ep = expert_ranks(_layout(row, False)[8], g)

@@ -47,15 +47,16 @@ def pools_of(row: dict, cat=CAT, th: np.ndarray | None = None):
     acc, model = cat.accelerators[row["hardware"]], cat.models["deepseek-r1"]
     gp, gd = int(f.g_pf[0]), int(f.g_dec[0])
     eng = engine(row["framework"])  # the engine's one-shot all-reduce size
-    pre = Deployment(model, acc, row["precision"], gp, False, float(f.kv_bytes[0]), engine=eng)
+    # each pool's attention as the point's layout says (a TensorRT-LLM wide-EP prefill worker: data-parallel)
+    pre = Deployment(model, acc, row["precision"], gp, bool(f.dpa_pf[0]), float(f.kv_bytes[0]), engine=eng)
     # the decode worker's experts split over its EP ranks as whole experts (a step waits for the busiest rank)
-    dec = Deployment(model, acc, row["precision"], gd, False, float(f.kv_bytes[0]), expert_ranks(row["decode_ep"], gd),
-                     eng)
+    dec = Deployment(model, acc, row["precision"], gd, bool(f.dpa_dec[0]), float(f.kv_bytes[0]),
+                     expert_ranks(row["decode_ep"], gd), eng)
     eta = float(point_attn_eff(f, ETA)[0])
     tok = tokenize_s_per_token(row["framework"], model.key, row["hardware"])[0]  # the frontend, as the equations
-    pp = step_params(th, pre.layers, gp, accept=1.0).with_(attn_eff=eta, t_tok_s=tok)
+    pp = step_params(th, pre.layers, gp, accept=1.0, dpa=pre.dp_attention).with_(attn_eff=eta, t_tok_s=tok)
     # the first token leaves the decode worker after the recipe's interval and the fitted hand-off (decode steps)
-    dp = step_params(th, dec.layers, gd, accept=1.0).with_(
+    dp = step_params(th, dec.layers, gd, accept=1.0, dpa=dec.dp_attention).with_(
         attn_eff=eta, t_tok_s=tok, wait_steps=float(f.work.wait_steps[0]) + float(th[PARAMS.index("handoff")]))
     return f, pre, pp, dec, dp
 
