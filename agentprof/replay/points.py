@@ -224,7 +224,7 @@ def _layout(row: dict, disagg: bool) -> tuple[str, int, int, int, int, bool, boo
         # the recipe's own flags where the file has them; else a pool whose attention TP is below its GPUs runs
         # attention data-parallel, and so do TensorRT-LLM's wide-EP pools (the columns say tp = ep = GPUs): its
         # prefill workers, and its decode workers at 64+ clients each (InferenceX's flags: 366 of 418 such prefill
-        # workers and 209 of 218 such decode workers run attention data-parallel, data/inferencex/README.md)
+        # workers and 209 of 218 such decode workers run attention data-parallel, docs/DEVICE_MODEL.md §2)
         trt = engine(str(row.get("framework") or "")) == "trt"
         dpa_p, dpa_d = flag("prefill_dp_attention"), flag("decode_dp_attention")
         if dpa_p is None:
