@@ -304,34 +304,36 @@ def single_calls() -> pl.DataFrame:
 OFFICIAL = "data/inferencex/official_api_points.csv"
 
 
-def official(points: pl.DataFrame, api: pl.DataFrame, isl: int = 8192, osl: int = 1024) -> pl.DataFrame:
-    """The official points at ``isl``/``osl`` (8K prompts: never fitted on) priced by the shipped fit; the lookup is
-    the nearest calibration point of the same hardware, framework and model. Slices: ``stack``, whether the
-    calibration has the point's hardware/framework/model/precision/speculation group, and ``run``, whether it has
-    the point's run (the same software: the rest are later or earlier engine versions)."""
-    from agentprof.catalog.hardware import load_catalog
-    from agentprof.replay.calibration import load_fitted
-    from agentprof.replay.fidelity import check, nearest_lookup
-
-    long = api.filter((pl.col("isl") == isl) & (pl.col("osl") == osl))
-    t = check(long, load_fitted(), load_catalog()).table
-    group = ("hardware", "framework", "model_prefix", "precision", "spec_decoding")
-    seen = set(points.select(group).unique().iter_rows())
-    runs = set(points["run_id"].to_list())
-    return pl.concat([t, nearest_lookup(long, points, SAME)], how="horizontal").with_columns(
-        stack=pl.Series(["calibrated" if r in seen else "unseen" for r in long.select(group).iter_rows()]),
-        run=pl.Series(["a calibration run" if r in runs else "another run" for r in long["run_id"].to_list()]))
-
-
-def shift_within_runs(api: pl.DataFrame) -> str:
-    """How the model's error moves from 1K to 8K prompts inside one run (the same software, stack and recipes): per
-    run and group, the median predicted/measured TTFT and TPOT at 8k1k over the same at 1k1k; their median and
-    quartiles across runs."""
+def priced(api: pl.DataFrame) -> pl.DataFrame:
+    """Every official point (``api``) priced once by the shipped fit, with its run and speculation."""
     from agentprof.catalog.hardware import load_catalog
     from agentprof.replay.calibration import load_fitted
     from agentprof.replay.fidelity import check
 
-    t = check(api, load_fitted(), load_catalog()).table.with_columns(api.select("run_id", "spec_decoding", "osl"))
+    return check(api, load_fitted(), load_catalog()).table.with_columns(api.select("run_id", "spec_decoding"))
+
+
+def official(points: pl.DataFrame, api: pl.DataFrame, t: pl.DataFrame, isl: int = 8192) -> pl.DataFrame:
+    """The official points at ``isl``/1024 (8K prompts: never fitted on) as :func:`priced` prices them (``t``), beside
+    the nearest calibration point of the same hardware, framework and model. Slices: ``stack``, whether the
+    calibration has the point's hardware/framework/model/precision/speculation group, and ``run``, whether it has
+    the point's run (the same software: the rest are later or earlier engine versions)."""
+    from agentprof.replay.fidelity import nearest_lookup
+
+    at = (api["isl"] == isl) & (api["osl"] == 1024)
+    rows = api.filter(at)
+    group = ("hardware", "framework", "model_prefix", "precision", "spec_decoding")
+    seen = set(points.select(group).unique().iter_rows())
+    runs = set(points["run_id"].to_list())
+    return pl.concat([t.filter(at), nearest_lookup(rows, points, SAME)], how="horizontal").with_columns(
+        stack=pl.Series(["calibrated" if r in seen else "unseen" for r in rows.select(group).iter_rows()]),
+        run=pl.Series(["a calibration run" if r in runs else "another run" for r in rows["run_id"].to_list()]))
+
+
+def shift_within_runs(t: pl.DataFrame) -> str:
+    """How the model's error moves from 1K to 8K prompts inside one run (the same software, stack and recipes): per
+    run and group, the median predicted/measured TTFT and TPOT at 8k1k over the same at 1k1k (``t``: :func:`priced`);
+    their median and quartiles across runs."""
     t = t.filter(pl.col("osl") == 1024).with_columns(rt=pl.col("pred_ttft") / pl.col("meas_ttft"),
                                                      rp=pl.col("pred_tpot") / pl.col("meas_tpot"))
     k = ["run_id", "hardware", "framework", "model", "precision", "spec_decoding"]
@@ -366,12 +368,13 @@ def main(argv: list[str]) -> int:
     table("6. Another attention kernel at long prompts: MiniMax M2.5 (GQA) on vLLM MI355X, AgentX, each stack "
           "with the GQA efficiency of the other two", other_model())
     api = load_points(OFFICIAL)
-    off = official(df, api)
+    t = priced(api)
+    off = official(df, api, t)
     table("7. Official 8K-prompt points (InferenceX API, 8k1k, DeepSeek R1), the shipped fit", off)
     print("\n" + _line(f"all {off.height} points (the model; no lookup where the calibration lacks the hardware "
                         "and engine)", off))
-    print(shift_within_runs(api))
-    short = official(df, api, 1024)
+    print(shift_within_runs(t))
+    short = official(df, api, t, 1024)
     print(_line("the same API's 1k1k points of calibrated stacks from other runs (later or earlier engine versions)",
                 short.filter((pl.col("stack") == "calibrated") & (pl.col("run") == "another run"))))
     return 0
