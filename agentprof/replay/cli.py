@@ -383,7 +383,8 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
 @click.option("--json", "as_json", is_flag=True, help="Print points, covered, and median/p90 APE per metric.")
 def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: tuple[str, ...],
               simulate: bool, leave_out: str | None, per_point: str | None, as_json: bool) -> None:
-    """Predict TTFT, TPOT and end-to-end latency for every point of a CSV and report the errors.
+    """Predict TTFT, TPOT and end-to-end latency for every point of a CSV, or of InferenceX results JSON (a run's
+    agg_bmk.json, the API's points), and report the errors.
 
     \b
     Examples:
@@ -391,6 +392,7 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
       agentprof devices check data/inferencex/calibration_points.csv --cross-validate --json
       agentprof devices check data/inferencex/calibration_points.csv --simulate --cross-validate --json
       agentprof devices check data/inferencex/calibration_points.csv --leave-out layout
+      agentprof devices check agg_bmk.json
       agentprof devices check my_points.csv --per-point predicted.csv
     """
     from agentprof.replay.calibration import load_fitted

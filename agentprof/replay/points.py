@@ -43,6 +43,7 @@ from agentprof.replay.costmodel import (
     prefill_chunks,
 )
 from agentprof.replay.equations import Times, Work, times
+from agentprof.replay.resultjson import points_from_json
 
 REQUIRED = ("hardware", "precision", "isl", "osl", "conc")
 MEASURED = ("median_ttft_s", "median_tpot_s", "median_e2el_s")
@@ -62,10 +63,11 @@ PARAMS = ("tau_s", "kappa", "mbu", "mfu", "t0_s", "q", "t_req_s", "accept", "mfu
 
 
 def load_points(path: str | Path) -> pl.DataFrame:
-    """Read a points CSV; missing columns or non-numeric values are one-line errors naming file and line."""
+    """Read a points CSV, or InferenceX results JSON (:mod:`agentprof.replay.resultjson`); missing columns or
+    non-numeric values are one-line errors naming file and line (JSON: entry)."""
     p = str(path)
     try:
-        df = pl.read_csv(p, infer_schema_length=10000)
+        df = points_from_json(p) if p.lower().endswith(".json") else pl.read_csv(p, infer_schema_length=10000)
     except FileNotFoundError:
         raise AgentprofError(f"{p}: no such file") from None
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, OSError) as e:
