@@ -20,7 +20,9 @@ from . import cpu_heavy_agent
 @pytest.fixture(scope="module")
 def sampled(tmp_path_factory):
     out = tmp_path_factory.mktemp("sampled")
-    run = cpu_heavy_agent.run(str(out), sample=0.002)
+    # a loop long enough (~0.8 s) that a tenth of a second blocked on a busy machine (the main thread waits on pool
+    # threads that wait for a CPU) cannot pull its CPU-bound share under the bound tested below
+    run = cpu_heavy_agent.run(str(out), sample=0.002, work=1_500_000)
     return run.path, load_any(run.path)
 
 
