@@ -43,7 +43,7 @@ from agentprof.replay.costmodel import (
     prefill_chunks,
 )
 from agentprof.replay.equations import Times, Work, times
-from agentprof.replay.resultjson import points_from_json
+from agentprof.replay.resultjson import FLAGS, POOL_FLAGS, points_from_json
 
 REQUIRED = ("hardware", "precision", "isl", "osl", "conc")
 MEASURED = ("median_ttft_s", "median_tpot_s", "median_e2el_s")
@@ -102,11 +102,6 @@ def load_points(path: str | Path) -> pl.DataFrame:
 
 PRECISION_ALIASES = {"mxfp4": "fp4", "nvfp4": "fp4", "bfloat16": "bf16", "fp8_e4m3": "fp8", "e4m3": "fp8"}
 """Names a points file may give a weight format by its encoding; the catalog's formats are fp4, fp8, bf16, int4."""
-POOL_FLAGS = ("prefill_dp_attention", "decode_dp_attention")
-FLAGS = ("disagg", "dp_attention", *POOL_FLAGS, "is_multinode")
-"""Yes/no columns of a points CSV: read as booleans whatever the writer spelled them. ``prefill_dp_attention`` and
-``decode_dp_attention`` are InferenceX's own per-point flags of a disaggregated recipe's pools (its result
-JSON's multi-node keys); a file without them has each pool's data-parallel attention inferred (:func:`_layout`)."""
 _TRUE, _FALSE = {"true", "t", "yes", "y", "1", "1.0"}, {"false", "f", "no", "n", "0", "0.0", ""}
 
 

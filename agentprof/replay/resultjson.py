@@ -64,7 +64,12 @@ def _row(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 TEXT = ("date", "hardware", "hw_raw", "framework", "model", "model_prefix", "precision", "spec_decoding", "image")
-FLAGS = ("disagg", "is_multinode", "dp_attention", "prefill_dp_attention", "decode_dp_attention")
+POOL_FLAGS = ("prefill_dp_attention", "decode_dp_attention")
+FLAGS = ("disagg", "dp_attention", *POOL_FLAGS, "is_multinode")
+"""Yes/no columns of the points table (CSV or JSON): read as booleans whatever the writer spelled them
+(:func:`agentprof.replay.points.load_points`). ``prefill_dp_attention`` and ``decode_dp_attention`` are
+InferenceX's own per-point flags of a disaggregated recipe's pools (its results' multi-node keys); a file without
+them has each pool's data-parallel attention inferred (``points._layout``)."""
 
 
 def _number(p: str, i: int, key: str, v: Any) -> float | None:

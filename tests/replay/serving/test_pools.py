@@ -9,18 +9,17 @@ import polars as pl
 import pytest
 
 from agentprof.catalog.hardware import load_catalog
-from agentprof.catalog.kvcache import engine, tokenize_s_per_token
+from agentprof.catalog.kvcache import tokenize_s_per_token
 from agentprof.replay.calibration import prior_theta, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.points import (
     PARAMS,
-    expert_ranks,
     point_attn_eff,
     point_features,
     predict,
     predict_times,
 )
-from agentprof.replay.serving.benchpoint import simulate_pools_point
+from agentprof.replay.serving.benchpoint import _pools_of_row, simulate_pools_point
 from agentprof.replay.serving.pools import transfer_bytes_per_gpu, transfer_link
 
 CAT = load_catalog()
@@ -44,14 +43,11 @@ def pools_of(row: dict, cat=CAT, th: np.ndarray | None = None):
     """The row's prefill and decode deployments with the free terms ``th``, as devices check builds them."""
     th = theta() if th is None else th
     f = point_features(pl.DataFrame([row]), cat)
-    acc, model = cat.accelerators[row["hardware"]], cat.models["deepseek-r1"]
+    model = cat.models["deepseek-r1"]
     gp, gd = int(f.g_pf[0]), int(f.g_dec[0])
-    eng = engine(row["framework"])  # the engine's one-shot all-reduce size
-    # each pool's attention as the point's layout says (a TensorRT-LLM wide-EP prefill worker: data-parallel)
-    pre = Deployment(model, acc, row["precision"], gp, bool(f.dpa_pf[0]), float(f.kv_bytes[0]), engine=eng)
-    # the decode worker's experts split over its EP ranks as whole experts (a step waits for the busiest rank)
-    dec = Deployment(model, acc, row["precision"], gd, bool(f.dpa_dec[0]), float(f.kv_bytes[0]),
-                     expert_ranks(row["decode_ep"], gd), eng)
+    # each pool as the simulation builds it: its attention as the point's layout says (a TensorRT-LLM wide-EP
+    # prefill worker: data-parallel), the decode worker's experts split over its EP ranks as whole experts
+    pre, _, dec, _ = _pools_of_row(row, f.keys[0], cat, float(f.kv_bytes[0]), {})
     eta = float(point_attn_eff(f, ETA)[0])
     tok = tokenize_s_per_token(row["framework"], model.key, row["hardware"])[0]  # the frontend, as the equations
     pp = step_params(th, pre.layers, gp, accept=1.0, dpa=pre.dp_attention).with_(attn_eff=eta, t_tok_s=tok)
