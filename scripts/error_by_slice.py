@@ -325,9 +325,16 @@ def official(points: pl.DataFrame, api: pl.DataFrame, t: pl.DataFrame, isl: int 
     group = ("hardware", "framework", "model_prefix", "precision", "spec_decoding")
     seen = set(points.select(group).unique().iter_rows())
     runs = set(points["run_id"].to_list())
-    return pl.concat([t.filter(at), nearest_lookup(rows, points, SAME)], how="horizontal").with_columns(
+    out = pl.concat([t.filter(at), nearest_lookup(rows, points, SAME)], how="horizontal").with_columns(
         stack=pl.Series(["calibrated" if r in seen else "unseen" for r in rows.select(group).iter_rows()]),
         run=pl.Series(["a calibration run" if r in runs else "another run" for r in rows["run_id"].to_list()]))
+    return out.filter(pl.col("level") != "")  # the rest cannot be priced (their reason: ``unpriced``)
+
+
+def unpriced(t: pl.DataFrame, isl: int = 8192) -> str:
+    """The official points at ``isl``/1024 the model cannot price (``t``: :func:`priced`), counted by reason."""
+    left = t.filter((pl.col("isl") == isl) & (pl.col("osl") == 1024) & (pl.col("level") == ""))
+    return "; ".join(f"{n} left out: {w}" for w, n in left.group_by("why").len().sort("why").rows()) or "none left out"
 
 
 def shift_within_runs(t: pl.DataFrame) -> str:
@@ -372,7 +379,7 @@ def main(argv: list[str]) -> int:
     off = official(df, api, t)
     table("7. Official 8K-prompt points (InferenceX API, 8k1k, DeepSeek R1), the shipped fit", off)
     print("\n" + _line(f"all {off.height} points (the model; no lookup where the calibration lacks the hardware "
-                        "and engine)", off))
+                        "and engine)", off) + f" ({unpriced(t)})")
     print(shift_within_runs(t))
     short = official(df, api, t, 1024)
     print(_line("the same API's 1k1k points of calibrated stacks from other runs (later or earlier engine versions)",

@@ -176,6 +176,13 @@ class Accelerator:
         return None if f is None else f.value
 
     @property
+    def mla_decode_eff(self) -> float | None:
+        """The published compute-bound efficiency (fraction of the BF16 peak) of the MLA decode attention kernel the
+        chip's engines run, where the catalog sources one; None elsewhere (the decode step's fitted ``mfu``)."""
+        f = self.fields.get("mla_decode_eff")
+        return None if f is None else f.value
+
+    @property
     def gemm_fp8_eff(self) -> float | None:
         """The fraction of the FP8 dense peak the chip's block-scale FP8 GEMM library reaches at DeepSeek-V3 prefill
         shapes, where the catalog sources one; None elsewhere."""
@@ -338,7 +345,7 @@ GEMM_REFERENCE = "h100"
 """The chip the prefill-efficiency prior describes (``calibration.PRIOR_MEAN["mfu_pf"]``): Hopper."""
 _ACC_NUMS = ("hbm_bytes", "hbm_bw", "bf16_flops")
 _ACC_OPT = ("fp8_flops", "fp4_flops", "tdp_w", "allin_kw", "scaleup_bw", "scaleup_domain", "scaleout_bw",
-            "overhead_scale", "attn_fwd_eff", "gemm_fp8_eff")
+            "overhead_scale", "attn_fwd_eff", "mla_decode_eff", "gemm_fp8_eff")
 _HOST_NUMS = ("cores", "st_speed")
 _HOST_OPT = ("mem_bw", "vendor_claim", "mt_speed")
 

@@ -183,7 +183,8 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
         blocks_s = per_tok * float(r["mean_input_tokens"] or 0.0)
         eta = attn_eff_lookup(hw, m.attention, attn_eff, by_accelerator, by_attention)
         p = p.with_(attn_eff=eta, t_tok_s=tokenize_s_per_token(fw, m.key, hw)[0],
-                    t_req_s=p.t_req_s + blocks_s, attn_fresh_eff=cat.accelerators[hw].attn_fwd_eff or 0.0)
+                    t_req_s=p.t_req_s + blocks_s, attn_fresh_eff=cat.accelerators[hw].attn_fwd_eff or 0.0,
+                    dec_attn_eff=dep.decode_attn_eff or 0.0)
         yield r, hw, dep, p, how
 
 

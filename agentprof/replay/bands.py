@@ -15,7 +15,8 @@ from typing import Literal
 from agentprof.catalog.hardware import Bounded, System
 
 FAST_HIGH = frozenset({"hbm_bw", "hbm_bytes", "bf16_flops", "fp8_flops", "fp4_flops", "scaleup_bw", "st_speed", "bw",
-                       "mbu", "mfu", "mfu_pf", "mtp_accept", "attn_eff", "attn_fwd_eff"})
+                       "mbu", "mfu", "mfu_pf", "mtp_accept", "attn_eff", "attn_fwd_eff",
+                       "mla_decode_eff"})
 """Numbers whose higher end makes a system faster."""
 FAST_LOW = frozenset({"t_layer_s", "t_fixed_s", "fanout_kappa", "t0_s", "t_req_s", "overhead_scale", "q"})
 """Numbers whose lower end makes a system faster."""

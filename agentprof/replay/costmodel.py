@@ -53,6 +53,10 @@ def one_shot_max_bytes(gpus: float, engine: str = "", hidden: float = 0.0, vendo
     return 512.0 * 1024 if gpus <= 4 else 256.0 * 1024
 
 
+ATTN_TILE_ROWS = 64
+"""Query rows (heads x tokens of one sequence) one tile of the MLA decode kernel computes [S-FlashMLA]."""
+
+
 @dataclass(frozen=True)
 class StepParams:
     """The free terms of one serving configuration (fitted or declared).
@@ -99,6 +103,9 @@ class StepParams:
     t_tok_s: float = 0.0
     """Seconds per prompt token the frontend spends before the scheduler sees a request (tokenizing the whole
     prompt on the host; ``catalog/scheduling.toml [tokenize]``, 0 where not listed): part of the request overhead."""
+    dec_attn_eff: float = 0.0
+    """Efficiency of the decode attention kernel (fraction of the BF16 peak): the chip's published figure for the
+    model's attention where the catalog has one (:attr:`Deployment.decode_attn_eff`); 0: ``mfu``, as the GEMMs."""
     attn_fresh_eff: float = 0.0
     """Efficiency of the new tokens' attention among themselves, the part of a prefill a fresh prompt is made of:
     the chip's published forward figure where the catalog has one (``attn_fwd_eff``), as the fixed-sequence
@@ -157,6 +164,9 @@ class Deployment:
     nonexpert_bytes: float = field(init=False)
     nonexpert_read_bytes: float = field(init=False)
     routed_bytes: float = field(init=False)
+    dpa_split_bytes: float = field(init=False)
+    """Non-expert weight bytes that data-parallel attention still splits over the ranks (the rest, each rank holds
+    whole): SGLang's shared experts without expert parallelism; 0 otherwise."""
     gemm_peak_s_per_token: float = field(init=False)
     """Seconds of a decode token's weight GEMMs at 100 % of peak, whole instance (each weight at its format's rate)."""
     prefill_gemm_peak_s_per_token: float = field(init=False)
@@ -195,6 +205,13 @@ class Deployment:
         self.routed_bytes = routed_params * ebits / 8
         self.nonexpert_bytes = nonexpert_params * dbits / 8
         self.nonexpert_read_bytes = max(nonexpert_params - embed, 0.1 * nonexpert_params) * dbits / 8
+        # data-parallel attention: each rank holds the non-expert weights whole (the DP recipes copy the dense FFNs
+        # and output head too: --moe-dense-tp-size 1, --enable-dp-lm-head [S51]), but for SGLang's shared experts
+        # where no all-to-all runs the experts: fused into the tensor-parallel MoE, or TP-split [S-sgl-dpa]
+        split = 0.0
+        if self.engine == "sglang" and self.experts and self.expert_parallel <= 1:
+            split = self.moe_layers * m.get("shared_experts") * per_expert
+        self.dpa_split_bytes = split * dbits / 8
         if self.gpus < 1:
             raise CatalogError("a deployment needs at least one accelerator")
         # attention's shape, read once (the serving simulation prices many small prefills)
@@ -211,10 +228,16 @@ class Deployment:
         """All weights of the model in this format."""
         return self.nonexpert_bytes + self.routed_bytes
 
+    def nonexpert_share(self, nbytes: float) -> float:
+        """One GPU's share of ``nbytes`` of non-expert weights: a 1/GPUs slice under tensor parallelism; under
+        data-parallel attention all of them but what the engine still splits (:attr:`dpa_split_bytes`)."""
+        if not self.dp_attention:
+            return nbytes / self.gpus
+        return nbytes - self.dpa_split_bytes * (1.0 - 1.0 / self.gpus)
+
     @property
     def weight_bytes_per_gpu(self) -> float:
-        rep = 1.0 if self.dp_attention else self.gpus
-        return self.nonexpert_bytes / rep + self.routed_bytes / self.gpus
+        return self.nonexpert_share(self.nonexpert_bytes) + self.routed_bytes / self.gpus
 
     def active_bytes(self, batch: ArrayLike = 1) -> np.ndarray:
         """Weight bytes one decode step streams for ``batch`` sequences (whole instance): non-expert weights
@@ -363,8 +386,27 @@ class Deployment:
         run over ``dense_tokens`` (a padded CUDA-graph batch) where given, attention over the real ``batch``."""
         b = np.asarray(batch, dtype=float)
         d = b if dense_tokens is None else np.asarray(dense_tokens, dtype=float)
-        attn = 2.0 * self._attn_dims("decode") * self._attended(np.asarray(ctx, dtype=float)) / self.attn_peak
-        return (d * self.gemm_peak_s_per_token + b * attn) / self.gpus
+        return d * self.gemm_peak_s_per_token / self.gpus + self.decode_attn_peak_s(b, ctx)
+
+    def decode_attn_peak_s(self, batch: ArrayLike, ctx: ArrayLike) -> np.ndarray:
+        """The attention part of :meth:`decode_peak_s`: ``batch`` query tokens over their context, one GPU's share."""
+        b = np.asarray(batch, dtype=float)
+        return b * 2.0 * self._attn_dims("decode") * self._attended(np.asarray(ctx, dtype=float)) / self.attn_peak \
+            / self.gpus
+
+    def decode_attn_pad(self, tokens_per_seq: float = 1.0) -> float:
+        """Query rows the MLA decode kernel computes per real one: it tiles each sequence's heads x tokens by 64
+        rows [S-FlashMLA], so a GPU holding 16 of the 128 heads (TP8) pays for 64; 1 for other attention."""
+        if self.model.attention != "mla":
+            return 1.0
+        rows = self.model.get("q_heads") / (1.0 if self.dp_attention else self.gpus) * max(tokens_per_seq, 1.0)
+        return math.ceil(rows / ATTN_TILE_ROWS - 1e-9) * ATTN_TILE_ROWS / rows
+
+    @property
+    def decode_attn_eff(self) -> float | None:
+        """The decode attention kernel's published fraction of the BF16 peak, where the catalog has one for this
+        model's attention on this chip (MLA: ``mla_decode_eff``); None: the decode step's fitted ``mfu``."""
+        return self.accel.mla_decode_eff if self.model.attention == "mla" else None
 
     def decode_bytes_per_gpu(self, batch: ArrayLike, ctx: ArrayLike, tokens: ArrayLike | None = None) -> np.ndarray:
         """Bytes one GPU streams per decode step: its share of the weights ``tokens`` tokens touch (``batch`` when
@@ -372,11 +414,10 @@ class Deployment:
         the busiest rank's, :meth:`busiest_rank_experts`) plus the batch's KV."""
         b = np.maximum(np.asarray(batch, dtype=float), 1.0)
         t = b if tokens is None else np.maximum(np.asarray(tokens, dtype=float), 1.0)
-        rep = 1.0 if self.dp_attention else self.gpus
         touched = (self.active_bytes(t) - self.nonexpert_read_bytes) / self.gpus
         if self.experts and self.expert_parallel > 1:  # the step waits for the rank that touched the most experts
             touched = self.moe_layers * self.expert_bytes * self.busiest_rank_experts(t) * self.expert_parallel / self.gpus
-        weights = self.nonexpert_read_bytes / rep + touched
+        weights = self.nonexpert_share(self.nonexpert_read_bytes) + touched
         return weights + self.decode_kv_bytes_per_gpu(b, ctx)
 
     def decode_kv_bytes_per_gpu(self, batch: ArrayLike, ctx: ArrayLike) -> np.ndarray:
@@ -486,6 +527,9 @@ def decode_step_parts(dep: Deployment, p: StepParams, batch: ArrayLike, ctx: Arr
     pf = np.where(rate > 0, dep.prefill_peak_s(prefill_new, prefill_cached, p.attn_rel, p.fresh_rel, CHUNK_TOKENS),
                   0.0)
     cmp_s = dep.decode_peak_s(tok, ctx, gtok) / p.mfu + rate * pf / p.prefill_mfu
+    if p.dec_attn_eff:  # the attention over its kernel's query tiles at the kernel's own efficiency
+        att_s = dep.decode_attn_peak_s(tok, ctx)
+        cmp_s = cmp_s - att_s / p.mfu + att_s * dep.decode_attn_pad(1.0 + p.draft_tokens) / p.dec_attn_eff
     over = p.t_fixed_s + p.draft_s + dep.comm_s(np.maximum(gtok, 1.0)) + rate * p.t_req_s
     return {"overhead": over + 0.0 * bw_s, "bandwidth": bw_s + 0.0 * cmp_s, "compute": cmp_s + 0.0 * bw_s}
 
@@ -550,8 +594,8 @@ def prefill_bytes_per_gpu(dep: Deployment, new: ArrayLike, cached: ArrayLike = 0
     """Bytes one GPU moves in a prefill: its share of the touched weights, the prefix KV read, the new KV written."""
     t = np.asarray(new, dtype=float)
     c = np.asarray(cached, dtype=float)
-    rep = 1.0 if dep.dp_attention else dep.gpus
-    weights = dep.nonexpert_read_bytes / rep + (dep.active_bytes(np.maximum(t, 1.0)) - dep.nonexpert_read_bytes) / dep.gpus
+    touched = (dep.active_bytes(np.maximum(t, 1.0)) - dep.nonexpert_read_bytes) / dep.gpus
+    weights = dep.nonexpert_share(dep.nonexpert_read_bytes) + touched
     return weights + dep.kv_seq_bytes(c + t) / dep.kv_divisor
 
 
@@ -618,7 +662,8 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
         comm_s=dep.comm_s(tok), comm_pf_s=dep.comm_s(new) / prefill_chunks(new, budget),
         bw_s=dep.decode_bytes_per_gpu(running, ctx_mean, tok if verify_weights else None) / dep.accel.hbm_bw,
         bw_kv_s=dep.decode_kv_bytes_per_gpu(running, ctx_mean) / dep.accel.hbm_bw,
-        cmp_s=dep.decode_peak_s(tok, ctx_mean),
+        cmp_s=dep.decode_peak_s(tok, ctx_mean), cmp_attn_s=dep.decode_attn_peak_s(tok, ctx_mean),
+        attn_pad=z + dep.decode_attn_pad(1.0 + draft_tokens),
         pf_gemm_s=dep.prefill_gemm_peak_s_per_token * new / dep.gpus,
         pf_attn_s=(own + before + expand) / per_s, pf_attn_fresh_s=own / per_s,
         pf_mem_s=np.where(new > 0, prefill_bytes_per_gpu(dep, new, cached), 0.0) / dep.accel.hbm_bw,
@@ -642,7 +687,7 @@ def call_times(dep: Deployment, p: StepParams, input_tokens: np.ndarray, cached_
                   draft_tokens=p.draft_tokens, verify_weights=p.verify_weights, ahead_steps=p.ahead_steps,
                   prefill_alone=p.prefill_alone)
     t = times(w, p.t_fixed_s + p.draft_s, p.t_fixed_s, p.mbu, p.mfu, p.request_s(inp), p.q, p.t_req_s, p.accept,
-              p.attn_eff, p.prefill_mfu, attn_fresh_eff=p.fresh_eff)
+              p.attn_eff, p.prefill_mfu, attn_fresh_eff=p.fresh_eff, dec_attn_eff=p.dec_attn_eff or None)
     return CallTimes(t.ttft, t.e2e - t.ttft, prefill_s(dep, p, inp - cached, cached), w.load_s, t.queue, t.parts)
 
 

@@ -95,6 +95,12 @@ class Work:
     # prompt's chunk reads the weights once for the chunk and the decode (the read overlaps the chunk's GEMMs),
     # but the KV in a kernel of its own, which adds; None: all of bw_s overlaps the chunk
     bw_kv_s: np.ndarray | None = None
+    # the decode attention part of cmp_s (and of cmp_seq_s), priced at its kernel's own efficiency where
+    # :func:`times` gets one; None: all of cmp_s at ``mfu``
+    cmp_attn_s: np.ndarray | None = None
+    cmp_attn_seq_s: np.ndarray | None = None
+    bw_kv_seq_s: np.ndarray | None = None   # the KV part of bw_seq_s
+    attn_pad: np.ndarray | None = None      # query rows the decode attention kernel's tiles compute per real row
 
 
 @dataclass
@@ -222,12 +228,14 @@ def decode_batch(w: Work, step_s: Callable[[np.ndarray], np.ndarray], accept: np
 def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: np.ndarray, t0: np.ndarray,
           q: np.ndarray, t_req: np.ndarray, accept: np.ndarray, attn_eff: np.ndarray | float,
           mfu_pf: np.ndarray | float | None = None, handoff: np.ndarray | float = 0.0,
-          attn_fresh_eff: np.ndarray | float | None = None, median: bool = False) -> Times:
+          attn_fresh_eff: np.ndarray | float | None = None, median: bool = False,
+          dec_attn_eff: np.ndarray | float | None = None) -> Times:
     """Apply the serving equations to ``w`` with the free terms (arrays or scalars; ``tf_dec``/``tf_pf`` are the
     fixed per-step overheads of the decode and prefill instances, ``mfu_pf`` the compute efficiency of a
     disaggregated prefill pool's batched prompts, ``mfu`` when not given; ``handoff`` the decode-engine
     iterations between a disaggregated request's prefill and its first token leaving the decode worker;
     ``attn_fresh_eff`` the efficiency of ``w.pf_attn_fresh_s``, the new tokens' attention among themselves;
+    ``dec_attn_eff`` that of ``w.cmp_attn_s``, the decode attention (NaN or None: ``mfu``);
     ``median``: the first token and end-to-end time are a benchmark's medians, so the queue wait in them is the
     wait's median (:func:`median_wait`), not its mean; the loop itself runs on means)."""
     mfu_pool = mfu if mfu_pf is None else mfu_pf
@@ -261,30 +269,49 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
         ranks = 1.0 if w.pf_ranks is None else w.pf_ranks
         work = work + w.n_chunks * (tf_pf + np.where(serial > 0, 0.0, w.comm_pf_s)) / (w.pf_batch * ranks)
 
-    def decode_parts(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(per-step overhead and collectives, bytes, compute) of a decode step at batch ``b`` (``b_run``
-        unless the decode batch is a disaggregated pool's)."""
+    # decode attention at its kernel's efficiency, where one is known (MLA: NaN elsewhere keeps it in the GEMMs')
+    known = None if dec_attn_eff is None else ~np.isnan(np.asarray(dec_attn_eff, dtype=float))
+    eff = None if known is None else np.where(known, dec_attn_eff, 1.0)
+    pad = 1.0 if w.attn_pad is None else w.attn_pad
+
+    def decode_parts(b: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(per-step overhead and collectives, bytes, compute, the attention's KV read, its tiles) of a decode step
+        at batch ``b`` (``b_run`` unless the decode batch is a disaggregated pool's). The last two are in bytes and
+        compute already; apart they are the attention kernel a step carrying a prompt's chunk runs besides the
+        shared GEMMs: its KV read and, where the kernel's efficiency is known, its FLOPs over the kernel's query
+        tiles (``w.attn_pad``) at that efficiency (else 0: the FLOPs stay with the GEMMs), one after the other."""
         fewer = w.b_run - b
         comm, bw, cmp = w.comm_s, w.bw_s, w.cmp_s
+        att = 0.0 if w.cmp_attn_s is None else w.cmp_attn_s
+        kv = 0.0 if w.bw_kv_s is None else w.bw_kv_s
         if w.bw_seq_s is not None:
             comm = comm - fewer * w.comm_seq_s
             bw = bw - fewer * w.bw_seq_s
             cmp = cmp - fewer * w.cmp_seq_s
+            if w.cmp_attn_seq_s is not None:
+                att = att - fewer * w.cmp_attn_seq_s
+            if w.bw_kv_seq_s is not None:
+                kv = kv - fewer * w.bw_kv_seq_s
+        cmp_s, tiles = cmp / mfu, 0.0
+        if known is not None:
+            tiles = np.where(known, att * pad / eff, 0.0)
+            cmp_s = np.where(known, (cmp - att) / mfu + tiles, cmp_s)
         # others' prompts: riding the step (their compute and their chunks' collectives, which the step runs too),
         # or run alone before it (a whole prefill pass each)
         rider_over = np.where(alone, pf_over, t_req + w.n_chunks * w.comm_pf_s)
         rider_bw = np.where(alone, pf_core - np.minimum(pf_core, pf_cmp), 0.0)
         rider_cmp = np.where(alone, np.minimum(pf_core, pf_cmp), pf_cmp)
-        return tf_dec + comm + pf_rate * rider_over, bw / mbu + pf_rate * rider_bw, cmp / mfu + pf_rate * rider_cmp
+        return (tf_dec + comm + pf_rate * rider_over, bw / mbu + pf_rate * rider_bw, cmp_s + pf_rate * rider_cmp,
+                kv / mbu, tiles)
 
-    b_dec = decode_batch(w, lambda b: sum(decode_parts(b)), accept, s_alone, work, t0, q, handoff)
+    b_dec = decode_batch(w, lambda b: sum(decode_parts(b)[:3]), accept, s_alone, work, t0, q, handoff)
     # decode step: fixed overhead, collectives, per-prefill scheduling; bandwidth and compute overlap
-    step_over, dec_bw, dec_cmp = decode_parts(b_dec)
+    step_over, dec_bw, dec_cmp, kv_dec, tiles_dec = decode_parts(b_dec)
     t_step = step_over + dec_bw + dec_cmp
     # aggregated: the new request's chunks ride steps that also carry the running batch's decode work; the
-    # weights are read once for both, the decode attention's KV reads apart (added to the ride below)
-    mix_cmp = pf_cmp + others * w.n_chunks * w.cmp_s / mfu
-    kv_dec = 0.0 if w.bw_kv_s is None else w.bw_kv_s / mbu
+    # weights are read once for both, the decode attention kernel apart (added to the ride below)
+    att_run = 0.0 if (w.cmp_attn_s is None or known is None) else np.where(known, w.cmp_attn_s, 0.0)
+    mix_cmp = pf_cmp + others * w.n_chunks * (w.cmp_s - att_run) / mfu
     mix_bw = (1.0 - others) * pf_mem + others * (w.n_chunks * (dec_bw - kv_dec) + pf_kv)
     pf_cmp_bound = mix_cmp >= mix_bw
     # arrival in the middle of a running step and behind the steps launched ahead of it, then the scheduler's
@@ -304,7 +331,7 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     queue_pf = np.where(dis, q_dis + hand, wait_step + q_agg)
     ride_cmp = np.where(dis | alone, pf_cmp, mix_cmp)
     ride_bw = np.where(dis | alone, pf_mem, mix_bw)
-    ride_kv = np.where(dis | alone, 0.0, others * w.n_chunks * kv_dec)
+    ride_kv = np.where(dis | alone, 0.0, others * w.n_chunks * (kv_dec + tiles_dec))
     ride = np.maximum(ride_cmp, ride_bw) + ride_kv
     ttft_core = t0 + w.load_s + np.where(dis, w.xfer_s, 0.0) + pf_over + ride + queue_pf
     # clients beyond the KV capacity wait for the running batch to drain (closed loop)

@@ -169,6 +169,7 @@ class Features:
     kv_cap: np.ndarray       # sequences at the mean context one decode instance holds (KV pool; decode slots)
     n_decode: np.ndarray     # decode instances (disaggregated decode workers; 1 aggregated)
     attn_eff: np.ndarray     # prefill attention's efficiency, the kernel's sourced figure (NaN: the fitted global)
+    dec_attn_eff: np.ndarray  # decode attention's, the kernel's sourced figure (NaN: the fitted mfu)
     budget: np.ndarray       # tokens one prefill step may hold: the recipe's (scheduling.toml [budget]), else the engine's
     batch: np.ndarray        # prompt tokens past which a pass takes no further waiting prompt (Budget.batch)
     requests: np.ndarray     # prompts a disaggregated prefill worker holds at once, all its ranks (inf: no cap)
@@ -261,7 +262,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     wk = {k: z.copy() for k in ("b_run", "over", "osl", "n_chunks", "comm_s", "comm_pf_s", "bw_s", "cmp_s",
                                 "pf_gemm_s", "pf_attn_s", "pf_mem_s", "pf_kv_s", "conc", "n_prefill", "xfer_s", "load_s",
                                 "wait_steps", "bw_seq_s", "cmp_seq_s", "comm_seq_s", "pf_serial_s", "front_s",
-                                "ahead", "pf_alone", "pf_batch", "pf_ranks", "svc_cv2", "bw_kv_s")}
+                                "ahead", "pf_alone", "pf_batch", "pf_ranks", "svc_cv2", "bw_kv_s", "cmp_attn_s",
+                                "cmp_attn_seq_s", "bw_kv_seq_s", "attn_pad")}
     wk["n_prefill"][:] = 1.0
     wk["osl"][:] = 1.0
     wk["n_chunks"][:] = 1.0
@@ -278,6 +280,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     cap_a = np.full(n, np.nan)
     ndec_a = np.ones(n)
     attn_a = np.full(n, np.nan)
+    dattn_a = np.full(n, np.nan)
     budget_a = np.full(n, np.nan)
     batch_a = np.full(n, np.nan)
     req_a = np.full(n, np.inf)
@@ -297,13 +300,15 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         prec = str(row.get("precision") or "").strip().lower()
         prec = PRECISION_ALIASES.get(prec, prec)
         reason = ""
+        disagg = bool(row.get("disagg") or False)
         if acc is None:
             reason = f"hardware {hw!r} not in the catalog"
         elif model is None:
             reason = f"model {mname!r} not in the catalog"
         elif prec not in model.formats:
             reason = f"{model.key} has no {prec!r} format in the catalog"
-        disagg = bool(row.get("disagg") or False)
+        elif disagg and 0 in (row.get("prefill_num_workers"), row.get("decode_num_workers")):
+            reason = "a disaggregated point with 0 prefill or decode workers: its pools cannot be sized"
         if reason:
             keys.append(None)
             why.append(reason)
@@ -385,8 +390,12 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["bw_s"][j] = float(dec.decode_bytes_per_gpu(b_run, ctx)) / acc.hbm_bw
         wk["bw_kv_s"][j] = float(dec.decode_kv_bytes_per_gpu(b_run, ctx)) / acc.hbm_bw
         wk["cmp_s"][j] = float(dec.decode_peak_s(b_run * (1.0 + depth), ctx))
+        wk["cmp_attn_s"][j] = float(dec.decode_attn_peak_s(b_run * (1.0 + depth), ctx))
         if disagg:  # the step per sequence, for the decode batch the clients queued for prefill leave (Work)
             wk["bw_seq_s"][j], wk["cmp_seq_s"][j], wk["comm_seq_s"][j] = _per_sequence(dec, b_run, ctx, 1.0 + depth)
+            wk["cmp_attn_seq_s"][j] = float(dec.decode_attn_peak_s(1.0 + depth, ctx))
+            wk["bw_kv_seq_s"][j] = float(dec.kv_seq_bytes(ctx)) / dec.kv_divisor / acc.hbm_bw
+        wk["attn_pad"][j] = dec.decode_attn_pad(1.0 + depth)
         # the frontend tokenizes the prompt's text before the engine sees it (scheduling.toml [tokenize], as listed:
         # the benchmark's servers are the hosts the figure names, or the reference host)
         wk["front_s"][j] = tokenize_s_per_token(fw, model.key, hw)[0] * isl_m
@@ -394,6 +403,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["pf_attn_s"][j] = float(pre.prefill_peak_s(isl_m, 0.0)) - wk["pf_gemm_s"][j]
         # a fresh prompt's attention runs at its kernel's published forward efficiency where the catalog has one
         attn_a[j] = acc.attn_fwd_eff or np.nan
+        dattn_a[j] = dec.decode_attn_eff or np.nan
         wk["pf_mem_s"][j] = float(prefill_bytes_per_gpu(pre, isl_m, 0.0)) / acc.hbm_bw
         wk["pf_kv_s"][j] = float(pre.kv_seq_bytes(isl_m)) / pre.kv_divisor / acc.hbm_bw
         wk["n_prefill"][j] = npw
@@ -413,7 +423,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     return Features(keys=keys, covered=covered, why=why, layers=layers, g_dec=g_dec, g_pf=g_pf,
                     dpa_dec=dpa_dec, dpa_pf=dpa_pf, work=work,
                     mtp=mtp_a, draft=draft_a, slots=slots_a, in_domain=in_dom, mem_util=mem_a, kv_cap=cap_a,
-                    n_decode=ndec_a, attn_eff=attn_a, budget=budget_a, batch=batch_a, requests=req_a, kv_bytes=kvb,
+                    n_decode=ndec_a, attn_eff=attn_a, dec_attn_eff=dattn_a, budget=budget_a, batch=batch_a, requests=req_a, kv_bytes=kvb,
                     ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
                     e2e=meas("median_e2el_s"))
 
@@ -518,7 +528,8 @@ def predict_times(f: Features, theta: np.ndarray, attn_eff: float | np.ndarray =
     acc = np.where(f.mtp, acc, 1.0)
     return times(f.work, fixed_overhead(f.layers, tau, kappa, f.g_dec, f.dpa_dec, a2a),
                  fixed_overhead(f.layers, tau, kappa, f.g_pf, f.dpa_pf, a2a),
-                 mbu, mfu, t0, q, treq, acc, point_attn_eff(f, attn_eff), mfu_pf, handoff, median=median)
+                 mbu, mfu, t0, q, treq, acc, point_attn_eff(f, attn_eff), mfu_pf, handoff, median=median,
+                 dec_attn_eff=f.dec_attn_eff)
 
 
 def predict(f: Features, theta: np.ndarray, attn_eff: float | np.ndarray = 1.0

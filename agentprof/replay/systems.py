@@ -221,7 +221,8 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
                               prefill_alone=prefill_alone(fw, model.key)[0] and not is_disaggregated(fw))
     params, tok_src = _with_frontend(params, cat, system, model, fw)
     # a fresh prompt's own attention at the chip's published kernel figure, as the fixed-sequence points price it
-    params = params.with_(attn_fresh_eff=system.accelerator.attn_fwd_eff or 0.0)
+    params = params.with_(attn_fresh_eff=system.accelerator.attn_fwd_eff or 0.0,
+                          dec_attn_eff=dep.decode_attn_eff or 0.0)
     # the calibration it came from travels along: a re-resolution in another layout uses the same
     return Resolved(system, model, precision, dep, params, fw, how, level, fitted.level_errors.get(level, {}), kv_src,
                     frontend_source=tok_src, fitted=fitted)

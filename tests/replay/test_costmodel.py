@@ -665,3 +665,49 @@ def test_decode_all_reduces_move_one_shot_bytes_below_the_engines_threshold() ->
     # beyond 8 GPUs the engines use NCCL: the ring's bytes
     wide = Deployment(CAT.models["gpt-oss-120b"], CAT.accelerators["gb200"], "fp4", 16).comm_bytes_per_gpu(tokens)
     assert np.allclose(wide / (2 * layers), 2 * 15 / 16 * msg)
+
+
+def test_mla_decode_attention_runs_over_its_kernels_tiles_at_the_published_efficiency() -> None:
+    # FlashMLA computes each sequence's heads x tokens in 64-row tiles at 660 TFLOPS on H800 [S-FlashMLA]: a GPU
+    # holding 16 of DeepSeek's 128 heads (TP8) pays for 64 rows, one holding all of them (attention-DP) for 128
+    tp8, tp4 = dep("deepseek-r1", "h200", "fp8", 8), dep("deepseek-r1", "h200", "fp8", 4)
+    dpa = dep("deepseek-r1", "h200", "fp8", 8, dp_attention=True)
+    assert (tp8.decode_attn_pad(), tp4.decode_attn_pad(), dpa.decode_attn_pad()) == (4.0, 2.0, 1.0)
+    assert tp8.decode_attn_pad(1.0 + 3.0) == 1.0  # 16 heads x 4 verified tokens fill a tile
+    assert dep().decode_attn_pad() == 1.0 and dep().decode_attn_eff is None  # GQA: the GEMMs' mfu, as before
+    eff = CAT.accelerators["h200"].mla_decode_eff
+    assert tp8.decode_attn_eff == eff == pytest.approx(660 / 989, abs=1e-3)
+    b, ctx = 16.0, 60_000.0
+    att = float(tp8.decode_attn_peak_s(b, ctx))
+    plain = float(decode_step_s(tp8, P, b, ctx))
+    kernel = float(decode_step_s(tp8, P.with_(dec_attn_eff=eff), b, ctx))
+    assert kernel - plain == pytest.approx(att * (4.0 / eff - 1.0 / P.mfu), rel=1e-9)
+    assert kernel > plain  # TP8's padded tiles cost more than the GEMMs' rate; attention-DP's cost less
+    assert float(decode_step_s(dpa, P.with_(dec_attn_eff=eff), b, ctx)) < float(decode_step_s(dpa, P, b, ctx))
+
+
+def test_replay_and_point_model_price_mla_decode_attention_alike() -> None:
+    # the calibration's point model and the replay's equations take the same kernel figure and tiles: DeepSeek R1 on
+    # 8 H200s under vLLM at 8K prompts, the replayed call at the point's means
+    from dataclasses import replace
+
+    from agentprof.catalog.kvcache import kv_bytes
+    from agentprof.replay.points import predict_times
+
+    theta = theta_of(P, 61)
+    for conc in (1, 8, 64):
+        row = {"hardware": "h200", "framework": "vllm", "model": "deepseek-r1", "precision": "fp8", "isl": 8192,
+               "osl": 1024, "conc": conc, "tp": 8, "ep": 1, "dp_attention": False, "disagg": False}
+        f = point_features(pl.DataFrame([row]), CAT)
+        assert f.dec_attn_eff[0] == CAT.accelerators["h200"].mla_decode_eff and f.work.attn_pad[0] == 4.0
+        f = replace(f, work=replace(f.work, svc_cv2=None))
+        mean = predict_times(f, theta[None, :], median=False)
+        d = dep("deepseek-r1", "h200", "fp8", 8, kv_dtype_bytes=kv_bytes("vllm", "deepseek-r1", "h200", "fp8")[0],
+                engine="vllm")
+        p = P.with_(attn_eff=CAT.accelerators["h200"].attn_fwd_eff, dec_attn_eff=d.decode_attn_eff,
+                    t_tok_s=tokenize_s_per_token("vllm", "deepseek-r1", "h200")[0],
+                    ahead_steps=ahead_steps("vllm", "deepseek-r1")[0])
+        t = call_times(d, p, np.array([0.9 * 8192]), np.array([0.0]), np.array([0.9 * 1024]), batch=conc,
+                       mem_util=float(f.mem_util[0]))
+        assert float(t.ttft_s[0]) == pytest.approx(float(mean.ttft[0]), rel=1e-9)
+        assert float(t.total_s[0]) == pytest.approx(float(mean.e2e[0]), rel=1e-9)

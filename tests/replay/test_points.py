@@ -10,6 +10,7 @@ import pytest
 from agentprof.catalog import CatalogError
 from agentprof.catalog.kvcache import memory_fraction, usable_fraction
 from agentprof.errors import TraceFormatError
+from agentprof.replay.costmodel import Deployment
 from agentprof.replay.points import load_points, point_features, resident_batch
 
 from .conftest import CAT, ROOT
@@ -28,6 +29,49 @@ def test_every_measured_batch_fits_the_modelled_kv_pool(feats) -> None:
     ratio = held[ok] / feats.kv_cap[ok]
     assert ratio.max() <= 1.01  # the recipes' decode slots bind at 1.002 (Little's law lands on them)
     assert (ratio > 0.9).sum() >= 5  # the check has teeth: some points sit at their limit
+
+
+def test_every_official_point_fits_the_modelled_kv_pool_but_where_recipe_slots_bind() -> None:
+    # the InferenceX API's points (never fitted, 8K prompts among them): Little's law on each must fit the pool too;
+    # the one exception is a March 2026 wide-EP run whose decode slots outgrew the earlier recipe decode_slots.toml
+    # reads (2,048). SGLang's 4-GPU FP8 decode workers at 8K hold ~47 sequences: with the shared experts copied on
+    # each attention-DP rank too the model left room for 28
+    api = load_points(ROOT / "data" / "inferencex" / "official_api_points.csv")
+    f = point_features(api, CAT)
+    held = resident_batch(f)
+    ok = f.covered & np.isfinite(held)
+    assert ok.sum() > 1600
+    over = ok & (held > 1.01 * f.kv_cap)
+    slots_bind = np.isfinite(f.slots) & (f.kv_cap >= f.slots / f.n_decode - 0.5)
+    assert not (over & ~slots_bind).any()
+    assert (over & slots_bind).sum() <= 1
+    assert (held[ok] / f.kv_cap[ok] > 0.9).sum() >= 5  # some sit at their limit
+    sgl = ok & np.array([k is not None and k.framework == "dynamo-sglang" and k.precision == "fp8"
+                         and k.layout.startswith("p1x4-d1x4") for k in f.keys]) & (api["isl"].to_numpy() == 8192)
+    assert sgl.sum() >= 4 and held[sgl].max() > 40
+
+
+def test_a_disaggregated_point_without_worker_counts_is_named_not_priced() -> None:
+    api = load_points(ROOT / "data" / "inferencex" / "official_api_points.csv")
+    f = point_features(api, CAT)
+    zero = ((api["prefill_num_workers"] == 0) | (api["decode_num_workers"] == 0)).fill_null(False).to_numpy()
+    assert zero.sum() > 0 and not f.covered[zero].any()
+    assert all("0 prefill or decode workers" in f.why[i] for i in np.flatnonzero(zero))
+
+
+def test_sglang_attention_dp_splits_the_shared_experts_of_a_tensor_parallel_moe() -> None:
+    # each attention-DP rank holds the non-expert weights whole (the recipes copy dense FFNs and head too), but
+    # SGLang fuses the shared experts into a tensor-parallel MoE or splits them; DeepEP ranks hold them whole
+    m, acc = CAT.models["deepseek-r1"], CAT.accelerators["gb200"]
+    sgl = Deployment(m, acc, "fp8", 4, True, 1.0, 1, "sglang")
+    trt = Deployment(m, acc, "fp8", 4, True, 1.0, 1, "trt")
+    ep = Deployment(m, acc, "fp8", 4, True, 1.0, 4, "sglang")
+    shared = (m.get("layers") - m.get("dense_layers")) * m.get("shared_experts") * 3 * m.get("hidden") \
+        * m.get("expert_ffn")
+    assert trt.weight_bytes_per_gpu - sgl.weight_bytes_per_gpu == pytest.approx(0.75 * shared, rel=1e-9)
+    assert ep.weight_bytes_per_gpu == pytest.approx(trt.weight_bytes_per_gpu)
+    tp = Deployment(m, acc, "fp8", 4, False, 1.0, 1, "sglang")
+    assert tp.weight_bytes_per_gpu == pytest.approx(tp.weight_bytes / 4)
 
 
 def test_deepseek_fp8_on_four_b200s_holds_the_recipes_batch_at_8k_prompts() -> None:

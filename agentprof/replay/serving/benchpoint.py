@@ -224,7 +224,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             dec_p = step_params(e.theta, dec.layers, dec.gpus, accept=None if f.mtp[j] else 1.0,
                                 dpa=dec.dp_attention).with_(
                 attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]) + hand,
-                draft_tokens=float(f.draft[j]), t_tok_s=tok)
+                draft_tokens=float(f.draft[j]), t_tok_s=tok, dec_attn_eff=dec.decode_attn_eff or 0.0)
             budget = float(f.budget[j])  # the recipe's prefill budget, else the engine's (point_features)
             # the recipe's decode slots, as the equations bound the running batch (point_features)
             slots = None if np.isnan(f.slots[j]) else float(f.slots[j])
@@ -257,7 +257,8 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
         # prefill alone
         p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0, dpa=dpa).with_(
             attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]), ahead_steps=float(f.work.ahead[j]),
-            prefill_alone=bool(f.work.pf_alone[j]), draft_tokens=float(f.draft[j]), t_tok_s=tok)
+            prefill_alone=bool(f.work.pf_alone[j]), draft_tokens=float(f.draft[j]), t_tok_s=tok,
+            dec_attn_eff=dep.decode_attn_eff or 0.0)
         budget = float(f.budget[j])
         ttft, tpot, e2e = simulate_point(dep, p, int(row["conc"]), float(row["isl"]), float(row["osl"]), budget,
                                          mem_util=float(f.mem_util[j]), per_client=BENCH_PROMPTS_PER_CLIENT,

@@ -163,7 +163,7 @@ def test_capacity_bands_search_each_corner(capsys) -> None:
     """A system resting on estimates is searched again at its ranges' fast and slow ends (the estimated CPU tier
     among them); the fast end serves at least as many sessions; --no-bands skips it; and where even one session
     misses the SLO the error says what the fast end would serve."""
-    args = ("capacity", str(KVCT), "-s", "rubin+vera", "--slo", "ttft_p99=4s", "--max-concurrency", "32",
+    args = ("capacity", str(KVCT), "-s", "rubin+vera", "--slo", "ttft_p99=3s", "--max-concurrency", "32",
             "--attention", "tp", "--json")
     code, out, err = run(capsys, *args)
     assert code == 0, err

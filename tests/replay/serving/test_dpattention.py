@@ -73,16 +73,19 @@ def test_dp_kv_pool_grows_by_the_ranks_less_the_replicated_weights(few, resolved
     assert tp["attention"]["layout"] == "tp" and dp["attention"]["layout"] == "dp"
     assert "levers" not in dp  # off unless asked (replay and the report ask)
     check_levers(tp, dp)
-    # from the catalog: usable HBM per GPU, the non-expert (attention, shared) weights replicated per rank under DP,
-    # the routed experts split over the g GPUs either way; the MLA latent once per TP instance, once per DP rank
+    # from the catalog: usable HBM per GPU, the non-expert weights each rank holds whole under DP (all but SGLang's
+    # shared experts of a tensor-parallel MoE), the routed experts split over the g GPUs either way; the MLA latent
+    # once per TP instance, once per DP rank
     dep, mu = r.dep, r.system.mem_util
     g, hbm = dep.gpus, dep.accel.hbm_bytes * mu
+    copied = dep.nonexpert_bytes - dep.dpa_split_bytes  # what each DP rank holds whole
+    assert dep.engine == "sglang" and 0 < dep.dpa_split_bytes < 0.5 * dep.nonexpert_bytes
     free_tp = hbm - (dep.nonexpert_bytes + dep.routed_bytes) / g
-    free_dp = hbm - dep.nonexpert_bytes - dep.routed_bytes / g
+    free_dp = hbm - copied - (dep.dpa_split_bytes + dep.routed_bytes) / g
     assert tp["attention"]["kv_pool_tokens_per_system"] == pytest.approx(free_tp / dep.kv_token_bytes, rel=1e-9)
     assert dp["attention"]["kv_pool_tokens_per_system"] == pytest.approx(g * free_dp / dep.kv_token_bytes, rel=1e-9)
     ratio = dp["attention"]["kv_pool_tokens_per_system"] / tp["attention"]["kv_pool_tokens_per_system"]
-    share = dep.nonexpert_bytes * (g - 1) / g / free_tp  # the replicated weights' share of the TP pool
+    share = copied * (g - 1) / g / free_tp  # the copied weights' share of the TP pool
     assert ratio == pytest.approx(g * (1.0 - share), rel=1e-9)
     assert 3.0 < ratio < g
     assert dp["replicas"] == g and dp["attention"]["ranks_per_instance"] == g
