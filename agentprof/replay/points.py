@@ -392,9 +392,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["cmp_s"][j] = float(dec.decode_peak_s(b_run * (1.0 + depth), ctx))
         wk["cmp_attn_s"][j] = float(dec.decode_attn_peak_s(b_run * (1.0 + depth), ctx))
         if disagg:  # the step per sequence, for the decode batch the clients queued for prefill leave (Work)
-            wk["bw_seq_s"][j], wk["cmp_seq_s"][j], wk["comm_seq_s"][j] = _per_sequence(dec, b_run, ctx, 1.0 + depth)
-            wk["cmp_attn_seq_s"][j] = float(dec.decode_attn_peak_s(1.0 + depth, ctx))
-            wk["bw_kv_seq_s"][j] = float(dec.kv_seq_bytes(ctx)) / dec.kv_divisor / acc.hbm_bw
+            (wk["bw_seq_s"][j], wk["cmp_seq_s"][j], wk["comm_seq_s"][j], wk["bw_kv_seq_s"][j],
+             wk["cmp_attn_seq_s"][j]) = _per_sequence(dec, b_run, ctx, 1.0 + depth)
         wk["attn_pad"][j] = dec.decode_attn_pad(1.0 + depth)
         # the frontend tokenizes the prompt's text before the engine sees it (scheduling.toml [tokenize], as listed:
         # the benchmark's servers are the hosts the figure names, or the reference host)
@@ -455,16 +454,17 @@ def adp_wait_steps(framework: str, model: str, hardware: str, ranks: int, conc: 
     return hold
 
 
-def _per_sequence(dec: Deployment, b_run: float, ctx: float, tokens: float = 1.0) -> tuple[float, float, float]:
+def _per_sequence(dec: Deployment, b_run: float, ctx: float, tokens: float = 1.0) -> tuple[float, ...]:
     """What one sequence adds to a decode step near ``b_run``: bytes / HBM bandwidth (its KV, and the MoE experts
     a larger batch touches: the secant over the lower half of the batch), FLOPs / peak and collectives (both
-    proportional to the batch; ``tokens`` per sequence when the step verifies MTP drafts, bytes read once)."""
-    bw = float(dec.kv_seq_bytes(ctx)) / dec.kv_divisor
-    lo = max(b_run / 2.0, 1.0)
+    proportional to the batch; ``tokens`` per sequence when the step verifies MTP drafts, bytes read once); then
+    the KV's and the attention's parts of the bytes and FLOPs."""
+    kv = float(dec.kv_seq_bytes(ctx)) / dec.kv_divisor
+    bw, lo = kv, max(b_run / 2.0, 1.0)
     if b_run > lo:
         bw = float(dec.decode_bytes_per_gpu(b_run, ctx) - dec.decode_bytes_per_gpu(lo, ctx)) / (b_run - lo)
-    return (bw / dec.accel.hbm_bw, float(dec.decode_peak_s(tokens, ctx)),
-            float(dec.comm_s(b_run * tokens)) / b_run)
+    return (bw / dec.accel.hbm_bw, float(dec.decode_peak_s(tokens, ctx)), float(dec.comm_s(b_run * tokens)) / b_run,
+            kv / dec.accel.hbm_bw, float(dec.decode_attn_peak_s(tokens, ctx)))
 
 
 def cat_files(cat: HardwareCatalog) -> tuple[str, ...]:

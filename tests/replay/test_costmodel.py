@@ -484,34 +484,44 @@ def test_ttft_grows_with_the_prompt_and_no_constant_hides_prefill() -> None:
     assert pre[3] / pre[2] > 128000 / 32000
 
 
-def test_replay_equations_match_the_calibrated_point_model() -> None:
+@pytest.mark.parametrize("model, prec, isl, concs", [("gpt-oss-120b", "fp4", 1024, (1, 4, 32)),
+                                                      ("deepseek-r1", "fp8", 8192, (1, 8, 64))])
+def test_replay_equations_match_the_calibrated_point_model(model: str, prec: str, isl: int,
+                                                           concs: tuple[int, ...]) -> None:
     # call_times (replay) and predict (calibration) implement the same aggregated-serving equations (a replayed
     # call's expected times: the point model's means, before it reports a benchmark's medians). The workloads
     # differ in one thing: a benchmark's prompts are drawn near one length (its queue nearly deterministic), a
-    # replayed agent's vary (exponential service), so the point model is taken at the replay's
+    # replayed agent's vary (exponential service), so the point model is taken at the replay's. DeepSeek R1 (MLA)
+    # at 8K prompts: both take the decode attention kernel's figure and query tiles (TP8: 16 heads pay for 64)
     from dataclasses import replace
 
+    from agentprof.catalog.kvcache import kv_bytes
     from agentprof.replay.points import predict_times
 
-    theta = theta_of(P, 36)
-    for conc in (1, 4, 32):
-        row = {"hardware": "h200", "framework": "vllm", "model": "gpt-oss-120b", "precision": "fp4", "isl": 1024,
+    layers = CAT.models[model].get("layers")
+    theta = theta_of(P, layers)
+    for conc in concs:
+        row = {"hardware": "h200", "framework": "vllm", "model": model, "precision": prec, "isl": isl,
                "osl": 1024, "conc": conc, "tp": 8, "ep": 1, "dp_attention": False, "disagg": False}
         f = point_features(pl.DataFrame([row]), CAT)
         f = replace(f, work=replace(f.work, svc_cv2=None))
         mean = predict_times(f, theta[None, :], median=False)
-        ttft, e2e = mean.ttft, mean.e2e
-        d = dep("gpt-oss-120b", "h200", "fp4", 8)
+        d = dep(model, "h200", prec, 8, kv_dtype_bytes=kv_bytes("vllm", model, "h200", prec)[0], engine="vllm")
+        assert np.nan_to_num(f.dec_attn_eff[0]) == (d.decode_attn_eff or 0.0) and f.work.attn_pad[0] == \
+            d.decode_attn_pad()
         # a fresh prompt's attention at the Hopper kernel's sourced forward efficiency, and the frontend's
         # tokenizing of the prompt (scheduling.toml [tokenize]), as the point model takes them
-        p = P.with_(attn_eff=CAT.accelerators["h200"].attn_fwd_eff,
-                    t_tok_s=tokenize_s_per_token("vllm", "gpt-oss-120b", "h200")[0],
-                    ahead_steps=ahead_steps("vllm", "gpt-oss-120b")[0])
-        assert p.t_tok_s > 0 and f.work.front_s[0] == pytest.approx(p.t_tok_s * 921.6)
-        t = call_times(d, p, np.array([921.6]), np.array([0.0]), np.array([921.6]), batch=conc)
-        assert float(t.ttft_s[0]) == pytest.approx(float(ttft[0]), rel=1e-9)
-        assert float(t.total_s[0]) == pytest.approx(float(e2e[0]), rel=1e-9)
+        p = P.with_(attn_eff=CAT.accelerators["h200"].attn_fwd_eff, dec_attn_eff=d.decode_attn_eff or 0.0,
+                    t_tok_s=tokenize_s_per_token("vllm", model, "h200")[0],
+                    ahead_steps=ahead_steps("vllm", model)[0])
+        assert p.t_tok_s > 0 and f.work.front_s[0] == pytest.approx(p.t_tok_s * 0.9 * isl)
+        t = call_times(d, p, np.array([0.9 * isl]), np.array([0.0]), np.array([921.6]), batch=conc,
+                       mem_util=float(f.mem_util[0]))
+        assert float(t.ttft_s[0]) == pytest.approx(float(mean.ttft[0]), rel=1e-9)
+        assert float(t.total_s[0]) == pytest.approx(float(mean.e2e[0]), rel=1e-9)
     assert len(theta) == len(PARAMS)
+    if model == "deepseek-r1":
+        assert d.decode_attn_pad() == 4.0 and p.dec_attn_eff == CAT.accelerators["h200"].mla_decode_eff
 
 
 def test_point_attention_takes_the_kernels_sourced_efficiency_where_listed() -> None:
@@ -684,30 +694,3 @@ def test_mla_decode_attention_runs_over_its_kernels_tiles_at_the_published_effic
     assert kernel - plain == pytest.approx(att * (4.0 / eff - 1.0 / P.mfu), rel=1e-9)
     assert kernel > plain  # TP8's padded tiles cost more than the GEMMs' rate; attention-DP's cost less
     assert float(decode_step_s(dpa, P.with_(dec_attn_eff=eff), b, ctx)) < float(decode_step_s(dpa, P, b, ctx))
-
-
-def test_replay_and_point_model_price_mla_decode_attention_alike() -> None:
-    # the calibration's point model and the replay's equations take the same kernel figure and tiles: DeepSeek R1 on
-    # 8 H200s under vLLM at 8K prompts, the replayed call at the point's means
-    from dataclasses import replace
-
-    from agentprof.catalog.kvcache import kv_bytes
-    from agentprof.replay.points import predict_times
-
-    theta = theta_of(P, 61)
-    for conc in (1, 8, 64):
-        row = {"hardware": "h200", "framework": "vllm", "model": "deepseek-r1", "precision": "fp8", "isl": 8192,
-               "osl": 1024, "conc": conc, "tp": 8, "ep": 1, "dp_attention": False, "disagg": False}
-        f = point_features(pl.DataFrame([row]), CAT)
-        assert f.dec_attn_eff[0] == CAT.accelerators["h200"].mla_decode_eff and f.work.attn_pad[0] == 4.0
-        f = replace(f, work=replace(f.work, svc_cv2=None))
-        mean = predict_times(f, theta[None, :], median=False)
-        d = dep("deepseek-r1", "h200", "fp8", 8, kv_dtype_bytes=kv_bytes("vllm", "deepseek-r1", "h200", "fp8")[0],
-                engine="vllm")
-        p = P.with_(attn_eff=CAT.accelerators["h200"].attn_fwd_eff, dec_attn_eff=d.decode_attn_eff,
-                    t_tok_s=tokenize_s_per_token("vllm", "deepseek-r1", "h200")[0],
-                    ahead_steps=ahead_steps("vllm", "deepseek-r1")[0])
-        t = call_times(d, p, np.array([0.9 * 8192]), np.array([0.0]), np.array([0.9 * 1024]), batch=conc,
-                       mem_util=float(f.mem_util[0]))
-        assert float(t.ttft_s[0]) == pytest.approx(float(mean.ttft[0]), rel=1e-9)
-        assert float(t.total_s[0]) == pytest.approx(float(mean.e2e[0]), rel=1e-9)
