@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from agentprof.catalog import CatalogError, ModelSpec
-from agentprof.catalog.hardware import HardwareCatalog, System
+from agentprof.catalog.hardware import Accelerator, HardwareCatalog, System
 from agentprof.catalog.kvcache import (
     ahead_steps,
     engine,
@@ -72,8 +72,25 @@ class Resolved:
                 "t_fixed_ms": round(self.params.t_fixed_s * 1e3, 3), "mbu": round(self.params.mbu, 3),
                 "mfu": round(self.params.mfu, 3), "frontend_us_per_token": round(self.params.t_tok_s * 1e6, 3),
                 "frontend_source": self.frontend_source,
-                # prefill attention's share of the BF16 peak: over earlier tokens, and each chunk's own tokens
-                "attn_eff": round(self.params.attn_eff, 4), "attn_eff_fresh": round(self.params.fresh_eff, 4)}
+                # prefill attention's share of the BF16 peak: over earlier tokens, and each chunk's own tokens;
+                # decode attention's (null: the GEMMs' mfu) and the query rows its kernel's tiles compute per real one
+                "attn_eff": round(self.params.attn_eff, 4), "attn_eff_fresh": round(self.params.fresh_eff, 4),
+                "attn_eff_decode": round(self.params.dec_attn_eff, 4) or None,
+                "decode_attn_tile_factor": round(self.dep.decode_attn_pad(1.0 + self.params.draft_tokens), 3)}
+
+
+def _kernel_figures(acc: Accelerator, p: StepParams, dep: Deployment) -> str:
+    """The attention kernels' own figures a resolution takes (fresh prompts' forward, MLA decode over its 64-row
+    query tiles), one clause; empty where the chip has none."""
+    parts, est = [], False
+    for name, value, what in (("attn_fwd_eff", p.attn_fresh_eff, "fresh prompts {:.3f}"),
+                              ("mla_decode_eff", p.dec_attn_eff, "decode {:.3f}")):
+        if value:
+            parts.append(what.format(value))
+            est |= acc.fields[name].source.startswith("estimate")
+    if p.dec_attn_eff:
+        parts[-1] += f" ({dep.decode_attn_pad(1.0 + p.draft_tokens):.0f}× rows in 64-row tiles)"
+    return f"; attention kernels' {'estimated' if est else 'published'} figures: {', '.join(parts)}" if parts else ""
 
 
 def layout_gpus(e: FitEntry) -> int:
@@ -209,8 +226,6 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
         params = params.with_(attn_eff=fitted.attn_eff_for(acc_key, kind))
         how += (f"; prefill attention at {params.attn_eff:.3f} of the BF16 peak over a cached prefix, "
                 f"{fitted.attn_eff_basis(acc_key, kind)}")
-        if system.accelerator.attn_fwd_eff:
-            how += f"; fresh prompts at {system.accelerator.attn_fwd_eff:.3f} (the kernel's published figure)"
     if scale is not None:
         params = params.with_(t_fixed_s=params.t_fixed_s * scale.value)
     if not system.params:
@@ -223,6 +238,8 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
     # a fresh prompt's own attention at the chip's published kernel figure, as the fixed-sequence points price it
     params = params.with_(attn_fresh_eff=system.accelerator.attn_fwd_eff or 0.0,
                           dec_attn_eff=dep.decode_attn_eff or 0.0)
+    if not system.params:
+        how += _kernel_figures(system.accelerator, params, dep)
     # the calibration it came from travels along: a re-resolution in another layout uses the same
     return Resolved(system, model, precision, dep, params, fw, how, level, fitted.level_errors.get(level, {}), kv_src,
                     frontend_source=tok_src, fitted=fitted)

@@ -70,6 +70,14 @@ def test_replays_state_both_prefill_attention_efficiencies() -> None:
     assert b200["attn_eff_fresh"] == pytest.approx(CAT.accelerators["b200"].attn_fwd_eff)
     assert b200["attn_eff"] == pytest.approx(fitted.attn_eff_for("b200", "mla"), abs=1e-4)
     assert mi["attn_eff_fresh"] == mi["attn_eff"] == pytest.approx(fitted.attn_eff_for("mi355x", "mla"), abs=1e-4)
+    # decode attention: B200's MLA figure (an estimate, Hopper's FlashMLA fraction), Kimi's 64 heads over the
+    # instance's GPUs filling part of the kernel's 64-row tiles; MI355X has no figure (the GEMMs' mfu)
+    r = resolve(CAT.system("b200+x86"), KIMI, CAT)
+    assert b200["attn_eff_decode"] == pytest.approx(CAT.accelerators["b200"].mla_decode_eff)
+    assert b200["decode_attn_tile_factor"] == pytest.approx(64 / (64 / r.dep.gpus)) and r.dep.gpus > 1
+    assert "attention kernels' estimated figures: fresh prompts 0.713, decode 0.667 (" in r.calibration
+    assert mi["attn_eff_decode"] is None and "attention kernels" not in resolve(CAT.system("mi355x+x86"), KIMI,
+                                                                                CAT).calibration
 
 
 def test_rubin_prices_fresh_prompts_at_its_proxys_kernel_figure_within_a_band() -> None:
