@@ -13,7 +13,9 @@ arrival time (Gamma(g, lam)):
 - S_g >= P: the n < g arrivals of [0, P) (Poisson(lam·P) below g) wait until P, P/2 on average.
 
 The mean wait per request is the expected total wait of a cycle over its expected arrivals (renewal reward), in
-closed form through Poisson tails. Decode-sized iterations, so the caller multiplies by the decode step."""
+closed form through Poisson tails. Decode-sized iterations, so the caller multiplies by the decode step. The
+requests a cycle schedules run their context phase in one iteration, so each one's first token also waits for the
+others' prompts (:func:`adp_released_with`)."""
 
 from __future__ import annotations
 
@@ -36,3 +38,23 @@ def adp_hold_iters(ranks: int, lam: float, timeout: float, batching: float) -> f
     total += timeout / 2.0 * n_timeout
     arrivals = (g + lam * batching) * p_all + n_timeout
     return total / arrivals if arrivals > 0 else 0.0
+
+
+def adp_released_with(ranks: int, lam: float, timeout: float, batching: float) -> float:
+    """Mean number of other requests whose context phase a new request's iteration runs beside its own, under the
+    balance of :func:`adp_hold_iters` (same arguments): a cycle schedules N requests at once, and a request is in a
+    cycle of N with probability proportional to N, so the mean is E[N²]/E[N] − 1 over cycles (renewal reward). N is
+    g plus the Poisson(lam·B) arrivals of the batching wait when every rank fills before the timeout, else the
+    Poisson(lam·P) arrivals below g. 0 without arrivals."""
+    g = max(int(ranks), 1)
+    if lam <= 0.0:
+        return 0.0
+    from scipy.stats import poisson
+
+    m, lb = lam * timeout, lam * batching
+    p_all = float(poisson.sf(g - 1, m))
+    n1 = m * float(poisson.cdf(g - 2, m)) if g >= 2 else 0.0          # E[n; n < g]
+    n2 = n1 + (m * m * float(poisson.cdf(g - 3, m)) if g >= 3 else 0.0)  # E[n²; n < g]
+    first = (g + lb) * p_all + n1
+    second = ((g + lb) ** 2 + lb) * p_all + n2
+    return max(second / first - 1.0, 0.0) if first > 0 else 0.0

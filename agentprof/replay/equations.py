@@ -101,6 +101,10 @@ class Work:
     cmp_attn_seq_s: np.ndarray | None = None
     bw_kv_seq_s: np.ndarray | None = None   # the KV part of bw_seq_s
     attn_pad: np.ndarray | None = None      # query rows the decode attention kernel's tiles compute per real row
+    # other prompts whose prefill a new request's step runs beside its own (TRT-LLM's attention-DP balance schedules
+    # the held requests together: :func:`agentprof.replay.adpwait.adp_released_with`); their compute delays its first
+    # token. None: none
+    pf_with: np.ndarray | None = None
 
 
 @dataclass
@@ -333,7 +337,9 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     ride_bw = np.where(dis | alone, pf_mem, mix_bw)
     ride_kv = np.where(dis | alone, 0.0, others * w.n_chunks * (kv_dec + tiles_dec))
     ride = np.maximum(ride_cmp, ride_bw) + ride_kv
-    ttft_core = t0 + w.load_s + np.where(dis, w.xfer_s, 0.0) + pf_over + ride + queue_pf
+    # prompts scheduled in the same step as the new one: their compute comes before its first token
+    beside = z if w.pf_with is None else np.where(dis, 0.0, w.pf_with * pf_cmp)
+    ttft_core = t0 + w.load_s + np.where(dis, w.xfer_s, 0.0) + pf_over + ride + beside + queue_pf
     # clients beyond the KV capacity wait for the running batch to drain (closed loop)
     over_q = np.where(dis, over_dis, w.over * (ttft_core + decode))
     ttft = ttft_core + over_q
@@ -350,7 +356,7 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     dec_c = dec_cmp * n_dec
     cmp_bound = np.where(dis | alone, pf_cmp >= pf_mem, pf_cmp_bound)
     parts = {
-        "compute": dec_c + np.where(cmp_bound, ride - ride_kv, 0.0),
+        "compute": dec_c + np.where(cmp_bound, ride - ride_kv, 0.0) + beside,
         "bandwidth": dec_b + np.where(cmp_bound, ride_kv, ride),
         "overhead": t0 + pf_over + step_over * n_dec,
         "kv_load": w.load_s + np.where(dis, w.xfer_s, 0.0),

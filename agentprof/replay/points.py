@@ -34,7 +34,7 @@ from agentprof.catalog.kvcache import (
 )
 from agentprof.catalog.serving import load_serving
 from agentprof.errors import AgentprofError, TraceFormatError
-from agentprof.replay.adpwait import adp_hold_iters
+from agentprof.replay.adpwait import adp_hold_iters, adp_released_with
 from agentprof.replay.costmodel import (
     ArrayLike,
     Deployment,
@@ -263,7 +263,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
                                 "pf_gemm_s", "pf_attn_s", "pf_mem_s", "pf_kv_s", "conc", "n_prefill", "xfer_s", "load_s",
                                 "wait_steps", "bw_seq_s", "cmp_seq_s", "comm_seq_s", "pf_serial_s", "front_s",
                                 "ahead", "pf_alone", "pf_batch", "pf_ranks", "svc_cv2", "bw_kv_s", "cmp_attn_s",
-                                "cmp_attn_seq_s", "bw_kv_seq_s", "attn_pad")}
+                                "cmp_attn_seq_s", "bw_kv_seq_s", "attn_pad", "pf_with")}
     wk["n_prefill"][:] = 1.0
     wk["osl"][:] = 1.0
     wk["n_chunks"][:] = 1.0
@@ -363,7 +363,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         wk["ahead"][j] = ahead_steps(fw, model.key)[0]
         wk["pf_alone"][j] = float(prefill_alone(fw, model.key)[0] and not disagg)
         if not disagg and dpa_d and ADP_BALANCE:
-            wk["wait_steps"][j] += adp_wait_steps(fw, model.key, hw, gd, conc, osl_m)
+            hold, wk["pf_with"][j] = adp_wait(fw, model.key, hw, gd, conc, osl_m)
+            wk["wait_steps"][j] += hold
         wk["b_run"][j] = b_run
         wk["over"][j] = max(b / cap - 1.0, 0.0)
         wk["osl"][j] = osl_m
@@ -436,22 +437,24 @@ def resident_batch(f: Features) -> np.ndarray:
 
 
 ADP_BALANCE = True
-"""Count TensorRT-LLM's attention-DP balance hold (:func:`adp_wait_steps`) in an aggregated attention-DP point's
-first token; False reproduces the model before it (for before/after measurements)."""
+"""Count TensorRT-LLM's attention-DP balance (:func:`adp_wait`) in an aggregated attention-DP point's first token;
+False reproduces the model before it (for before/after measurements)."""
 
 
-def adp_wait_steps(framework: str, model: str, hardware: str, ranks: int, conc: float, osl: float) -> float:
-    """Decode steps a new request of an aggregated attention-DP deployment waits for the recipe's attention-DP
-    balance (:mod:`agentprof.catalog.adpbalance`; 0 where the recipe does not set it): the closed loop's
-    ``conc`` clients each start a request every ``osl`` steps plus the wait itself, so ``conc / (osl + wait)``
-    arrive per step (one fixed-point pass from ``conc / osl``; :func:`agentprof.replay.adpwait.adp_hold_iters`)."""
+def adp_wait(framework: str, model: str, hardware: str, ranks: int, conc: float, osl: float) -> tuple[float, float]:
+    """(decode steps a new request of an aggregated attention-DP deployment waits for the recipe's attention-DP
+    balance, other prompts scheduled in its context iteration) (:mod:`agentprof.catalog.adpbalance`; (0, 0) where
+    the recipe does not set it): the closed loop's ``conc`` clients each start a request every ``osl`` steps plus
+    the wait itself, so ``conc / (osl + wait)`` arrive per step (one fixed-point pass from ``conc / osl``;
+    :mod:`agentprof.replay.adpwait`)."""
     bal = adp_balance(framework, model, hardware)
     if bal is None or ranks < 2:
-        return 0.0
+        return 0.0, 0.0
     hold = 0.0
     for _ in range(2):
         hold = adp_hold_iters(ranks, conc / max(osl + hold, 1.0), bal.timeout_iters, bal.batching_wait_iters)
-    return hold
+    lam = conc / max(osl + hold, 1.0)
+    return hold, adp_released_with(ranks, lam, bal.timeout_iters, bal.batching_wait_iters)
 
 
 def _per_sequence(dec: Deployment, b_run: float, ctx: float, tokens: float = 1.0) -> tuple[float, ...]:
