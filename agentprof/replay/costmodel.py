@@ -171,6 +171,10 @@ class Deployment:
     """Seconds of a decode token's weight GEMMs at 100 % of peak, whole instance (each weight at its format's rate)."""
     prefill_gemm_peak_s_per_token: float = field(init=False)
     """The same for a prefill token (no output head: a prefill computes logits for its last token only)."""
+    prefill_rank_gemm_peak_s_per_token: float = field(init=False)
+    """The part of :attr:`prefill_gemm_peak_s_per_token` a data-parallel attention rank computes for its own prompts
+    alone: the non-expert GEMMs (attention projections, dense layers, shared experts), less what the engine still
+    splits over the ranks (:attr:`dpa_split_bytes`); 0 without data-parallel attention."""
 
     def __post_init__(self) -> None:
         m = self.model
@@ -212,6 +216,9 @@ class Deployment:
         if self.engine == "sglang" and self.experts and self.expert_parallel <= 1:
             split = self.moe_layers * m.get("shared_experts") * per_expert
         self.dpa_split_bytes = split * dbits / 8
+        # (shared experts run for every token: the split ones are active parameters the ranks share)
+        self.prefill_rank_gemm_peak_s_per_token = (2.0 * max(pf_other - split, 0.0) / dense_peak
+                                                   if self.dp_attention else 0.0)
         if self.gpus < 1:
             raise CatalogError("a deployment needs at least one accelerator")
         # attention's shape, read once (the serving simulation prices many small prefills)
@@ -564,12 +571,34 @@ def prefill_parts(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayL
     t = np.asarray(new, dtype=float)
     c = np.asarray(cached, dtype=float)
     cmp_s = dep.prefill_peak_s(t, c, p.attn_rel, p.fresh_rel, CHUNK_TOKENS) / p.prefill_mfu
+    cmp_s = cmp_s + (dep.gpus - 1.0) * prefill_rank_s(dep, p, t, c)  # data-parallel attention: on its own rank
     mem_s = prefill_bytes_per_gpu(dep, t, c) / (p.mbu * dep.accel.hbm_bw)
     over = prefill_chunks(t) * p.t_fixed_s + dep.comm_s(t) + p.t_req_s
     on = t > 0
     bound = cmp_s >= mem_s
     return {"overhead": np.where(on, over, 0.0), "compute": np.where(on & bound, cmp_s, 0.0),
             "bandwidth": np.where(on & ~bound, mem_s, 0.0)}
+
+
+def prefill_rank_s(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayLike = 0) -> np.ndarray:
+    """Seconds of a prefill chunk's attention and non-expert GEMMs at the instance's spread share (what
+    :meth:`Deployment.prefill_peak_s` divides over the GPUs): under data-parallel attention its own rank runs
+    them alone, ``gpus`` times this. 0 without data-parallel attention."""
+    t = np.asarray(new, dtype=float)
+    if not dep.dp_attention:
+        return np.zeros_like(t)
+    experts = (dep.prefill_gemm_peak_s_per_token - dep.prefill_rank_gemm_peak_s_per_token) * t / dep.gpus
+    return (dep.prefill_peak_s(t, cached, p.attn_rel, p.fresh_rel) - experts) / p.prefill_mfu
+
+
+def busiest_rank_s(dep: Deployment, rank_s: np.ndarray) -> float:
+    """How much longer a prefill-only step of chunks whose spread rank parts are ``rank_s``
+    (:func:`prefill_rank_s`) takes under data-parallel attention than spread: each chunk's part runs on its own
+    rank, so the step lasts as the busiest rank, at least the largest chunk's (``gpus`` times its share) and at
+    least the average rank's (the sum). The experts stay spread."""
+    r = np.asarray(rank_s, dtype=float)
+    total = float(r.sum())
+    return max(dep.gpus * float(r.max(initial=0.0)), total) - total if dep.dp_attention else 0.0
 
 
 def prefill_chunk_s(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayLike, req_share: ArrayLike,
@@ -587,6 +616,10 @@ def prefill_chunk_s(dep: Deployment, p: StepParams, new: ArrayLike, cached: Arra
     cmp_s = dep.prefill_peak_s(t, c, p.attn_rel, p.fresh_rel) / p.prefill_mfu
     mem = dep.kv_seq_bytes(c + t) / dep.kv_divisor if riding else prefill_bytes_per_gpu(dep, t, c)
     over = dep.comm_s(t) + np.asarray(req_share, dtype=float) * p.t_req_s + (0.0 if riding else p.t_fixed_s)
+    # a prefill-only step of one chunk under data-parallel attention: its rank runs the chunk's attention and
+    # non-expert GEMMs alone (a step that also decodes: not priced, as the equations' riders)
+    if not riding:
+        cmp_s = cmp_s + (dep.gpus - 1.0) * prefill_rank_s(dep, p, t, c)
     return np.where(t > 0, over + np.maximum(cmp_s, mem / (p.mbu * dep.accel.hbm_bw)), 0.0)
 
 
@@ -665,6 +698,8 @@ def call_work(dep: Deployment, input_tokens: ArrayLike, cached_tokens: ArrayLike
         cmp_s=dep.decode_peak_s(tok, ctx_mean), cmp_attn_s=dep.decode_attn_peak_s(tok, ctx_mean),
         attn_pad=z + dep.decode_attn_pad(1.0 + draft_tokens),
         pf_gemm_s=dep.prefill_gemm_peak_s_per_token * new / dep.gpus,
+        pf_gemm_rank_s=dep.prefill_rank_gemm_peak_s_per_token * new / dep.gpus,
+        pf_ranks=z + (dep.gpus if dep.dp_attention else 1.0),
         pf_attn_s=(own + before + expand) / per_s, pf_attn_fresh_s=own / per_s,
         pf_mem_s=np.where(new > 0, prefill_bytes_per_gpu(dep, new, cached), 0.0) / dep.accel.hbm_bw,
         pf_kv_s=np.where(new > 0, dep.kv_seq_bytes(cached + new) / dep.kv_divisor, 0.0) / dep.accel.hbm_bw,

@@ -88,6 +88,11 @@ class Work:
     # schedulers one prefill pass runs in lockstep, each with its own queue and budget (data-parallel attention
     # ranks): a pass's step overhead is shared by all their prompts; None: 1
     pf_ranks: np.ndarray | None = None
+    # the part of pf_gemm_s a data-parallel attention rank computes for its own prompt alone (its non-expert
+    # GEMMs; :attr:`agentprof.replay.costmodel.Deployment.prefill_rank_gemm_peak_s_per_token`): with its attention,
+    # one prompt's prefill runs on one of the ``pf_ranks`` ranks, so its own first token waits ``pf_ranks`` times
+    # that share, while the pool's throughput (all ranks busy) keeps the spread work. None: spread over the instance
+    pf_gemm_rank_s: np.ndarray | None = None
     # squared coefficient of variation of one prompt's prefill time across the requests (a benchmark's drawn
     # lengths): the queue's wait scales by (1 + cv²)/2 (Pollaczek-Khinchine); None: 1, exponential service
     svc_cv2: np.ndarray | None = None
@@ -260,6 +265,16 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     pf_over = w.n_chunks * (tf_pf + w.comm_pf_s) + t_req
     pf_core = np.maximum(pf_cmp, pf_mem)
     s_alone = pf_over + pf_core
+    # data-parallel attention: a prompt's attention and non-expert GEMMs run on its own rank, (ranks - 1) times
+    # their spread share more before its first token; the experts stay spread (its own latency only: a queue of
+    # such prompts is ``ranks`` servers, its demand the spread work, Seidmann's reduction)
+    rank_cmp = 0.0
+    if w.pf_gemm_rank_s is not None:
+        ranks = 1.0 if w.pf_ranks is None else np.asarray(w.pf_ranks, dtype=float)
+        rank_cmp = w.pf_gemm_rank_s / mfu_pool + pf_cmp - w.pf_gemm_s / mfu_pool  # its non-expert + attention
+        rank_cmp = np.where(np.asarray(w.pf_gemm_rank_s) > 0, (ranks - 1.0) * rank_cmp, 0.0)
+    own_cmp = pf_cmp + rank_cmp
+    s_own = pf_over + np.maximum(own_cmp, pf_mem)
     # disaggregated: batched prefill (weights read once per batch, large GEMMs at the batched efficiency
     # ``mfu``), closed loop of conc clients over the pool
     pf_kv = w.pf_kv_s / mbu
@@ -308,21 +323,21 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
         return (tf_dec + comm + pf_rate * rider_over, bw / mbu + pf_rate * rider_bw, cmp_s + pf_rate * rider_cmp,
                 kv / mbu, tiles)
 
-    b_dec = decode_batch(w, lambda b: sum(decode_parts(b)[:3]), accept, s_alone, work, t0, q, handoff)
+    b_dec = decode_batch(w, lambda b: sum(decode_parts(b)[:3]), accept, s_own, work, t0, q, handoff)
     # decode step: fixed overhead, collectives, per-prefill scheduling; bandwidth and compute overlap
     step_over, dec_bw, dec_cmp, kv_dec, tiles_dec = decode_parts(b_dec)
     t_step = step_over + dec_bw + dec_cmp
     # aggregated: the new request's chunks ride steps that also carry the running batch's decode work; the
     # weights are read once for both, the decode attention kernel apart (added to the ride below)
     att_run = 0.0 if (w.cmp_attn_s is None or known is None) else np.where(known, w.cmp_attn_s, 0.0)
-    mix_cmp = pf_cmp + others * w.n_chunks * (w.cmp_s - att_run) / mfu
+    mix_cmp = own_cmp + others * w.n_chunks * (w.cmp_s - att_run) / mfu
     mix_bw = (1.0 - others) * pf_mem + others * (w.n_chunks * (dec_bw - kv_dec) + pf_kv)
     pf_cmp_bound = mix_cmp >= mix_bw
     # arrival in the middle of a running step and behind the steps launched ahead of it, then the scheduler's
     # polling interval
     ahead = 0.0 if w.ahead is None else w.ahead
     wait_step = ((0.5 + ahead) * others + w.wait_steps) * t_step
-    tpot, q_dis, hand, ttft_dis_core, z_dis = _disagg_cycle(w, t_step, accept, s_alone, work, t0, q, handoff)
+    tpot, q_dis, hand, ttft_dis_core, z_dis = _disagg_cycle(w, t_step, accept, s_own, work, t0, q, handoff)
     decode = (w.osl - 1.0) * tpot
     # aggregated: the running batch's clients queue for the engine's prefill (each brings a prefill of ``s_alone``;
     # the rest of its cycle is overhead, the scheduler interval and its decode): a closed loop, as the pool's
@@ -333,12 +348,14 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     # waiting ones are not in the pool's loop (_disagg_cycle), so a saturated pool and full slots are not paid twice
     over_dis = w.over * (ttft_dis_core + w.load_s + decode)
     queue_pf = np.where(dis, q_dis + hand, wait_step + q_agg)
-    ride_cmp = np.where(dis | alone, pf_cmp, mix_cmp)
+    ride_cmp = np.where(dis | alone, own_cmp, mix_cmp)
     ride_bw = np.where(dis | alone, pf_mem, mix_bw)
     ride_kv = np.where(dis | alone, 0.0, others * w.n_chunks * (kv_dec + tiles_dec))
     ride = np.maximum(ride_cmp, ride_bw) + ride_kv
     # prompts scheduled in the same step as the new one: their compute comes before its first token
     beside = z if w.pf_with is None else np.where(dis, 0.0, w.pf_with * pf_cmp)
+    if w.pf_gemm_rank_s is not None and w.pf_with is not None:  # on their own ranks: only their experts add
+        beside = beside - np.where(dis, 0.0, w.pf_with * rank_cmp / np.maximum(ranks - 1.0, 1.0))
     ttft_core = t0 + w.load_s + np.where(dis, w.xfer_s, 0.0) + pf_over + ride + beside + queue_pf
     # clients beyond the KV capacity wait for the running batch to drain (closed loop)
     over_q = np.where(dis, over_dis, w.over * (ttft_core + decode))
@@ -354,7 +371,7 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     n_dec = (w.osl - 1.0) / accept
     dec_b = dec_bw * n_dec
     dec_c = dec_cmp * n_dec
-    cmp_bound = np.where(dis | alone, pf_cmp >= pf_mem, pf_cmp_bound)
+    cmp_bound = np.where(dis | alone, own_cmp >= pf_mem, pf_cmp_bound)
     parts = {
         "compute": dec_c + np.where(cmp_bound, ride - ride_kv, 0.0) + beside,
         "bandwidth": dec_b + np.where(cmp_bound, ride_kv, ride),

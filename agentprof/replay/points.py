@@ -263,7 +263,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
                                 "pf_gemm_s", "pf_attn_s", "pf_mem_s", "pf_kv_s", "conc", "n_prefill", "xfer_s", "load_s",
                                 "wait_steps", "bw_seq_s", "cmp_seq_s", "comm_seq_s", "pf_serial_s", "front_s",
                                 "ahead", "pf_alone", "pf_batch", "pf_ranks", "svc_cv2", "bw_kv_s", "cmp_attn_s",
-                                "cmp_attn_seq_s", "bw_kv_seq_s", "attn_pad", "pf_with")}
+                                "cmp_attn_seq_s", "bw_kv_seq_s", "attn_pad", "pf_with", "pf_gemm_rank_s")}
     wk["n_prefill"][:] = 1.0
     wk["osl"][:] = 1.0
     wk["n_chunks"][:] = 1.0
@@ -400,6 +400,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         # the benchmark's servers are the hosts the figure names, or the reference host)
         wk["front_s"][j] = tokenize_s_per_token(fw, model.key, hw)[0] * isl_m
         wk["pf_gemm_s"][j] = pre.prefill_gemm_peak_s_per_token * isl_m / gp
+        wk["pf_gemm_rank_s"][j] = pre.prefill_rank_gemm_peak_s_per_token * isl_m / gp
         wk["pf_attn_s"][j] = float(pre.prefill_peak_s(isl_m, 0.0)) - wk["pf_gemm_s"][j]
         # a fresh prompt's attention runs at its kernel's published forward efficiency where the catalog has one
         attn_a[j] = acc.attn_fwd_eff or np.nan

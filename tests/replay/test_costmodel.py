@@ -694,3 +694,23 @@ def test_mla_decode_attention_runs_over_its_kernels_tiles_at_the_published_effic
     assert kernel - plain == pytest.approx(att * (4.0 / eff - 1.0 / P.mfu), rel=1e-9)
     assert kernel > plain  # TP8's padded tiles cost more than the GEMMs' rate; attention-DP's cost less
     assert float(decode_step_s(dpa, P.with_(dec_attn_eff=eff), b, ctx)) < float(decode_step_s(dpa, P, b, ctx))
+
+
+def test_a_data_parallel_attention_rank_runs_its_own_prompts_non_expert_gemms() -> None:
+    # DeepSeek R1 FP8 on 8 B200s: the routed experts are spread by expert parallelism whatever the attention; under
+    # data-parallel attention the other active weights (attention projections, dense layers, shared experts, less
+    # the input embedding's gather and the head a prefill runs once) are a rank's own, but SGLang's shared experts
+    # when it runs no all-to-all (TP-split, docs/SOURCES.md [S-sgl-dpa])
+    m, acc = CAT.models["deepseek-r1"], CAT.accelerators["b200"]
+    tp = Deployment(m, acc, "fp8", 8, False, 1, 8, "trt")
+    trt = Deployment(m, acc, "fp8", 8, True, 1, 8, "trt")
+    sgl = Deployment(m, acc, "fp8", 8, True, 1, 1, "sglang")
+    assert tp.prefill_rank_gemm_peak_s_per_token == 0.0
+    per_expert = 3.0 * m.get("hidden") * m.get("expert_ffn")
+    routed = (m.get("layers") - m.get("dense_layers")) * m.get("experts_per_token") * per_expert
+    other = m.get("params_active") - routed - 2.0 * m.get("vocab") * m.get("hidden")
+    peak = acc.peak_flops("fp8")
+    assert trt.prefill_rank_gemm_peak_s_per_token == pytest.approx(2.0 * other / peak, rel=1e-12)
+    assert trt.prefill_gemm_peak_s_per_token == pytest.approx(2.0 * (routed + other) / peak, rel=1e-12)
+    shared = (m.get("layers") - m.get("dense_layers")) * m.get("shared_experts") * per_expert
+    assert sgl.prefill_rank_gemm_peak_s_per_token == pytest.approx(2.0 * (other - shared) / peak, rel=1e-12)

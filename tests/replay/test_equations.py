@@ -235,3 +235,31 @@ def test_the_decoders_wait_for_a_riding_chunks_collectives() -> None:
     np.testing.assert_allclose(grown[n + 1:], (rate * w.n_chunks * w.comm_pf_s)[n + 1:], rtol=1e-9)
     assert grown[n] == 0.0 and np.all(grown[n + 1:] > 0)
     np.testing.assert_array_equal(grown[:n], 0.0)  # one GPU: no all-reduce
+
+
+def test_a_data_parallel_attention_prompt_waits_for_its_own_rank_not_the_pool() -> None:
+    # DeepSeek R1 on 8 B200s: with data-parallel attention one 8K prompt's attention and non-expert GEMMs run on
+    # its own rank (8x their spread share), its experts over all eight; a lone client's first token pays exactly
+    # that (aggregated: its compute-bound prefill rides no one), the same deployment under tensor parallelism
+    # nothing; a disaggregated prefill pool keeps the spread work as its demand (all ranks busy), so only the
+    # prompt's own latency grows, and past the knee (the queue sets the cycle) the time per token is unchanged
+    ds = {**AGG, "model_prefix": "dsr1", "framework": "trt", "hardware": "b200", "precision": "fp8", "tp": 8,
+          "ep": 8}
+    f, t = _times([{**ds, "dp_attention": dpa, "conc": 1} for dpa in (True, False)])
+    spread = _retimed(f, pf_gemm_rank_s=None)
+    attention_only = _retimed(f, pf_gemm_rank_s=np.array([1e-30, 0.0]))  # the rank's attention, not its GEMMs
+    w = f.work
+    mfu_pf = _theta(len(f))[:, PARAMS.index("mfu_pf")]
+    assert w.pf_ranks[0] == 8 and w.pf_gemm_rank_s[1] == 0.0 and w.pf_gemm_rank_s[0] > 0.3 * w.pf_gemm_s[0]
+    # (TensorRT-LLM's balance schedules the odd prompt beside it: that one's rank part runs on its own rank)
+    rank = (7.0 - w.pf_with[0]) * w.pf_gemm_rank_s[0] / mfu_pf[0]
+    np.testing.assert_allclose(t.ttft[0] - attention_only.ttft[0], rank, rtol=1e-9)
+    assert attention_only.ttft[0] > spread.ttft[0]
+    assert t.ttft[1] == spread.ttft[1]
+    pool = {**DIS, "model_prefix": "dsr1", "framework": "dynamo-trt", "hardware": "b200", "precision": "fp8",
+            "num_prefill_gpu": 8, "prefill_tp": 8, "prefill_ep": 8, "prefill_dp_attention": True,
+            "num_decode_gpu": 8, "decode_tp": 8, "decode_ep": 8}
+    f, t = _times([{**pool, "conc": c} for c in (1, 4096)])
+    spread = _retimed(f, pf_gemm_rank_s=None)
+    assert t.ttft[0] > spread.ttft[0] + 0.5 * (t.ttft[0] - spread.ttft[0]) > spread.ttft[0]
+    np.testing.assert_allclose(t.tpot[1], spread.tpot[1], rtol=1e-3)

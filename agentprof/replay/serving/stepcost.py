@@ -20,11 +20,13 @@ import numpy as np
 from agentprof.replay.costmodel import (
     Deployment,
     StepParams,
+    busiest_rank_s,
     decode_step_s,
     disk_load_s,
     kv_load_s,
     prefill_bytes_per_gpu,
     prefill_chunk_s,
+    prefill_rank_s,
     prefill_s,
 )
 from agentprof.replay.systems import Resolved
@@ -118,6 +120,8 @@ class StepCost:
         if total <= 0:
             return 0.0
         cmp_s = k * float(np.sum(dep.prefill_peak_s(t, c, p.attn_rel, p.fresh_rel))) / p.prefill_mfu
+        if not riding:  # data-parallel attention: the step lasts as its busiest rank (one rank per chunk)
+            cmp_s += busiest_rank_s(dep, np.repeat(prefill_rank_s(dep, p, t, c), int(round(k))))
         kv = k * float(np.sum(dep.kv_seq_bytes(c + t))) / dep.kv_divisor
         if riding:
             mem = kv
