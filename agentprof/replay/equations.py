@@ -268,12 +268,11 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     # data-parallel attention: a prompt's attention and non-expert GEMMs run on its own rank, (ranks - 1) times
     # their spread share more before its first token; the experts stay spread (its own latency only: a queue of
     # such prompts is ``ranks`` servers, its demand the spread work, Seidmann's reduction)
-    rank_cmp = 0.0
+    ranks = 1.0 if w.pf_ranks is None else np.asarray(w.pf_ranks, dtype=float)
+    rank_part = z  # the prompt's attention and non-expert GEMMs at their spread share
     if w.pf_gemm_rank_s is not None:
-        ranks = 1.0 if w.pf_ranks is None else np.asarray(w.pf_ranks, dtype=float)
-        rank_cmp = w.pf_gemm_rank_s / mfu_pool + pf_cmp - w.pf_gemm_s / mfu_pool  # its non-expert + attention
-        rank_cmp = np.where(np.asarray(w.pf_gemm_rank_s) > 0, (ranks - 1.0) * rank_cmp, 0.0)
-    own_cmp = pf_cmp + rank_cmp
+        rank_part = np.where(w.pf_gemm_rank_s > 0, pf_cmp - (w.pf_gemm_s - w.pf_gemm_rank_s) / mfu_pool, 0.0)
+    own_cmp = pf_cmp + (ranks - 1.0) * rank_part
     s_own = pf_over + np.maximum(own_cmp, pf_mem)
     # disaggregated: batched prefill (weights read once per batch, large GEMMs at the batched efficiency
     # ``mfu``), closed loop of conc clients over the pool
@@ -285,7 +284,6 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
         # a pass's step overhead and, where its prompts hide each other's collectives, the one prompt's left
         # exposed: shared by the pass's prompts
         serial = 0.0 if w.pf_serial_s is None else w.pf_serial_s
-        ranks = 1.0 if w.pf_ranks is None else w.pf_ranks
         work = work + w.n_chunks * (tf_pf + np.where(serial > 0, 0.0, w.comm_pf_s)) / (w.pf_batch * ranks)
 
     # decode attention at its kernel's efficiency, where one is known (MLA: NaN elsewhere keeps it in the GEMMs')
@@ -352,10 +350,9 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     ride_bw = np.where(dis | alone, pf_mem, mix_bw)
     ride_kv = np.where(dis | alone, 0.0, others * w.n_chunks * (kv_dec + tiles_dec))
     ride = np.maximum(ride_cmp, ride_bw) + ride_kv
-    # prompts scheduled in the same step as the new one: their compute comes before its first token
-    beside = z if w.pf_with is None else np.where(dis, 0.0, w.pf_with * pf_cmp)
-    if w.pf_gemm_rank_s is not None and w.pf_with is not None:  # on their own ranks: only their experts add
-        beside = beside - np.where(dis, 0.0, w.pf_with * rank_cmp / np.maximum(ranks - 1.0, 1.0))
+    # prompts scheduled in the same step as the new one: their compute comes before its first token (under
+    # data-parallel attention each on its own rank, so only their experts add)
+    beside = z if w.pf_with is None else np.where(dis, 0.0, w.pf_with * (pf_cmp - rank_part))
     ttft_core = t0 + w.load_s + np.where(dis, w.xfer_s, 0.0) + pf_over + ride + beside + queue_pf
     # clients beyond the KV capacity wait for the running batch to drain (closed loop)
     over_q = np.where(dis, over_dis, w.over * (ttft_core + decode))
