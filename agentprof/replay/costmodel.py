@@ -580,15 +580,19 @@ def prefill_parts(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayL
             "bandwidth": np.where(on & ~bound, mem_s, 0.0)}
 
 
-def prefill_rank_s(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayLike = 0) -> np.ndarray:
+def prefill_rank_s(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayLike = 0,
+                   peak_s: ArrayLike | None = None) -> np.ndarray:
     """Seconds of a prefill chunk's attention and non-expert GEMMs at the instance's spread share (what
     :meth:`Deployment.prefill_peak_s` divides over the GPUs): under data-parallel attention its own rank runs
-    them alone, ``gpus`` times this. 0 without data-parallel attention."""
+    them alone, ``gpus`` times this. 0 without data-parallel attention. ``peak_s``: the chunk's
+    ``prefill_peak_s(new, cached, p.attn_rel, p.fresh_rel)`` where the caller has it already."""
     t = np.asarray(new, dtype=float)
     if not dep.dp_attention:
         return np.zeros_like(t)
+    if peak_s is None:
+        peak_s = dep.prefill_peak_s(t, cached, p.attn_rel, p.fresh_rel)
     experts = (dep.prefill_gemm_peak_s_per_token - dep.prefill_rank_gemm_peak_s_per_token) * t / dep.gpus
-    return (dep.prefill_peak_s(t, cached, p.attn_rel, p.fresh_rel) - experts) / p.prefill_mfu
+    return (np.asarray(peak_s, dtype=float) - experts) / p.prefill_mfu
 
 
 def busiest_rank_s(dep: Deployment, rank_s: np.ndarray) -> float:
@@ -613,13 +617,14 @@ def prefill_chunk_s(dep: Deployment, p: StepParams, new: ArrayLike, cached: Arra
     with one chunk this is :func:`prefill_s`. Vectorized over arrays of chunks (0 where ``new`` is 0)."""
     t = np.asarray(new, dtype=float)
     c = np.asarray(cached, dtype=float)
-    cmp_s = dep.prefill_peak_s(t, c, p.attn_rel, p.fresh_rel) / p.prefill_mfu
+    peak = dep.prefill_peak_s(t, c, p.attn_rel, p.fresh_rel)
+    cmp_s = peak / p.prefill_mfu
     mem = dep.kv_seq_bytes(c + t) / dep.kv_divisor if riding else prefill_bytes_per_gpu(dep, t, c)
     over = dep.comm_s(t) + np.asarray(req_share, dtype=float) * p.t_req_s + (0.0 if riding else p.t_fixed_s)
     # a prefill-only step of one chunk under data-parallel attention: its rank runs the chunk's attention and
     # non-expert GEMMs alone (a step that also decodes: not priced, as the equations' riders)
     if not riding:
-        cmp_s = cmp_s + (dep.gpus - 1.0) * prefill_rank_s(dep, p, t, c)
+        cmp_s = cmp_s + (dep.gpus - 1.0) * prefill_rank_s(dep, p, t, c, peak)
     return np.where(t > 0, over + np.maximum(cmp_s, mem / (p.mbu * dep.accel.hbm_bw)), 0.0)
 
 

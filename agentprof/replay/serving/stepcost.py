@@ -119,9 +119,10 @@ class StepCost:
         total = float(t.sum()) * k
         if total <= 0:
             return 0.0
-        cmp_s = k * float(np.sum(dep.prefill_peak_s(t, c, p.attn_rel, p.fresh_rel))) / p.prefill_mfu
+        peak = dep.prefill_peak_s(t, c, p.attn_rel, p.fresh_rel)
+        cmp_s = k * float(np.sum(peak)) / p.prefill_mfu
         if not riding:  # data-parallel attention: the step lasts as its busiest rank (one rank per chunk)
-            cmp_s += busiest_rank_s(dep, np.repeat(prefill_rank_s(dep, p, t, c), int(round(k))))
+            cmp_s += busiest_rank_s(dep, np.repeat(prefill_rank_s(dep, p, t, c, peak), int(round(k))))
         kv = k * float(np.sum(dep.kv_seq_bytes(c + t))) / dep.kv_divisor
         if riding:
             mem = kv
