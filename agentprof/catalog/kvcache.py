@@ -258,6 +258,20 @@ def prefill_collectives_exposed(framework: str, model: str, hardware: str | None
 
 
 @lru_cache(maxsize=1)
+def _gemm_entries() -> tuple[tuple[Key, tuple[float, str]], ...]:
+    return _keyed(SCHED_PATH, "prefill_gemm", "time_ratio", lambda v: None if v > 0 else "a ratio > 0")
+
+
+def prefill_gemm_ratio(framework: str, model: str, hardware: str, precision: str) -> tuple[float, str]:
+    """(how many times longer the recipe's non-expert prefill GEMMs take than with the reference block-scale kernel,
+    source): ``scheduling.toml [[prefill_gemm]]``, matched on the point's own framework only; 1 where unlisted."""
+    for key, got in _gemm_entries():
+        if key[0] == framework.lower() and _matches(key, framework, model, hardware, precision):
+            return got
+    return 1.0, "default: the recipe's non-expert GEMMs run a reference-class block-scale kernel"
+
+
+@lru_cache(maxsize=1)
 def _block_host_entries() -> tuple[tuple[str, str, str, float, float, str], ...]:
     out = []
     for e, where, blk, bsrc in _rows(SCHED_PATH, "block_host", "block_tokens"):

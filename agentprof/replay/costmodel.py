@@ -156,6 +156,9 @@ class Deployment:
     engine: str = ""
     """The serving engine (``trt``, ``sglang``, ``vllm``, ``atom``; :func:`agentprof.catalog.kvcache.engine`), for
     its all-reduce's one-shot size (:func:`one_shot_max_bytes`); empty: vLLM's."""
+    nonexpert_gemm_ratio: float = 1.0
+    """How many times longer the recipe's non-expert prefill GEMMs take than with the reference block-scale kernel
+    the prefill efficiency is fitted against (:func:`agentprof.catalog.kvcache.prefill_gemm_ratio`); 1: the same."""
     # derived in __post_init__
     moe_layers: float = field(init=False)
     experts: float = field(init=False)
@@ -205,7 +208,9 @@ class Deployment:
         dec_other = max(other_active - embed, 0.1 * other_active)
         pf_other = max(other_active - 2.0 * embed, 0.1 * other_active)
         self.gemm_peak_s_per_token = 2.0 * (routed_active / fmt_peak + dec_other / dense_peak)
-        self.prefill_gemm_peak_s_per_token = 2.0 * (routed_active / fmt_peak + pf_other / dense_peak)
+        # (a recipe whose non-expert GEMMs run a slower library takes that library's time for them at prefill)
+        pf_other_s = pf_other * self.nonexpert_gemm_ratio / dense_peak
+        self.prefill_gemm_peak_s_per_token = 2.0 * (routed_active / fmt_peak + pf_other_s)
         self.routed_bytes = routed_params * ebits / 8
         self.nonexpert_bytes = nonexpert_params * dbits / 8
         self.nonexpert_read_bytes = max(nonexpert_params - embed, 0.1 * nonexpert_params) * dbits / 8
@@ -217,8 +222,8 @@ class Deployment:
             split = self.moe_layers * m.get("shared_experts") * per_expert
         self.dpa_split_bytes = split * dbits / 8
         # (shared experts run for every token: the split ones are active parameters the ranks share)
-        self.prefill_rank_gemm_peak_s_per_token = (2.0 * max(pf_other - split, 0.0) / dense_peak
-                                                   if self.dp_attention else 0.0)
+        self.prefill_rank_gemm_peak_s_per_token = (2.0 * max(pf_other - split, 0.0) * self.nonexpert_gemm_ratio
+                                                   / dense_peak if self.dp_attention else 0.0)
         if self.gpus < 1:
             raise CatalogError("a deployment needs at least one accelerator")
         # attention's shape, read once (the serving simulation prices many small prefills)

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from agentprof.catalog import CatalogError, find_model
+from agentprof.catalog import CatalogError, ModelSpec, find_model
 from agentprof.catalog.adpbalance import adp_balance
 from agentprof.catalog.decodeslots import decode_slots
 from agentprof.catalog.draftdepth import draft_depth
-from agentprof.catalog.hardware import HardwareCatalog
+from agentprof.catalog.hardware import Accelerator, HardwareCatalog
 from agentprof.catalog.kvcache import (
     ahead_steps,
     engine,
@@ -28,6 +28,7 @@ from agentprof.catalog.kvcache import (
     prefill_alone,
     prefill_budget,
     prefill_collectives_exposed,
+    prefill_gemm_ratio,
     tokenize_s_per_token,
     usable_fraction,
     wait_steps,
@@ -323,11 +324,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         covered[j] = True
         try:
             ep_d = expert_ranks(_ep, gd)
-            eng = engine(fw)
-            dk = (hw, model.key, prec, gd, dpa_d, kv_b, ep_d, eng)
-            dec = dep_cache.get(dk) or dep_cache.setdefault(dk, Deployment(model, acc, prec, gd, dpa_d, kv_b, ep_d, eng))
-            pk = (hw, model.key, prec, gp, dpa_p, kv_b, eng)
-            pre = dep_cache.get(pk) or dep_cache.setdefault(pk, Deployment(model, acc, prec, gp, dpa_p, kv_b, 1, eng))
+            dec = point_deployment(dep_cache, model, acc, prec, gd, dpa_d, kv_b, ep_d, fw)
+            pre = point_deployment(dep_cache, model, acc, prec, gp, dpa_p, kv_b, 1, fw)
         except CatalogError as e:
             keys[-1] = None
             why[-1] = str(e)
@@ -508,6 +506,19 @@ def fanout(gpus: ArrayLike, dpa: ArrayLike = False) -> np.ndarray:
     g = np.maximum(np.asarray(gpus, dtype=float), 1.0)
     tp = np.where(g > 1.0, 1.0 + TP_FANOUT_GROWTH * np.log2(g), 0.0)
     return np.where(np.asarray(dpa, dtype=bool), np.log2(g), tp)
+
+
+def point_deployment(cache: dict[tuple, Deployment], model: ModelSpec, acc: Accelerator, precision: str, gpus: int,
+                     dpa: bool, kv_b: float, ep: int, framework: str) -> Deployment:
+    """The deployment of one pool of a benchmark point as its recipe ran it (its engine, and its non-expert prefill
+    GEMMs' library: :func:`agentprof.catalog.kvcache.prefill_gemm_ratio`), built once per ``cache``."""
+    eng = engine(framework)
+    ratio = prefill_gemm_ratio(framework, model.key, acc.key, precision)[0]
+    k = (acc.key, model.key, precision, gpus, dpa, kv_b, ep, eng, ratio)
+    got = cache.get(k)
+    if got is None:
+        got = cache[k] = Deployment(model, acc, precision, gpus, dpa, kv_b, ep, eng, nonexpert_gemm_ratio=ratio)
+    return got
 
 
 def expert_ranks(ep: int, gpus: int) -> int:

@@ -21,6 +21,7 @@ from agentprof.catalog.kvcache import (
     engine,
     kv_bytes,
     prefill_alone,
+    prefill_gemm_ratio,
     tokenize_host,
     tokenize_s_per_token,
     wait_steps,
@@ -195,7 +196,8 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
             raise CatalogError(f"no calibration for {system.key}: run `agentprof devices fit` or declare "
                                f"[systems.{system.key}.params]")
     kvb, kv_src = kv_bytes(fw, model.key, system.accelerator.key, precision)
-    dep = Deployment(model, system.accelerator, precision, gpus, dp_attention, kv_dtype_bytes=kvb, engine=engine(fw))
+    dep = Deployment(model, system.accelerator, precision, gpus, dp_attention, kv_dtype_bytes=kvb, engine=engine(fw),
+                     nonexpert_gemm_ratio=prefill_gemm_ratio(fw, model.key, system.accelerator.key, precision)[0])
     if not dep.fits(system.mem_util):
         what = " with its attention weights on every rank (data-parallel attention)" if dp_attention else ""
         raise CatalogError(f"{model.display} ({dep.weight_bytes / 1e9:.0f} GB in {precision}) does not fit on "

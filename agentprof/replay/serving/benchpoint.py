@@ -23,13 +23,13 @@ import polars as pl
 
 from agentprof.catalog import CatalogError
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
-from agentprof.catalog.kvcache import engine, tokenize_s_per_token
+from agentprof.catalog.kvcache import tokenize_s_per_token
 from agentprof.catalog.serving import load_serving
 from agentprof.replay.agentic import AGENTX_BENCHMARK_S, COMPLETE_SHARE, workload_think_s
 from agentprof.replay.calibration import Fitted, borrowed_handoff, is_disaggregated, step_params
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.fidelity import METRICS, Check, check, summarize
-from agentprof.replay.points import _layout, expert_ranks, point_attn_eff, point_features
+from agentprof.replay.points import _layout, expert_ranks, point_attn_eff, point_deployment, point_features
 from agentprof.replay.serving.pools import Pools
 from agentprof.replay.serving.scheduler import Engine, Options
 from agentprof.replay.serving.sessions import SessionPlan
@@ -184,11 +184,9 @@ def _pools_of_row(row: dict, key: Any, cat: HardwareCatalog, kv_b: float,
     attention data-parallel)."""
     _, gp, npw, gd, ndw, dpa_p, dpa_d, tp, ep = _layout(row, True)
     acc, model = cat.accelerators[key.hardware], cat.models[key.model]
-    eng = engine(key.framework)
 
     def dep(g: int, dpa: bool, e: int = 1) -> Deployment:
-        k = (key.hardware, key.model, key.precision, g, dpa, kv_b, e, eng)
-        return deps.get(k) or deps.setdefault(k, Deployment(model, acc, key.precision, g, dpa, kv_b, e, eng))
+        return point_deployment(deps, model, acc, key.precision, g, dpa, kv_b, e, key.framework)
 
     return dep(gp, dpa_p), npw, dep(gd, dpa_d, expert_ranks(ep, gd)), ndw
 
@@ -246,9 +244,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
         kv_b = float(f.kv_bytes[j])
         ep = expert_ranks(_layout(row, False)[8], g)
         try:
-            eng = engine(key.framework)
-            dk = (key.hardware, key.model, key.precision, g, dpa, kv_b, ep, eng)
-            dep = deps.get(dk) or deps.setdefault(dk, Deployment(model, acc, key.precision, g, dpa, kv_b, ep, eng))
+            dep = point_deployment(deps, model, acc, key.precision, g, dpa, kv_b, ep, key.framework)
         except CatalogError:
             continue
         e, _ = fitted.lookup(key, cat)

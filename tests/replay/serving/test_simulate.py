@@ -113,7 +113,7 @@ def test_ttft_p99_and_queue_do_not_decrease_with_concurrency(plan, resolved, ram
     assert all(b >= ttft[0] * 0.97 for b in ttft[1:]), ttft
     assert all(b >= a * 0.95 for a, b in zip(queue, queue[1:], strict=False)), queue
     assert all(b >= a * 0.95 or a < 2e-3 for a, b in zip(wait, wait[1:], strict=False)), wait
-    assert wait[-1] > 10 * wait[1]
+    assert wait[-1] > 5 * wait[1]
     assert queue[-1] > 0 and ttft[-1] > ttft[0]
 
 
