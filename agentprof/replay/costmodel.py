@@ -208,7 +208,7 @@ class Deployment:
         dec_other = max(other_active - embed, 0.1 * other_active)
         pf_other = max(other_active - 2.0 * embed, 0.1 * other_active)
         self.gemm_peak_s_per_token = 2.0 * (routed_active / fmt_peak + dec_other / dense_peak)
-        # (a recipe whose non-expert GEMMs run a slower library takes that library's time for them at prefill)
+        # (a recipe whose non-expert GEMMs run a slower library adds that library's extra time at prefill)
         pf_other_s = pf_other * self.nonexpert_gemm_ratio / dense_peak
         self.prefill_gemm_peak_s_per_token = 2.0 * (routed_active / fmt_peak + pf_other_s)
         self.routed_bytes = routed_params * ebits / 8

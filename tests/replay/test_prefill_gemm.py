@@ -44,18 +44,11 @@ def test_the_ratio_follows_from_the_measured_kernel_times() -> None:
         1.0 + (1.0 / e - 1.0 / e_ref) * m, rel=0.01)
 
 
-def test_a_bad_entry_is_one_clear_error(tmp_path, monkeypatch) -> None:
-    from agentprof.catalog import kvcache
-
-    bad = tmp_path / "scheduling.toml"
-    bad.write_text('[[prefill_gemm]]\nframework = "x"\nmodel = "y"\ntime_ratio = { value = 0, source = "s" }\n')
-    monkeypatch.setattr(kvcache, "SCHED_PATH", bad)
-    kvcache._gemm_entries.cache_clear()
-    try:
-        with pytest.raises(CatalogError, match="time_ratio: expected a ratio > 0"):
-            prefill_gemm_ratio("x", "y", "b200", "fp8")
-    finally:
-        kvcache._gemm_entries.cache_clear()
+def test_a_bad_entry_is_one_clear_error(serving_catalog) -> None:
+    serving_catalog("SCHED_PATH", '[[prefill_gemm]]\nframework = "x"\nmodel = "y"\n'
+                                  'time_ratio = { value = 0, source = "s" }\n')
+    with pytest.raises(CatalogError, match=r"prefill_gemm\[0\]\.time_ratio: expected a ratio > 0"):
+        prefill_gemm_ratio("x", "y", "b200", "fp8")
 
 
 def test_only_the_non_expert_prefill_gemms_take_longer() -> None:
