@@ -179,7 +179,7 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
         dep = Deployment(m, cat.accelerators[hw], prec, tp, kv_dtype_bytes=kv_bytes(fw, m.key, hw, prec)[0],
                          expert_parallel=ep, engine=engine(fw),
                          nonexpert_gemm_ratio=prefill_gemm_ratio(fw, m.key, hw, prec)[0])
-        p = step_params(entry.theta, dep.layers, tp, accept=1.0)
+        p = step_params(entry.theta, dep.layers, tp, accept=1.0, crossing_s=dep.crossing_s)
         # the engine's per-block host work over the prompt's blocks holds up the loop like the per-prefill overhead
         per_tok = block_host_s_per_token(fw, m.key, hw)[0] if block_host else 0.0
         blocks_s = per_tok * float(r["mean_input_tokens"] or 0.0)

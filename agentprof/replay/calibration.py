@@ -80,12 +80,15 @@ def from_x(x: np.ndarray) -> np.ndarray:
 
 
 def step_params(theta: np.ndarray, layers: float, gpus: int, accept: float | None = None,
-                dpa: bool = False) -> StepParams:
+                dpa: bool = False, crossing_s: float = 0.0) -> StepParams:
     """Cost-model parameters of a configuration from a fitted vector: the per-step fixed overhead is
-    ``layers·tau·(1 + kappa·fanout(gpus, dpa))`` (:func:`agentprof.replay.points.fixed_overhead`); ``accept``
-    overrides the fitted speculative acceptance (1 = off)."""
+    ``layers·tau·(1 + kappa·fanout(gpus, dpa))`` (:func:`agentprof.replay.points.fixed_overhead`) plus
+    ``crossing_s``, the deployment's all-reduces over the scale-out network
+    (:attr:`agentprof.replay.costmodel.Deployment.crossing_s`); ``accept`` overrides the fitted speculative
+    acceptance (1 = off)."""
     t = dict(zip(PARAMS, (float(v) for v in theta), strict=True))
-    return StepParams(t_fixed_s=float(fixed_overhead(layers, t["tau_s"], t["kappa"], gpus, dpa, t["a2a_ratio"])),
+    fixed = fixed_overhead(layers, t["tau_s"], t["kappa"], gpus, dpa, t["a2a_ratio"]) + crossing_s
+    return StepParams(t_fixed_s=float(fixed),
                       mbu=t["mbu"], mfu=t["mfu"], t0_s=t["t0_s"], q=t["q"], t_req_s=t["t_req_s"],
                       accept=t["accept"] if accept is None else accept, mfu_pf=t["mfu_pf"])
 

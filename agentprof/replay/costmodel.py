@@ -30,6 +30,11 @@ DEFAULT_SCALEUP_BW = 50e9
 DEFAULT_SCALEOUT_BW = 50e9
 """Scale-out (NIC) bandwidth per accelerator when the catalog names none (estimate: one 400 Gb/s NIC per GPU,
 the common build, hardware.md §2.1 [S2-spec])."""
+SCALEOUT_ALLREDUCE_S = 20e-6
+"""Latency a small all-reduce adds when it crosses the scale-out network between two 8-GPU nodes (measured: NCCL
+all_reduce_perf across two nodes over InfiniBand HDR, 19-21 us at 8-64 B, NVIDIA/nccl-tests#150; NCCL's own
+tuning model gives 25.9-26.5 us for 4-8 KB between H100 nodes, NVIDIA/nccl#1453 [S80]). Inside one scale-up
+domain the engines' one-shot all-reduce runs over NVLink; its latency is in the fitted fan-out term."""
 
 
 def one_shot_max_bytes(gpus: float, engine: str = "", hidden: float = 0.0, vendor: str = "") -> float:
@@ -515,6 +520,16 @@ class Deployment:
     @property
     def layers(self) -> float:
         return self.model.get("layers")
+
+    @property
+    def crossing_s(self) -> float:
+        """Seconds a step's tensor-parallel all-reduces spend crossing the scale-out network: an instance wider than
+        its scale-up domain (H100 TP16 over two nodes) runs each of its two all-reduces per layer through the NIC,
+        which adds :data:`SCALEOUT_ALLREDUCE_S`; 0 inside one domain and under data-parallel attention (its
+        all-to-all's fan-out is fitted, cross-node points included)."""
+        if self.dp_attention or self.gpus <= self.scaleup_domain:
+            return 0.0
+        return 2.0 * self.layers * SCALEOUT_ALLREDUCE_S
 
 
 # --- times ------------------------------------------------------------------------------------------------

@@ -166,6 +166,8 @@ class Features:
     draft: np.ndarray        # MTP tokens drafted per sequence and step (draft_depth.toml; 0 unlisted)
     slots: np.ndarray        # the recipe's decode slots, all decode workers (decode_slots.toml; NaN unlisted)
     in_domain: np.ndarray    # bool: the decode instance fits its accelerator's scale-up domain
+    cross_dec: np.ndarray    # s per decode step of all-reduces over the scale-out network (Deployment.crossing_s)
+    cross_pf: np.ndarray     # the same per prefill step
     mem_util: np.ndarray     # share of HBM the decode instance's engine gives weights + KV (memory.toml)
     kv_cap: np.ndarray       # sequences at the mean context one decode instance holds (KV pool; decode slots)
     n_decode: np.ndarray     # decode instances (disaggregated decode workers; 1 aggregated)
@@ -277,6 +279,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     draft_a = np.zeros(n)
     slots_a = np.full(n, np.nan)
     in_dom = np.ones(n, dtype=bool)
+    cross_dec, cross_pf = z.copy(), z.copy()
     mem_a = np.full(n, MEM_UTIL)
     cap_a = np.full(n, np.nan)
     ndec_a = np.ones(n)
@@ -352,6 +355,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         ndec_a[j] = ndw
         layers[j] = dec.layers
         in_dom[j] = gd <= dec.scaleup_domain
+        cross_dec[j], cross_pf[j] = dec.crossing_s, pre.crossing_s
         g_dec[j] = gd
         g_pf[j] = gp
         dpa_dec[j], dpa_pf[j] = dpa_d, dpa_p
@@ -421,7 +425,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
     work = Work(disagg=disagg_a, **wk)
     return Features(keys=keys, covered=covered, why=why, layers=layers, g_dec=g_dec, g_pf=g_pf,
                     dpa_dec=dpa_dec, dpa_pf=dpa_pf, work=work,
-                    mtp=mtp_a, draft=draft_a, slots=slots_a, in_domain=in_dom, mem_util=mem_a, kv_cap=cap_a,
+                    mtp=mtp_a, draft=draft_a, slots=slots_a, in_domain=in_dom, cross_dec=cross_dec,
+                    cross_pf=cross_pf, mem_util=mem_a, kv_cap=cap_a,
                     n_decode=ndec_a, attn_eff=attn_a, dec_attn_eff=dattn_a, budget=budget_a, batch=batch_a, requests=req_a, kv_bytes=kvb,
                     ttft=meas("median_ttft_s"), tpot=meas("median_tpot_s"),
                     e2e=meas("median_e2el_s"))
@@ -541,8 +546,8 @@ def predict_times(f: Features, theta: np.ndarray, attn_eff: float | np.ndarray =
     False: their means, as Little's law counts them."""
     tau, kappa, mbu, mfu, t0, q, treq, acc, mfu_pf, handoff, a2a = (theta[:, i] for i in range(len(PARAMS)))
     acc = np.where(f.mtp, acc, 1.0)
-    return times(f.work, fixed_overhead(f.layers, tau, kappa, f.g_dec, f.dpa_dec, a2a),
-                 fixed_overhead(f.layers, tau, kappa, f.g_pf, f.dpa_pf, a2a),
+    return times(f.work, fixed_overhead(f.layers, tau, kappa, f.g_dec, f.dpa_dec, a2a) + f.cross_dec,
+                 fixed_overhead(f.layers, tau, kappa, f.g_pf, f.dpa_pf, a2a) + f.cross_pf,
                  mbu, mfu, t0, q, treq, acc, point_attn_eff(f, attn_eff), mfu_pf, handoff, median=median,
                  dec_attn_eff=f.dec_attn_eff)
 

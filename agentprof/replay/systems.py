@@ -216,7 +216,7 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
             t_fixed = dep.layers * pr["t_layer_s"].value * (1.0 + val("fanout_kappa", 0.0) * math.log2(max(gpus, 1)))
         else:
             t_fixed = pr["t_fixed_s"].value
-        params = StepParams(t_fixed_s=t_fixed, mbu=pr["mbu"].value, mfu=pr["mfu"].value, t0_s=val("t0_s", 0.0),
+        params = StepParams(t_fixed_s=t_fixed + dep.crossing_s, mbu=pr["mbu"].value, mfu=pr["mfu"].value, t0_s=val("t0_s", 0.0),
                             t_req_s=val("t_req_s", 0.0), q=val("q", 1.0),
                             accept=val("mtp_accept", 1.0) if accept is None else accept,
                             attn_eff=val("attn_eff", fitted.attn_eff_for(acc_key, kind)),
@@ -224,7 +224,7 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
     else:
         assert entry is not None
         params = step_params(entry.theta, dep.layers, gpus, accept=1.0 if accept is None else accept,
-                             dpa=dp_attention)
+                             dpa=dp_attention, crossing_s=dep.crossing_s)
         params = params.with_(attn_eff=fitted.attn_eff_for(acc_key, kind))
         how += (f"; prefill attention at {params.attn_eff:.3f} of the BF16 peak over a cached prefix, "
                 f"{fitted.attn_eff_basis(acc_key, kind)}")
