@@ -216,8 +216,8 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
             t_fixed = dep.layers * pr["t_layer_s"].value * (1.0 + val("fanout_kappa", 0.0) * math.log2(max(gpus, 1)))
         else:
             t_fixed = pr["t_fixed_s"].value
-        params = StepParams(t_fixed_s=t_fixed + dep.crossing_s, mbu=pr["mbu"].value, mfu=pr["mfu"].value, t0_s=val("t0_s", 0.0),
-                            t_req_s=val("t_req_s", 0.0), q=val("q", 1.0),
+        params = StepParams(t_fixed_s=t_fixed + dep.crossing_s, mbu=pr["mbu"].value, mfu=pr["mfu"].value,
+                            t0_s=val("t0_s", 0.0), t_req_s=val("t_req_s", 0.0), q=val("q", 1.0),
                             accept=val("mtp_accept", 1.0) if accept is None else accept,
                             attn_eff=val("attn_eff", fitted.attn_eff_for(acc_key, kind)),
                             mfu_pf=pr["mfu_pf"].value if "mfu_pf" in pr else None)
