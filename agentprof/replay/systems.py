@@ -94,6 +94,18 @@ def _kernel_figures(acc: Accelerator, p: StepParams, dep: Deployment) -> str:
     return f"; attention kernels' {'estimated' if est else 'published'} figures: {', '.join(parts)}" if parts else ""
 
 
+def _recipe_terms(dep: Deployment) -> str:
+    """The deployment's sourced terms beyond the fit, one clause (empty where none applies): its recipe's slower
+    prefill GEMM library, its all-reduces over the scale-out network."""
+    parts = []
+    if dep.nonexpert_gemm_ratio != 1.0:
+        parts.append(f"non-expert prefill GEMMs x{dep.nonexpert_gemm_ratio:.2f} (the recipe's GEMM library, "
+                     f"scheduling.toml [prefill_gemm])")
+    if dep.crossing_s:
+        parts.append(f"{dep.crossing_s * 1e3:.2f} ms a step of all-reduces over the scale-out network")
+    return "".join(f"; {p}" for p in parts)
+
+
 def layout_gpus(e: FitEntry) -> int:
     """Accelerators per (decode) instance of a fitted layout: ``tp8-ep1`` → 8, ``p1x4-d4x8-tp8ep8`` → 8."""
     lay = e.attrs.get("layout", "")
@@ -242,6 +254,7 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
                           dec_attn_eff=dep.decode_attn_eff or 0.0)
     if not system.params:
         how += _kernel_figures(system.accelerator, params, dep)
+    how += _recipe_terms(dep)
     # the calibration it came from travels along: a re-resolution in another layout uses the same
     return Resolved(system, model, precision, dep, params, fw, how, level, fitted.level_errors.get(level, {}), kv_src,
                     frontend_source=tok_src, fitted=fitted)

@@ -52,3 +52,14 @@ def test_the_points_price_each_step_with_it() -> None:
     assert with_it.tpot[0] > without.tpot[0] + 0.5 * want
     assert with_it.tpot[1] == without.tpot[1]
     assert with_it.ttft[0] > without.ttft[0]  # the prefill's steps and the decode worker's hand-off steps
+
+
+def test_a_replay_on_two_nodes_pays_and_names_it() -> None:
+    from agentprof.replay.systems import resolve
+
+    two_nodes = dataclasses.replace(CAT.systems["h100+x86"], count=16)
+    r = resolve(two_nodes, M, CAT, gpus=16)
+    one = resolve(dataclasses.replace(two_nodes, count=8), CAT.models["gpt-oss-120b"], CAT)
+    assert r.dep.crossing_s > 0 and "all-reduces over the scale-out network" in r.calibration
+    assert r.params.t_fixed_s > r.dep.crossing_s
+    assert one.dep.crossing_s == 0.0 and "scale-out network" not in one.calibration

@@ -90,3 +90,16 @@ def test_a_points_deployment_is_built_once_with_its_recipes_ratio() -> None:
     assert point_deployment(cache, M, B200, "fp8", 8, False, 1.0, 1, "sglang") is a
     b = point_deployment(cache, M, B200, "fp8", 8, False, 1.0, 1, "dynamo-sglang")
     assert b is not a and b.nonexpert_gemm_ratio == 1.0 and b.engine == a.engine == "sglang"
+
+
+def test_a_replay_on_such_a_recipe_prices_and_names_it() -> None:
+    import dataclasses
+
+    from agentprof.replay.systems import resolve
+
+    sgl = dataclasses.replace(CAT.systems["b200+x86"], frameworks=("sglang",), precisions=("fp8",))
+    r = resolve(sgl, M, CAT)
+    assert r.dep.nonexpert_gemm_ratio == prefill_gemm_ratio("sglang", "deepseek-r1", "b200", "fp8")[0] > 1
+    assert "non-expert prefill GEMMs x2.70" in r.calibration
+    trt = resolve(dataclasses.replace(sgl, frameworks=("trt",)), M, CAT)
+    assert trt.dep.nonexpert_gemm_ratio == 1.0 and "prefill GEMMs" not in trt.calibration
