@@ -23,14 +23,12 @@ from agentprof.catalog import find_model
 from agentprof.catalog.hardware import HardwareCatalog
 from agentprof.catalog.kvcache import (
     block_host_s_per_token,
-    engine,
     kv_bytes,
-    prefill_gemm_ratio,
     tokenize_s_per_token,
     usable_fraction,
 )
 from agentprof.errors import TraceFormatError
-from agentprof.replay.calibration import Fitted, attn_eff_lookup, step_params
+from agentprof.replay.calibration import Fitted, attn_eff_lookup, deployment_params
 from agentprof.replay.costmodel import Deployment, StepParams, call_times
 from agentprof.replay.points import PointKey
 
@@ -176,10 +174,9 @@ def deployed_points(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog, attn
             continue
         entry, how = got
         fw = str(r["framework"]).lower()
-        dep = Deployment(m, cat.accelerators[hw], prec, tp, kv_dtype_bytes=kv_bytes(fw, m.key, hw, prec)[0],
-                         expert_parallel=ep, engine=engine(fw),
-                         nonexpert_gemm_ratio=prefill_gemm_ratio(fw, m.key, hw, prec)[0])
-        p = step_params(entry.theta, dep.layers, tp, accept=1.0, crossing_s=dep.crossing_s)
+        dep = Deployment.as_deployed(m, cat.accelerators[hw], prec, tp, fw,
+                                     kv_dtype_bytes=kv_bytes(fw, m.key, hw, prec)[0], expert_parallel=ep)
+        p = deployment_params(entry.theta, dep, accept=1.0)
         # the engine's per-block host work over the prompt's blocks holds up the loop like the per-prefill overhead
         per_tok = block_host_s_per_token(fw, m.key, hw)[0] if block_host else 0.0
         blocks_s = per_tok * float(r["mean_input_tokens"] or 0.0)

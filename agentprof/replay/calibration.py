@@ -21,7 +21,7 @@ import polars as pl
 
 from agentprof.catalog import CATALOG_DIR, CatalogError, read_toml
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
-from agentprof.replay.costmodel import StepParams
+from agentprof.replay.costmodel import Deployment, StepParams
 from agentprof.replay.points import (
     PARAMS,
     Features,
@@ -91,6 +91,12 @@ def step_params(theta: np.ndarray, layers: float, gpus: int, accept: float | Non
     return StepParams(t_fixed_s=float(fixed),
                       mbu=t["mbu"], mfu=t["mfu"], t0_s=t["t0_s"], q=t["q"], t_req_s=t["t_req_s"],
                       accept=t["accept"] if accept is None else accept, mfu_pf=t["mfu_pf"])
+
+
+def deployment_params(theta: np.ndarray, dep: Deployment, accept: float | None = None) -> StepParams:
+    """:func:`step_params` of a deployment: its layers, accelerators, attention layout and all-reduces over the
+    scale-out network (:attr:`Deployment.crossing_s`)."""
+    return step_params(theta, dep.layers, dep.gpus, accept, dep.dp_attention, dep.crossing_s)
 
 
 def prior_theta(vendor: str = "", gemm_ratio: float = 1.0) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 
 from agentprof.catalog import CatalogError, ModelSpec
 from agentprof.catalog.hardware import Accelerator, weight_format
-from agentprof.catalog.kvcache import graph_batch
+from agentprof.catalog.kvcache import engine, graph_batch, prefill_gemm_ratio
 from agentprof.catalog.serving import DEFAULT_BUDGET_TOKENS
 from agentprof.replay.equations import Work, times
 
@@ -238,6 +238,14 @@ class Deployment:
         self._pf_dims = 2.0 * self._attn_dims("prefill")
         self._expand = (2.0 * m.get("kv_lora_rank") * m.get("q_heads") * (m.get("qk_nope_dim") + m.get("v_head_dim"))
                         if m.attention == "mla" else 0.0)
+
+    @classmethod
+    def as_deployed(cls, model: ModelSpec, accel: Accelerator, precision: str, gpus: int, framework: str,
+                    dp_attention: bool = False, kv_dtype_bytes: float = 2.0, expert_parallel: int = 1) -> Deployment:
+        """The deployment as ``framework``'s recipe runs it: its engine, and its non-expert prefill GEMMs' library
+        (:func:`agentprof.catalog.kvcache.prefill_gemm_ratio`, matched on the framework itself)."""
+        return cls(model, accel, precision, gpus, dp_attention, kv_dtype_bytes, expert_parallel, engine(framework),
+                   prefill_gemm_ratio(framework, model.key, accel.key, precision)[0])
 
     # --- sizes -----------------------------------------------------------------------------------------
     @property

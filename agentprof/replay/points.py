@@ -28,7 +28,6 @@ from agentprof.catalog.kvcache import (
     prefill_alone,
     prefill_budget,
     prefill_collectives_exposed,
-    prefill_gemm_ratio,
     tokenize_s_per_token,
     usable_fraction,
     wait_steps,
@@ -515,14 +514,12 @@ def fanout(gpus: ArrayLike, dpa: ArrayLike = False) -> np.ndarray:
 
 def point_deployment(cache: dict[tuple, Deployment], model: ModelSpec, acc: Accelerator, precision: str, gpus: int,
                      dpa: bool, kv_b: float, ep: int, framework: str) -> Deployment:
-    """The deployment of one pool of a benchmark point as its recipe ran it (its engine, and its non-expert prefill
-    GEMMs' library: :func:`agentprof.catalog.kvcache.prefill_gemm_ratio`), built once per ``cache``."""
-    eng = engine(framework)
-    ratio = prefill_gemm_ratio(framework, model.key, acc.key, precision)[0]
-    k = (acc.key, model.key, precision, gpus, dpa, kv_b, ep, eng, ratio)
+    """The deployment of one pool of a benchmark point as its recipe ran it (:meth:`Deployment.as_deployed`), built
+    once per ``cache``."""
+    k = (acc.key, model.key, precision, gpus, dpa, kv_b, ep, framework.lower())
     got = cache.get(k)
     if got is None:
-        got = cache[k] = Deployment(model, acc, precision, gpus, dpa, kv_b, ep, eng, nonexpert_gemm_ratio=ratio)
+        got = cache[k] = Deployment.as_deployed(model, acc, precision, gpus, framework, dpa, kv_b, ep)
     return got
 
 

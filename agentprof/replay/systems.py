@@ -18,15 +18,13 @@ from agentprof.catalog import CatalogError, ModelSpec
 from agentprof.catalog.hardware import Accelerator, HardwareCatalog, System
 from agentprof.catalog.kvcache import (
     ahead_steps,
-    engine,
     kv_bytes,
     prefill_alone,
-    prefill_gemm_ratio,
     tokenize_host,
     tokenize_s_per_token,
     wait_steps,
 )
-from agentprof.replay.calibration import FitEntry, Fitted, is_disaggregated, load_fitted, step_params
+from agentprof.replay.calibration import FitEntry, Fitted, deployment_params, is_disaggregated, load_fitted
 from agentprof.replay.costmodel import Deployment, StepParams, ceil_pow2
 
 
@@ -208,8 +206,7 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
             raise CatalogError(f"no calibration for {system.key}: run `agentprof devices fit` or declare "
                                f"[systems.{system.key}.params]")
     kvb, kv_src = kv_bytes(fw, model.key, system.accelerator.key, precision)
-    dep = Deployment(model, system.accelerator, precision, gpus, dp_attention, kv_dtype_bytes=kvb, engine=engine(fw),
-                     nonexpert_gemm_ratio=prefill_gemm_ratio(fw, model.key, system.accelerator.key, precision)[0])
+    dep = Deployment.as_deployed(model, system.accelerator, precision, gpus, fw, dp_attention, kvb)
     if not dep.fits(system.mem_util):
         what = " with its attention weights on every rank (data-parallel attention)" if dp_attention else ""
         raise CatalogError(f"{model.display} ({dep.weight_bytes / 1e9:.0f} GB in {precision}) does not fit on "
@@ -235,8 +232,7 @@ def resolve(system: System, model: ModelSpec, cat: HardwareCatalog, fitted: Fitt
                             mfu_pf=pr["mfu_pf"].value if "mfu_pf" in pr else None)
     else:
         assert entry is not None
-        params = step_params(entry.theta, dep.layers, gpus, accept=1.0 if accept is None else accept,
-                             dpa=dp_attention, crossing_s=dep.crossing_s)
+        params = deployment_params(entry.theta, dep, accept=1.0 if accept is None else accept)
         params = params.with_(attn_eff=fitted.attn_eff_for(acc_key, kind))
         how += (f"; prefill attention at {params.attn_eff:.3f} of the BF16 peak over a cached prefix, "
                 f"{fitted.attn_eff_basis(acc_key, kind)}")

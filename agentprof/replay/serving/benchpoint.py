@@ -26,7 +26,7 @@ from agentprof.catalog.hardware import HardwareCatalog, load_catalog
 from agentprof.catalog.kvcache import tokenize_s_per_token
 from agentprof.catalog.serving import load_serving
 from agentprof.replay.agentic import AGENTX_BENCHMARK_S, COMPLETE_SHARE, workload_think_s
-from agentprof.replay.calibration import Fitted, borrowed_handoff, is_disaggregated, step_params
+from agentprof.replay.calibration import Fitted, borrowed_handoff, deployment_params, is_disaggregated
 from agentprof.replay.costmodel import Deployment
 from agentprof.replay.fidelity import METRICS, Check, check, summarize
 from agentprof.replay.points import _layout, expert_ranks, point_attn_eff, point_deployment, point_features
@@ -217,11 +217,8 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
             # equations take it: a configuration borrowing an aggregated sibling takes the disaggregated stacks'
             hand = (e.param("handoff") if is_disaggregated(e.attrs.get("framework", ""))
                     else borrowed_handoff(fitted, key))
-            pre_p = step_params(e.theta, pre.layers, pre.gpus, accept=1.0, dpa=pre.dp_attention,
-                                crossing_s=pre.crossing_s).with_(
-                attn_eff=eta[j], t_tok_s=tok)
-            dec_p = step_params(e.theta, dec.layers, dec.gpus, accept=None if f.mtp[j] else 1.0,
-                                dpa=dec.dp_attention, crossing_s=dec.crossing_s).with_(
+            pre_p = deployment_params(e.theta, pre, accept=1.0).with_(attn_eff=eta[j], t_tok_s=tok)
+            dec_p = deployment_params(e.theta, dec, accept=None if f.mtp[j] else 1.0).with_(
                 attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]) + hand,
                 draft_tokens=float(f.draft[j]), t_tok_s=tok, dec_attn_eff=dec.decode_attn_eff or 0.0)
             budget = float(f.budget[j])  # the recipe's prefill budget, else the engine's (point_features)
@@ -252,8 +249,7 @@ def simulate_check(df: pl.DataFrame, fitted: Fitted, cat: HardwareCatalog | None
         # the terms as the fit used them: KV in the recipe's dtype, the points' memory fraction, the recipe's
         # scheduler interval before the first token, the steps its scheduler launches ahead and whether it runs
         # prefill alone
-        p = step_params(e.theta, dep.layers, g, accept=None if f.mtp[j] else 1.0, dpa=dpa,
-                        crossing_s=dep.crossing_s).with_(
+        p = deployment_params(e.theta, dep, accept=None if f.mtp[j] else 1.0).with_(
             attn_eff=eta[j], wait_steps=float(f.work.wait_steps[j]), ahead_steps=float(f.work.ahead[j]),
             prefill_alone=bool(f.work.pf_alone[j]), draft_tokens=float(f.draft[j]), t_tok_s=tok,
             dec_attn_eff=dep.decode_attn_eff or 0.0)
