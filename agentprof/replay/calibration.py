@@ -416,11 +416,14 @@ def _ape(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
 
 
 def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 1.0,
-        chain: PointKey | None = None, f: Features | None = None, levels: Sequence[str] = LEVELS) -> Fitted:
+        chain: PointKey | None = None, f: Features | None = None, levels: Sequence[str] = LEVELS,
+        share_acceptance: bool = True) -> Fitted:
     """Fit every level on the covered points of ``df`` (an InferenceX-style points table), with the global
     prefill-attention efficiency ``attn_eff`` held fixed. With ``chain`` only the family, hardware and group of
     that configuration are fitted (what predicting it needs; cross-validation uses it to save time); ``levels``
-    (a leading part of :data:`LEVELS`) stops the fit early, e.g. without layouts for a group never measured."""
+    (a leading part of :data:`LEVELS`) stops the fit early, e.g. without layouts for a group never measured.
+    ``share_acceptance``: a family without MTP points takes the others' measured acceptance
+    (:func:`_share_acceptance`); False leaves it at the prior."""
     cat = cat or load_catalog()
     f = f if f is not None else point_features(df, cat)
     cov = np.flatnonzero(f.covered)
@@ -466,7 +469,35 @@ def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 
             ok = np.isfinite(f.tpot[idx]) & (f.tpot[idx] > 0)
             mape = float(np.median(_ape(tpot[ok], f.tpot[idx][ok]))) if ok.any() else float("nan")
             entries[level][name] = FitEntry(level, name, theta, idx.size, attrs, mape)
+        if level == "family" and share_acceptance:
+            _share_acceptance(df, f, cov, entries["family"], cat, attn_eff)
     return Fitted(entries, {}, attn_eff)
+
+
+def _share_acceptance(df: pl.DataFrame, f: Features, cov: np.ndarray, families: dict[str, FitEntry],
+                      cat: HardwareCatalog, attn_eff: float) -> None:
+    """Give each fitted family without MTP points the acceptance the families with MTP points measured (geometric
+    mean weighted by their MTP points) in place of the prior's: tokens kept per step are set by the draft head,
+    the recipe's draft depth and the text, not by the chip, so a family that never ran MTP borrows what the others
+    measured, and its hardware, groups and layouts inherit it as they inherit the rest."""
+    mtp_points: dict[str, list[int]] = {}
+    for i in cov:
+        if f.mtp[i]:
+            mtp_points.setdefault(f.keys[i].family, []).append(int(i))  # type: ignore[union-attr]
+    if not mtp_points or all(name in mtp_points for name in families):
+        return
+    logs, weights = [], []
+    for name, ids in mtp_points.items():
+        e = families.get(name)
+        if e is None:  # left out under ``chain``: fitted here for this alone
+            e = fit(df, cat, attn_eff, f.keys[ids[0]], f, LEVELS[:1], share_acceptance=False).entries["family"][name]
+        logs.append(math.log(e.theta[ACCEPT]))
+        weights.append(len(ids))
+    shared = math.exp(float(np.average(logs, weights=weights)))
+    for name, e in families.items():
+        if name not in mtp_points:
+            e.theta = e.theta.copy()
+            e.theta[ACCEPT] = shared
 
 
 def file_sha256(path: str | Path) -> str:

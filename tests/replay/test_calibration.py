@@ -393,3 +393,37 @@ def test_a_familys_prior_takes_the_median_gemm_ratio_of_its_points_chips() -> No
     # the vendor's means come from the first chip; an unknown chip takes the defaults
     assert prior_for(CAT, "mi300x")[PARAMS.index("mbu")] != prior_for(CAT, "h100")[PARAMS.index("mbu")]
     assert np.array_equal(prior_for(CAT, "no-such-chip"), prior_for(CAT, "h100"))
+
+
+def test_a_family_without_mtp_points_takes_the_acceptance_the_others_measured() -> None:
+    # MTP points on Blackwell only, synthesized at 1.4 tokens a step: the Hopper family, which has none, takes
+    # the acceptance Blackwell's family measured, not the prior's 1.8 (tokens kept per step are the draft head's
+    # and the text's, not the chip's), and its hardware and groups inherit it
+    from agentprof.replay.calibration import PRIOR_MEAN
+    from agentprof.replay.points import point_features, predict
+
+    def rows(hw: str, spec: str) -> list[dict]:
+        return [{"hardware": hw, "framework": "sglang", "model": "deepseek-r1", "precision": "fp8", "isl": 1024,
+                 "osl": 1024, "conc": c, "tp": tp, "ep": 1, "dp_attention": False, "disagg": False,
+                 "spec_decoding": spec} for c in (4, 16, 64) for tp in (4, 8)]
+
+    truth = np.array([70e-6, 0.05, 0.7, 0.3, 0.02, 1.0, 0.01, 1.4, 0.2, 3.0, 1.0])
+    df = pl.DataFrame(rows("b200", "mtp") + rows("b200", "none") + rows("h200", "none"))
+    f = point_features(df, CAT)
+    ttft, tpot, e2e = predict(f, np.tile(truth, (len(f), 1)))
+    df = df.with_columns(pl.Series("median_ttft_s", ttft), pl.Series("median_tpot_s", tpot),
+                         pl.Series("median_e2el_s", e2e))
+    fitted = fit(df, CAT)
+    measured = fitted.entries["family"]["blackwell"].param("accept")
+    assert 1.4 <= measured < PRIOR_MEAN["accept"] - 0.05  # moved off the prior toward the truth (the step cost
+    # shares the MTP points' TPOT with the acceptance, so the prior still holds it part of the way)
+    for level, name in (("family", "hopper"), ("hardware", "h200"), ("group", "h200/sglang/deepseek-r1/fp8/none")):
+        assert fitted.entries[level][name].param("accept") == pytest.approx(measured), name
+    key = PointKey("hopper", "h200", "sglang", "deepseek-r1", "fp8", "mtp", "tp8-ep1")
+    e, _ = fitted.lookup(key, CAT)
+    assert e.param("accept") == pytest.approx(measured)
+    # a fit of one configuration's chain (cross-validation) fits the MTP family it left out for this alone
+    chained = fit(df, CAT, chain=key)
+    assert "blackwell" not in chained.entries["family"]
+    assert chained.lookup(key, CAT)[0].param("accept") == pytest.approx(measured)
+    assert fit(df, CAT, share_acceptance=False).entries["family"]["hopper"].param("accept") == PRIOR_MEAN["accept"]
