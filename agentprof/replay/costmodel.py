@@ -598,8 +598,9 @@ def prefill_parts(dep: Deployment, p: StepParams, new: ArrayLike, cached: ArrayL
     larger of ``compute`` (at ``mfu``) and ``bandwidth`` (weights once, prefix KV read, new KV written)."""
     t = np.asarray(new, dtype=float)
     c = np.asarray(cached, dtype=float)
-    cmp_s = dep.prefill_peak_s(t, c, p.attn_rel, p.fresh_rel, CHUNK_TOKENS) / p.prefill_mfu
-    cmp_s = cmp_s + (dep.gpus - 1.0) * prefill_rank_s(dep, p, t, c)  # data-parallel attention: on its own rank
+    peak = dep.prefill_peak_s(t, c, p.attn_rel, p.fresh_rel, CHUNK_TOKENS)
+    # data-parallel attention: its chunks' attention and non-expert GEMMs on its own rank
+    cmp_s = peak / p.prefill_mfu + (dep.gpus - 1.0) * prefill_rank_s(dep, p, t, c, peak)
     mem_s = prefill_bytes_per_gpu(dep, t, c) / (p.mbu * dep.accel.hbm_bw)
     over = prefill_chunks(t) * p.t_fixed_s + dep.comm_s(t) + p.t_req_s
     on = t > 0

@@ -714,3 +714,23 @@ def test_a_data_parallel_attention_rank_runs_its_own_prompts_non_expert_gemms() 
     assert trt.prefill_gemm_peak_s_per_token == pytest.approx(2.0 * (routed + other) / peak, rel=1e-12)
     shared = (m.get("layers") - m.get("dense_layers")) * m.get("shared_experts") * per_expert
     assert sgl.prefill_rank_gemm_peak_s_per_token == pytest.approx(2.0 * (other - shared) / peak, rel=1e-12)
+
+
+def test_a_dp_attention_prefill_alone_costs_its_chunks_rank_parts() -> None:
+    # under data-parallel attention a prompt's attention and non-expert GEMMs run on its own rank, chunk by chunk:
+    # the whole prefill's compute is the sum of its chunks' (each chunk's attention to the ones before it at the
+    # earlier tokens' efficiency, its own at the fresh kernel's), the rank part included
+    from agentprof.replay.costmodel import CHUNK_TOKENS, prefill_parts, prefill_rank_s
+
+    d = dep("deepseek-r1", "mi355x", "fp8", 8, dp_attention=True)
+    p = dataclasses.replace(P, mfu_pf=0.2, attn_eff=0.1, attn_fresh_eff=0.7)
+    total = 3.5 * CHUNK_TOKENS
+    starts = np.arange(0.0, total, CHUNK_TOKENS)
+    sizes = np.minimum(CHUNK_TOKENS, total - starts)
+    peak = d.prefill_peak_s(sizes, starts, p.attn_rel, p.fresh_rel)
+    chunks = float(np.sum(peak / p.prefill_mfu + (d.gpus - 1) * prefill_rank_s(d, p, sizes, starts, peak)))
+    parts = prefill_parts(d, p, total)
+    assert parts["compute"] + parts["bandwidth"] == pytest.approx(chunks, rel=1e-9)
+    # the rank part is the chunks', not one piece's (whose attention would all run at the fresh kernel's rate)
+    whole = float(d.prefill_peak_s(total, 0.0, p.attn_rel, p.fresh_rel))
+    assert chunks != pytest.approx(whole / p.prefill_mfu + (d.gpus - 1) * float(prefill_rank_s(d, p, total)))

@@ -27,7 +27,6 @@ from agentprof.replay.costmodel import (
     prefill_bytes_per_gpu,
     prefill_chunk_s,
     prefill_rank_s,
-    prefill_s,
 )
 from agentprof.replay.systems import Resolved
 
@@ -89,10 +88,6 @@ class StepCost:
     def decode_s(self, b: int, ctx: float) -> float:
         a, beta = self.decode_linear(b, ctx)
         return a + beta * ctx
-
-    def prefill_s(self, new: float, cached: float) -> float:
-        """Whole prefill of ``new`` tokens after a ``cached`` prefix in HBM (per-prefill overhead included)."""
-        return float(prefill_s(self.dep, self.p, new, cached))
 
     def chunks_s(self, chunks: list[tuple[float, ...]], decoding: int = 0) -> float:
         """One step's prefill chunks ``(tokens, context before them[, share of the request's prompt])`` as one
