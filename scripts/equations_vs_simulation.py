@@ -1,7 +1,7 @@
 """Two methods, one metric, at a prompt length nothing was fitted on: every 1k1k calibration configuration at
 ``--isl`` tokens (default 8,192; the points are never measured there), its median TTFT from the serving
 equations and from the simulated benchmark (docs/DEVICE_MODEL.md §10.1). Prints equations / simulation by
-serving kind and concurrency band. About seven minutes on 2 cores.
+serving kind and concurrency band. About half an hour on 2 cores.
 
     python scripts/equations_vs_simulation.py [--isl 8192]
 """

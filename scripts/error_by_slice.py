@@ -381,9 +381,6 @@ def main(argv: list[str]) -> int:
     print("\n" + _line(f"all {off.height} points (the model; no lookup where the calibration lacks the hardware "
                         "and engine)", off) + f" ({unpriced(t)})")
     print(shift_within_runs(t))
-    short = official(df, api, t, 1024)
-    print(_line("the same API's 1k1k points of calibrated stacks from other runs (later or earlier engine versions)",
-                short.filter((pl.col("stack") == "calibrated") & (pl.col("run") == "another run"))))
     return 0
 
 

@@ -4,7 +4,7 @@ through the serving simulation, computed from the shipped data.
 ISL/OSL cross-validation through the simulation (fit on one setting, simulate the other; pooled, aggregated and
 disaggregated points apart, the concurrency >= 64 slice and its aggregated and disaggregated parts, per fold),
 the analytic cross-validation on the same folds for comparison, and the AgentX Kimi K2.5 points with measured
-hits put in and with the cache deciding. About fifteen minutes on one core (the disaggregated points run
+hits put in and with the cache deciding. About twenty minutes on one core (the disaggregated points run
 whole, up to 15,000 clients).
 
     python scripts/serving_fidelity.py [POINTS.csv [AGENTIC.csv]]

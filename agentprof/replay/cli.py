@@ -320,7 +320,7 @@ def _catalog_dict(cat: Any, calibrated: set[str | None]) -> dict[str, Any]:
 @click.option("--catalog", "catalogs", multiple=True, type=click.Path(dir_okay=False), help="Extra catalog file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the in-sample fidelity as JSON.")
 @click.option("--skip-levels", is_flag=True,
-              help="Do not measure the error per calibration level (leave-one-layout/group-out; about 30 s on 2 cores).")
+              help="Do not measure the error per calibration level (leave-one-layout/group-out; about 3.5 min on 2 cores).")
 def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bool, skip_levels: bool) -> None:
     """Fit the cost model's free terms on measured points and store them (with provenance) as data.
 

@@ -18,6 +18,7 @@ import polars as pl
 from agentprof.catalog.hardware import HardwareCatalog
 from agentprof.replay.calibration import Fitted
 from agentprof.replay.fidelity import check
+from agentprof.replay.points import from_run_artifacts
 
 GROUP = ("model_prefix", "hardware", "framework", "precision", "spec_decoding")
 """The columns that name a group in the points and the anchors."""
@@ -36,9 +37,11 @@ def anchor_ratios(points: pl.DataFrame, anchors: pl.DataFrame, fitted: Fitted, c
     at ``isl``/``osl``): predicted / measured of each extreme at 1k1k (``*_1k``, on the grid's own measurements) and
     at the long prompt (``*_long``), the predicted long-prompt throughput, the lowest TPOT's rise from 1k1k to the
     long prompt as measured and as predicted (``tpot_rise_*``) and the predicted TTFT at the grid's lowest
-    concurrency. ``points`` as :func:`agentprof.replay.points.load_points` reads them; aggregated 1k1k rows
-    make the grid (a disaggregated sweep's layouts at another prompt length are its own, not the 1k1k ones)."""
+    concurrency. ``points`` as :func:`agentprof.replay.points.load_points` reads them; aggregated 1k1k rows of the
+    run artifacts the anchors come from make the grid (a disaggregated sweep's layouts at another prompt length
+    are its own, not the 1k1k ones; other runs' engine versions are not the anchors')."""
     rows: list[dict[str, Any]] = []
+    points = from_run_artifacts(points)
     for a in anchors.iter_rows(named=True):
         grid = points.filter(pl.all_horizontal([pl.col(k) == a[k] for k in GROUP])
                              & (pl.col("isl") == 1024) & (pl.col("osl") == 1024) & ~pl.col("disagg"))

@@ -100,6 +100,19 @@ def load_points(path: str | Path) -> pl.DataFrame:
     return df
 
 
+ARTIFACT_PROVENANCE = "official InferenceMAX run artifact"
+"""How ``calibration_points.csv`` begins the ``provenance`` of the 33 run artifacts' rows; its other rows are the
+InferenceX API's points of other runs (``scripts/merge_api_points.py``, data/inferencex/README.md)."""
+
+
+def from_run_artifacts(df: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``df`` that came from the run artifacts (:data:`ARTIFACT_PROVENANCE`): the runs the 8k1k sweep
+    anchors and issue 13's targets were taken on. A table without a ``provenance`` column is returned whole."""
+    if "provenance" not in df.columns:
+        return df
+    return df.filter(pl.col("provenance").str.starts_with(ARTIFACT_PROVENANCE))
+
+
 PRECISION_ALIASES = {"mxfp4": "fp4", "nvfp4": "fp4", "bfloat16": "bf16", "fp8_e4m3": "fp8", "e4m3": "fp8"}
 """Names a points file may give a weight format by its encoding; the catalog's formats are fp4, fp8, bf16, int4."""
 _TRUE, _FALSE = {"true", "t", "yes", "y", "1", "1.0"}, {"false", "f", "no", "n", "0", "0.0", ""}

@@ -32,12 +32,12 @@ def test_every_anchor_has_its_source_and_a_1k1k_grid(points: pl.DataFrame) -> No
 
 def test_decode_dominated_extremes_hold_at_8k_prompts(ratios: pl.DataFrame) -> None:
     """Min TPOT and min E2E (lowest concurrency: the prefill is a small part) stay within 20 % at 8K prompts, as at
-    1K; peak throughput, mostly prefill at 8k1k, is within the band the docs state (0.82-1.23x)."""
+    1K; peak throughput, mostly prefill at 8k1k, is within the band the docs state (0.70-1.21x)."""
     assert ratios.height == 3  # h200 vLLM GPT-OSS, h200 SGLang DeepSeek, mi300x SGLang DeepSeek
     for c in ("tpot_1k", "e2e_1k", "tpot_long", "e2e_long"):
         assert ratios[c].is_between(0.8, 1.25).all(), ratios.select(c)
     assert ratios["tput_1k"].is_between(0.85, 1.2).all()
-    assert ratios["tput_long"].is_between(0.75, 1.3).all()
+    assert ratios["tput_long"].is_between(0.68, 1.3).all()
 
 
 def test_the_lowest_tpot_rises_with_the_prompt(ratios: pl.DataFrame) -> None:

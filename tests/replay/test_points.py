@@ -11,7 +11,7 @@ from agentprof.catalog import CatalogError
 from agentprof.catalog.kvcache import memory_fraction, usable_fraction
 from agentprof.errors import TraceFormatError
 from agentprof.replay.costmodel import Deployment
-from agentprof.replay.points import load_points, point_features, resident_batch
+from agentprof.replay.points import from_run_artifacts, load_points, point_features, resident_batch
 
 from .conftest import CAT, ROOT
 
@@ -25,9 +25,12 @@ def test_every_measured_batch_fits_the_modelled_kv_pool(feats) -> None:
     # the sequences a point held by Little's law must fit the pool the model sizes, or it could not have run
     held = resident_batch(feats)
     ok = feats.covered & np.isfinite(held)
-    assert ok.sum() > 1000
+    assert ok.sum() > 1900
     ratio = held[ok] / feats.kv_cap[ok]
-    assert ratio.max() <= 1.01  # the recipes' decode slots bind at 1.002 (Little's law lands on them)
+    # the recipes' decode slots bind at 1.002 (Little's law lands on them), but for the March 2026 wide-EP run
+    # whose slots outgrew what decode_slots.toml reads (as among the official points, below)
+    slots_bind = (np.isfinite(feats.slots) & (feats.kv_cap >= feats.slots / feats.n_decode - 0.5))[ok]
+    assert ratio[~slots_bind].max() <= 1.01 and (ratio[slots_bind] > 1.01).sum() <= 1
     assert (ratio > 0.9).sum() >= 5  # the check has teeth: some points sit at their limit
 
 
@@ -135,10 +138,11 @@ def test_a_prefill_pass_holds_the_prompts_its_budget_leaves_room_for(feats) -> N
     # ... and no more than a prefill server's scheduler runs at once (its recipe's --max-running-requests)
     cap = np.where(feats.disagg, feats.requests / w.pf_ranks, np.inf)
     np.testing.assert_allclose(w.pf_batch[alone], np.minimum(np.maximum(feats.batch / isl, 1.0), cap)[alone])
-    # MI355X SGLang-disagg: 8 requests over 8 data-parallel attention ranks, one prompt each; 128 without them
+    # MI355X SGLang-disagg: 8 requests over 8 data-parallel attention ranks, one prompt each (two over the FP4
+    # recipe's 4); 128 without them
     capped = feats.disagg & np.isfinite(feats.requests)
     pairs = set(zip(w.pf_batch[capped].tolist(), feats.requests[capped].tolist(), strict=True))
-    assert pairs == {(1.0, 8.0), (16384 / (0.9 * 1024), 128.0)}
+    assert pairs == {(1.0, 8.0), (2.0, 8.0), (16384 / (0.9 * 1024), 128.0)}
     rides = ~alone
     np.testing.assert_allclose(w.pf_batch[rides], np.maximum((feats.batch[rides] - w.b_run[rides]) / isl[rides], 1.0))
     assert alone.sum() > 100 and rides.sum() > 100 and (w.pf_batch[rides] < w.pf_batch[rides].max()).any()
@@ -185,6 +189,7 @@ def test_the_api_points_of_the_calibrations_own_runs_are_its_points(points: pl.D
     # run, the same configuration must carry the same measurements (to the calibration's six digits) and the same
     # data-parallel attention flags the calibration took from it
     api = load_points(ROOT / "data" / "inferencex" / "official_api_points.csv")
+    points = from_run_artifacts(points)
     key = ["run_id", "hardware", "framework", "model_prefix", "precision", "spec_decoding", "isl", "osl", "conc",
            "num_gpus", "num_prefill_gpu", "prefill_tp", "prefill_num_workers", "decode_tp", "decode_num_workers",
            "tp", "ep"]

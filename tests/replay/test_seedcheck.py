@@ -127,11 +127,11 @@ def test_devices_fit_writes_provenance(tmp_path: Path) -> None:
     r = _cli("devices", "fit", "--points", str(small), "--out", str(out), "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["in_sample"]["points"] == d["provenance"]["points_used"] == 20
+    assert d["in_sample"]["points"] == d["provenance"]["points_used"] == 30
     prov = read_toml(out)["provenance"]
     assert prov["data_file"] == str(small) and len(prov["data_sha256"]) == 64
     r = _cli("devices", "check", str(small), "--fitted", str(out), "--json")
-    assert r.returncode == 0 and json.loads(r.stdout)["covered"] == 20
+    assert r.returncode == 0 and json.loads(r.stdout)["covered"] == 30
 
 
 def test_devices_seed_check_cli() -> None:
