@@ -302,6 +302,8 @@ def single_calls() -> pl.DataFrame:
 
 
 OFFICIAL = "data/inferencex/official_api_points.csv"
+HELD_OUT_ISL = 8192
+"""The official points' prompt length the fit never sees (family 7)."""
 
 
 def priced(api: pl.DataFrame) -> pl.DataFrame:
@@ -313,14 +315,14 @@ def priced(api: pl.DataFrame) -> pl.DataFrame:
     return check(api, load_fitted(), load_catalog()).table.with_columns(api.select("run_id", "spec_decoding"))
 
 
-def official(points: pl.DataFrame, api: pl.DataFrame, t: pl.DataFrame, isl: int = 8192) -> pl.DataFrame:
-    """The official points at ``isl``/1024 (8K prompts: never fitted on) as :func:`priced` prices them (``t``), beside
+def official(points: pl.DataFrame, api: pl.DataFrame, t: pl.DataFrame) -> pl.DataFrame:
+    """The official points at :data:`HELD_OUT_ISL`/1024 (8K prompts: never fitted on) as :func:`priced` prices them (``t``), beside
     the nearest calibration point of the same hardware, framework and model. Slices: ``stack``, whether the
     calibration has the point's hardware/framework/model/precision/speculation group, and ``run``, whether it has
     the point's run (the same software: the rest are later or earlier engine versions)."""
     from agentprof.replay.fidelity import nearest_lookup
 
-    at = (api["isl"] == isl) & (api["osl"] == 1024)
+    at = (api["isl"] == HELD_OUT_ISL) & (api["osl"] == 1024)
     rows = api.filter(at)
     group = ("hardware", "framework", "model_prefix", "precision", "spec_decoding")
     seen = set(points.select(group).unique().iter_rows())
@@ -331,9 +333,10 @@ def official(points: pl.DataFrame, api: pl.DataFrame, t: pl.DataFrame, isl: int 
     return out.filter(pl.col("level") != "")  # the rest cannot be priced (their reason: ``unpriced``)
 
 
-def unpriced(t: pl.DataFrame, isl: int = 8192) -> str:
-    """The official points at ``isl``/1024 the model cannot price (``t``: :func:`priced`), counted by reason."""
-    left = t.filter((pl.col("isl") == isl) & (pl.col("osl") == 1024) & (pl.col("level") == ""))
+def unpriced(t: pl.DataFrame) -> str:
+    """The official points at :data:`HELD_OUT_ISL`/1024 the model cannot price (``t``: :func:`priced`), counted by
+    reason."""
+    left = t.filter((pl.col("isl") == HELD_OUT_ISL) & (pl.col("osl") == 1024) & (pl.col("level") == ""))
     return "; ".join(f"{n} left out: {w}" for w, n in left.group_by("why").len().sort("why").rows()) or "none left out"
 
 

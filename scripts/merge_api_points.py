@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from agentprof.replay.points import from_run_artifacts
+from agentprof.replay.points import from_run_artifacts, load_points, unsized_pools
 
 ROOT = Path(__file__).resolve().parents[1]
 CALIBRATION = ROOT / "data/inferencex/calibration_points.csv"
@@ -26,15 +26,15 @@ def merged() -> tuple[pl.DataFrame, dict[str, int]]:
     """The calibration table and counts: artifact rows, API rows added, API rows of artifact runs, unsized."""
     cal = pl.read_csv(CALIBRATION, infer_schema_length=0)
     cal = from_run_artifacts(cal)
-    api = pl.read_csv(API, infer_schema_length=0).filter(pl.col("isl") == "1024")
+    # the API's rows as text (written back as they are), and as the fit reads them (which pools can be sized)
+    api = pl.read_csv(API, infer_schema_length=0).with_columns(
+        unsized=pl.Series([unsized_pools(r) for r in load_points(API).iter_rows(named=True)]))
+    api = api.filter(pl.col("isl") == "1024")
     runs = set(cal["run_id"].to_list())
     same_run = api.filter(pl.col("run_id").is_in(list(runs)))
     api = api.filter(~pl.col("run_id").is_in(list(runs)))
-    disagg = pl.col("disagg").str.to_lowercase().is_in(["true", "1"])
-    empty = pl.col("prefill_num_workers").cast(pl.Float64).fill_null(0).eq(0) | \
-        pl.col("decode_num_workers").cast(pl.Float64).fill_null(0).eq(0)
-    unsized = api.filter(disagg & empty)
-    api = api.filter(~(disagg & empty)).with_columns(
+    unsized = api.filter(pl.col("unsized"))
+    api = api.filter(~pl.col("unsized")).with_columns(
         source_file=pl.concat_str([pl.lit("InferenceX run "), pl.col("run_id"), pl.lit(f" via {API.name}")]),
         provenance=pl.lit(FROM_API), benchmark_type=pl.lit("fixed_seq_len"), quality_flag=pl.lit("ok"),
         hw_raw=pl.col("hardware"))

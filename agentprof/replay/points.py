@@ -214,6 +214,15 @@ class Features:
         return self.work.disagg
 
 
+UNSIZED = "a disaggregated point with 0 prefill or decode workers: its pools cannot be sized"
+
+
+def unsized_pools(row: dict) -> bool:
+    """Whether a point (a row as :func:`load_points` reads it) is disaggregated with 0 prefill or decode workers
+    given (:data:`UNSIZED`; a count not given is one worker)."""
+    return bool(row.get("disagg") or False) and 0 in (row.get("prefill_num_workers"), row.get("decode_num_workers"))
+
+
 def _layout(row: dict, disagg: bool) -> tuple[str, int, int, int, int, bool, bool, int, int]:
     """(layout key, g_prefill, n_prefill, g_decode, n_decode, dpa_prefill, dpa_decode, tp, ep)."""
     def i(v: object, d: int) -> int:
@@ -323,8 +332,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
             reason = f"model {mname!r} not in the catalog"
         elif prec not in model.formats:
             reason = f"{model.key} has no {prec!r} format in the catalog"
-        elif disagg and 0 in (row.get("prefill_num_workers"), row.get("decode_num_workers")):
-            reason = "a disaggregated point with 0 prefill or decode workers: its pools cannot be sized"
+        elif unsized_pools(row):
+            reason = UNSIZED
         if reason:
             keys.append(None)
             why.append(reason)

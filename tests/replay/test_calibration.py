@@ -62,9 +62,9 @@ def test_cross_validation_figures_of_the_device_model_v2(cv: dict, points: pl.Da
     # other runs too): median APE TPOT <= 6 %, E2E <= 7 %, TTFT <= 15 %; the aggregated points (no disaggregated
     # prefill pool to saturate) TPOT <= 5 %, E2E <= 6 %, TTFT <= 15 %. Over all 1,957 the disaggregated stacks'
     # first token at the other output length is the miss (docs/DEVICE_MODEL.md §4): bounds, not targets
-    from agentprof.replay.points import ARTIFACT_PROVENANCE
+    from agentprof.replay.points import from_run_artifacts
 
-    art = points.with_row_index("row").filter(pl.col("provenance").str.starts_with(ARTIFACT_PROVENANCE))["row"]
+    art = from_run_artifacts(points.with_row_index("row"))["row"]
     t = cv["table"].filter(pl.col("covered") & pl.col("row").is_in(art.to_list()))
     assert t.height == 1059
     agg = t.filter(~pl.col("layout").str.starts_with("p"))

@@ -29,10 +29,9 @@ def logo(points: pl.DataFrame) -> dict:
 
 def _artifact_rows(points: pl.DataFrame) -> list[int]:
     """Row numbers of the run artifacts' points (the rest come from the InferenceX API's other runs)."""
-    from agentprof.replay.points import ARTIFACT_PROVENANCE
+    from agentprof.replay.points import from_run_artifacts
 
-    return points.with_row_index("row").filter(pl.col("provenance").str.starts_with(ARTIFACT_PROVENANCE))[
-        "row"].to_list()
+    return from_run_artifacts(points.with_row_index("row"))["row"].to_list()
 
 
 def test_unseen_layouts_beat_the_lookup_baseline(lolo: dict, points: pl.DataFrame) -> None:
