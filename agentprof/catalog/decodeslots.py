@@ -20,8 +20,9 @@ def _entries() -> tuple[Entry, ...]:
 
 
 def decode_slots(framework: str, model: str, hardware: str, spec: str, layout: str, isl: float,
-                 osl: float) -> tuple[float | None, str]:
+                 osl: float, precision: str = "", conc: float | None = None) -> tuple[float | None, str]:
     """(sequences all decode workers of the deployment run at once, source), or ``(None, reason)`` when the
-    recipe's limit is not listed. ``isl``/``osl`` are the nominal lengths the recipe was chosen for."""
-    hit = lookup(_entries(), framework, model, hardware, spec, layout, isl, osl)
+    recipe's limit is not listed. ``isl``/``osl`` are the nominal lengths the recipe was chosen for; ``precision``
+    and ``conc`` (the benchmark's concurrency) pick the recipe where a layout ran several."""
+    hit = lookup(_entries(), framework, model, hardware, spec, layout, isl, osl, precision, conc)
     return hit if hit else (None, "not listed: bounded by the KV capacity only")

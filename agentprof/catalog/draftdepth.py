@@ -20,8 +20,9 @@ def _entries() -> tuple[Entry, ...]:
 
 
 def draft_depth(framework: str, model: str, hardware: str, spec: str, layout: str, isl: float,
-                osl: float) -> tuple[float, str]:
+                osl: float, precision: str = "", conc: float | None = None) -> tuple[float, str]:
     """(tokens drafted per sequence and decode step, source); ``(0, reason)`` when the recipe's depth is not
-    listed (the step is counted at one token per sequence). ``isl``/``osl`` are the nominal lengths."""
-    hit = lookup(_entries(), framework, model, hardware, spec, layout, isl, osl)
+    listed (the step is counted at one token per sequence). ``isl``/``osl`` are the nominal lengths; ``precision``
+    and ``conc`` (the benchmark's concurrency) pick the recipe where a layout ran several."""
+    hit = lookup(_entries(), framework, model, hardware, spec, layout, isl, osl, precision, conc)
     return hit if hit else (0.0, "not listed: one token per sequence and step")

@@ -200,28 +200,36 @@ def _disagg_cycle(w: Work, t_step: np.ndarray, accept: np.ndarray, s_alone: np.n
 
 
 def _pool_loop(w: Work, work: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(clients, demand) of a disaggregated prefill pool's closed loop: the clients holding a decode slot, each
-    bringing ``work`` shared by the pool's ``n_prefill`` workers."""
-    return w.conc / (1.0 + w.over), work / w.n_prefill
+    """(clients, demand) of a disaggregated prefill pool's closed loop: every client (one waiting for a decode slot
+    had its prefill first), each bringing ``work`` shared by the pool's ``n_prefill`` workers."""
+    return w.conc, work / w.n_prefill
+
+
+def _slot_hold(w: Work, hand: np.ndarray, decode: np.ndarray) -> np.ndarray:
+    """The cycle of a disaggregated client when the recipe's decode slots bind: the slots turn over once per hold
+    (from the hand-off to the last token), so ``n`` clients on ``s`` slots come round once per ``(n/s)·hold``."""
+    return (1.0 + w.over) * (hand + decode)
 
 
 def decode_batch(w: Work, step_s: Callable[[np.ndarray], np.ndarray], accept: np.ndarray, s_alone: np.ndarray,
                  work: np.ndarray, t0: np.ndarray, q: np.ndarray, handoff: np.ndarray | float,
                  iters: int = 5) -> np.ndarray:
-    """Sequences a disaggregated decode worker holds: by Little's law the clients not waiting for their first
-    token, ``b_run · decode / (TTFT + decode)`` — near the prefill pool's knee the rest queue for prefill, not in
-    the decode batch. ``step_s(b)`` is the decode step at batch ``b``, so this is a fixed point, found by secant
-    steps from ``b_run`` (exact when the step is affine in the batch and the pool binds; the map is increasing
-    with ``F(b_run) <= b_run``). Aggregated points keep ``b_run`` (their prefills ride the decode batch)."""
+    """Sequences a disaggregated decode worker holds: by Little's law its clients' share of the cycle spent
+    decoding, ``clients · decode / cycle`` (the cycle the longer of the loop's and the slots' turnover,
+    :func:`_slot_hold`) — near the prefill pool's knee the rest queue for prefill, not in the decode batch.
+    ``step_s(b)`` is the decode step at batch ``b``, so this is a fixed point, found by secant steps from
+    ``b_run`` (exact when the step is affine in the batch and the pool binds; the map is increasing with
+    ``F(b_run) <= b_run``). Aggregated points keep ``b_run`` (their prefills ride the decode batch)."""
     dis = w.disagg.astype(bool)
     hi = np.maximum(w.b_run, 1.0)
     if not dis.any() or w.bw_seq_s is None:
         return hi
 
     def gap(b: np.ndarray) -> np.ndarray:
-        tpot, _, _, core, _ = _disagg_cycle(w, step_s(b), accept, s_alone, work, t0, q, handoff)
+        tpot, _, hand, core, _ = _disagg_cycle(w, step_s(b), accept, s_alone, work, t0, q, handoff)
         dec = (w.osl - 1.0) * tpot
-        return hi * dec / np.maximum(w.load_s + core + dec, 1e-12) - b
+        cycle = np.maximum(w.load_s + core + dec, _slot_hold(w, hand, dec))
+        return hi * (1.0 + w.over) * dec / np.maximum(cycle, 1e-12) - b
 
     b0, g0 = hi, gap(hi)
     b1 = np.clip(b0 + g0, 1.0, hi)
@@ -342,9 +350,10 @@ def times(w: Work, tf_dec: np.ndarray, tf_pf: np.ndarray, mbu: np.ndarray, mfu: 
     z_agg = t0 + w.load_s + wait_step + decode
     q_agg = closed_wait(w.b_run, s_alone, z_agg, q, cap=w.pf_batch)
     # clients beyond the decode slots (KV capacity, the recipe's max batch) wait for a running sequence to
-    # finish (closed loop, Little's law): a whole cycle of a running client, its prefill-pool queue included; the
-    # waiting ones are not in the pool's loop (_disagg_cycle), so a saturated pool and full slots are not paid twice
-    over_dis = w.over * (ttft_dis_core + w.load_s + decode)
+    # finish (closed loop, Little's law): the cycle is the longer of the slots' turnover (_slot_hold) and the
+    # loop's own (the prefill pool's queue with every client in it), so a saturated pool and full slots bind as
+    # the slower, not one after the other
+    over_dis = np.maximum(_slot_hold(w, hand, decode) - (ttft_dis_core + w.load_s + decode), 0.0)
     queue_pf = np.where(dis, q_dis + hand, wait_step + q_agg)
     ride_cmp = np.where(dis | alone, own_cmp, mix_cmp)
     ride_bw = np.where(dis | alone, pf_mem, mix_bw)

@@ -367,7 +367,8 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
         mem_a[j] = mu
         cap = max(float(dec.max_batch(ctx, mu)), 1.0)
         if disagg:  # the recipe's decode slots (max batch size x ranks x workers), where the catalog lists them
-            slots, _ = decode_slots(fw, model.key, hw, spec, layout, float(row["isl"]), float(row["osl"]))
+            slots, _ = decode_slots(fw, model.key, hw, spec, layout, float(row["isl"]), float(row["osl"]), prec,
+                                    conc)
             if slots is not None:
                 slots_a[j] = slots
                 cap = min(cap, max(slots / ndw, 1.0))
@@ -407,7 +408,7 @@ def point_features(df: pl.DataFrame, cat: HardwareCatalog) -> Features:
             req_a[j] = per_rank * wk["pf_ranks"][j]
         wk["svc_cv2"][j] = LENGTH_CV2
         # MTP: the step verifies each sequence's drafted tokens too (the recipe's depth, where the catalog lists it)
-        depth = draft_depth(fw, model.key, hw, spec, layout, float(row["isl"]), float(row["osl"]))[0]
+        depth = draft_depth(fw, model.key, hw, spec, layout, float(row["isl"]), float(row["osl"]), prec, conc)[0]
         draft_a[j] = depth
         wk["comm_s"][j] = float(dec.comm_s(b_run * (1.0 + depth)))
         wk["comm_pf_s"][j] = float(pre.comm_s(isl_m)) / chunks

@@ -12,7 +12,7 @@ from agentprof.catalog import CatalogError, decodeslots, read_toml
 from agentprof.catalog.decodeslots import SLOTS_PATH, decode_slots
 from agentprof.replay.points import layout_columns
 
-PRODUCT = re.compile(r"(\d+) decode worker\(s\) x (\d+) rank\(s\) x DECODE_MAX_BATCH_SIZE (\d+)")
+PRODUCT = re.compile(r"(\d+) decode worker\(s\) x (\d+) rank\(s\) x (?:DECODE_MAX_BATCH_SIZE|batch) (\d+)")
 
 
 def test_every_entry_is_the_recipes_product_for_its_layout() -> None:
@@ -29,6 +29,39 @@ def test_every_entry_is_the_recipes_product_for_its_layout() -> None:
         # the decode workers of the layout key, and one batch per attention-DP rank (tp of the worker) or per worker
         assert cols["decode_num_workers"] == workers
         assert ranks in (1, cols["decode_tp"])
+        # a recipe read in its file says which value it used where the file name's batchN differs
+        if "recipe value used" in src:
+            assert f"sets decode max_batch_size {batch} " in src
+        if "conc" in e:  # the search-space entry's own conc-list, as its source quotes it
+            assert "conc-list " + e["conc"] in src
+
+
+def test_one_layout_picks_its_recipe_by_concurrency_and_precision() -> None:
+    # B200 Dynamo-TRT FP4 at 8k1k ran p1x4-d5x8-tp8ep8 (attention TP) with batch 1 at 6 clients and batch 8 at
+    # 10-100 (S55b): the point's concurrency picks the recipe
+    args = ("dynamo-trt", "deepseek-r1", "b200", "none", "p1x4-d5x8-tp8ep8", 8192, 1024, "fp4")
+    assert decode_slots(*args, 6)[0] == 5 and decode_slots(*args, 50)[0] == 40
+    assert "batch 8" in decode_slots(*args, 100)[1]
+    assert decode_slots(*args, 7)[0] is None  # a concurrency no recipe of that layout ran: not listed
+    assert decode_slots(*args[:-1], "fp8", 50)[0] is None  # nor another precision's
+    # the GB200 entries of the earlier search space (S55) hold at any concurrency, for their precision only
+    gb = ("dynamo-trt", "deepseek-r1", "gb200", "none", "p1x4-d4x8-tp8ep8", 1024, 1024)
+    assert decode_slots(*gb, "fp4", 141)[0] == 512 and decode_slots(*gb, "fp8", 141)[0] is None
+
+
+def test_a_conc_list_that_is_not_whole_numbers_is_a_clear_error(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "decode_slots.toml"
+    bad.write_text('[[decode_slots]]\nframework = "dynamo-trt"\nmodel = "deepseek-r1"\nhardware = "gb200"\n'
+                   'spec = "none"\nlayout = "p1x4-d4x8-tp8ep8"\nisl_osl = "1024/1024"\nconc = "12.5"\n'
+                   'slots = { value = 512, source = "x" }\n')
+    monkeypatch.setattr(decodeslots, "SLOTS_PATH", bad)
+    decodeslots._entries.cache_clear()
+    try:
+        with pytest.raises(CatalogError, match=r"decode_slots\[0\]\.conc: expected the benchmark concurrencies"):
+            decode_slots("dynamo-trt", "deepseek-r1", "gb200", "none", "p1x4-d4x8-tp8ep8", 1024, 1024)
+    finally:
+        decodeslots._entries.cache_clear()
 
 
 def test_lookup_is_exact() -> None:

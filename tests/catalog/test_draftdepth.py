@@ -17,12 +17,15 @@ def test_every_entry_is_a_sourced_mtp_deployment_with_listed_slots() -> None:
     assert len(entries) >= 5
     for e in entries:
         src = e["depth"]["source"]
+        d = e["depth"]["value"]
         assert "S55" in src and "nvidia-master.yaml" in src, src
-        assert src.endswith(f"DECODE_MTP_SIZE {e['depth']['value']}")
-        assert e["spec"] == "mtp" and e["depth"]["value"] in (1, 3)
-        # the same recipe configuration as a decode_slots.toml entry (one search-space row of S55)
+        assert src.endswith(f"DECODE_MTP_SIZE {d}")
+        assert e["spec"] == "mtp" and d in (1, 3)
+        # the same recipe configuration as a decode_slots.toml entry (one search-space row of S55 / S55b)
         isl, osl = (int(x) for x in e["isl_osl"].split("/"))
-        assert decode_slots(e["framework"], e["model"], e["hardware"], e["spec"], e["layout"], isl, osl)[0]
+        for c in (e["conc"].split(", ") if "conc" in e else [None]):
+            assert decode_slots(e["framework"], e["model"], e["hardware"], e["spec"], e["layout"], isl, osl,
+                                e.get("precision", ""), None if c is None else int(c))[0]
 
 
 def test_lookup_is_exact() -> None:
@@ -33,6 +36,9 @@ def test_lookup_is_exact() -> None:
     assert draft_depth("dynamo-trt", "deepseek-r1", "gb200", "none", "p1x4-d4x8-tp8ep8", 1024, 1024)[0] == 0
     assert draft_depth("dynamo-trt", "deepseek-r1", "gb200", "mtp", "p1x4-d4x8-tp8ep8", 1024, 8192)[0] == 0
     assert draft_depth("sglang-disagg", "deepseek-r1", "mi355x", "mtp", "p1x8-d1x8-tp8ep8", 1024, 1024)[0] == 0
+    # the entries name their precision: another precision's recipe is not this one's
+    assert draft_depth("dynamo-trt", "deepseek-r1", "gb200", "mtp", "p1x4-d4x8-tp8ep8", 1024, 1024, "fp8", 8)[0] == 0
+    assert draft_depth("dynamo-trt", "deepseek-r1", "gb200", "mtp", "p1x4-d4x8-tp8ep8", 1024, 1024, "fp4", 8)[0] == 3
 
 
 def test_a_fractional_depth_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -427,14 +427,23 @@ def test_clients_beyond_the_recipes_decode_slots_wait_for_one() -> None:
     theta = np.tile(theta_of(P, 61), (len(f), 1))
     t = predict_times(f, theta, median=False)  # Little's law counts means
     assert np.all(np.diff(t.ttft) > 0)
-    # Little's law in the closed loop: a client beyond the slots waits for `over` whole cycles of a running one
+    # Little's law in the closed loop: the slots turn over once per hold (the hand-off to the last token), so n
+    # clients on s slots cycle once per (n/s)·hold; the prefill path before the hand-off holds no slot, so the
+    # wait is that cycle less the path and the hold
     f0 = point_features(_slots_rows(concs), CAT)
     f0.work.over[:] = 0.0
     t0 = predict_times(f0, theta, median=False)
-    # (a running client's cycle: its first token and its decode, t0.e2e)
+    hand = f.work.wait_steps * t0.tpot  # the scheduler's wait: the hand-off count is 0 in theta_of
+    hold = hand + (f.work.osl - 1.0) * t0.tpot
+    path = t0.ttft - hand
     # (to 1 %: the clients waiting for a slot are out of the prefill pool's loop, so the running ones queue there a
     # little less than when every client cycles through it)
-    np.testing.assert_allclose(t.ttft, t0.ttft + f.work.over * t0.e2e, rtol=1e-2)
+    np.testing.assert_allclose(t.ttft, t0.ttft + np.maximum(f.work.over * hold - path, 0.0), rtol=1e-2)
+    busy = f.work.over > 0
+    assert busy.sum() == 3 and (f.work.over * hold - path)[busy].min() > 0
+    # so requests complete at the slots' turnover rate, 512 slots once per hold
+    rate = f.work.conc / (t.ttft + (f.work.osl - 1.0) * t.tpot)
+    np.testing.assert_allclose(rate[busy], 512 / hold[busy], rtol=2e-2)
     np.testing.assert_allclose(t.tpot, t0.tpot, rtol=1e-2)  # (the decode batch by Little's law sees that wait)
     np.testing.assert_allclose(sum(t.parts.values()), t.e2e, rtol=1e-12)
 
