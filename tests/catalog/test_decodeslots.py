@@ -49,21 +49,6 @@ def test_one_layout_picks_its_recipe_by_concurrency_and_precision() -> None:
     assert decode_slots(*gb, "fp4", 141)[0] == 512 and decode_slots(*gb, "fp8", 141)[0] is None
 
 
-def test_a_conc_list_that_is_not_whole_numbers_is_a_clear_error(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    bad = tmp_path / "decode_slots.toml"
-    bad.write_text('[[decode_slots]]\nframework = "dynamo-trt"\nmodel = "deepseek-r1"\nhardware = "gb200"\n'
-                   'spec = "none"\nlayout = "p1x4-d4x8-tp8ep8"\nisl_osl = "1024/1024"\nconc = "12.5"\n'
-                   'slots = { value = 512, source = "x" }\n')
-    monkeypatch.setattr(decodeslots, "SLOTS_PATH", bad)
-    decodeslots._entries.cache_clear()
-    try:
-        with pytest.raises(CatalogError, match=r"decode_slots\[0\]\.conc: expected the benchmark concurrencies"):
-            decode_slots("dynamo-trt", "deepseek-r1", "gb200", "none", "p1x4-d4x8-tp8ep8", 1024, 1024)
-    finally:
-        decodeslots._entries.cache_clear()
-
-
 def test_lookup_is_exact() -> None:
     v, src = decode_slots("dynamo-trt", "deepseek-r1", "gb200", "none", "p1x4-d4x8-tp8ep8", 1024, 1024)
     assert v == 512 and "DECODE_MAX_BATCH_SIZE 128" in src
@@ -75,14 +60,22 @@ def test_lookup_is_exact() -> None:
     assert decode_slots("dynamo-trt", "deepseek-r1", "gb200", "none", "p1x4-d2x8-tp8ep8", 1024, 1024)[0] is None
 
 
-def test_an_unsourced_entry_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+HEAD = ('[[decode_slots]]\nframework = "dynamo-trt"\nmodel = "deepseek-r1"\nhardware = "gb200"\nspec = "none"\n'
+        'layout = "p1x4-d4x8-tp8ep8"\nisl_osl = "1024/1024"\n')
+
+
+@pytest.mark.parametrize("body, match", [
+    ("slots = 512\n", r"decode_slots\[0\]\.slots: expected \{ value"),  # a bare number: no source
+    ('conc = "12.5"\nslots = { value = 512, source = "x" }\n',
+     r"decode_slots\[0\]\.conc: expected the benchmark concurrencies"),  # not whole clients
+])
+def test_a_bad_entry_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str, match: str) -> None:
     bad = tmp_path / "decode_slots.toml"
-    bad.write_text('[[decode_slots]]\nframework = "dynamo-trt"\nmodel = "deepseek-r1"\nhardware = "gb200"\n'
-                   'spec = "none"\nlayout = "p1x4-d4x8-tp8ep8"\nisl_osl = "1024/1024"\nslots = 512\n')
+    bad.write_text(HEAD + body)
     monkeypatch.setattr(decodeslots, "SLOTS_PATH", bad)
     decodeslots._entries.cache_clear()
     try:
-        with pytest.raises(CatalogError, match=r"decode_slots\[0\]\.slots: expected \{ value"):
+        with pytest.raises(CatalogError, match=match):
             decode_slots("dynamo-trt", "deepseek-r1", "gb200", "none", "p1x4-d4x8-tp8ep8", 1024, 1024)
     finally:
         decodeslots._entries.cache_clear()
