@@ -316,10 +316,10 @@ def priced(api: pl.DataFrame) -> pl.DataFrame:
 
 
 def official(points: pl.DataFrame, api: pl.DataFrame, t: pl.DataFrame) -> pl.DataFrame:
-    """The official points at :data:`HELD_OUT_ISL`/1024 (8K prompts: never fitted on) as :func:`priced` prices them (``t``), beside
-    the nearest calibration point of the same hardware, framework and model. Slices: ``stack``, whether the
-    calibration has the point's hardware/framework/model/precision/speculation group, and ``run``, whether it has
-    the point's run (the same software: the rest are later or earlier engine versions)."""
+    """The official points at :data:`HELD_OUT_ISL`/1024 (8K prompts: never fitted on) as :func:`priced` prices
+    them (``t``), beside the nearest calibration point of the same hardware, framework and model. Slices:
+    ``stack``, whether the calibration has the point's hardware/framework/model/precision/speculation group, and
+    ``run``, whether it has the point's run (the same software: the rest are later or earlier engine versions)."""
     from agentprof.replay.fidelity import nearest_lookup
 
     at = (api["isl"] == HELD_OUT_ISL) & (api["osl"] == 1024)
@@ -348,7 +348,7 @@ def shift_within_runs(t: pl.DataFrame) -> str:
                                                      rp=pl.col("pred_tpot") / pl.col("meas_tpot"))
     k = ["run_id", "hardware", "framework", "model", "precision", "spec_decoding"]
     med = t.group_by([*k, "isl"]).agg(pl.col("rt").median(), pl.col("rp").median())
-    j = med.filter(pl.col("isl") == 8192).join(med.filter(pl.col("isl") == 1024), on=k, suffix="_1k")
+    j = med.filter(pl.col("isl") == HELD_OUT_ISL).join(med.filter(pl.col("isl") == 1024), on=k, suffix="_1k")
     q = {m: [float((j[m] / j[f"{m}_1k"]).quantile(x)) for x in (0.25, 0.5, 0.75)] for m in ("rt", "rp")}
     return (f"within a run, 8k1k over 1k1k (predicted/measured, median [quartiles] over {j.height} runs and groups): "
             f"TTFT {q['rt'][1]:.2f} [{q['rt'][0]:.2f}–{q['rt'][2]:.2f}], "
