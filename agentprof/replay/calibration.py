@@ -42,7 +42,8 @@ ATTN_EFF_BASIS = "bf16_peak"
 without it was written when attn_eff scaled each group's prefill GEMM efficiency, and is refused (refit)."""
 METHOD = ("hierarchical regularized least squares (Levenberg-Marquardt, scipy.optimize.least_squares): levels family > hardware > "
           "group (hardware, framework, model, precision, speculation) > layout; residuals log(pred/measured) "
-          "of median TPOT (weight 1), TTFT and E2E (weight 0.5); log-normal priors from the level above")
+          "of median TPOT (weight 1), TTFT and E2E (weight 0.5); log-normal priors from the level above "
+          "(a disaggregated group's prefill efficiency: its chip's sourced value)")
 
 # prior means (natural units) and log-space widths for the top level
 PRIOR_MEAN = {"tau_s": 80e-6, "kappa": 0.05, "mbu": 0.75, "mfu": 0.35, "t0_s": 0.02, "q": 1.0, "t_req_s": 0.01,
@@ -298,6 +299,13 @@ def nearest_group(fitted: Fitted, key: PointKey) -> FitEntry | None:
 
 
 ACCEPT, HANDOFF, A2A = PARAMS.index("accept"), PARAMS.index("handoff"), PARAMS.index("a2a_ratio")
+MFU_PF = PARAMS.index("mfu_pf")
+POOL_PF_PRIOR_SOURCED = True
+"""A disaggregated group's prefill efficiency prior is its chip's sourced value (:func:`prior_for`: the top prior
+scaled by the chip's measured block-scale GEMM efficiency over Hopper's), not the hardware level's fitted one: 1K
+prompts show the efficiency mostly through TPOT, where an aggregated stack's chunks ride the decode steps, which is
+not a pool's cost, and the pools of held-out 8K prompts followed the sourced value better (docs/DEVICE_MODEL.md
+§2.2). False: the hardware's, as every other term."""
 
 
 A2A_LEVELS = ("hardware", "group", "layout")
@@ -454,6 +462,9 @@ def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 
                 mu = entries["family"][k0.family].theta
             elif level == "group":
                 mu = entries["hardware"][k0.hardware].theta
+                if POOL_PF_PRIOR_SOURCED and bool(f.disagg[np.array(ids)].any()):
+                    mu = mu.copy()
+                    mu[MFU_PF] = prior_for(cat, k0.hardware)[MFU_PF]
             else:
                 mu = entries["group"][k0.group].theta
             idx = np.array(ids)

@@ -20,6 +20,7 @@ from agentprof.replay.calibration import (
     fit,
     load_fitted,
     nearest_group,
+    prior_for,
     to_toml,
 )
 from agentprof.replay.devicefit import fit_file
@@ -247,7 +248,9 @@ def test_fit_recovers_a_known_disaggregated_hand_off() -> None:
     from agentprof.replay.points import point_features, predict
 
     df = _disagg_rows()
-    truth = np.array([15e-6, 1.5, 0.7, 0.33, 0.01, 1.2, 0.003, 1.0, 0.15, 20.0, 1.0])
+    # (the prefill efficiency at the chip's sourced value, a disaggregated group's prior: this test is the hand-off's)
+    pf = float(prior_for(CAT, "gb200")[PARAMS.index("mfu_pf")])
+    truth = np.array([15e-6, 1.5, 0.7, 0.33, 0.01, 1.2, 0.003, 1.0, pf, 20.0, 1.0])
     f = point_features(df, CAT)
     ttft, tpot, e2e = predict(f, np.tile(truth, (len(f), 1)))
     df = df.with_columns(pl.Series("median_ttft_s", ttft), pl.Series("median_tpot_s", tpot),
@@ -395,7 +398,7 @@ def test_prefill_efficiency_prior_follows_the_chips_measured_gemm_efficiency(poi
 
 
 def test_a_familys_prior_takes_the_median_gemm_ratio_of_its_points_chips() -> None:
-    from agentprof.replay.calibration import PRIOR_MEAN, prior_for
+    from agentprof.replay.calibration import PRIOR_MEAN
 
     i, amd = PARAMS.index("mfu_pf"), CAT.gemm_ratio("mi300x")
     assert prior_for(CAT, "mi300x", "mi300x", "h100")[i] == pytest.approx(PRIOR_MEAN["mfu_pf"] * amd)
@@ -437,3 +440,27 @@ def test_a_family_without_mtp_points_takes_the_acceptance_the_others_measured() 
     assert "blackwell" not in chained.entries["family"]
     assert chained.lookup(key, CAT)[0].param("accept") == pytest.approx(measured)
     assert fit(df, CAT, share_acceptance=False).entries["family"]["hopper"].param("accept") == PRIOR_MEAN["accept"]
+
+
+def test_a_disaggregated_groups_prefill_efficiency_prior_is_its_chips_sourced_value(points: pl.DataFrame) -> None:
+    # the hardware's fitted efficiency comes mostly from TPOT (chunks riding an aggregated stack's decode steps); a
+    # prefill pool's prior is the chip's sourced one instead: the disaggregated groups move toward it, the
+    # aggregated ones keep the hardware's, to the bit
+    import agentprof.replay.calibration as C
+
+    sub = points.filter(pl.col("hardware") == "h200")
+    src = float(prior_for(CAT, "h200")[C.MFU_PF])
+    on = fit(sub, CAT, levels=("family", "hardware", "group")).entries["group"]
+    old = C.POOL_PF_PRIOR_SOURCED
+    try:
+        C.POOL_PF_PRIOR_SOURCED = False
+        off = fit(sub, CAT, levels=("family", "hardware", "group")).entries["group"]
+    finally:
+        C.POOL_PF_PRIOR_SOURCED = old
+    dis = [k for k in on if k.split("/")[1].startswith("dynamo-")]
+    agg = [k for k in on if k not in dis]
+    assert dis and agg
+    for k in agg:
+        np.testing.assert_array_equal(on[k].theta, off[k].theta)
+    for k in dis:
+        assert abs(on[k].param("mfu_pf") - src) < abs(off[k].param("mfu_pf") - src)
