@@ -305,7 +305,7 @@ POOL_PF_PRIOR_SOURCED = True
 scaled by the chip's measured block-scale GEMM efficiency over Hopper's), not the hardware level's fitted one: 1K
 prompts show the efficiency mostly through TPOT, where an aggregated stack's chunks ride the decode steps, which is
 not a pool's cost, and the pools of held-out 8K prompts followed the sourced value better (docs/DEVICE_MODEL.md
-§2.2). False: the hardware's, as every other term."""
+§3, §4). False: the hardware's, as every other term."""
 
 
 A2A_LEVELS = ("hardware", "group", "layout")
