@@ -462,14 +462,14 @@ def fit(df: pl.DataFrame, cat: HardwareCatalog | None = None, attn_eff: float = 
                 mu = entries["family"][k0.family].theta
             elif level == "group":
                 mu = entries["hardware"][k0.hardware].theta
-                if POOL_PF_PRIOR_SOURCED and bool(f.disagg[np.array(ids)].any()):
-                    mu = mu.copy()
-                    mu[MFU_PF] = prior_for(cat, k0.hardware)[MFU_PF]
             else:
                 mu = entries["group"][k0.group].theta
             idx = np.array(ids)
             if level == "group" and A2A in _fixed_terms(f.subset(idx), level):
                 mu = _without_a2a_ratio(mu)  # no all-to-all measured: one constant for both kinds, as before
+            if level == "group" and POOL_PF_PRIOR_SOURCED and f.disagg[idx].any():
+                mu = mu.copy()
+                mu[MFU_PF] = prior_for(cat, k0.hardware)[MFU_PF]  # a prefill pool's prior: the chip's sourced value
             theta = _fit_unit(f, idx, mu, sd, attn_eff, level)
             attrs = {"family": k0.family, "hardware": k0.hardware}
             if level in ("group", "layout"):
