@@ -277,6 +277,10 @@ def test_trt_streams_the_first_token_without_waiting_for_the_stream_interval() -
     assert wait_steps("sglang", "deepseek-r1", "b200", 64, "fp8", 4)[0] == 5
     assert wait_steps("sglang", "deepseek-r1", "b200", 64, "fp8", 8)[0] == 15
     assert wait_steps("sglang-disagg", "deepseek-r1", "mi355x", 64)[0] == 0
+    # B300's recipes reuse B200's as they are, polling interval included
+    for conc, prec, tp, want in ((8, "fp8", 8, 5), (64, "fp8", 8, 15), (64, "fp4", 8, 15), (64, "fp8", 4, 5)):
+        got, src = wait_steps("sglang", "deepseek-r1", "b300", conc, prec, tp)
+        assert got == want and "b300" in src
 
 
 def test_overlap_schedulers_run_one_step_ahead_and_only_while_others_decode() -> None:

@@ -26,9 +26,13 @@ def test_the_catalog_lists_the_flashinfer_recipes_only() -> None:
     r, src = prefill_gemm_ratio("sglang", "deepseek-r1", "b200", "fp8")
     assert r > 1 and "S79" in src and "SGLANG_ENABLE_FLASHINFER_GEMM" in src
     assert prefill_gemm_ratio("sglang", "deepseek-r1", "b300", "fp8")[0] == r
-    # another weight format, another engine or a stack that launches its own workers: not listed
-    for fw, hw, prec in (("sglang", "b200", "fp4"), ("trt", "b200", "fp8"), ("dynamo-sglang", "b200", "fp8"),
-                         ("sglang", "h200", "fp8")):
+    # a stack that launches its own workers has its own entry: Dynamo-SGLang's B200 FP8 prefill workers turn
+    # DeepGEMM off (S81) and take SGLang's automatic choice, the same FlashInfer kernel
+    got, why = prefill_gemm_ratio("dynamo-sglang", "deepseek-r1", "b200", "fp8")
+    assert got == r and "S81" in why and "SGLANG_ENABLE_JIT_DEEPGEMM=false" in why
+    # another weight format, another engine or a stack whose recipes keep DeepGEMM: not listed
+    for fw, hw, prec in (("sglang", "b200", "fp4"), ("trt", "b200", "fp8"), ("dynamo-sglang", "gb200", "fp8"),
+                         ("dynamo-sglang", "b200", "fp4"), ("sglang", "h200", "fp8")):
         got, why = prefill_gemm_ratio(fw, "deepseek-r1", hw, prec)
         assert got == 1.0 and why.startswith("default")
 
@@ -88,7 +92,7 @@ def test_a_points_deployment_is_built_once_with_its_recipes_ratio() -> None:
     a = point_deployment(cache, M, B200, "fp8", 8, False, 1.0, 1, "sglang")
     assert a.nonexpert_gemm_ratio == prefill_gemm_ratio("sglang", "deepseek-r1", "b200", "fp8")[0] > 1
     assert point_deployment(cache, M, B200, "fp8", 8, False, 1.0, 1, "sglang") is a
-    b = point_deployment(cache, M, B200, "fp8", 8, False, 1.0, 1, "dynamo-sglang")
+    b = point_deployment(cache, M, B200, "fp8", 8, False, 1.0, 1, "sglang-disagg")  # the same engine, unlisted
     assert b is not a and b.nonexpert_gemm_ratio == 1.0 and b.engine == a.engine == "sglang"
 
 
