@@ -15,7 +15,8 @@ Seven families the fit never sees:
 6. another attention kernel at long prompts: each MiniMax M2.5 (GQA) stack on vLLM MI355X with the GQA attention
    efficiency of the other two (``agentic.stacks_held_out``);
 7. official 8K-prompt points (``official_api_points.csv``, the InferenceX API's 8k1k DeepSeek R1 points), priced
-   by the shipped fit; and the model's error at 8K over its error at 1K inside each run (the same engine).
+   by the shipped fit; and the model's error at 8K over its error at 1K inside each run (the same engine), with
+   the share of a disaggregated first token the fitted hand-off carries.
 
 The lookup is the measured point of the same hardware, framework and model nearest in ISL, OSL, concurrency and
 decode GPUs (``fidelity.nearest_lookup``) among the points the fit had (AgentX: the same accelerator's other healthy
@@ -355,6 +356,38 @@ def shift_within_runs(t: pl.DataFrame) -> str:
             f"TPOT {q['rp'][1]:.2f} [{q['rp'][0]:.2f}–{q['rp'][2]:.2f}]")
 
 
+def handoff_share(api: pl.DataFrame, t: pl.DataFrame) -> str:
+    """What a disaggregated first token rests on: the fitted hand-off's median share of the predicted TTFT (the
+    official points priced again with every unit's hand-off at zero steps, the scheduler's polling kept), at 1K and
+    8K prompts; and the model's TTFT on the official 1K points, which the fit had (``t``: :func:`priced`)."""
+    import dataclasses
+
+    from agentprof.catalog.hardware import load_catalog
+    from agentprof.replay.calibration import PARAMS, load_fitted
+    from agentprof.replay.fidelity import check
+
+    fit = load_fitted()
+    h = PARAMS.index("handoff")
+
+    def without(e: Any) -> Any:
+        theta = e.theta.copy()
+        theta[h] = 1e-9
+        return dataclasses.replace(e, theta=theta)
+
+    bare = dataclasses.replace(fit, entries={lv: {k: without(e) for k, e in es.items()}
+                                             for lv, es in fit.entries.items()})
+    t0 = check(api, bare, load_catalog()).table
+    d = t.with_columns(share=1.0 - t0["pred_ttft"] / t["pred_ttft"]).filter(
+        (pl.col("level") != "") & pl.col("layout").str.starts_with("p") & (pl.col("osl") == 1024))
+    share = {isl: float(d.filter(pl.col("isl") == isl)["share"].median()) for isl in (1024, HELD_OUT_ISL)}
+    fitted = t.filter((pl.col("level") != "") & (pl.col("isl") == 1024)).with_columns(
+        dis=pl.col("layout").str.starts_with("p"), ape=((pl.col("pred_ttft") / pl.col("meas_ttft")) - 1).abs())
+    ape = {k: float(fitted.filter(pl.col("dis") == k)["ape"].median()) for k in (False, True)}
+    return (f"disaggregated first tokens rest on the fitted hand-off: median {share[1024]:.0%} of the predicted TTFT "
+            f"at 1K prompts, {share[HELD_OUT_ISL]:.0%} at 8K; the fit's own DeepSeek 1K points (official): TTFT "
+            f"{ape[False]:.1%} aggregated, {ape[True]:.1%} disaggregated")
+
+
 def main(argv: list[str]) -> int:
     from agentprof.replay.points import load_points
 
@@ -384,6 +417,7 @@ def main(argv: list[str]) -> int:
     print("\n" + _line(f"all {off.height} points (the model; no lookup where the calibration lacks the hardware "
                         "and engine)", off) + f" ({unpriced(t)})")
     print(shift_within_runs(t))
+    print(handoff_share(api, t))
     return 0
 
 

@@ -165,3 +165,25 @@ def test_the_nearest_point_lookup_stays_on_its_hardware_framework_and_model() ->
     # nearest concurrency at the same lengths; the 8K-output point for the 8K-output test; none on other hardware,
     # and never the other framework's point however close
     assert got == [0.2, 0.3, None]
+
+
+def test_the_disaggregated_first_token_share_docs_quote_is_the_fit_s() -> None:
+    # docs/DEVICE_MODEL.md §9 says what a disaggregated first token rests on (scripts/error_by_slice.py): with
+    # every unit's hand-off at zero steps the official disaggregated points lose most of their predicted TTFT at
+    # 1K prompts and less at 8K, and the fit's own 1K points miss more disaggregated than aggregated
+    import importlib.util
+    import re
+
+    from agentprof.replay.points import load_points
+
+    spec = importlib.util.spec_from_file_location("error_by_slice", ROOT / "scripts" / "error_by_slice.py")
+    assert spec is not None and spec.loader is not None
+    ebs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ebs)
+    api = load_points(ROOT / ebs.OFFICIAL)
+    line = ebs.handoff_share(api, ebs.priced(api))
+    share_1k, share_8k, agg, dis = (float(x) for x in re.findall(r"([\d.]+)%", line))
+    assert 50 < share_1k < 90 and 5 < share_8k < share_1k and agg < dis
+    doc = " ".join((ROOT / "docs" / "DEVICE_MODEL.md").read_text().split())
+    assert (f"a median {share_1k:.0f} % of the predicted first token at 1K prompts, {share_8k:.0f} % at 8K" in doc
+            and f"TTFT is off {dis:.1f} % disaggregated, {agg:.1f} % aggregated" in doc)
