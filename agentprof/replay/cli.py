@@ -457,9 +457,9 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
     _print_fidelity(out, out["mode"])
     if leave_out and out.get("baseline"):
         b, m = out["baseline"], out["model_on_baseline_points"]
-        click.echo("lookup baseline on the same points (median APE TTFT / TPOT / E2E): "
-                   + " / ".join(fmt_share(b[k]["median_ape"]) for k in ("ttft", "tpot", "e2e")) + "; model "
-                   + " / ".join(fmt_share(m[k]["median_ape"]) for k in ("ttft", "tpot", "e2e")))
+        click.echo("on the points the lookup covers, median APE TTFT / TPOT / E2E:")
+        for name, v in (("lookup baseline", b), ("model", m)):
+            click.echo(f"  {name:<16}" + " / ".join(fmt_share(v[k]["median_ape"]) for k in ("ttft", "tpot", "e2e")))
 
 
 def _fit_label(fitted: str | None) -> str:
@@ -521,10 +521,10 @@ def _print_fidelity(s: dict[str, Any], label: str) -> None:
     for by in ("hardware", "framework", "model", "serving", "conc_band", "level"):
         for k, v in s.get(f"by_{by}", {}).items():
             add(f"{by.replace('_', ' ')} {k} ({v['points']})", v)
-    cols = [Column("group", "left", name=True)] + [Column(f"{m} {q}") for m in ("TTFT", "TPOT", "E2E")
-                                                    for q in ("median APE", "p90")]
-    for t in fitted_tables(f"{escape(label)}: {s['covered']}/{s['points']} points covered", cols, rows,
-                           console.width):
+    cols = [Column("slice (points)", "left", name=True)] + [Column(f"{m} {q}") for m in ("TTFT", "TPOT", "E2E")
+                                                             for q in ("median", "p90")]
+    title = f"{escape(label)}: {s['covered']}/{s['points']} points covered; absolute % error, median and p90"
+    for t in fitted_tables(title, cols, rows, console.width):
         console.print(t)
     if s.get("max_miss_factor"):
         console.print(f"worst miss: {s['max_miss_factor']:.1f}x (prediction vs measurement, either way)")
@@ -547,10 +547,23 @@ def seed_check_cmd(markdown: bool, as_json: bool, claims: str | None) -> None:
       agentprof devices seed-check --markdown
       agentprof devices seed-check --claims my_claims.toml --json
     """
-    from agentprof.replay.seedcheck import seed_check, to_markdown
+    from agentprof.replay.seedcheck import SHORT_HEADERS, SHORT_NOTE, seed_check, table_rows, to_markdown
 
     res = seed_check(claims_path=claims)
     if as_json:
         click.echo(json.dumps(res, indent=2, default=str))
-    else:
+    elif markdown:
         click.echo(to_markdown(res))
+    else:  # the same cells as tables that fit the terminal (figures whole, the claim's names repeated)
+        from rich.markup import escape
+
+        from agentprof.report.fit_width import Column, fitted_tables
+        from agentprof.safe_text import console as safe_console
+
+        console = safe_console()
+        rows, note = table_rows(res)
+        cols = [Column(h, "left", name=k < 2) for k, h in enumerate(SHORT_HEADERS)]
+        for t in fitted_tables("Jalapeño seed claims against the model", cols,
+                               [[escape(c) for c in r] for r in rows], console.width):
+            console.print(t)
+        console.print(escape(f"{SHORT_NOTE} {note}"), style="dim")

@@ -236,13 +236,23 @@ def _band(v: list[float] | None, metric: str) -> str:
     return f" ({_fmt(min(v), metric)}–{_fmt(max(v), metric)})"
 
 
-def to_markdown(res: dict[str, Any]) -> str:
-    """The seed-check table as markdown (docs/DEVICE_MODEL.md): each Jalapeño figure with its band, on the fewest
-    chips, at equal chip count and at equal all-in power with the GPU baseline."""
-    lines = ["| model | metric | claim | GPU baseline: accelerators, all-in kW | measured | model | "
-             "Jalapeño fewest chips (band) | equal chip count (band) | equal power (band) | "
-             "ratio vs measured, fewest (band) | claim lands (fewest / equal count / equal power) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+HEADERS = ("model", "metric", "claim", "GPU baseline: accelerators, all-in kW", "measured", "model",
+           "Jalapeño fewest chips (band)", "equal chip count (band)", "equal power (band)",
+           "ratio vs measured, fewest (band)", "claim lands (fewest / equal count / equal power)")
+"""The seed-check table's columns (:func:`table_rows`); the first two name the row."""
+SHORT_HEADERS = ("model", "metric", "claim", "GPU baseline", "measured", "model", "fewest chips", "equal chips",
+                 "equal power", "vs measured", "claim lands")
+SHORT_NOTE = ("GPU baseline: accelerators, all-in kW. Jalapeño on the fewest chips, on the baseline's chip count and "
+              "at its all-in power, each with its band. vs measured: the fewest-chip figure over the measured "
+              "baseline. claim lands: fewest / equal chips / equal power.")
+"""The same columns' headers and their key for a terminal, where a long header widens its whole column."""
+
+
+def table_rows(res: dict[str, Any]) -> tuple[list[list[str]], str]:
+    """The seed-check table as text cells, one row per claim in :data:`HEADERS` order, and its footnote: each
+    Jalapeño figure with its band, on the fewest chips, at equal chip count and at equal all-in power with the
+    GPU baseline. The markdown (:func:`to_markdown`) and the terminal table show these same cells."""
+    rows = []
     for r in res["rows"]:
         m = r["metric"]
         claim = f"{r['claim']:.1f}x" if r["claim"] and r["claim"] < 50 else f"{r['claim']:,.0f} tok/s"
@@ -258,15 +268,26 @@ def to_markdown(res: dict[str, Any]) -> str:
             if r.get("ratio_vs_measured") else "—"
         lands = " / ".join(f"{r[f'claim_lands_{n}']:+.0%}" if r.get(f"claim_lands_{n}") is not None else "—"
                            for n in ("fewest", "equal_count", "equal_power"))
-        lines.append(f"| {r['model']} | {m} | {claim} | {r.get('gpu_baseline_accelerators', '?')}, "
-                     f"{r.get('gpu_allin_kw', '?')} kW | {_fmt(r['baseline_measured'], m)} | "
-                     f"{_fmt(r['baseline_model'], m)} | {cell('fewest')} | {cell('equal_count')} | "
-                     f"{cell('equal_power')} | {ratio} | {lands} |")
-    lines.append("")
-    lines.append("[n] = Jalapeño chips; bands: every ranged catalog estimate at its optimistic / pessimistic end; "
-                 "Jalapeño all-in kW (chips × 1.45 kW): " + ", ".join(
-                     f"{k}: {v['jalapeno_allin_kw']}" for k, v in _setups(res).items()))
-    return "\n".join(lines)
+        rows.append([r["model"], m, claim, f"{r.get('gpu_baseline_accelerators', '?')}, {r.get('gpu_allin_kw', '?')} kW",
+                     _fmt(r["baseline_measured"], m), _fmt(r["baseline_model"], m), cell("fewest"),
+                     cell("equal_count"), cell("equal_power"), ratio, lands])
+    setups = _setups(res)
+    per_chip = {v.get("jalapeno_allin_kw_per_chip") for v in setups.values()}
+    each = " / ".join(f"{x:g}" for x in sorted(per_chip) if x is not None)
+    kw = ", ".join(f"{k} " + " / ".join(f"{v['jalapeno_allin_kw'][n]:g}" if n in v["jalapeno_allin_kw"] else "—"
+                                         for n in ("fewest", "equal_count", "equal_power"))
+                   for k, v in setups.items())
+    note = ("[n] = Jalapeño chips; bands: every ranged catalog estimate at its optimistic / pessimistic end; "
+            f"Jalapeño all-in kW (chips × {each} kW) on the fewest chips / equal chips / equal power: {kw}")
+    return rows, note
+
+
+def to_markdown(res: dict[str, Any]) -> str:
+    """The seed-check table as markdown (docs/DEVICE_MODEL.md), :func:`table_rows`' cells."""
+    rows, note = table_rows(res)
+    lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join([*lines, "", note])
 
 
 def _setups(res: dict[str, Any]) -> dict[str, dict[str, Any]]:

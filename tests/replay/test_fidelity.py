@@ -187,3 +187,37 @@ def test_the_disaggregated_first_token_share_docs_quote_is_the_fit_s() -> None:
     doc = " ".join((ROOT / "docs" / "DEVICE_MODEL.md").read_text().split())
     assert (f"a median {share_1k:.0f} % of the predicted first token at 1K prompts, {share_8k:.0f} % at 8K" in doc
             and f"TTFT is off {dis:.1f} % disaggregated, {agg:.1f} % aggregated" in doc)
+
+
+def test_check_prints_whole_slice_names_at_80_columns(tmp_path: Path) -> None:
+    # the error table at 80 columns: no line wider, and a long slice name (a framework with its point count)
+    # stays on one line beside its figures instead of folding under them
+    import os
+
+    api = pl.read_csv(ROOT / "data" / "inferencex" / "official_api_points.csv", infer_schema_length=100000)
+    src = tmp_path / "pts.csv"
+    api.filter(pl.col("framework").is_in(["dynamo-sglang", "sglang-disagg"])).head(40).write_csv(src)
+    r = subprocess.run([sys.executable, "-m", "agentprof.cli", "devices", "check", str(src)], capture_output=True,
+                       text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "80"})
+    assert r.returncode == 0, r.stderr
+    lines = [x.rstrip() for x in r.stdout.splitlines()]
+    assert max(len(x) for x in lines) <= 80
+    named = [x for x in lines if x.startswith("framework dynamo-sglang")]
+    assert len(named) == 2 and all(x.startswith("framework dynamo-sglang (") and x.endswith("%") for x in named)
+    assert not any(x.startswith("(") for x in lines)  # no count folded onto a line of its own
+
+
+def test_leave_out_prints_the_lookup_beside_the_model_within_80_columns(tmp_path: Path) -> None:
+    # the lookup baseline and the model on the same points, one line each, every figure whole at 80 columns
+    import os
+    import re
+
+    src = tmp_path / "pts.csv"
+    pl.read_csv(POINTS, infer_schema_length=100000).filter(pl.col("hardware") == "h200").head(60).write_csv(src)
+    r = subprocess.run([sys.executable, "-m", "agentprof.cli", "devices", "check", str(src), "--leave-out", "layout"],
+                       capture_output=True, text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "80"})
+    assert r.returncode == 0, r.stderr
+    lines = [x.rstrip() for x in r.stdout.splitlines()]
+    assert max(len(x) for x in lines) <= 80
+    pair = [x for x in lines if re.fullmatch(r"  (lookup baseline|model) +\d+% / \d+% / \d+%", x)]
+    assert [x.split()[0] for x in pair] == ["lookup", "model"]

@@ -137,3 +137,20 @@ def test_devices_fit_writes_provenance(tmp_path: Path) -> None:
 def test_devices_seed_check_cli() -> None:
     r = _cli("devices", "seed-check", "--markdown")
     assert r.returncode == 0 and "Jalapeño" in r.stdout and "Kimi K2.5" in r.stdout
+
+
+def test_seed_check_in_a_terminal_fits_80_columns_with_every_cell_whole(result: dict) -> None:
+    # without --markdown the same cells print as tables that fit the terminal: nothing over 80 characters, every
+    # figure cell whole on one line, and the all-in power per chip taken from the catalog, not typed in
+    from agentprof.replay.seedcheck import table_rows
+
+    r = subprocess.run([sys.executable, "-m", "agentprof.cli", "devices", "seed-check"], capture_output=True,
+                       text=True, cwd=ROOT, env={"COLUMNS": "80", "PATH": ""})
+    assert r.returncode == 0, r.stderr
+    lines = [x.rstrip() for x in r.stdout.splitlines()]
+    assert max(len(x) for x in lines) <= 80 and not any(x.startswith("|") for x in lines)
+    rows, note = table_rows(result)
+    for row in rows:
+        assert all(c in r.stdout for c in row[2:])  # figures are never folded
+    per_chip = result["rows"][0]["jalapeno_allin_kw_per_chip"]
+    assert f"chips × {per_chip:g} kW" in note
