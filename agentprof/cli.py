@@ -71,7 +71,7 @@ def cli() -> None:
 
     \b
     Example:
-      agentprof demo                       # capture, import, analyze, replay and report on a bundled run
+      agentprof demo    # capture, import, analyze, replay, report: a bundled run
       agentprof import ~/.claude/projects/my-project/ -o traces/mine.parquet
       agentprof analyze traces/mine.parquet
     """

@@ -375,8 +375,10 @@ def cachesim(paths: tuple[str, ...], model: str, tier_opts: tuple[str, ...], blo
     \b
     Examples:
       agentprof cachesim traces/mine.parquet --model gpt-oss-120b
-      agentprof cachesim kv-cache-tester/traces/ --model deepseek-r1 --tier hbm=20GiB --tier cpu=200GiB --tp 8
-      agentprof cachesim ~/.claude/projects/-home-me-repo/ --model kimi-k2.5 --provider anthropic --ttl 5m
+      agentprof cachesim kv-cache-tester/traces/ --model deepseek-r1 --tp 8 \\
+          --tier hbm=20GiB --tier cpu=200GiB
+      agentprof cachesim ~/.claude/projects/-home-me-repo/ --model kimi-k2.5 \\
+          --provider anthropic --ttl 5m
     """
     from agentprof.analysis.cachesim import Tier, capacity_sweep, simulate
     from agentprof.analysis.provider_cache import ANTHROPIC_TTL_S, OPENAI_TTL_S

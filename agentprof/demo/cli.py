@@ -39,7 +39,8 @@ def demo(out_dir: str, traces_dir: str, systems: tuple[str, ...], serve_on: str,
     \b
     Examples:
       agentprof demo
-      agentprof demo --out /tmp/demo --system jalapeno --system b200+vera --sample claude-code --open
+      agentprof demo --out /tmp/demo --system jalapeno --system b200+vera \\
+          --sample claude-code --open
     """
     import importlib.util
 

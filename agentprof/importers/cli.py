@@ -15,7 +15,7 @@ _LIST_MAX = 30  # files listed one per line in the human summary (--json lists a
 @click.command("import", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--from", "fmt", type=click.Choice(["auto", *FORMATS]), default="auto", show_default=True,
-              help="Input format; auto detects it per file.")
+              metavar="FORMAT", help=f"Input format: auto (detected per file), {', '.join(FORMATS)}.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the trace here (.parquet, or .jsonl for agentprof JSONL).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
@@ -33,9 +33,10 @@ def import_cmd(paths: tuple[str, ...], fmt: str, output: str | None, as_json: bo
 
     \b
     Examples:
-      agentprof import ~/.claude/projects/-home-me-myrepo/ -o traces/claude.parquet
+      agentprof import ~/.claude/projects/-home-me-repo/ -o traces/claude.parquet
       agentprof import ~/.codex/sessions/ --json
-      agentprof import kv-cache-tester/traces/ --from kv-cache-tester -o traces/kvct.parquet
+      agentprof import kv-cache-tester/traces/ --from kv-cache-tester \\
+          -o traces/kvct.parquet
     """
     from agentprof.importers import load_any
     from agentprof.importers.summary import summarize

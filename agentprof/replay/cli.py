@@ -76,11 +76,12 @@ def replay(paths: tuple[str, ...], systems: tuple[str, ...], model: str | None, 
 
     \b
     Examples:
-      agentprof replay traces/samples/kv-cache-tester -s h200+x86 -s b200+vera -s jalapeno
-      agentprof replay ~/.claude/projects/my-project/ -s gb200+grace --cache-policy lmcache:cpu=500GiB
-      agentprof replay run.jsonl -s b200+x86 -s b200+vera --cpu-bound pytest --json
-      agentprof replay traces/samples/kv-cache-tester -s h200+x86 -s rubin+vera --concurrency 50 \
-          --cache-policy lmcache:cpu=2TB --cap-wait 60
+      agentprof replay traces/samples/kv-cache-tester -s h200+x86 -s jalapeno
+      agentprof replay ~/.claude/projects/my-project/ -s gb200+grace \\
+          --cache-policy lmcache:cpu=500GiB
+      agentprof replay run.jsonl -s b200+x86 -s b200+vera --cpu-bound pytest
+      agentprof replay traces/samples/kv-cache-tester -s h200+x86 -s rubin+vera \\
+          --concurrency 50 --cache-policy lmcache:cpu=2TB --cap-wait 60
     """
     from agentprof.distributed.options import load
     from agentprof.replay.calibration import load_fitted
@@ -209,7 +210,7 @@ def devices() -> None:
     Examples:
       agentprof devices list
       agentprof devices fit --points data/inferencex/calibration_points.csv
-      agentprof devices check data/inferencex/calibration_points.csv --cross-validate --json
+      agentprof devices check POINTS.csv --cross-validate --json
       agentprof devices seed-check --markdown
     """
 
@@ -332,7 +333,8 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
     \b
     Examples:
       agentprof devices fit
-      agentprof devices fit --points my_points.csv --out my-fitted.toml --json --skip-levels
+      agentprof devices fit --points my_points.csv --out my-fitted.toml --json \\
+          --skip-levels
     """
     from agentprof.outputs import checked_output, write_with
     from agentprof.replay.calibration import user_fitted_path, write_fitted
@@ -389,9 +391,10 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
     \b
     Examples:
       agentprof devices check data/inferencex/calibration_points.csv
-      agentprof devices check data/inferencex/calibration_points.csv --cross-validate --json
-      agentprof devices check data/inferencex/calibration_points.csv --simulate --cross-validate --json
-      agentprof devices check data/inferencex/calibration_points.csv --leave-out layout
+      agentprof devices check data/inferencex/calibration_points.csv
+      agentprof devices check POINTS.csv --cross-validate --json
+      agentprof devices check POINTS.csv --simulate --cross-validate --json
+      agentprof devices check POINTS.csv --leave-out layout
       agentprof devices check agg_bmk.json
       agentprof devices check my_points.csv --per-point predicted.csv
     """

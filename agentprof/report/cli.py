@@ -73,9 +73,12 @@ def report(paths: tuple[str, ...], output: str | None, systems: tuple[str, ...],
 
     \b
     Example:
-      agentprof report traces/run.jsonl -o reports/run.html --system jalapeno --system h200+x86 --model gpt-oss-120b
-      agentprof report traces/run.jsonl --loadtest lt-8.json --loadtest lt-32.json   # measured beside predicted
-      agentprof report --diff traces/main/ traces/pr/ -o reports/diff.html     # BASE and NEW side by side
+      agentprof report traces/run.jsonl -o reports/run.html \\
+          --system jalapeno --system h200+x86 --model gpt-oss-120b
+      # measured beside predicted:
+      agentprof report traces/run.jsonl --loadtest lt-8.json --loadtest lt-32.json
+      # BASE and NEW side by side:
+      agentprof report --diff traces/main/ traces/pr/ -o reports/diff.html
     """
     if as_diff:
         if loadtests:
@@ -162,10 +165,14 @@ def export(paths: tuple[str, ...], fmt: str, output: str | None, endpoint: str |
 
     \b
     Examples:
-      agentprof export traces/run.jsonl --to perfetto -o run.trace.json    # open in ui.perfetto.dev
-      agentprof export traces/kv/ --to mooncake -o kv.mooncake.jsonl        # aiperf --custom-dataset-type mooncake_trace
-      agentprof export traces/run.jsonl --to speedscope -o run.speedscope.json  # open in speedscope.app
-      agentprof export traces/run.jsonl --to otlp --endpoint http://127.0.0.1:6006  # Phoenix, Langfuse, …
+      # open in ui.perfetto.dev:
+      agentprof export traces/run.jsonl --to perfetto -o run.trace.json
+      # for aiperf --custom-dataset-type mooncake_trace:
+      agentprof export traces/kv/ --to mooncake -o kv.mooncake.jsonl
+      # open in speedscope.app:
+      agentprof export traces/run.jsonl --to speedscope -o run.speedscope.json
+      # to Phoenix, Langfuse, a Collector:
+      agentprof export traces/run.jsonl --to otlp --endpoint http://127.0.0.1:6006
     """
     if fmt == "otlp":
         if not endpoint:

@@ -152,7 +152,8 @@ def diff(paths: tuple[str, ...], base: tuple[str, ...], new: tuple[str, ...], fm
       agentprof diff traces/main/ traces/pr/ --fail-if-slower 20
       agentprof diff --save-baseline base.json traces/main/
       agentprof diff base.json traces/pr/ --format markdown --fail-if-slower 20
-      agentprof diff --base run1.jsonl --base run2.jsonl --new run3.jsonl --new run4.jsonl --html diff.html
+      agentprof diff --base run1.jsonl --base run2.jsonl \\
+          --new run3.jsonl --new run4.jsonl --html diff.html
     """
     if save_to:
         if base or new:

@@ -83,3 +83,13 @@ def test_the_console_script_prints_the_same_line():
                        text=True, timeout=60)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr == "error: No such option '--no-such-option' (see 'agentprof demo --help')\n"
+
+
+@pytest.mark.parametrize("path", _commands(), ids=" ".join)
+def test_help_fits_an_80_column_terminal(path, capsys, monkeypatch):
+    # a newcomer's first screen: every line of every command's help, examples included, within 80 columns (a
+    # longer line wraps mid-word in the terminal and an example no longer reads as one command)
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = _run([*path, "--help"], capsys)
+    long = [x for x in out.splitlines() if len(x.rstrip()) > 80]
+    assert code == 0 and not long, "\n".join(long)

@@ -141,9 +141,10 @@ def capacity_cmd(paths: tuple[str, ...], systems: tuple[str, ...], slos: tuple[s
 
     \b
     Examples:
-      agentprof capacity traces/samples/kv-cache-tester -s h200+x86 -s rubin+vera --slo ttft_p99=30s
-      agentprof capacity traces/ -s jalapeno --slo ttft_p99=5s --slo tpot_p99=50ms \\
-          --cache-policy lmcache:cpu=2TB --json
+      agentprof capacity traces/samples/kv-cache-tester -s h200+x86 \\
+          -s rubin+vera --slo ttft_p99=30s
+      agentprof capacity traces/ -s jalapeno --slo ttft_p99=5s \\
+          --slo tpot_p99=50ms --cache-policy lmcache:cpu=2TB --json
     """
     from agentprof.catalog.hardware import load_catalog
     from agentprof.importers import load_any
