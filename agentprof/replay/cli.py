@@ -391,7 +391,6 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
     \b
     Examples:
       agentprof devices check data/inferencex/calibration_points.csv
-      agentprof devices check data/inferencex/calibration_points.csv
       agentprof devices check POINTS.csv --cross-validate --json
       agentprof devices check POINTS.csv --simulate --cross-validate --json
       agentprof devices check POINTS.csv --leave-out layout
