@@ -377,15 +377,15 @@ def handoff_share(api: pl.DataFrame, t: pl.DataFrame) -> str:
     bare = dataclasses.replace(fit, entries={lv: {k: without(e) for k, e in es.items()}
                                              for lv, es in fit.entries.items()})
     t0 = check(api, bare, load_catalog()).table
-    d = t.with_columns(share=1.0 - t0["pred_ttft"] / t["pred_ttft"]).filter(
-        (pl.col("level") != "") & pl.col("layout").str.starts_with("p") & (pl.col("osl") == 1024))
-    share = {isl: float(d.filter(pl.col("isl") == isl)["share"].median()) for isl in (1024, HELD_OUT_ISL)}
-    fitted = t.filter((pl.col("level") != "") & (pl.col("isl") == 1024)).with_columns(
-        dis=pl.col("layout").str.starts_with("p"), ape=((pl.col("pred_ttft") / pl.col("meas_ttft")) - 1).abs())
-    ape = {k: float(fitted.filter(pl.col("dis") == k)["ape"].median()) for k in (False, True)}
+    s = _with_slices(t.with_columns(share=1.0 - t0["pred_ttft"] / t["pred_ttft"],
+                                    ape=_ape(pl.col("pred_ttft"), pl.col("meas_ttft")))).filter(pl.col("level") != "")
+    dis = s.filter((pl.col("serving") == "disaggregated") & (pl.col("osl") == 1024))
+    share = {isl: float(dis.filter(pl.col("isl") == isl)["share"].median()) for isl in (1024, HELD_OUT_ISL)}
+    ape = {k: float(s.filter((pl.col("isl") == 1024) & (pl.col("serving") == k))["ape"].median())
+           for k in ("aggregated", "disaggregated")}
     return (f"disaggregated first tokens rest on the fitted hand-off: median {share[1024]:.0%} of the predicted TTFT "
             f"at 1K prompts, {share[HELD_OUT_ISL]:.0%} at 8K; the fit's own DeepSeek 1K points (official): TTFT "
-            f"{ape[False]:.1%} aggregated, {ape[True]:.1%} disaggregated")
+            f"{ape['aggregated']:.1%} aggregated, {ape['disaggregated']:.1%} disaggregated")
 
 
 def main(argv: list[str]) -> int:
