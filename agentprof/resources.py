@@ -2,8 +2,8 @@
 or, in an installed wheel, the copies the build puts under ``agentprof/_bundled/`` (see ``setup.py``).
 
 The calibration points (``data/inferencex/``) and the real sample sessions (``traces/samples/``) are the
-repository's files; a wheel carries the ones that ``devices fit``, ``agentprof demo`` and the README's replay
-commands (the kv-cache-tester samples) need.
+repository's files; a wheel carries the ones that ``devices fit``, ``devices check --held-out-prompts``,
+``agentprof demo`` and the README's replay commands (the kv-cache-tester samples) need.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ BUNDLED = PACKAGE_DIR / "_bundled"
 
 SHIPPED_FILES: tuple[str, ...] = (
     "data/inferencex/calibration_points.csv",
+    "data/inferencex/official_api_points.csv",
     "data/inferencex/agentic_kimi_points.csv",
     "data/inferencex/agentic_other_points.csv",
     "data/inferencex/agentx_server_metrics.csv",

@@ -95,7 +95,7 @@ def disclosure(agent: AgentRun, imported: TraceResult, calibration: CalibrationE
     """What in the demo is simulated, estimated and real, a short paragraph each (at most 60 words)."""
     lat = agent.latency
     cal = calibration.sentence() if calibration else \
-        "Its measured error is in docs/DEVICE_MODEL.md (the calibration points are not in this installation)"
+        "Its measured error is in docs/DEVICE_MODEL.md (the InferenceX points are not in this installation)"
     standins = sorted({v for v in (getattr(imported.replay, "standins", None) or {}).values()})
     return [
         "Simulated: the captured run's model. A scripted model on 127.0.0.1 (no network, no weights) writes the "
@@ -150,7 +150,7 @@ def run_demo(out_dir: str | Path = "reports", traces_dir: str | Path = "traces",
     timings["stages_s"] = time.perf_counter() - t0
     say(f"analyzed both traces and replayed them on {', '.join(chosen)}")
     if check_calibration:
-        say("checking the device model against the InferenceX serving points (held-out error)")
+        say("checking the device model on InferenceX prompts longer than its fit saw (held out)")
 
     t0 = time.perf_counter()
     calibration = measured_error() if check_calibration else None

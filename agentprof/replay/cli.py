@@ -382,9 +382,13 @@ def fit_cmd(points: str, out: str | None, catalogs: tuple[str, ...], as_json: bo
               help="Leave-one-layout-out or leave-one-group-out cross-validation, with the lookup baseline.")
 @click.option("--per-point", "per_point", type=click.Path(dir_okay=False),
               help="Write the input rows plus predicted ttft_s, tpot_s, e2e_s and calibration to this CSV.")
+@click.option("--held-out-prompts", is_flag=True,
+              help="Check only the points with prompts longer than any the fit was made on (the long prompts it "
+                   "never saw).")
 @click.option("--json", "as_json", is_flag=True, help="Print points, covered, and median/p90 APE per metric.")
 def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: tuple[str, ...],
-              simulate: bool, leave_out: str | None, per_point: str | None, as_json: bool) -> None:
+              simulate: bool, leave_out: str | None, per_point: str | None, held_out_prompts: bool,
+              as_json: bool) -> None:
     """Predict TTFT, TPOT and end-to-end latency for every point of a CSV, or of InferenceX results JSON (a run's
     agg_bmk.json, the API's points), and report the errors.
 
@@ -396,6 +400,8 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
       agentprof devices check POINTS.csv --leave-out layout
       agentprof devices check agg_bmk.json
       agentprof devices check my_points.csv --per-point predicted.csv
+      agentprof devices check data/inferencex/official_api_points.csv \\
+          --held-out-prompts
     """
     from agentprof.replay.calibration import load_fitted
     from agentprof.replay.fidelity import check
@@ -417,6 +423,20 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
     df = load_points(points)
     if cross_validate and leave_out:
         raise AgentprofError("choose one of --cross-validate and --leave-out")
+    longer = ""
+    if held_out_prompts:
+        if cross_validate or leave_out:
+            raise AgentprofError("--held-out-prompts checks a fit as it was made: not with --cross-validate or "
+                                 "--leave-out, which fit again")
+        from agentprof.replay.fidelity import fit_points, longer_prompts
+
+        seen = fit_points(load_fitted(fitted))
+        longest = int(seen["isl"].max())
+        df = longer_prompts(df, seen)
+        if df.height == 0:
+            raise AgentprofError(f"{points}: no point has a prompt longer than the fit's longest ({longest:,} "
+                                 "tokens)")
+        longer = f", prompts longer than it saw (> {longest:,} tokens)"
     if simulate and leave_out:
         raise AgentprofError("--simulate works with the shipped fit or --cross-validate, not --leave-out")
     table = None
@@ -434,7 +454,7 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
         else:
             ch = simulate_check(df, load_fitted(fitted), cat)
             table = ch.table
-            out = {**summary_with_slices(ch), "mode": "simulated, " + _fit_label(fitted)}
+            out = {**summary_with_slices(ch), "mode": "simulated, " + _fit_label(fitted) + longer}
     elif cross_validate:
         res = cv(df, cat)
         table = res["table"]
@@ -449,7 +469,7 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
         table = check(df, load_fitted(fitted), cat).table
         from agentprof.replay.fidelity import summarize
 
-        out = {**summarize(table), "mode": _fit_label(fitted)}
+        out = {**summarize(table), "mode": _fit_label(fitted) + longer}
     if per_point and table is not None:
         _write_per_point(df, table, per_point)
         out["per_point"] = per_point
@@ -530,6 +550,8 @@ def _print_fidelity(s: dict[str, Any], label: str) -> None:
         console.print(t)
     if s.get("max_miss_factor"):
         console.print(f"worst miss: {s['max_miss_factor']:.1f}x (prediction vs measurement, either way)")
+    if s.get("off_5x") is not None:
+        console.print(f"{s['off_5x']} point(s) off by more than 5x in TTFT, TPOT or E2E")
     if s.get("uncovered"):
         for why, n in s["uncovered"].items():
             console.print(f"[dim]not covered: {n} point(s): {why}[/dim]")

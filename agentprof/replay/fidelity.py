@@ -10,8 +10,10 @@ import numpy as np
 import polars as pl
 
 from agentprof.catalog.hardware import HardwareCatalog, load_catalog
+from agentprof.errors import AgentprofError
 from agentprof.replay.calibration import PRIOR_MEAN, Fitted, borrowed_handoff, fit, is_disaggregated
-from agentprof.replay.points import PARAMS, Features, point_features, predict
+from agentprof.replay.points import PARAMS, Features, load_points, point_features, predict
+from agentprof.resources import shipped
 
 METRICS = ("ttft", "tpot", "e2e")
 LEVEL_OF = {"layout": "fitted", "group": "group", "nearest": "unseen"}
@@ -58,6 +60,39 @@ def _with_slices(t: pl.DataFrame) -> pl.DataFrame:
         .alias("serving"), band.alias("conc_band"))
 
 
+def off_by(t: pl.DataFrame, factor: float) -> int:
+    """Points whose prediction misses the measurement by more than ``factor`` either way in any metric."""
+    bad = np.zeros(t.height, dtype=bool)
+    for m in METRICS:
+        p, q = t[f"pred_{m}"].to_numpy().astype(float), t[f"meas_{m}"].to_numpy().astype(float)
+        ok = np.isfinite(p) & np.isfinite(q) & (p > 0) & (q > 0)
+        r = np.where(ok, p / np.where(ok, q, 1.0), 1.0)
+        bad |= ok & ((r > factor) | (r < 1.0 / factor))
+    return int(bad.sum())
+
+
+def longer_prompts(points: pl.DataFrame, fitted_on: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``points`` whose prompt is longer than every prompt in ``fitted_on`` (a fit's data): the
+    long-prompt family that fit never saw, the held-out check of how its first token extrapolates."""
+    return points.filter(pl.col("isl") > fitted_on["isl"].max())
+
+
+HELD_OUT_POINTS = "data/inferencex/official_api_points.csv"
+"""The InferenceX API's official points, never fitted on; those with prompts longer than the fit's are its held-out
+long-prompt family (docs/DEVICE_MODEL.md §9, family 7)."""
+
+
+def fit_points(fitted: Fitted) -> pl.DataFrame:
+    """The points ``fitted`` was made on: its provenance's data file (a repository path resolves to the shipped
+    copy where the checkout is not here)."""
+    name = fitted.provenance.get("data_file")
+    path = shipped(name) if name else None
+    if path is None or not path.is_file():
+        raise AgentprofError(f"the fit's data file {name or '(not recorded in its [provenance])'} is not here: "
+                             "the prompts it was fitted on are unknown")
+    return load_points(path)
+
+
 def max_ratio(t: pl.DataFrame) -> float | None:
     """The largest factor by which a prediction misses its measurement, either way (max of pred/meas, meas/pred)."""
     worst = None
@@ -79,6 +114,7 @@ def summarize(t: pl.DataFrame) -> dict[str, Any]:
                            "coverage": cov.height / t.height if t.height else 0.0}
     out.update({m: v for m, v in _stats(cov).items() if m in METRICS})
     out["max_miss_factor"] = max_ratio(cov)
+    out["off_5x"] = off_by(cov, 5.0)
     for by in ("hardware", "framework", "model", "serving", "conc_band", "level"):
         out[f"by_{by}"] = {str(k[0]): _stats(g) for k, g in sorted(cov.group_by(by), key=lambda kv: str(kv[0][0]))}
     out["levels"] = {str(k[0]): g.height for k, g in sorted(cov.group_by("level"), key=lambda kv: str(kv[0][0]))}

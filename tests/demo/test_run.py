@@ -181,7 +181,16 @@ def test_terminal_shows_figures_what_if_and_what_is_simulated(demo):
                    "Amdahl bound", "h200+x86", "jalapeno", "rubin+vera", "Simulated:", "Real:", "InferenceX",
                    str(result.report_path), "captured demo run", "real Codex CLI"):
         assert needle in out, needle
-    assert result.calibration is not None and result.calibration.covered > 0
+    cal = result.calibration
+    assert cal is not None and cal.covered > 0
+    # the error quoted is the held-out one where the model is weakest: prompts longer than any it was fitted on
+    from agentprof.replay.calibration import DEFAULT_POINTS
+    from agentprof.resources import find
+
+    assert cal.prompt_tokens[0] > pl.read_csv(find(DEFAULT_POINTS), infer_schema_length=100000)["isl"].max()
+    said = next(p for p in result.disclosure if "every device what-if" in p)
+    assert f"On {cal.covered:,} official InferenceX points with {cal.prompt_tokens[0]:,}-token prompts" in said
+    assert f"median error TTFT {cal.median['ttft'] * 100:.0f} %" in said and f"{cal.off_5x} off by over 5×" in said
     for paragraph in result.disclosure:  # what is simulated and what is real, each readable at a glance
         assert len([w for w in paragraph.split() if re.search(r"\w", w)]) <= 60, paragraph
     assert steps and "127.0.0.1" in steps[0]

@@ -221,3 +221,60 @@ def test_leave_out_prints_the_lookup_beside_the_model_within_80_columns(tmp_path
     assert max(len(x) for x in lines) <= 80
     pair = [x for x in lines if re.fullmatch(r"  (lookup baseline|model) +\d+% / \d+% / \d+%", x)]
     assert [x.split()[0] for x in pair] == ["lookup", "model"]
+
+
+def test_held_out_prompts_check_the_points_longer_than_the_fit_saw(tmp_path: Path) -> None:
+    # the official points with prompts longer than every calibration point are the family the fit never saw: the
+    # check picks exactly those, and its summary (the figure the demo quotes) is the per-point predictions' own
+    import json
+    import math
+    import statistics
+
+    api = pl.read_csv(ROOT / "data" / "inferencex" / "official_api_points.csv", infer_schema_length=100000)
+    longest = pl.read_csv(POINTS, infer_schema_length=100000)["isl"].max()
+    held = api.filter(pl.col("isl") > longest)
+    assert 0 < held.height < api.height
+    per = tmp_path / "per.csv"
+    r = subprocess.run([sys.executable, "-m", "agentprof.cli", "devices", "check",
+                        "data/inferencex/official_api_points.csv", "--held-out-prompts", "--json", "--per-point",
+                        str(per)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["points"] == held.height and 0 < s["covered"] <= held.height
+    assert f"> {longest:,} tokens" in s["mode"]
+    rows = list(csv.DictReader(per.open()))
+    assert len(rows) == held.height and all(int(x["isl"]) > longest for x in rows)
+    priced = [x for x in rows if x["ttft_s"]]
+    assert len(priced) == s["covered"]
+    ape = [abs(float(x["ttft_s"]) / float(x["median_ttft_s"]) - 1) for x in priced]
+    assert statistics.median(ape) == pytest.approx(s["ttft"]["median_ape"], rel=1e-6)
+
+    def off(x: dict) -> bool:
+        pairs = (("ttft_s", "median_ttft_s"), ("tpot_s", "median_tpot_s"), ("e2e_s", "median_e2el_s"))
+        ratios = [float(x[p]) / float(x[m]) for p, m in pairs if x[p] and x[m] and float(x[m]) > 0]
+        return any(v > 5 or v < 0.2 for v in ratios if math.isfinite(v))
+
+    assert s["off_5x"] == sum(off(x) for x in priced)
+
+
+def test_held_out_prompts_refuse_what_they_cannot_check(tmp_path: Path) -> None:
+    # a fit checked as it was made: not with a refit; and a file without longer prompts is named, not summarized
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "agentprof.cli", "devices", "check", *args],
+                              capture_output=True, text=True, cwd=ROOT)
+
+    r = run("data/inferencex/official_api_points.csv", "--held-out-prompts", "--cross-validate")
+    assert r.returncode != 0 and "--held-out-prompts" in r.stderr and "Traceback" not in r.stderr
+    r = run(str(POINTS), "--held-out-prompts")
+    assert r.returncode != 0 and "no point has a prompt longer than the fit's longest (1,024 tokens)" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_off_by_counts_a_point_once_whichever_metric_misses() -> None:
+    from agentprof.replay.fidelity import off_by
+
+    t = pl.DataFrame({"pred_ttft": [6.0, 1.0, 4.0, 1.0, 7.0], "meas_ttft": [1.0, 6.0, 1.0, float("nan"), 1.0],
+                      "pred_tpot": [1.0, 1.0, 1.0, 1.0, 0.1], "meas_tpot": [1.0, 1.0, 1.0, 1.0, 1.0],
+                      "pred_e2e": [1.0, 1.0, 1.0, 1.0, 1.0], "meas_e2e": [1.0, 1.0, 1.0, 1.0, 1.0]})
+    assert off_by(t, 5.0) == 3  # 6x over, 6x under, and the last twice over: once
+    assert off_by(t, 3.0) == 4
