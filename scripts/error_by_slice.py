@@ -360,6 +360,25 @@ def shift_within_runs(t: pl.DataFrame) -> str:
             f"TPOT {q['rp'][1]:.2f} [{q['rp'][0]:.2f}–{q['rp'][2]:.2f}]")
 
 
+def prefill_step(t: pl.DataFrame) -> str:
+    """What the prompt's last 7K tokens cost: the 8K-minus-1K first token at <= 8 clients (``t``: :func:`priced`),
+    predicted over measured, per run, stack, layout and load; median and quartiles, and the stacks with 3 or more
+    such pairs at both ends."""
+    k = ["run_id", "hardware", "framework", "precision", "spec_decoding", "layout", "conc"]
+    t = t.filter((pl.col("level") != "") & (pl.col("osl") == 1024) & (pl.col("conc") <= 8))
+    med = t.group_by([*k, "isl"]).agg(pl.col("pred_ttft").median(), pl.col("meas_ttft").median())
+    j = med.filter(pl.col("isl") == HELD_OUT_ISL).join(med.filter(pl.col("isl") == 1024), on=k, suffix="_1k")
+    j = j.filter(pl.col("meas_ttft") > pl.col("meas_ttft_1k")).with_columns(
+        r=(pl.col("pred_ttft") - pl.col("pred_ttft_1k")) / (pl.col("meas_ttft") - pl.col("meas_ttft_1k")),
+        stack=pl.concat_str("hardware", "framework", "precision", separator="/"))
+    q = [float(j["r"].quantile(x)) for x in (0.25, 0.5, 0.75)]
+    by = j.group_by("stack").agg(pl.len(), pl.col("r").median()).filter(pl.col("len") >= 3).sort("r")
+    lo, hi = by.row(0, named=True), by.row(-1, named=True)
+    return (f"8K minus 1K first token at <= 8 clients (same run, layout and load), predicted over measured: median "
+            f"{q[1]:.2f} [{q[0]:.2f}–{q[2]:.2f}] over {j.height}; by stack (3 or more) from {lo['r']:.2f} "
+            f"({lo['stack']}) to {hi['r']:.2f} ({hi['stack']})")
+
+
 def handoff_share(api: pl.DataFrame, t: pl.DataFrame) -> str:
     """What a disaggregated first token rests on: the fitted hand-off's median share of the predicted TTFT (the
     official points priced again with every unit's hand-off at zero steps, the scheduler's polling kept), at 1K and
@@ -420,6 +439,7 @@ def main(argv: list[str]) -> int:
     table("7. Official 8K-prompt points (InferenceX API, 8k1k, DeepSeek R1), the shipped fit", off)
     print("\n" + held_out_line(df, t) + f" ({unpriced(t)})")
     print(shift_within_runs(t))
+    print(prefill_step(t))
     print(handoff_share(api, t))
     return 0
 

@@ -167,12 +167,10 @@ def test_the_nearest_point_lookup_stays_on_its_hardware_framework_and_model() ->
     assert got == [0.2, 0.3, None]
 
 
-def test_the_disaggregated_first_token_share_docs_quote_is_the_fit_s() -> None:
-    # docs/DEVICE_MODEL.md §9 says what a disaggregated first token rests on (scripts/error_by_slice.py): with
-    # every unit's hand-off at zero steps the official disaggregated points lose most of their predicted TTFT at
-    # 1K prompts and less at 8K, and the fit's own 1K points miss more disaggregated than aggregated
+@pytest.fixture(scope="module")
+def official_priced() -> tuple:
+    """scripts/error_by_slice.py as a module, the official points and their prices by the shipped fit."""
     import importlib.util
-    import re
 
     from agentprof.replay.points import load_points
 
@@ -181,12 +179,37 @@ def test_the_disaggregated_first_token_share_docs_quote_is_the_fit_s() -> None:
     ebs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ebs)
     api = load_points(ROOT / ebs.OFFICIAL)
-    line = ebs.handoff_share(api, ebs.priced(api))
+    return ebs, api, ebs.priced(api)
+
+
+def test_the_disaggregated_first_token_share_docs_quote_is_the_fit_s(official_priced: tuple) -> None:
+    # docs/DEVICE_MODEL.md §9 says what a disaggregated first token rests on (scripts/error_by_slice.py): with
+    # every unit's hand-off at zero steps the official disaggregated points lose most of their predicted TTFT at
+    # 1K prompts and less at 8K, and the fit's own 1K points miss more disaggregated than aggregated
+    import re
+
+    ebs, api, t = official_priced
+    line = ebs.handoff_share(api, t)
     share_1k, share_8k, agg, dis = (float(x) for x in re.findall(r"([\d.]+)%", line))
     assert 50 < share_1k < 90 and 5 < share_8k < share_1k and agg < dis
     doc = " ".join((ROOT / "docs" / "DEVICE_MODEL.md").read_text().split())
     assert (f"a median {share_1k:.0f} % of the predicted first token at 1K prompts, {share_8k:.0f} % at 8K" in doc
             and f"TTFT is off {dis:.1f} % disaggregated, {agg:.1f} % aggregated" in doc)
+
+
+def test_the_8k_prefill_step_docs_quote_is_the_fit_s(official_priced: tuple) -> None:
+    # docs/DEVICE_MODEL.md §4 (family 7) says how the 8K-minus-1K first token at light load compares: about right
+    # in the median, far off for some stacks (scripts/error_by_slice.py prefill_step)
+    import re
+
+    ebs, _, t = official_priced
+    line = ebs.prefill_step(t)
+    med, q1, q3 = (float(x) for x in re.search(r"median ([\d.]+) \[([\d.]+)–([\d.]+)\]", line).groups())
+    lo, lo_stack, hi, hi_stack = re.search(r"from ([\d.]+) \(([^)]+)\) to ([\d.]+) \(([^)]+)\)", line).groups()
+    assert q1 < med < q3 and float(lo) < q1 and float(hi) > q3
+    doc = " ".join((ROOT / "docs" / "DEVICE_MODEL.md").read_text().split())
+    assert (f"8K-minus-1K first token is {med:.2f}× (quartiles {q1:.2f}–{q3:.2f}), by stack {lo}× ({lo_stack}) to "
+            f"{hi}× ({hi_stack})") in doc
 
 
 def test_check_prints_whole_slice_names_at_80_columns(tmp_path: Path) -> None:
