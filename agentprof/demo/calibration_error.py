@@ -60,12 +60,12 @@ def measured_error() -> CalibrationError | None:
     from agentprof.replay.points import load_points
 
     path = resources.find(HELD_OUT_POINTS)
+    if path is None or not path.is_file():
+        return None
     fitted = load_fitted()
     try:
         seen = fit_points(fitted)
     except AgentprofError:
-        return None
-    if path is None or not path.is_file():
         return None
     held = longer_prompts(load_points(path), seen)
     if held.height == 0:

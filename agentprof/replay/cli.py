@@ -413,6 +413,8 @@ def check_cmd(points: str, cross_validate: bool, fitted: str | None, catalogs: t
     points = str(shipped(points))  # the examples name the repository's files; a wheel carries copies
     cat = load_catalog(tuple(catalogs))
     if simulate and _is_agentic(points):
+        if held_out_prompts:
+            raise AgentprofError("--held-out-prompts selects fixed-length serving points, not agentic ones")
         from agentprof.replay.agentic import load_agentic
         from agentprof.replay.serving.benchpoint import simulate_agentic
 

@@ -79,7 +79,7 @@ def longer_prompts(points: pl.DataFrame, fitted_on: pl.DataFrame) -> pl.DataFram
 
 HELD_OUT_POINTS = "data/inferencex/official_api_points.csv"
 """The InferenceX API's official points, never fitted on; those with prompts longer than the fit's are its held-out
-long-prompt family (docs/DEVICE_MODEL.md §9, family 7)."""
+long-prompt family (docs/DEVICE_MODEL.md §4, family 7)."""
 
 
 def fit_points(fitted: Fitted) -> pl.DataFrame:

@@ -291,6 +291,8 @@ def test_held_out_prompts_refuse_what_they_cannot_check(tmp_path: Path) -> None:
     r = run(str(POINTS), "--held-out-prompts")
     assert r.returncode != 0 and "no point has a prompt longer than the fit's longest (1,024 tokens)" in r.stderr
     assert "Traceback" not in r.stderr
+    r = run("data/inferencex/agentic_kimi_points.csv", "--simulate", "--held-out-prompts")  # not silently ignored
+    assert r.returncode != 0 and "not agentic ones" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_off_by_counts_a_point_once_whichever_metric_misses() -> None:
