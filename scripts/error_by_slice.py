@@ -45,20 +45,10 @@ def _ape(pred: pl.Expr, meas: pl.Expr) -> pl.Expr:
     return ((pred - meas).abs() / meas)
 
 
-def _off5(t: pl.DataFrame, side: str) -> int:
-    """Points more than 5x off in any metric (prediction or lookup against measurement, either way)."""
-    bad = np.zeros(t.height, dtype=bool)
-    for m in METRICS:
-        p, q = t[f"{side}_{m}"].to_numpy().astype(float), t[f"meas_{m}"].to_numpy().astype(float)
-        ok = np.isfinite(p) & np.isfinite(q) & (p > 0) & (q > 0)
-        r = np.ones_like(p)
-        r[ok] = p[ok] / q[ok]
-        bad |= ok & ((r > 5) | (r < 0.2))
-    return int(bad.sum())
-
-
 def _stats(t: pl.DataFrame, side: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"points": t.height, "off5": _off5(t, side)}
+    from agentprof.replay.fidelity import off_by
+
+    out: dict[str, Any] = {"points": t.height, "off5": off_by(t, 5.0, side)}
     for m in METRICS:
         a = t.select(_ape(pl.col(f"{side}_{m}"), pl.col(f"meas_{m}")).alias("a"))["a"].drop_nulls().drop_nans()
         out[m] = (float(a.median()), float(a.quantile(0.9))) if a.len() else (float("nan"), float("nan"))
@@ -345,15 +335,19 @@ def held_out_line(points: pl.DataFrame, t: pl.DataFrame) -> str:
             + f", p90 TTFT {_pct(s['ttft']['p90_ape'])} %, {s['off_5x']} > 5x")
 
 
+def _8k_beside_1k(t: pl.DataFrame, keys: list[str], cols: tuple[str, ...]) -> pl.DataFrame:
+    """Per ``keys`` group of 1K-output points, the median of each of ``cols`` at :data:`HELD_OUT_ISL` prompts beside
+    the same at 1K prompts (suffix ``_1k``): the groups measured at both."""
+    med = t.filter(pl.col("osl") == 1024).group_by([*keys, "isl"]).agg(pl.col(c).median() for c in cols)
+    return med.filter(pl.col("isl") == HELD_OUT_ISL).join(med.filter(pl.col("isl") == 1024), on=keys, suffix="_1k")
+
+
 def shift_within_runs(t: pl.DataFrame) -> str:
     """How the model's error moves from 1K to 8K prompts inside one run (the same software, stack and recipes): per
     run and group, the median predicted/measured TTFT and TPOT at 8k1k over the same at 1k1k (``t``: :func:`priced`);
     their median and quartiles across runs."""
-    t = t.filter(pl.col("osl") == 1024).with_columns(rt=pl.col("pred_ttft") / pl.col("meas_ttft"),
-                                                     rp=pl.col("pred_tpot") / pl.col("meas_tpot"))
-    k = ["run_id", "hardware", "framework", "model", "precision", "spec_decoding"]
-    med = t.group_by([*k, "isl"]).agg(pl.col("rt").median(), pl.col("rp").median())
-    j = med.filter(pl.col("isl") == HELD_OUT_ISL).join(med.filter(pl.col("isl") == 1024), on=k, suffix="_1k")
+    t = t.with_columns(rt=pl.col("pred_ttft") / pl.col("meas_ttft"), rp=pl.col("pred_tpot") / pl.col("meas_tpot"))
+    j = _8k_beside_1k(t, ["run_id", "hardware", "framework", "model", "precision", "spec_decoding"], ("rt", "rp"))
     q = {m: [float((j[m] / j[f"{m}_1k"]).quantile(x)) for x in (0.25, 0.5, 0.75)] for m in ("rt", "rp")}
     return (f"within a run, 8k1k over 1k1k (predicted/measured, median [quartiles] over {j.height} runs and groups): "
             f"TTFT {q['rt'][1]:.2f} [{q['rt'][0]:.2f}–{q['rt'][2]:.2f}], "
@@ -365,10 +359,9 @@ def prefill_step(t: pl.DataFrame) -> str:
     predicted over measured, per run, stack, layout and load; median and quartiles, and the stacks with 3 or more
     such pairs at both ends."""
     k = ["run_id", "hardware", "framework", "precision", "spec_decoding", "layout", "conc"]
-    t = t.filter((pl.col("level") != "") & (pl.col("osl") == 1024) & (pl.col("conc") <= 8))
-    med = t.group_by([*k, "isl"]).agg(pl.col("pred_ttft").median(), pl.col("meas_ttft").median())
-    j = med.filter(pl.col("isl") == HELD_OUT_ISL).join(med.filter(pl.col("isl") == 1024), on=k, suffix="_1k")
-    j = j.filter(pl.col("meas_ttft") > pl.col("meas_ttft_1k")).with_columns(
+    t = t.filter((pl.col("level") != "") & (pl.col("conc") <= 8))
+    j = _8k_beside_1k(t, k, ("pred_ttft", "meas_ttft")).filter(pl.col("meas_ttft") > pl.col("meas_ttft_1k"))
+    j = j.with_columns(
         r=(pl.col("pred_ttft") - pl.col("pred_ttft_1k")) / (pl.col("meas_ttft") - pl.col("meas_ttft_1k")),
         stack=pl.concat_str("hardware", "framework", "precision", separator="/"))
     q = [float(j["r"].quantile(x)) for x in (0.25, 0.5, 0.75)]

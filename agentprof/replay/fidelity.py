@@ -60,11 +60,12 @@ def _with_slices(t: pl.DataFrame) -> pl.DataFrame:
         .alias("serving"), band.alias("conc_band"))
 
 
-def off_by(t: pl.DataFrame, factor: float) -> int:
-    """Points whose prediction misses the measurement by more than ``factor`` either way in any metric."""
+def off_by(t: pl.DataFrame, factor: float, side: str = "pred") -> int:
+    """Points whose prediction (columns ``{side}_ttft`` …: ``pred``, or another predictor's, e.g. a lookup's)
+    misses the measurement by more than ``factor`` either way in any metric."""
     bad = np.zeros(t.height, dtype=bool)
     for m in METRICS:
-        p, q = t[f"pred_{m}"].to_numpy().astype(float), t[f"meas_{m}"].to_numpy().astype(float)
+        p, q = t[f"{side}_{m}"].to_numpy().astype(float), t[f"meas_{m}"].to_numpy().astype(float)
         ok = np.isfinite(p) & np.isfinite(q) & (p > 0) & (q > 0)
         r = np.where(ok, p / np.where(ok, q, 1.0), 1.0)
         bad |= ok & ((r > factor) | (r < 1.0 / factor))
