@@ -403,7 +403,7 @@ def prefill_bound(api: pl.DataFrame) -> str:
                        ("run", ["hardware", "framework", "precision", "spec_decoding", "run_id"])):
         score = pl.concat([t.group_by(keys).agg(pl.col("ape_ttft").median().alias("e")).with_columns(i=pl.lit(i))
                            for i, t in enumerate(by_factor)])
-        best = score.sort("e", "i").group_by(keys, maintain_order=True).first().select(*keys, "i")
+        best = score.sort("e", "i", nulls_last=True).group_by(keys, maintain_order=True).first().select(*keys, "i")
         chosen = pl.concat([t.join(best.filter(pl.col("i") == i), on=keys, how="semi") for i, t in enumerate(by_factor)])
         s = summarize(chosen)
         srv = {k: v["ttft"]["median_ape"] for k, v in s["by_serving"].items()}
