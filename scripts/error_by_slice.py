@@ -390,14 +390,14 @@ def prefill_bound(api: pl.DataFrame) -> str:
     from agentprof.replay.points import point_features
 
     cat, fit = load_catalog(), load_fitted()
+    api = api.filter((pl.col("isl") == HELD_OUT_ISL) & (pl.col("osl") == 1024))
     f = point_features(api, cat)
     fields = ("pf_gemm_s", "pf_attn_s", "pf_attn_fresh_s", "pf_gemm_rank_s")
-    at = (pl.col("isl") == HELD_OUT_ISL) & (pl.col("osl") == 1024) & (pl.col("level") != "") & pl.col("covered")
     by_factor = []
     for g in BOUND_FACTORS:
         w = dataclasses.replace(f.work, **{k: getattr(f.work, k) * g for k in fields if getattr(f.work, k) is not None})
         t = check(api, fit, cat, dataclasses.replace(f, work=w)).table.with_columns(api.select("run_id", "spec_decoding"))
-        by_factor.append(t.filter(at))
+        by_factor.append(t.filter((pl.col("level") != "") & pl.col("covered")))
     out = []
     for name, keys in (("stack", ["hardware", "framework", "precision", "spec_decoding"]),
                        ("run", ["hardware", "framework", "precision", "spec_decoding", "run_id"])):
